@@ -1,0 +1,156 @@
+"""The ``nnrag`` command line: argument parsing and printing over library calls."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from nnrag import __version__
+from nnrag.errors import NnragError
+from nnrag.model import STAGES
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_repos_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repos",
+        metavar="FILE",
+        help="repos.json to read (default: ./repos.json, or $NNRAG_REPOS)",
+    )
+    parser.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="cache folder for checkouts, the index and results (default: $NNRAG_CACHE_DIR, "
+        "else the user cache dir)",
+    )
+
+
+def _not_built(name: str) -> Handler:
+    def handler(args: argparse.Namespace) -> int:
+        print(f"nnrag {name}: not available in this build", file=sys.stderr)
+        return 2
+
+    return handler
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    return _not_built("index")(args)
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    return _not_built("list")(args)
+
+
+def _cmd_extract(args: argparse.Namespace) -> int:
+    return _not_built("extract")(args)
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    return _not_built("validate")(args)
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    return _not_built("search")(args)
+
+
+def _cmd_dedup(args: argparse.Namespace) -> int:
+    return _not_built("dedup")(args)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    return _not_built("check")(args)
+
+
+def _cmd_refresh(args: argparse.Namespace) -> int:
+    return _not_built("refresh")(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``nnrag`` argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="nnrag",
+        description="Dependency-closed, validated nn.Module blocks from PyTorch repositories.",
+    )
+    parser.add_argument("--version", action="version", version=f"nnrag {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    index = commands.add_parser("index", help="build or update the index of every source")
+    _add_repos_options(index)
+    index.add_argument("--json", action="store_true", help="print the summary as JSON")
+    index.set_defaults(handler=_cmd_index)
+
+    listing = commands.add_parser("list", help="list discovered block ids, sorted")
+    _add_repos_options(listing)
+    listing.add_argument("pattern", nargs="?", help="fnmatch pattern on block ids")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_cmd_list)
+
+    extract = commands.add_parser("extract", help="write standalone block files")
+    _add_repos_options(extract)
+    extract.add_argument("blocks", nargs="*", metavar="ID|NAME", help="block ids or class names")
+    extract.add_argument("--all", action="store_true", help="extract every discovered block")
+    extract.add_argument("--out", metavar="DIR", default=".", help="folder to write to")
+    extract.add_argument(
+        "--into", metavar="DIR", help="vendor into DIR: block, spec and nnrag-blocks.json manifest"
+    )
+    extract.add_argument("--force", action="store_true", help="overwrite hand-edited files")
+    extract.add_argument("--json", action="store_true", help="print JSON")
+    extract.set_defaults(handler=_cmd_extract)
+
+    validate = commands.add_parser("validate", help="validate blocks in the sandbox")
+    _add_repos_options(validate)
+    validate.add_argument("blocks", nargs="*", metavar="ID|NAME", help="block ids or class names")
+    validate.add_argument("--all", action="store_true", help="validate every discovered block")
+    validate.add_argument("--depth", choices=STAGES, default="forward", help="last stage to run")
+    validate.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per block")
+    validate.add_argument("--revalidate", action="store_true", help="ignore cached results")
+    validate.add_argument("--json", action="store_true", help="print JSON")
+    validate.set_defaults(handler=_cmd_validate)
+
+    search = commands.add_parser("search", help="full-text search over blocks")
+    _add_repos_options(search)
+    search.add_argument("query", help="words to look for")
+    search.add_argument("--source", help="only blocks of this source")
+    search.add_argument("--category", help="only blocks of this category")
+    search.add_argument("--limit", type=int, default=10, help="at most N results")
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(handler=_cmd_search)
+
+    dedup = commands.add_parser("dedup", help="uniqueness report: exact, lexical, structural")
+    _add_repos_options(dedup)
+    dedup.add_argument("--json", action="store_true", help="print JSON")
+    dedup.add_argument("--threshold", type=float, default=0.9, help="Jaccard threshold")
+    dedup.set_defaults(handler=_cmd_dedup)
+
+    check = commands.add_parser("check", help="static closure check of vendored block files")
+    check.add_argument("files", nargs="*", metavar="FILE")
+    check.add_argument("--pristine", action="store_true", help="body must match its digest")
+    check.add_argument("--import", dest="do_import", action="store_true", help="sandboxed import")
+    check.set_defaults(handler=_cmd_check)
+
+    refresh = commands.add_parser("refresh", help="re-extract vendored blocks from provenance")
+    refresh.add_argument("dir", nargs="?", default=".", metavar="DIR")
+    refresh.add_argument("--cache", metavar="DIR", help="cache folder")
+    refresh.set_defaults(handler=_cmd_refresh)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``nnrag`` console script."""
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except NnragError as error:
+        print(f"nnrag {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nnrag: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""Plain data passed between nnrag's stages: frozen, slotted, keyword-only, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, get_args
+
+# --------------------------------------------------------------------------- stages
+
+Stage = Literal["parse", "compile", "closed", "import", "instantiate", "forward", "backward"]
+STAGES: tuple[Stage, ...] = get_args(Stage)
+
+Category = Literal[
+    "syntax",
+    "unresolved-name",
+    "source-import",
+    "missing-external",
+    "native-op",
+    "dynamic-registry",
+    "resource-file",
+    "ctor-args",
+    "input-shape",
+    "runtime-error",
+    "timeout",
+    "memory",
+    "crash",
+    "sandbox-violation",
+    "internal-error",
+]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
+
+SourceKind = Literal["path", "git", "pypi"]
+
+UnitKind = Literal["def", "class", "assign", "import", "if", "try", "with", "other"]
+
+
+def stage_index(stage: Stage) -> int:
+    """Position of ``stage`` in the pipeline (``parse`` is 0)."""
+    return STAGES.index(stage)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockHints:
+    """User-given constructor arguments and forward inputs for one block (always win).
+
+    ``inputs`` items are JSON values: a tensor spec ``{"shape": [1, 3, 32, 32],
+    "dtype": "float32"}`` (``"high"`` bounds integer tensors) or a plain literal.
+    """
+
+    pattern: str
+    init_args: tuple[object, ...] = ()
+    init_kwargs: Mapping[str, object] = field(default_factory=dict)
+    inputs: tuple[object, ...] | None = None
+    input_kwargs: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSpec:
+    """One entry of ``repos.json``: where a source's code comes from and what is in scope."""
+
+    name: str
+    kind: SourceKind
+    location: str
+    """Absolute folder for ``path``, clone URL for ``git``, PEP 508 requirement for ``pypi``."""
+    ref: str | None = None
+    paths: tuple[str, ...] = ()
+    """Globs or folder/file prefixes (relative to the source root) that are indexed."""
+    include: tuple[str, ...] = ()
+    """fnmatch patterns on ``module:Class`` or ``Class``; empty means everything."""
+    exclude: tuple[str, ...] = ()
+    priority: int = 0
+    hints: tuple[BlockHints, ...] = ()
+    config_file: Path | None = None
+    entry: str = ""
+    """How the entry is named in messages, e.g. ``sources[2] ("timm")``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything a run needs, built once from repos.json, ini options and flags."""
+
+    sources: tuple[SourceSpec, ...]
+    cache_dir: Path
+    repos_file: Path | None = None
+    depth: Stage = "forward"
+    timeout_s: float = 60.0
+    revalidate: bool = False
+    jobs: int | None = None
+    """Worker processes for parsing (``None``: one per core)."""
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkout:
+    """A source materialized on disk, ready to index."""
+
+    spec: SourceSpec
+    root: Path
+    """Folder whose files are indexed; module names are derived from package folders in it."""
+    revision: str
+    """Git commit, distribution version, or content hash of a local folder's files."""
+    origin: str
+    """Human-readable origin: the git URL, ``timm==1.0.31``, or the local path."""
+    license: str | None = None
+    """SPDX identifier, where found."""
+
+
+# --------------------------------------------------------------------------- index
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportBinding:
+    """A name bound by an import statement at module level."""
+
+    name: str
+    """Local name bound: ``F`` for ``import torch.nn.functional as F``; ``torch`` for ``import torch.nn``."""
+    module: str
+    """Absolute module imported from (relative imports already resolved)."""
+    attr: str | None
+    """``y`` for ``from x import y``; ``None`` for ``import x``; ``*`` for a star import."""
+    level: int = 0
+    """Relative level as written (0 = absolute)."""
+    conditional: bool = False
+    """Inside an ``if``/``try``/``with`` at module level."""
+    type_checking: bool = False
+    """Inside ``if TYPE_CHECKING:`` (not a runtime dependency)."""
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassInfo:
+    """What discovery, specs and search need to know about a top-level class."""
+
+    name: str
+    bases: tuple[str, ...]
+    """Each base as a dotted chain (``nn.Module``); ``""`` for a base that is not a name chain."""
+    metaclass: str | None = None
+    methods: tuple[str, ...] = ()
+    abstract_methods: tuple[str, ...] = ()
+    """Methods decorated with ``abstractmethod`` in this class body."""
+    docstring: str | None = None
+    init_signature: str | None = None
+    """``__init__``'s parameters as written (without ``self``), or ``None`` if not defined here."""
+    forward_signature: str | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unit:
+    """One top-level statement (kept whole) and the module-level names it binds and reads."""
+
+    index: int
+    kind: UnitKind
+    start_line: int
+    """1-based, including decorators and leading comments that belong to it."""
+    end_line: int
+    """1-based, inclusive."""
+    binds: tuple[str, ...]
+    load_reads: tuple[str, ...]
+    """Dotted chains rooted at module-level names, read when the unit executes (``nn.Module``)."""
+    call_reads: tuple[str, ...]
+    """Dotted chains rooted at module-level names, read only when a function defined here runs."""
+    imports: tuple[ImportBinding, ...] = ()
+    classes: tuple[ClassInfo, ...] = ()
+    type_checking: bool = False
+    """The unit is ``if TYPE_CHECKING: ...``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModuleInfo:
+    """The index entry of one Python file."""
+
+    source: str
+    module: str
+    path: str
+    """POSIX path relative to the checkout root."""
+    sha1: str
+    """Git blob SHA-1 of the file's bytes; its SWHID is ``swh:1:cnt:<sha1>``."""
+    is_package: bool = False
+    lines: int = 0
+    future: tuple[str, ...] = ()
+    all_names: tuple[str, ...] | None = None
+    star_imports: tuple[str, ...] = ()
+    """Absolute modules imported with ``from m import *``."""
+    units: tuple[Unit, ...] = ()
+
+    @property
+    def swhid(self) -> str:
+        return f"swh:1:cnt:{self.sha1}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileProblem:
+    """A file that could not be indexed (does not decode, does not parse, too large, ...)."""
+
+    source: str
+    path: str
+    message: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexStats:
+    """What one indexing run did."""
+
+    sources: int
+    files: int
+    modules: int
+    blocks: int
+    parsed: int
+    """Files (re)parsed in this run; the rest came from the index unchanged."""
+    lines: int
+    seconds: float
+    problems: tuple[FileProblem, ...] = ()
+    source_errors: tuple[str, ...] = ()
+    """Sources that could not be materialized (message each); the others were indexed."""
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockRef:
+    """A discovered block: a top-level ``nn.Module`` subclass with a ``forward``."""
+
+    source: str
+    module: str
+    name: str
+    path: str
+    line: int
+    docstring: str | None = None
+    init_signature: str | None = None
+    forward_signature: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}:{self.module}:{self.name}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """Something that keeps a block from being closed, with the dependency path to it."""
+
+    category: Category
+    message: str
+    path: tuple[str, ...] = ()
+    """Dependency path from the target, e.g. ``("Target", "helper", "_lookup")``."""
+    location: str = ""
+    """``path:line:col`` where it was found."""
+
+    def __str__(self) -> str:
+        chain = " -> ".join(self.path)
+        where = f"{self.location}: " if self.location else ""
+        return f"{where}[{self.category}] {chain + ': ' if chain else ''}{self.message}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnitRef:
+    """One unit of one indexed module, as included in a closure."""
+
+    source: str
+    module: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Closure:
+    """The result of resolution: what a block needs, in definition-before-use order."""
+
+    block: BlockRef
+    units: tuple[UnitRef, ...]
+    """Internal units to inline, ordered so that load-time dependencies come first."""
+    imports: tuple[ImportBinding, ...]
+    """External imports kept as imports (as written in their source module)."""
+    renames: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(module, name) -> flat name in the emitted file, where a collision forced a rename."""
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceFile:
+    """A source file that contributed to an extracted block (for provenance)."""
+
+    source: str
+    path: str
+    sha1: str
+
+    @property
+    def swhid(self) -> str:
+        return f"swh:1:cnt:{self.sha1}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Extracted:
+    """An emitted standalone block file and what it was made from."""
+
+    block: BlockRef
+    code: str
+    digest: str
+    """``sha256:<hex>`` of the body (everything after the provenance header)."""
+    requirements: tuple[str, ...]
+    """PEP 508 strings of external distributions the block imports."""
+    files: tuple[SourceFile, ...]
+    problems: tuple[Problem, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    """Qualified names of the inlined definitions (``module.name``)."""
+
+    @property
+    def closed(self) -> bool:
+        return not self.problems
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recipe:
+    """How a block was instantiated and fed, so a result can be reproduced."""
+
+    origin: Literal["hinted", "harvested", "synthesized", "none"] = "none"
+    init_args: tuple[object, ...] = ()
+    init_kwargs: Mapping[str, object] = field(default_factory=dict)
+    inputs: tuple[object, ...] = ()
+    """Input specs (JSON values) that were used, with their seed."""
+    input_kwargs: Mapping[str, object] = field(default_factory=dict)
+    seed: int = 0
+    output_shapes: tuple[object, ...] = ()
+    parameters: int | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidationResult:
+    """How far one block got through the stages, and why it stopped."""
+
+    block_id: str
+    depth: Stage
+    stage_reached: Stage | None
+    """The last stage that passed (``None``: not even ``parse``)."""
+    failed_stage: Stage | None = None
+    category: Category | None = None
+    message: str = ""
+    dependency_path: tuple[str, ...] = ()
+    recipe: Recipe | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """Seconds per stage that ran."""
+    duration_s: float = 0.0
+    cached: bool = False
+    file: str | None = None
+    """Path of the extracted file the result is about."""
+
+    @property
+    def passed(self) -> bool:
+        return self.failed_stage is None and self.stage_reached == self.depth

@@ -1,0 +1,1 @@
+"""pytest plugin for nnrag: one test per discovered block."""
