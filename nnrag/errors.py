@@ -65,7 +65,9 @@ class SourceError(NnragError, OSError):
     """A source could not be materialized (missing folder, failed clone, unknown distribution)."""
 
     def __init__(self, message: str, *, source: str, location: str = "") -> None:
-        super().__init__(f"source {source!r}" + (f" ({location})" if location else "") + f": {message}")
+        super().__init__(
+            f"source {source!r}" + (f" ({location})" if location else "") + f": {message}"
+        )
         self.source = source
         self.location = location
         self.reason = message

@@ -363,3 +363,22 @@ class ValidationResult:
     @property
     def passed(self) -> bool:
         return self.failed_stage is None and self.stage_reached == self.depth
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One static-check finding on a block file, printed as ``path:line:col: code message``."""
+
+    code: str
+    """Short stable code, e.g. ``NNR101``."""
+    category: Category
+    stage: Stage
+    message: str
+    line: int = 0
+    col: int = 0
+
+    def format(self, path: str) -> str:
+        return f"{path}:{self.line}:{self.col}: {self.code} {self.message}"

@@ -1,0 +1,55 @@
+"""The one facade the CLI, the pytest plugin and the hook call: settings in, blocks and results out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nnrag.index import Index
+    from nnrag.model import BlockRef, Extracted, IndexStats, Settings, Stage, ValidationResult
+
+
+class Workspace:
+    """Settings plus the cache they point at. Cheap to create; work happens on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._index: Index | None = None
+        self._blocks: tuple[BlockRef, ...] | None = None
+
+    # -- index (owner: index) ---------------------------------------------------------------
+
+    def build(self, *, progress: bool = False) -> IndexStats:
+        """Materialize every source and bring the index up to date (under the cache lock)."""
+        raise NotImplementedError
+
+    def index(self) -> Index:
+        """The up-to-date index, built on first use, loaded once per process."""
+        raise NotImplementedError
+
+    # -- discovery (owner: discover) ------------------------------------------------------
+
+    def blocks(self) -> tuple[BlockRef, ...]:
+        """Every discovered block in scope (include/exclude applied), sorted by id."""
+        raise NotImplementedError
+
+    def find(self, query: str) -> BlockRef:
+        """A block by id (``source:module:Class``) or unambiguous bare class name."""
+        raise NotImplementedError
+
+    # -- extraction (owner: emit) --------------------------------------------------------------
+
+    def extract(self, query: str | BlockRef) -> Extracted:
+        """Resolve and emit one block (memoized per process)."""
+        raise NotImplementedError
+
+    def block_file(self, extracted: Extracted) -> Path:
+        """Write the extracted block (and its spec) under the cache; return the .py path."""
+        raise NotImplementedError
+
+    # -- validation (owner: validate) ------------------------------------------------------
+
+    def validate(self, query: str | BlockRef, *, depth: Stage | None = None) -> ValidationResult:
+        """Validate one block to ``depth`` (default: settings.depth), using the result cache."""
+        raise NotImplementedError
