@@ -32,7 +32,7 @@ def _rebuild(cls: type[NnragError], state: dict[str, object]) -> NnragError:
 
 
 class ConfigError(NnragError, ValueError):
-    """repos.json (or an option) is malformed: names the file, the entry, the key and what is allowed."""
+    """repos.json or an option is malformed: names the file, entry, key and what is allowed."""
 
     def __init__(
         self,

@@ -120,7 +120,11 @@ class ImportBinding:
     """A name bound by an import statement at module level."""
 
     name: str
-    """Local name bound: ``F`` for ``import torch.nn.functional as F``; ``torch`` for ``import torch.nn``."""
+    """Local name bound (``F`` for ``import torch.nn.functional as F``).
+
+    ``torch`` for ``import torch.nn``.
+    """
+
     module: str
     """Absolute module imported from (relative imports already resolved)."""
     attr: str | None

@@ -1,4 +1,4 @@
-"""The one facade the CLI, the pytest plugin and the hook call: settings in, blocks and results out."""
+"""The facade the CLI, the plugin and the hook call: settings in, blocks and results out."""
 
 from __future__ import annotations
 
