@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nnrag.index import Index
-    from nnrag.model import BlockRef, Extracted, IndexStats, Settings, Stage, ValidationResult
+    from nnrag.model import (
+        BlockHints,
+        BlockRef,
+        Extracted,
+        IndexStats,
+        Settings,
+        Stage,
+        ValidationResult,
+    )
 
 
 class Workspace:
@@ -50,6 +58,15 @@ class Workspace:
 
     # -- validation (owner: validate) ------------------------------------------------------
 
-    def validate(self, query: str | BlockRef, *, depth: Stage | None = None) -> ValidationResult:
-        """Validate one block to ``depth`` (default: settings.depth), using the result cache."""
+    def validate(
+        self,
+        query: str | BlockRef,
+        *,
+        depth: Stage | None = None,
+        hints: BlockHints | None = None,
+    ) -> ValidationResult:
+        """Validate one block to ``depth`` (default: settings.depth), using the result cache.
+
+        ``hints`` (e.g. from the ``pytest_nnrag_block_inputs`` hook) win over config hints.
+        """
         raise NotImplementedError
