@@ -1,0 +1,213 @@
+"""The index: every module of every source, analyzed, stored by content and loaded read-only."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+
+from nnrag.errors import SourceError
+from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
+from nnrag.sources import scan_tree, tree_digest
+
+BlobLoader = Callable[[str], bytes | None]
+"""Looks up a file's bytes by git blob SHA-1 (the store keeps them), ``None`` if unknown."""
+
+
+def decode_source(data: bytes) -> str:
+    """A Python file's text as the interpreter reads it (PEP 263 cookie, BOM, newlines)."""
+    return importlib.util.decode_source(data)
+
+
+class Index:
+    """Read-only, in-memory view of the indexed modules of every source."""
+
+    def __init__(
+        self,
+        *,
+        checkouts: Mapping[str, Checkout],
+        modules: Iterable[ModuleInfo],
+        problems: Iterable[FileProblem] = (),
+        blobs: BlobLoader | None = None,
+    ) -> None:
+        self.checkouts: Mapping[str, Checkout] = dict(checkouts)
+        self.problems: tuple[FileProblem, ...] = tuple(
+            sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
+        )
+        self._blobs = blobs
+        self._order = {
+            name: rank
+            for rank, name in enumerate(
+                sorted(
+                    self.checkouts,
+                    key=lambda s: (self.checkouts[s].spec.priority, _position(self.checkouts, s)),
+                )
+            )
+        }
+        by_source: dict[str, list[ModuleInfo]] = {name: [] for name in self.checkouts}
+        for info in modules:
+            by_source.setdefault(info.source, []).append(info)
+        self._by_source: dict[str, tuple[ModuleInfo, ...]] = {
+            name: tuple(sorted(infos, key=lambda m: m.module))
+            for name, infos in sorted(by_source.items())
+        }
+        by_name: dict[str, list[ModuleInfo]] = {}
+        owners: dict[str, list[str]] = {}
+        packages: dict[str, set[str]] = {}
+        for source, infos in self._by_source.items():
+            tops = packages.setdefault(source, set())
+            for info in infos:
+                by_name.setdefault(info.module, []).append(info)
+                top = info.module.split(".", 1)[0]
+                if top not in tops:
+                    tops.add(top)
+                    owners.setdefault(top, []).append(source)
+        self._by_name = {
+            name: tuple(sorted(infos, key=lambda m: self._rank(m.source)))
+            for name, infos in by_name.items()
+        }
+        self._owner = {top: min(sources, key=self._rank) for top, sources in owners.items()}
+        self._packages = {name: frozenset(tops) for name, tops in packages.items()}
+        self._texts: dict[tuple[str, str], str] = {}
+
+    def _rank(self, source: str) -> int:
+        return self._order.get(source, len(self._order))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Source names, most preferred first (lower ``priority`` number, then config order)."""
+        return tuple(sorted(self._by_source, key=self._rank))
+
+    def modules(self, source: str | None = None) -> Iterator[ModuleInfo]:
+        """Every module (of one source), sorted by (source, module)."""
+        if source is not None:
+            yield from self._by_source.get(source, ())
+            return
+        for infos in self._by_source.values():
+            yield from infos
+
+    def module(self, name: str, *, prefer: str | None = None) -> ModuleInfo | None:
+        """The module called ``name``: from source ``prefer`` if it has one, else by priority."""
+        infos = self._by_name.get(name)
+        if not infos:
+            return None
+        if prefer is not None:
+            for info in infos:
+                if info.source == prefer:
+                    return info
+        return infos[0]
+
+    def text(self, info: ModuleInfo) -> str:
+        """The text of the file ``info`` was made from (checked against its blob SHA-1)."""
+        key = (info.source, info.path)
+        cached = self._texts.get(key)
+        if cached is not None:
+            return cached
+        from nnrag.units import git_blob_sha1
+
+        data: bytes | None = None
+        checkout = self.checkouts.get(info.source)
+        if checkout is not None:
+            try:
+                data = (checkout.root / info.path).read_bytes()
+            except OSError:
+                data = None
+            if data is not None and git_blob_sha1(data) != info.sha1:
+                data = None
+        if data is None and self._blobs is not None:
+            data = self._blobs(info.sha1)
+        if data is None:
+            raise SourceError(
+                f"{info.path} changed or disappeared since it was indexed; run `nnrag index` again",
+                source=info.source,
+                location=str(checkout.root) if checkout else "",
+            )
+        text = decode_source(data)
+        self._texts[key] = text
+        return text
+
+    def source_packages(self, source: str) -> frozenset[str]:
+        """Top-level import names (packages and modules) the source defines."""
+        return self._packages.get(source, frozenset())
+
+    def source_of_module(self, name: str) -> str | None:
+        """The source that owns ``name``'s top-level package (by priority when several do)."""
+        return self._owner.get(name.split(".", 1)[0])
+
+
+def _position(checkouts: Mapping[str, Checkout], name: str) -> int:
+    for position, key in enumerate(checkouts):
+        if key == name:
+            return position
+    return len(checkouts)
+
+
+def analyze_file(
+    *, source: str, root: Path, path: str, data: bytes | None = None
+) -> ModuleInfo | FileProblem:
+    """Analyze one file of a tree: read, decode and hand it to :mod:`nnrag.units`."""
+    from nnrag.units import analyze_module, module_name_for
+
+    file = root / path
+    if data is None:
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            return FileProblem(source=source, path=path, message=f"cannot read: {error.strerror}")
+    try:
+        text = decode_source(data)
+    except UnicodeDecodeError as error:
+        line, col = _byte_position(data, error.start)
+        return FileProblem(
+            source=source,
+            path=path,
+            message=f"cannot decode as {error.encoding}: {error.reason} "
+            f"(byte 0x{data[error.start]:02x}); skipped (fix the encoding or add a coding cookie)",
+            line=line,
+            col=col,
+        )
+    except (SyntaxError, LookupError) as error:
+        return FileProblem(
+            source=source, path=path, message=f"cannot decode: {error}; skipped", line=1
+        )
+    module, is_package = module_name_for(file, root)
+    result = analyze_module(source=text, module=module, path=path, data=data, is_package=is_package)
+    if isinstance(result, FileProblem) and result.source != source:
+        return FileProblem(
+            source=source, path=path, message=result.message, line=result.line, col=result.col
+        )
+    if isinstance(result, ModuleInfo) and result.source != source:
+        from dataclasses import replace
+
+        return replace(result, source=source)
+    return result
+
+
+def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
+    line = data.count(b"\n", 0, offset) + 1
+    col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def index_tree(root: Path, *, source: str = "src") -> Index:
+    """Index a folder in memory (no cache, no processes): for tests and small trees."""
+    from nnrag.units import git_blob_sha1
+
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise SourceError("folder does not exist", source=source, location=str(root))
+    entries, problems = scan_tree(root, source=source)
+    modules: list[ModuleInfo] = []
+    found: list[FileProblem] = list(problems)
+    digests: list[tuple[str, str]] = []
+    for entry in entries:
+        data = entry.file.read_bytes()
+        digests.append((entry.path, git_blob_sha1(data)))
+        result = analyze_file(source=source, root=root, path=entry.path, data=data)
+        if isinstance(result, ModuleInfo):
+            modules.append(result)
+        else:
+            found.append(result)
+    spec = SourceSpec(name=source, kind="path", location=str(root))
+    checkout = Checkout(spec=spec, root=root, revision=tree_digest(digests), origin=str(root))
+    return Index(checkouts={source: checkout}, modules=modules, problems=found)
