@@ -290,6 +290,11 @@ class Closure:
     renames: Mapping[tuple[str, str], str] = field(default_factory=dict)
     """(module, name) -> flat name in the emitted file, where a collision forced a rename."""
     problems: tuple[Problem, ...] = ()
+    references: Mapping[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """Optional, for emit: (module of an included unit, dotted chain read there, e.g.
+    ``layers.Mlp`` or ``_Mlp``) -> (module, name) of the inlined definition it denotes. Emit
+    rewrites the chain to that definition's flat name. When a chain is missing, emit resolves
+    it itself through the index's import bindings."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
