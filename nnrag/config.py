@@ -1,0 +1,353 @@
+"""repos.json and run settings: parsing, validation with located messages, defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nnrag.errors import ConfigError
+from nnrag.model import STAGES, BlockHints, Settings, SourceKind, SourceSpec
+
+CACHE_ENV = "NNRAG_CACHE_DIR"
+REPOS_ENV = "NNRAG_REPOS"
+DEFAULT_REPOS_FILE = "repos.json"
+
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.+/-]*$"
+"""Source names: usable in block ids (``name:module:Class``) and pytest node ids."""
+
+_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_HINT = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "args": {"type": "array"},
+        "kwargs": {"type": "object"},
+        "inputs": {"type": "array"},
+        "input_kwargs": {"type": "object"},
+    },
+}
+HINTS_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": _HINT}
+SOURCE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": NAME_PATTERN},
+        "path": {"type": "string", "minLength": 1},
+        "git": {"type": "string", "minLength": 1},
+        "url": {"type": "string", "minLength": 1},
+        "ref": {"type": "string", "minLength": 1},
+        "pypi": {"type": "string", "minLength": 1},
+        "paths": _STRINGS,
+        "include": _STRINGS,
+        "exclude": _STRINGS,
+        "priority": {"type": "integer"},
+        "hints": HINTS_SCHEMA,
+        "description": {"type": "string"},
+    },
+}
+"""JSON schema of one source entry (``url`` is the reference implementation's name for ``git``)."""
+
+_KINDS: dict[str, SourceKind] = {"path": "path", "git": "git", "url": "git", "pypi": "pypi"}
+_LOCATION_KEYS = tuple(_KINDS)
+_ALLOWED = tuple(SOURCE_SCHEMA["properties"])
+_JSON_TYPES = {
+    "string": "a string",
+    "integer": "an integer",
+    "array": "a list",
+    "object": "an object",
+}
+
+
+def load_settings(
+    repos_file: Path | str | None,
+    *,
+    cache_dir: Path | str | None = None,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Settings for a run: sources from ``repos_file`` (else $NNRAG_REPOS, else ./repos.json).
+
+    The cache folder is ``cache_dir``, else $NNRAG_CACHE_DIR, else the user cache dir.
+    ``overrides`` set other :class:`~nnrag.model.Settings` fields (``depth``, ``timeout_s``, ...).
+    Without any repos file the settings have no sources.
+    """
+    env = os.environ if environ is None else environ
+    repos: Path | None = None
+    if repos_file is not None:
+        repos = Path(repos_file)
+    elif env.get(REPOS_ENV):
+        repos = Path(env[REPOS_ENV])
+    elif Path(DEFAULT_REPOS_FILE).is_file():
+        repos = Path(DEFAULT_REPOS_FILE)
+    sources = load_sources(repos) if repos is not None else ()
+    settings = Settings(
+        sources=sources,
+        cache_dir=_cache_dir(cache_dir, env),
+        repos_file=repos.resolve() if repos is not None else None,
+    )
+    known = {f.name for f in dataclasses.fields(Settings)} - {"sources", "cache_dir", "repos_file"}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown setting(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}"
+        )
+    if "depth" in overrides and overrides["depth"] not in STAGES:
+        raise ConfigError(
+            f"unknown depth {overrides['depth']!r}; allowed: {', '.join(STAGES)}", key="depth"
+        )
+    return dataclasses.replace(settings, **overrides) if overrides else settings
+
+
+def _cache_dir(explicit: Path | str | None, env: Mapping[str, str]) -> Path:
+    if explicit is not None:
+        return Path(explicit).expanduser().resolve()
+    if env.get(CACHE_ENV):
+        return Path(env[CACHE_ENV]).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("nnrag", appauthor=False))
+
+
+def load_sources(path: Path | str) -> tuple[SourceSpec, ...]:
+    """The sources of a repos.json file, validated; relative paths against its folder."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            "file not found; pass --repos FILE or set NNRAG_REPOS", file=file
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read: {error}", file=file) from None
+    return parse_sources(text, file=file)
+
+
+def parse_sources(text: str, *, file: Path) -> tuple[SourceSpec, ...]:
+    """Parse repos.json text in any of the accepted formats (see README)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"malformed JSON: {error.msg}", file=file, line=error.lineno, col=error.colno
+        ) from None
+    entries: list[tuple[str, str | None, Any]] = []
+    global_hints: tuple[BlockHints, ...] = ()
+    if isinstance(data, list):
+        entries = [(f"sources[{i}]", None, item) for i, item in enumerate(data)]
+    elif isinstance(data, dict) and isinstance(data.get("sources"), list):
+        extra = sorted(set(data) - {"sources", "hints", "description", "$schema"})
+        if extra:
+            raise ConfigError(
+                f"unknown top-level key {extra[0]!r}; allowed: sources, hints, description",
+                file=file,
+                key=extra[0],
+            )
+        entries = [(f"sources[{i}]", None, item) for i, item in enumerate(data["sources"])]
+        global_hints = _parse_hints(data.get("hints", {}), file=file, entry="top level")
+    elif isinstance(data, dict):
+        entries = [(json.dumps(name), name, item) for name, item in data.items()]
+    else:
+        raise ConfigError(
+            'expected a list of sources, {"sources": [...]}, or an object mapping '
+            f"source names to sources; got {_json_type(data)}",
+            file=file,
+        )
+    specs = [
+        _parse_source(item, file=file, entry=entry, key_name=key_name, global_hints=global_hints)
+        for entry, key_name, item in entries
+    ]
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.name in seen:
+            raise ConfigError(
+                f"duplicate source name {spec.name!r} (also used by {seen[spec.name]}); "
+                "source names must be unique",
+                file=file,
+                entry=spec.entry,
+                key="name",
+            )
+        seen[spec.name] = spec.entry
+    return tuple(specs)
+
+
+def _parse_source(
+    item: Any,
+    *,
+    file: Path,
+    entry: str,
+    key_name: str | None,
+    global_hints: tuple[BlockHints, ...],
+) -> SourceSpec:
+    if not isinstance(item, dict):
+        raise ConfigError(
+            f"a source must be an object with 'path', 'git' or 'pypi'; got {_json_type(item)}",
+            file=file,
+            entry=entry,
+        )
+    name_hint = item.get("name", key_name)
+    label = (
+        entry
+        if key_name is not None or not isinstance(name_hint, str)
+        else (f"{entry} ({json.dumps(name_hint)})")
+    )
+    _validate(item, file=file, entry=label)
+    present = [key for key in _LOCATION_KEYS if key in item]
+    if len(present) != 1:
+        raise ConfigError(
+            "needs exactly one of 'path' (local folder), 'git' (clone URL) or 'pypi' "
+            f"(requirement such as 'timm==1.0.31'); found {', '.join(present) or 'none'}",
+            file=file,
+            entry=label,
+        )
+    location_key = present[0]
+    kind = _KINDS[location_key]
+    location = str(item[location_key])
+    if kind == "path":
+        folder = Path(location).expanduser()
+        location = str((folder if folder.is_absolute() else file.parent / folder).resolve())
+    elif kind == "pypi":
+        location = _check_requirement(location, file=file, entry=label)
+    if "ref" in item and kind != "git":
+        raise ConfigError(
+            "'ref' is only allowed with 'git' (pin a pypi source with '==', a path source "
+            "has no ref)",
+            file=file,
+            entry=label,
+            key="ref",
+        )
+    name = item.get("name", key_name)
+    if name is None:
+        name = _default_name(kind, location)
+    if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
+        raise ConfigError(
+            f"source name {name!r} cannot be used in block ids: use letters, digits and "
+            "'_.+/-', starting with a letter, digit or '_' (no ':' or spaces)",
+            file=file,
+            entry=label,
+            key="name",
+        )
+    own_hints = _parse_hints(item.get("hints", {}), file=file, entry=label)
+    return SourceSpec(
+        name=name,
+        kind=kind,
+        location=location,
+        ref=item.get("ref"),
+        paths=tuple(item.get("paths", ())),
+        include=tuple(item.get("include", ())),
+        exclude=tuple(item.get("exclude", ())),
+        priority=int(item.get("priority", 0)),
+        hints=own_hints + global_hints,
+        config_file=file.resolve(),
+        entry=label,
+    )
+
+
+def _default_name(kind: SourceKind, location: str) -> str:
+    if kind == "pypi":
+        return re.split(r"[\s\[<>=!~;@]", location, maxsplit=1)[0]
+    if kind == "git":
+        tail = location.rstrip("/").rsplit("/", 1)[-1]
+        return tail.removesuffix(".git") or "git"
+    return Path(location).name or "src"
+
+
+def _check_requirement(text: str, *, file: Path, entry: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        Requirement(text)
+    except InvalidRequirement as error:
+        raise ConfigError(
+            f"not a valid PEP 508 requirement: {error}; write e.g. 'timm==1.0.31'",
+            file=file,
+            entry=entry,
+            key="pypi",
+        ) from None
+    return text.strip()
+
+
+def _parse_hints(raw: Any, *, file: Path, entry: str) -> tuple[BlockHints, ...]:
+    if not raw:
+        return ()
+    _validate(raw, file=file, entry=entry, schema=HINTS_SCHEMA, prefix=("hints",))
+    hints = []
+    for pattern, hint in raw.items():
+        inputs = hint.get("inputs")
+        hints.append(
+            BlockHints(
+                pattern=pattern,
+                init_args=tuple(hint.get("args", ())),
+                init_kwargs=dict(hint.get("kwargs", {})),
+                inputs=tuple(inputs) if inputs is not None else None,
+                input_kwargs=dict(hint.get("input_kwargs", {})),
+            )
+        )
+    return tuple(hints)
+
+
+def _validate(
+    item: Any,
+    *,
+    file: Path,
+    entry: str,
+    schema: Mapping[str, Any] = SOURCE_SCHEMA,
+    prefix: Sequence[str] = (),
+) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(item), key=lambda e: list(map(str, e.absolute_path)))
+    if not errors:
+        return
+    error = errors[0]
+    path = [*prefix, *(str(p) for p in error.absolute_path)]
+    if error.validator == "additionalProperties":
+        unexpected = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(error.schema.get("properties", {}))
+        key = ".".join([*path, unexpected[0]]) if unexpected else ".".join(path)
+        raise ConfigError(f"unknown key; allowed: {allowed}", file=file, entry=entry, key=key)
+    if error.validator == "type":
+        expected = error.validator_value
+        wanted = " or ".join(
+            _JSON_TYPES.get(t, t) for t in ([expected] if isinstance(expected, str) else expected)
+        )
+        if path and path[-1].isdigit() and len(path) > 1:
+            wanted = f"{wanted} (every item)"
+        raise ConfigError(
+            f"must be {wanted}, got {_json_type(error.instance)}",
+            file=file,
+            entry=entry,
+            key=".".join(path),
+        )
+    if error.validator == "pattern":
+        raise ConfigError(
+            f"{error.instance!r} is not allowed: use letters, digits and '_.+/-' "
+            "(no ':' or spaces)",
+            file=file,
+            entry=entry,
+            key=".".join(path),
+        )
+    if error.validator == "minLength":
+        raise ConfigError("must not be empty", file=file, entry=entry, key=".".join(path))
+    raise ConfigError(error.message, file=file, entry=entry, key=".".join(path))
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
