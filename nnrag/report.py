@@ -1,0 +1,290 @@
+"""The run report: one JSON document, its terminal summary table and the pass-rate badge.
+
+The pytest plugin and the CLI both build their report here, so a run reads the
+same everywhere. Everything is plain data: :func:`build_report` turns
+:class:`~nnrag.model.ValidationResult` objects into a JSON-ready ``dict``;
+:func:`summary_lines`, :func:`write_report` and :func:`write_badge` render it.
+
+Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
+
+    {
+      "nnrag_version": "0.1.0",
+      "torch_version": "2.13.0" | null,      # installed torch (read from metadata, never imported)
+      "depth": "forward",                    # the stage every block had to reach
+      "summary": {
+        "blocks": 934, "passed": 812, "failed": 122,
+        "pass_rate": 0.8694,                 # passed / blocks, 0.0 when there are no blocks
+        "stages": {                          # parse .. depth, in pipeline order
+          "parse": {"passed": 934, "failed": 0},   # passed: reached this stage or beyond
+          ...                                      # failed: stopped at exactly this stage
+        },
+        "categories": {"unresolved-name": 40, ...},   # failure categories, most frequent first
+        "sources": {"timm": {...the same keys as summary, without "sources"...}, ...}
+      },
+      "blocks": [                            # sorted by id
+        {"id": "timm:timm.layers.mlp:Mlp", "source": "timm",
+         "outcome": "passed" | "failed",
+         "stage_reached": "forward" | null,  # last stage that passed
+         "failed_stage": null | "closed",    # first stage that failed
+         "category": null | "unresolved-name",
+         "message": "",                      # why it failed ("" when it passed)
+         "cached": true,                     # the result came from the result cache
+         "duration_s": 0.12,
+         "file": "/path/to/extracted/block.py" | null},
+        ...
+      ]
+    }
+
+The badge (``--nnrag-badge badge.svg``) reads ``nnrag | 87% (812/934)``, coloured by
+pass rate; beside it, ``badge.json`` (the SVG's name with a ``.json`` suffix) is a
+shields.io endpoint document
+(``{"schemaVersion": 1, "label", "message", "color"}``) for
+``https://img.shields.io/endpoint?url=...``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from nnrag.model import STAGES, Stage, ValidationResult, stage_index
+
+REPORT_KEYS = ("nnrag_version", "torch_version", "depth", "summary", "blocks")
+BLOCK_KEYS = (
+    "id",
+    "source",
+    "outcome",
+    "stage_reached",
+    "failed_stage",
+    "category",
+    "message",
+    "cached",
+    "duration_s",
+    "file",
+)
+
+# Shields.io's named colours, by the lowest pass rate that earns them.
+_COLORS: tuple[tuple[float, str, str], ...] = (
+    (0.90, "brightgreen", "#4c1"),
+    (0.75, "green", "#97ca00"),
+    (0.60, "yellowgreen", "#a4a61d"),
+    (0.40, "yellow", "#dfb317"),
+    (0.20, "orange", "#fe7d37"),
+    (0.00, "red", "#e05d44"),
+)
+
+
+def distribution_version(name: str) -> str | None:
+    """The installed version of distribution ``name`` (without importing it), or ``None``."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def source_of(block_id: str) -> str:
+    """The source name of a block id ``source:module:Class``."""
+    return block_id.split(":", 1)[0]
+
+
+def failed_stage_of(result: ValidationResult) -> Stage | None:
+    """The stage a result stopped at (the one after the last passed), ``None`` when it passed."""
+    if result.passed:
+        return None
+    if result.failed_stage is not None:
+        return result.failed_stage
+    if result.stage_reached is None:
+        return STAGES[0]
+    following = stage_index(result.stage_reached) + 1
+    return STAGES[min(following, stage_index(result.depth))]
+
+
+def block_entry(result: ValidationResult) -> dict[str, Any]:
+    """One entry of the report's ``blocks`` list."""
+    return {
+        "id": result.block_id,
+        "source": source_of(result.block_id),
+        "outcome": "passed" if result.passed else "failed",
+        "stage_reached": result.stage_reached,
+        "failed_stage": failed_stage_of(result),
+        "category": None if result.passed else result.category,
+        "message": "" if result.passed else result.message,
+        "cached": result.cached,
+        "duration_s": round(result.duration_s, 4),
+        "file": result.file,
+    }
+
+
+def _summarize(entries: Sequence[Mapping[str, Any]], depth: Stage) -> dict[str, Any]:
+    passed = sum(1 for entry in entries if entry["outcome"] == "passed")
+    stages: dict[str, dict[str, int]] = {}
+    for stage in STAGES[: stage_index(depth) + 1]:
+        position = stage_index(stage)
+        reached = sum(
+            1
+            for entry in entries
+            if entry["stage_reached"] is not None
+            and stage_index(entry["stage_reached"]) >= position
+        )
+        stopped = sum(1 for entry in entries if entry["failed_stage"] == stage)
+        stages[stage] = {"passed": reached, "failed": stopped}
+    counts = Counter(
+        entry["category"] or "uncategorized" for entry in entries if entry["outcome"] == "failed"
+    )
+    categories = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return {
+        "blocks": len(entries),
+        "passed": passed,
+        "failed": len(entries) - passed,
+        "pass_rate": round(passed / len(entries), 4) if entries else 0.0,
+        "stages": stages,
+        "categories": categories,
+    }
+
+
+def build_report(
+    results: Iterable[ValidationResult],
+    *,
+    depth: Stage,
+    nnrag_version: str | None = None,
+    torch_version: str | None = None,
+) -> dict[str, Any]:
+    """The report document (schema in this module's docstring) for ``results``.
+
+    A block validated more than once (e.g. re-run by ``--lf``) counts once: its last result.
+    """
+    latest = {result.block_id: result for result in results}
+    entries = [block_entry(latest[block_id]) for block_id in sorted(latest)]
+    summary = _summarize(entries, depth)
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        by_source.setdefault(entry["source"], []).append(entry)
+    summary["sources"] = {
+        name: _summarize(group, depth) for name, group in sorted(by_source.items())
+    }
+    return {
+        "nnrag_version": nnrag_version or distribution_version("nnrag") or "unknown",
+        "torch_version": torch_version if torch_version is not None else _torch_version(),
+        "depth": depth,
+        "summary": summary,
+        "blocks": entries,
+    }
+
+
+def _torch_version() -> str | None:
+    return distribution_version("torch")
+
+
+def write_report(report: Mapping[str, Any], path: Path) -> Path:
+    """Write ``report`` as indented JSON to ``path`` (parent folders created); return ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- terminal summary
+
+
+def _cell(count: int, total: int) -> str:
+    return f"{count} ({count / total:.0%})" if total else "0"
+
+
+def summary_rows(report: Mapping[str, Any]) -> list[list[str]]:
+    """The summary table as rows of cells: a header, one row per source, then ``total``."""
+    summary = report["summary"]
+    stages = list(summary["stages"])
+    rows = [["source", "blocks", *stages]]
+    named = [*summary["sources"].items(), ("total", summary)]
+    for name, part in named:
+        total = part["blocks"]
+        cells = [_cell(part["stages"][stage]["passed"], total) for stage in stages]
+        rows.append([name, str(total), *cells])
+    return rows
+
+
+def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
+    """The terminal summary: the per-source table, then the top failure categories."""
+    summary = report["summary"]
+    rows = summary_rows(report)
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [
+        f"nnrag: {summary['passed']}/{summary['blocks']} blocks reached "
+        f"{report['depth']} ({summary['pass_rate']:.1%})"
+    ]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])]
+        cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    categories = list(summary["categories"].items())[:top]
+    if categories:
+        lines.append("top failure categories:")
+        width = max(len(name) for name, _ in categories)
+        for name, count in categories:
+            example = _example(report, name)
+            lines.append(f"  {name.ljust(width)}  {count:>5}  e.g. {example}")
+    return lines
+
+
+def _example(report: Mapping[str, Any], category: str) -> str:
+    for entry in report["blocks"]:
+        if entry["outcome"] == "failed" and (entry["category"] or "uncategorized") == category:
+            message = str(entry["message"]).strip().splitlines()
+            first = message[0] if message else ""
+            if len(first) > 100:
+                first = first[:97] + "..."
+            return f"{entry['id']}: {first}" if first else str(entry["id"])
+    return ""
+
+
+# --------------------------------------------------------------------------- badge
+
+
+def badge_message(report: Mapping[str, Any]) -> str:
+    """The badge's value, e.g. ``87% (812/934)``."""
+    summary = report["summary"]
+    return f"{summary['pass_rate']:.0%} ({summary['passed']}/{summary['blocks']})"
+
+
+def badge_color(rate: float) -> tuple[str, str]:
+    """Shields colour name and hex code for a pass rate in ``[0, 1]``."""
+    for floor, name, code in _COLORS:
+        if rate >= floor:
+            return name, code
+    return _COLORS[-1][1], _COLORS[-1][2]
+
+
+def shields_endpoint(report: Mapping[str, Any], *, label: str = "nnrag") -> dict[str, Any]:
+    """The shields.io endpoint document for ``report``."""
+    name, _ = badge_color(float(report["summary"]["pass_rate"]))
+    return {"schemaVersion": 1, "label": label, "message": badge_message(report), "color": name}
+
+
+def badge_svg(report: Mapping[str, Any], *, label: str = "nnrag") -> str:
+    """The SVG badge ``label | 87% (812/934)`` (made by ``anybadge``)."""
+    import anybadge
+
+    _, code = badge_color(float(report["summary"]["pass_rate"]))
+    badge = anybadge.Badge(label=label, value=badge_message(report), default_color=code)
+    return str(badge.badge_svg_text)
+
+
+def write_badge(
+    report: Mapping[str, Any], path: Path, *, label: str = "nnrag"
+) -> tuple[Path, Path]:
+    """Write the SVG badge to ``path`` and the shields endpoint JSON beside it.
+
+    The endpoint file has the badge's name with a ``.json`` suffix (``badge.svg`` ->
+    ``badge.json``). Returns both paths.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(badge_svg(report, label=label), encoding="utf-8")
+    endpoint = path.with_suffix(".json")
+    if endpoint == path:  # the SVG itself was asked for as a .json path
+        endpoint = path.with_suffix(".endpoint.json")
+    text = json.dumps(shields_endpoint(report, label=label), indent=2) + "\n"
+    endpoint.write_text(text, encoding="utf-8")
+    return path, endpoint

@@ -1,0 +1,368 @@
+"""Collection nodes and test items: repos.json -> one collector per source -> one item per block.
+
+Reusable pieces (``pytest_nnrag.vendored`` builds on them):
+
+- :class:`ResultItem`: an item whose outcome is a :class:`~nnrag.model.ValidationResult`;
+  subclasses implement :meth:`ResultItem.validate`. It records the result (stash,
+  ``user_properties``, the ``pytest_nnrag_result`` hook), fails with :class:`BlockFailure`
+  and prints :func:`format_result` instead of a traceback.
+- :class:`ProblemItem`: an item that always fails with a fixed message (a source that
+  could not be materialized, files that did not parse), so nothing is silent.
+- :func:`result_to_json` / :func:`result_from_json`: how a result crosses xdist.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from nnrag.errors import ConfigError, NnragError
+from nnrag.model import STAGES, BlockHints, BlockRef, Recipe, ValidationResult
+from pytest_nnrag.state import STATE_KEY, require_state
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+    from nnrag.model import FileProblem, Settings, Stage
+
+RESULT_KEY = pytest.StashKey[ValidationResult]()
+REPORT_ATTR = "nnrag"
+"""Name of the TestReport attribute carrying :func:`result_to_json` (survives xdist)."""
+HINT_KEYS = frozenset({"args", "kwargs", "inputs", "input_kwargs"})
+
+
+class NnragFailure(Exception):
+    """A test failure whose text is shown as is (no traceback)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class BlockFailure(NnragFailure):
+    """A block did not reach the requested depth."""
+
+    def __init__(self, result: ValidationResult) -> None:
+        super().__init__(format_result(result))
+        self.result = result
+
+
+# --------------------------------------------------------------------------- results
+
+
+def format_result(result: ValidationResult) -> str:
+    """The failure text: stage, category, message, dependency path or recipe, file."""
+    from nnrag.report import failed_stage_of
+
+    stopped = failed_stage_of(result) or result.depth
+    reached = result.stage_reached or "nothing"
+    lines = [
+        f"{result.block_id} did not reach {result.depth}: "
+        f"failed at stage {stopped} (last passed: {reached})",
+        f"category: {result.category or 'uncategorized'}",
+    ]
+    message = result.message.strip() or "(no message)"
+    first, *rest = message.splitlines()
+    lines.append(f"message: {first}")
+    lines.extend(f"  {line}" for line in rest)
+    if result.dependency_path:
+        lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
+    if result.recipe is not None and result.recipe.origin != "none":
+        lines.append(f"recipe: {format_recipe(result.recipe, result.block_id)}")
+    if result.file:
+        lines.append(f"file: {result.file}")
+    if result.cached:
+        lines.append("(cached result; pass --nnrag-revalidate to validate again)")
+    return "\n".join(lines)
+
+
+def format_recipe(recipe: Recipe, block_id: str) -> str:
+    """``Class(args, kw=...)(inputs)`` as tried, with where the arguments came from."""
+    name = block_id.rsplit(":", 1)[-1]
+    init = [_short(value) for value in recipe.init_args]
+    init += [f"{key}={_short(value)}" for key, value in recipe.init_kwargs.items()]
+    feed = [_short(value) for value in recipe.inputs]
+    feed += [f"{key}={_short(value)}" for key, value in recipe.input_kwargs.items()]
+    text = f"{name}({', '.join(init)})({', '.join(feed)}) [{recipe.origin}"
+    if recipe.attempts:
+        text += f", {recipe.attempts} attempt{'s' if recipe.attempts != 1 else ''}"
+    return text + "]"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, Mapping) and "shape" in value:
+        dtype = value.get("dtype", "float32")
+        return f"tensor({list(value['shape'])}, {dtype})"
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def result_to_json(result: ValidationResult) -> dict[str, Any]:
+    """The fields of ``result`` the report needs, as JSON values."""
+    return {
+        "block_id": result.block_id,
+        "depth": result.depth,
+        "stage_reached": result.stage_reached,
+        "failed_stage": result.failed_stage,
+        "category": result.category,
+        "message": result.message,
+        "dependency_path": list(result.dependency_path),
+        "duration_s": result.duration_s,
+        "cached": result.cached,
+        "file": result.file,
+    }
+
+
+def result_from_json(data: Mapping[str, Any]) -> ValidationResult:
+    """Rebuild the result sent by :func:`result_to_json` (recipe and timings are not sent)."""
+    return ValidationResult(
+        block_id=data["block_id"],
+        depth=data["depth"],
+        stage_reached=data["stage_reached"],
+        failed_stage=data["failed_stage"],
+        category=data["category"],
+        message=data["message"],
+        dependency_path=tuple(data["dependency_path"]),
+        duration_s=float(data["duration_s"]),
+        cached=bool(data["cached"]),
+        file=data["file"],
+    )
+
+
+def error_result(block_id: str, depth: Stage, error: BaseException) -> ValidationResult:
+    """A failed result for a block whose validation raised instead of returning."""
+    message = str(error) if isinstance(error, NnragError) else f"{type(error).__name__}: {error}"
+    return ValidationResult(
+        block_id=block_id,
+        depth=depth,
+        stage_reached=None,
+        failed_stage=STAGES[0],
+        category="internal-error",
+        message=message,
+    )
+
+
+def hints_from_hook(block_id: str, value: object) -> BlockHints:
+    """Turn a ``pytest_nnrag_block_inputs`` result into :class:`BlockHints`."""
+    if not isinstance(value, Mapping) or not set(value) <= HINT_KEYS:
+        allowed = ", ".join(sorted(HINT_KEYS))
+        raise ConfigError(
+            f"pytest_nnrag_block_inputs returned {value!r} for {block_id}; "
+            f"return None or a dict with the keys {allowed}",
+            file="conftest.py",
+        )
+    inputs = value.get("inputs")
+    return BlockHints(
+        pattern=block_id,
+        init_args=tuple(value.get("args", ())),
+        init_kwargs=dict(value.get("kwargs", {})),
+        inputs=None if inputs is None else tuple(inputs),
+        input_kwargs=dict(value.get("input_kwargs", {})),
+    )
+
+
+# --------------------------------------------------------------------------- items
+
+
+class ResultItem(pytest.Item):
+    """An item whose outcome is a ValidationResult (subclasses implement :meth:`validate`)."""
+
+    block_id: str
+    depth: Stage
+
+    def validate(self) -> ValidationResult:
+        """Validate the block; raise only for errors that are not about the block."""
+        raise NotImplementedError
+
+    def runtest(self) -> None:
+        try:
+            result = self.validate()
+        except NnragError as error:
+            result = error_result(self.block_id, self.depth, error)
+        except Exception as error:  # a bug in nnrag: keep the traceback, still count it
+            self.record(error_result(self.block_id, self.depth, error))
+            raise
+        self.record(result)
+        if not result.passed:
+            raise BlockFailure(result)
+
+    def record(self, result: ValidationResult) -> None:
+        """Keep ``result`` for the report and expose its key facts to junitxml."""
+        self.stash[RESULT_KEY] = result
+        self.user_properties.extend(
+            [
+                ("nnrag_block_id", result.block_id),
+                ("nnrag_stage_reached", result.stage_reached or ""),
+                ("nnrag_category", result.category or ""),
+                ("nnrag_cached", "true" if result.cached else "false"),
+            ]
+        )
+        self.ihook.pytest_nnrag_result(item=self, result=result)
+
+    def repr_failure(
+        self,
+        excinfo: ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, NnragFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"[nnrag] {self.block_id}"
+
+
+class BlockItem(ResultItem):
+    """One discovered block, validated through the session's Workspace."""
+
+    def __init__(self, *, block: BlockRef, depth: Stage, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.block = block
+        self.block_id = block.id
+        self.depth = depth
+        self.add_marker("nnrag")
+
+    def validate(self) -> ValidationResult:
+        workspace = require_state(self.config, "an nnrag block").workspace
+        answer = self.ihook.pytest_nnrag_block_inputs(
+            block_id=self.block_id, class_name=self.block.name, config=self.config
+        )
+        hints = None if answer is None else hints_from_hook(self.block_id, answer)
+        return workspace.validate(self.block, depth=self.depth, hints=hints)
+
+
+class ProblemItem(pytest.Item):
+    """A source-level problem shown as one failing test (never silently dropped)."""
+
+    def __init__(self, *, text: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.text = text
+        self.add_marker("nnrag")
+
+    def runtest(self) -> None:
+        raise NnragFailure(self.text)
+
+    def repr_failure(
+        self,
+        excinfo: ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, NnragFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"[nnrag] {self.nodeid}"
+
+
+# --------------------------------------------------------------------------- collectors
+
+SOURCE_ERROR = "<source-error>"
+PARSE_ERRORS = "<parse-errors>"
+
+
+class SourceCollector(pytest.Collector):
+    """The blocks of one source (and its problems), sorted by name."""
+
+    def __init__(
+        self,
+        *,
+        blocks: Sequence[BlockRef],
+        depth: Stage,
+        errors: Sequence[str] = (),
+        problems: Sequence[FileProblem] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.blocks = tuple(blocks)
+        self.depth = depth
+        self.errors = tuple(errors)
+        self.problems = tuple(problems)
+
+    def collect(self) -> list[pytest.Item]:
+        items: list[pytest.Item] = []
+        if self.errors:
+            text = "\n".join([f"source {self.name!r} could not be materialized:", *self.errors])
+            items.append(ProblemItem.from_parent(self, name=SOURCE_ERROR, text=text))
+        if self.problems:
+            count = len(self.problems)
+            header = f"{count} file{'s' if count != 1 else ''} of source {self.name!r} not indexed:"
+            text = "\n".join([header, *(f"  {problem}" for problem in self.problems)])
+            items.append(ProblemItem.from_parent(self, name=PARSE_ERRORS, text=text))
+        for block in self.blocks:
+            name = f"{block.module}.{block.name}"
+            items.append(BlockItem.from_parent(self, name=name, block=block, depth=self.depth))
+        return sorted(items, key=lambda item: item.name)
+
+
+class RepoFile(pytest.Collector):
+    """The repos.json file: builds the index once (under the cache lock) and discovers blocks.
+
+    A plain Collector rather than a ``pytest.File`` so that it can live outside the rootdir
+    and is not filtered by file-based collection logic (``--lf`` still filters its items).
+    """
+
+    def collect(self) -> list[pytest.Collector]:
+        state = self.config.stash[STATE_KEY]
+        workspace = state.workspace
+        stats = workspace.build()
+        blocks = workspace.blocks()
+        errors = _errors_by_source(stats.source_errors, [s.name for s in state.settings.sources])
+        problems: dict[str, list[FileProblem]] = {}
+        for problem in stats.problems:
+            problems.setdefault(problem.source, []).append(problem)
+        grouped: dict[str, list[BlockRef]] = {}
+        for block in blocks:
+            grouped.setdefault(block.source, []).append(block)
+        names = sorted(set(grouped) | set(errors) | set(problems))
+        return [
+            SourceCollector.from_parent(
+                self,
+                name=name,
+                blocks=sorted(grouped.get(name, ()), key=lambda b: (b.module, b.name)),
+                depth=state.settings.depth,
+                errors=errors.get(name, ()),
+                problems=problems.get(name, ()),
+            )
+            for name in names
+        ]
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException]) -> str | TerminalRepr:  # type: ignore[override]  # Collector's own signature has no style
+        if isinstance(excinfo.value, NnragError):
+            return f"nnrag could not collect {self.path}: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+
+def repos_node_id(path: Path, rootpath: Path) -> str:
+    """``repos.json`` node id: the rootdir-relative path, or the file name outside rootdir."""
+    try:
+        return path.relative_to(rootpath).as_posix()
+    except ValueError:
+        return path.name
+
+
+def make_repo_file(session: pytest.Session, settings: Settings, path: Path) -> RepoFile:
+    """The collector for ``path`` (the repos.json), as a direct child of the session."""
+    del settings  # the collector reads settings from the stash, like the items
+    return RepoFile.from_parent(
+        session,
+        name=path.name,
+        path=path,
+        nodeid=repos_node_id(path, session.config.rootpath),
+    )
+
+
+def _errors_by_source(messages: Iterable[str], names: Sequence[str]) -> dict[str, list[str]]:
+    """Attribute each source-error message to the source it names (``source 'x'``)."""
+    found: dict[str, list[str]] = {}
+    for message in messages:
+        owner = next(
+            (name for name in names if f"source {name!r}" in message or f"{name}:" in message),
+            "<sources>",
+        )
+        found.setdefault(owner, []).append(message)
+    return found

@@ -1,0 +1,65 @@
+"""Per-process plugin state, kept in ``config.stash``: settings, the workspace and results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from nnrag.model import Settings, ValidationResult
+    from nnrag.workspace import Workspace
+
+
+@dataclass(kw_only=True)
+class NnragState:
+    """What the active plugin knows in one process (the controller or one xdist worker)."""
+
+    settings: Settings
+    repos_file: Path
+    report_path: Path | None = None
+    badge_path: Path | None = None
+    results: dict[str, ValidationResult] = field(default_factory=dict)
+    """Results seen in this process's reports, by block id (the controller's are complete)."""
+    source_failures: dict[str, str] = field(default_factory=dict)
+    """Failed source-level items (node id -> first line of the message)."""
+    written: list[Path] = field(default_factory=list)
+    _workspace: Workspace | None = None
+
+    @property
+    def workspace(self) -> Workspace:
+        """The process's Workspace, created on first use."""
+        if self._workspace is None:
+            from nnrag.workspace import Workspace
+
+            self._workspace = Workspace(self.settings)
+        return self._workspace
+
+    def close(self) -> None:
+        """Release what the workspace holds (its sandbox), if it was ever created."""
+        close = getattr(self._workspace, "close", None)
+        if callable(close):
+            close()
+        self._workspace = None
+
+
+STATE_KEY = pytest.StashKey[NnragState]()
+
+
+def get_state(config: pytest.Config) -> NnragState | None:
+    """The plugin state, or ``None`` when nnrag is not active (no ``--nnrag-repos``)."""
+    return config.stash.get(STATE_KEY, None)
+
+
+def require_state(config: pytest.Config, what: str) -> NnragState:
+    """The plugin state; fails the calling test with the fix when nnrag is not active."""
+    state = get_state(config)
+    if state is None:
+        pytest.fail(
+            f"{what} needs nnrag to be active: pass --nnrag-repos PATH "
+            "(or set the ini option nnrag_repos)",
+            pytrace=False,
+        )
+    return state
