@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
+import io
+import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -15,8 +16,12 @@ BlobLoader = Callable[[str], bytes | None]
 
 
 def decode_source(data: bytes) -> str:
-    """A Python file's text as the interpreter reads it (PEP 263 cookie, BOM, newlines)."""
-    return importlib.util.decode_source(data)
+    """A Python file's text, decoded as :mod:`nnrag.units` does (PEP 263 cookie or UTF-8, no BOM).
+
+    Line endings are kept as they are in the file.
+    """
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)
 
 
 class Index:
@@ -145,48 +150,16 @@ def _position(checkouts: Mapping[str, Checkout], name: str) -> int:
 def analyze_file(
     *, source: str, root: Path, path: str, data: bytes | None = None
 ) -> ModuleInfo | FileProblem:
-    """Analyze one file of a tree: read, decode and hand it to :mod:`nnrag.units`."""
+    """Analyze one file of a tree with :mod:`nnrag.units` (which decodes and parses it)."""
     from nnrag.units import analyze_module, module_name_for
 
-    file = root / path
     if data is None:
         try:
-            data = file.read_bytes()
+            data = (root / path).read_bytes()
         except OSError as error:
             return FileProblem(source=source, path=path, message=f"cannot read: {error.strerror}")
-    try:
-        text = decode_source(data)
-    except UnicodeDecodeError as error:
-        line, col = _byte_position(data, error.start)
-        return FileProblem(
-            source=source,
-            path=path,
-            message=f"cannot decode as {error.encoding}: {error.reason} "
-            f"(byte 0x{data[error.start]:02x}); skipped (fix the encoding or add a coding cookie)",
-            line=line,
-            col=col,
-        )
-    except (SyntaxError, LookupError) as error:
-        return FileProblem(
-            source=source, path=path, message=f"cannot decode: {error}; skipped", line=1
-        )
-    module, is_package = module_name_for(file, root)
-    result = analyze_module(source=text, module=module, path=path, data=data, is_package=is_package)
-    if isinstance(result, FileProblem) and result.source != source:
-        return FileProblem(
-            source=source, path=path, message=result.message, line=result.line, col=result.col
-        )
-    if isinstance(result, ModuleInfo) and result.source != source:
-        from dataclasses import replace
-
-        return replace(result, source=source)
-    return result
-
-
-def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
-    line = data.count(b"\n", 0, offset) + 1
-    col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
-    return line, col
+    module, is_package = module_name_for(root / path, root)
+    return analyze_module(source=source, module=module, path=path, data=data, is_package=is_package)
 
 
 def index_tree(root: Path, *, source: str = "src") -> Index:
