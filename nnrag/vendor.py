@@ -1,0 +1,449 @@
+"""Vendoring blocks into a project: ``extract --into``, the manifest, ``refresh``."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from nnrag.errors import ConfigError, NnragError
+from nnrag.header import body_digest, parse_header, split_header
+from nnrag.model import Extracted, Problem, Settings, SourceSpec
+
+if TYPE_CHECKING:
+    from nnrag.workspace import Workspace
+
+__all__ = [
+    "MANIFEST",
+    "ManifestEntry",
+    "VendorOutcome",
+    "diff_summary",
+    "read_manifest",
+    "refresh",
+    "vendor_blocks",
+    "write_manifest",
+]
+
+MANIFEST = "nnrag-blocks.json"
+MANIFEST_VERSION = 1
+
+Action = Literal["written", "updated", "unchanged", "skipped", "failed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VendorOutcome:
+    """What vendoring or refreshing did to one block file, and why."""
+
+    block_id: str
+    file: Path | None
+    action: Action
+    reason: str = ""
+    """Why it was skipped or failed, or what changed."""
+    diff: str = ""
+    """Unified diff of the body (old -> new) when the upstream code changed."""
+    problems: tuple[Problem, ...] = ()
+
+    def format(self) -> str:
+        where = str(self.file) if self.file else self.block_id
+        text = f"{self.action:>9}  {where}  ({self.block_id})"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManifestEntry:
+    """One vendored block as recorded in ``nnrag-blocks.json``."""
+
+    id: str
+    file: str
+    """Block file name, relative to the manifest's folder."""
+    spec: str
+    source: Mapping[str, Any]
+    """The source's ``repos.json`` entry (kind, location, ref, paths), so refresh can rebuild it."""
+    origin: str
+    revision: str
+    files: tuple[tuple[str, str], ...]
+    """``(path, swhid)`` of the source files the block was made from."""
+    license: str
+    requirements: tuple[str, ...]
+    digest: str
+    """``sha256:<hex>`` of the body as nnrag wrote it (a different body is a hand edit)."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["files"] = [list(pair) for pair in self.files]
+        data["requirements"] = list(self.requirements)
+        data["source"] = dict(self.source)
+        return data
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def read_manifest(folder: Path) -> list[ManifestEntry]:
+    """The entries of ``folder/nnrag-blocks.json`` (empty when there is none)."""
+    path = folder / MANIFEST
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(
+            f"cannot read the vendored-block manifest: {error}; fix or delete it", file=path
+        ) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("blocks"), list):
+        raise ConfigError("expected an object with a 'blocks' list", file=path, key="blocks")
+    entries = []
+    for number, item in enumerate(raw["blocks"]):
+        try:
+            entries.append(
+                ManifestEntry(
+                    id=str(item["id"]),
+                    file=str(item["file"]),
+                    spec=str(item.get("spec", "")),
+                    source=dict(item["source"]),
+                    origin=str(item.get("origin", "")),
+                    revision=str(item.get("revision", "")),
+                    files=tuple((str(p), str(s)) for p, s in item.get("files", [])),
+                    license=str(item.get("license", "UNKNOWN")),
+                    requirements=tuple(str(r) for r in item.get("requirements", [])),
+                    digest=str(item["digest"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ConfigError(
+                f"malformed entry (missing or wrong {error}); allowed keys: "
+                "id, file, spec, source, origin, revision, files, license, requirements, digest",
+                file=path,
+                entry=f"blocks[{number}]",
+            ) from None
+    return entries
+
+
+def write_manifest(folder: Path, entries: Iterable[ManifestEntry]) -> Path:
+    """Write ``folder/nnrag-blocks.json`` atomically, entries sorted by id."""
+    from nnrag import __version__
+
+    data = {
+        "version": MANIFEST_VERSION,
+        "generator": f"nnrag {__version__}",
+        "blocks": [entry.to_json() for entry in sorted(entries, key=lambda e: e.id)],
+    }
+    path = folder / MANIFEST
+    _write_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def source_record(spec: SourceSpec) -> dict[str, Any]:
+    """What refresh needs to rebuild a source: its repos.json entry, minus hints."""
+    return {
+        "name": spec.name,
+        "kind": spec.kind,
+        "location": spec.location,
+        "ref": spec.ref,
+        "paths": list(spec.paths),
+    }
+
+
+def source_spec(record: Mapping[str, Any], *, manifest: Path) -> SourceSpec:
+    """The :class:`SourceSpec` recorded in a manifest entry."""
+    kind = record.get("kind")
+    if kind not in ("path", "git", "pypi") or not record.get("location"):
+        raise ConfigError(
+            f"source record {dict(record)!r} needs 'kind' (path, git or pypi) and 'location'",
+            file=manifest,
+            key="source",
+        )
+    return SourceSpec(
+        name=str(record.get("name") or "src"),
+        kind=kind,
+        location=str(record["location"]),
+        ref=str(record["ref"]) if record.get("ref") else None,
+        paths=tuple(str(p) for p in record.get("paths") or ()),
+        config_file=manifest,
+        entry=f"vendored source {record.get('name')!r}",
+    )
+
+
+# --------------------------------------------------------------------------- extract --into
+
+
+def _stem_for(block_id: str, taken: Mapping[str, str]) -> str:
+    """``Class``, else ``Class_source``, else ``Class_source_module``: the first not taken."""
+    source, module, name = block_id.split(":")
+    candidates = [name, f"{name}_{source}", f"{name}_{source}_{module.replace('.', '_')}"]
+    for stem in candidates:
+        owner = taken.get(f"{stem}.py")
+        if owner is None or owner == block_id:
+            return stem
+    return candidates[-1]
+
+
+def _pristine(text: str, digest: str) -> bool:
+    return body_digest(split_header(text)[1]) == digest
+
+
+def _edited_reason(path: Path, text: str, recorded: str | None) -> str | None:
+    """Why ``path`` must not be overwritten without --force, or None when it may be."""
+    header = parse_header(text)
+    if recorded is not None:
+        actual = body_digest(split_header(text)[1])
+        if actual == recorded:
+            return None
+        return (
+            f"{path} was edited by hand since nnrag wrote it (body digest {actual[:19]}... != "
+            f"{recorded[:19]}... recorded in {MANIFEST}); use --force to overwrite it"
+        )
+    if header is not None and _pristine(text, header.digest):
+        return None
+    return (
+        f"{path} exists and is not a pristine nnrag block file listed in {MANIFEST}; "
+        "use --force to overwrite it"
+    )
+
+
+def _write_block(extracted: Extracted, folder: Path, stem: str) -> tuple[Path, Path]:
+    from nnrag.spec import block_spec
+
+    path = folder / f"{stem}.py"
+    spec = folder / f"{stem}.spec.json"
+    _write_atomic(path, extracted.code)
+    _write_atomic(spec, json.dumps(block_spec(extracted), indent=2, sort_keys=True) + "\n")
+    return path, spec
+
+
+def _entry(
+    extracted: Extracted, *, file: str, spec: str, record: Mapping[str, Any]
+) -> ManifestEntry:
+    header = parse_header(extracted.code)
+    return ManifestEntry(
+        id=extracted.block.id,
+        file=file,
+        spec=spec,
+        source=dict(record),
+        origin=header.source if header else "",
+        revision=header.revision if header else "",
+        files=tuple((f.path, f.swhid) for f in extracted.files),
+        license=header.license if header else "UNKNOWN",
+        requirements=tuple(extracted.requirements),
+        digest=extracted.digest,
+    )
+
+
+def _record_for(settings: Settings, source: str) -> dict[str, Any]:
+    for spec in settings.sources:
+        if spec.name == source:
+            return source_record(spec)
+    return {"name": source}
+
+
+def vendor_blocks(
+    workspace: Workspace, queries: Sequence[str], into: Path, *, force: bool
+) -> list[VendorOutcome]:
+    """Extract each block into ``into`` (block + spec) and record it in the manifest.
+
+    A file that was edited by hand (or not written by nnrag) is never overwritten unless
+    ``force``; a block that does not close is not vendored unless ``force``.
+    """
+    into.mkdir(parents=True, exist_ok=True)
+    entries = {entry.id: entry for entry in read_manifest(into)}
+    taken = {entry.file: entry.id for entry in entries.values()}
+    outcomes: list[VendorOutcome] = []
+    for query in queries:
+        try:
+            extracted = workspace.extract(query)
+        except NnragError as error:
+            outcomes.append(
+                VendorOutcome(block_id=query, file=None, action="failed", reason=str(error))
+            )
+            continue
+        block_id = extracted.block.id
+        if extracted.problems and not force:
+            listed = "; ".join(str(p) for p in extracted.problems)
+            outcomes.append(
+                VendorOutcome(
+                    block_id=block_id,
+                    file=None,
+                    action="skipped",
+                    reason=f"the block does not close ({listed}); use --force to vendor it anyway",
+                    problems=extracted.problems,
+                )
+            )
+            continue
+        previous = entries.get(block_id)
+        stem = Path(previous.file).stem if previous else _stem_for(block_id, taken)
+        path = into / f"{stem}.py"
+        action: Action = "written"
+        if path.exists():
+            old = path.read_text(encoding="utf-8")
+            reason = _edited_reason(path, old, previous.digest if previous else None)
+            if reason and not force:
+                outcomes.append(
+                    VendorOutcome(block_id=block_id, file=path, action="skipped", reason=reason)
+                )
+                continue
+            action = "unchanged" if old == extracted.code else "updated"
+        _, spec = _write_block(extracted, into, stem)
+        record = _record_for(workspace.settings, extracted.block.source)
+        entries[block_id] = _entry(extracted, file=path.name, spec=spec.name, record=record)
+        taken[path.name] = block_id
+        outcomes.append(
+            VendorOutcome(block_id=block_id, file=path, action=action, problems=extracted.problems)
+        )
+    write_manifest(into, entries.values())
+    return outcomes
+
+
+# --------------------------------------------------------------------------- refresh
+
+
+def diff_summary(old: str, new: str, *, name: str) -> tuple[str, str]:
+    """``(summary, unified diff)`` of two block bodies: line counts and changed definitions."""
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{name}", f"b/{name}", n=2))
+    added = sum(
+        1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")
+    )
+    removed = sum(
+        1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")
+    )
+    changed = sorted(_changed_definitions(old, new))
+    summary = f"+{added} -{removed} lines"
+    if changed:
+        summary += f" in {', '.join(changed)}"
+    return summary, diff
+
+
+def _definitions(code: str) -> dict[str, str]:
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found[node.name] = ast.get_source_segment(code, node) or ""
+    return found
+
+
+def _changed_definitions(old: str, new: str) -> set[str]:
+    before, after = _definitions(old), _definitions(new)
+    return {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+
+
+def refresh(folder: Path, *, cache_dir: Path, force: bool = False) -> list[VendorOutcome]:
+    """Re-extract every vendored block of ``folder`` from its recorded source.
+
+    Pristine files are rewritten when upstream changed; hand-edited ones are reported and
+    left untouched (unless ``force``). Unreachable sources are reported, not fatal.
+    """
+    from nnrag.workspace import Workspace
+
+    manifest = folder / MANIFEST
+    entries = read_manifest(folder)
+    if not entries:
+        raise ConfigError(
+            f"no vendored blocks here; vendor some with `nnrag extract ID --into {folder}`",
+            file=manifest,
+        )
+    groups: dict[str, list[ManifestEntry]] = {}
+    for entry in entries:
+        groups.setdefault(json.dumps(entry.source, sort_keys=True), []).append(entry)
+    updated = {entry.id: entry for entry in entries}
+    outcomes: list[VendorOutcome] = []
+    for key, group in groups.items():
+        spec = source_spec(json.loads(key), manifest=manifest)
+        workspace = Workspace(Settings(sources=(spec,), cache_dir=cache_dir))
+        try:
+            workspace.build()
+        except NnragError as error:
+            for entry in group:
+                outcomes.append(
+                    VendorOutcome(
+                        block_id=entry.id,
+                        file=folder / entry.file,
+                        action="failed",
+                        reason=f"source {spec.name!r} is not reachable: {error}",
+                    )
+                )
+            continue
+        for entry in group:
+            outcome, new_entry = _refresh_one(workspace, entry, folder, force=force)
+            outcomes.append(outcome)
+            if new_entry is not None:
+                updated[entry.id] = new_entry
+    write_manifest(folder, updated.values())
+    return outcomes
+
+
+def _refresh_one(
+    workspace: Workspace, entry: ManifestEntry, folder: Path, *, force: bool
+) -> tuple[VendorOutcome, ManifestEntry | None]:
+    path = folder / entry.file
+    try:
+        extracted = workspace.extract(entry.id)
+    except NnragError as error:
+        return VendorOutcome(block_id=entry.id, file=path, action="failed", reason=str(error)), None
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    old_body = split_header(old)[1]
+    new_body = split_header(extracted.code)[1]
+    summary, diff = diff_summary(old_body, new_body, name=entry.file)
+    new_entry = _entry(
+        extracted, file=entry.file, spec=entry.spec or f"{path.stem}.spec.json", record=entry.source
+    )
+    if old == extracted.code:
+        return VendorOutcome(block_id=entry.id, file=path, action="unchanged"), None
+    pristine = not old or _pristine(old, entry.digest)
+    upstream = "upstream changed" if new_body != old_body else "provenance changed"
+    if extracted.problems and not force:
+        listed = "; ".join(str(p) for p in extracted.problems)
+        return (
+            VendorOutcome(
+                block_id=entry.id,
+                file=path,
+                action="skipped",
+                reason=f"{upstream} but the new version does not close ({listed}); not written",
+                diff=diff,
+                problems=extracted.problems,
+            ),
+            None,
+        )
+    if not pristine and not force:
+        return (
+            VendorOutcome(
+                block_id=entry.id,
+                file=path,
+                action="skipped",
+                reason=f"edited by hand since nnrag wrote it; left untouched ({upstream}: "
+                f"{summary} against your version); use --force to overwrite",
+                diff=diff,
+            ),
+            None,
+        )
+    _write_block(extracted, folder, path.stem)
+    detail = f"{upstream}: {summary}" if new_body != old_body else upstream
+    if entry.revision and new_entry.revision != entry.revision:
+        detail += f" (revision {entry.revision} -> {new_entry.revision})"
+    return (
+        VendorOutcome(block_id=entry.id, file=path, action="updated", reason=detail, diff=diff),
+        new_entry,
+    )
