@@ -1,0 +1,155 @@
+"""Tests for nnrag.report: report schema, stage counts, summary table, badge and endpoint JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nnrag.model import STAGES, ValidationResult
+from nnrag.report import (
+    BLOCK_KEYS,
+    REPORT_KEYS,
+    badge_color,
+    badge_message,
+    build_report,
+    failed_stage_of,
+    shields_endpoint,
+    summary_lines,
+    write_badge,
+    write_report,
+)
+
+
+def _passed(block_id: str, *, cached: bool = False) -> ValidationResult:
+    return ValidationResult(
+        block_id=block_id, depth="forward", stage_reached="forward", cached=cached, file="/x.py"
+    )
+
+
+def _failed(block_id: str, stage: str, category: str, message: str) -> ValidationResult:
+    reached = STAGES[STAGES.index(stage) - 1] if STAGES.index(stage) else None  # type: ignore[arg-type]
+    return ValidationResult(
+        block_id=block_id,
+        depth="forward",
+        stage_reached=reached,  # type: ignore[arg-type]
+        failed_stage=stage,  # type: ignore[arg-type]
+        category=category,  # type: ignore[arg-type]
+        message=message,
+    )
+
+
+@pytest.fixture
+def results() -> list[ValidationResult]:
+    return [
+        _passed("timm:timm.a:A", cached=True),
+        _passed("timm:timm.b:B"),
+        _failed("timm:timm.c:C", "closed", "unresolved-name", "name 'foo' is not defined"),
+        _failed("tv:tv.d:D", "forward", "input-shape", "mat1 and mat2 shapes cannot be multiplied"),
+        _failed("tv:tv.e:E", "closed", "unresolved-name", "name 'bar' is not defined"),
+    ]
+
+
+def test_report_has_exactly_the_documented_keys(results: list[ValidationResult]) -> None:
+    report = build_report(results, depth="forward", nnrag_version="0.1.0", torch_version="2.13.0")
+    assert tuple(report) == REPORT_KEYS
+    assert all(tuple(entry) == BLOCK_KEYS for entry in report["blocks"])
+    assert set(report["summary"]) == {
+        "blocks",
+        "passed",
+        "failed",
+        "pass_rate",
+        "stages",
+        "categories",
+        "sources",
+    }
+    assert json.loads(json.dumps(report)) == report
+
+
+def test_summary_counts_stages_categories_and_sources(results: list[ValidationResult]) -> None:
+    summary = build_report(results, depth="forward", torch_version="x")["summary"]
+    assert (summary["blocks"], summary["passed"], summary["failed"]) == (5, 2, 3)
+    assert summary["pass_rate"] == 0.4
+    assert list(summary["stages"]) == list(STAGES[: STAGES.index("forward") + 1])
+    assert summary["stages"]["compile"] == {"passed": 5, "failed": 0}
+    assert summary["stages"]["closed"] == {"passed": 3, "failed": 2}
+    assert summary["stages"]["forward"] == {"passed": 2, "failed": 1}
+    assert summary["categories"] == {"unresolved-name": 2, "input-shape": 1}
+    assert list(summary["sources"]) == ["timm", "tv"]
+    assert summary["sources"]["tv"]["passed"] == 0
+    assert summary["sources"]["timm"]["categories"] == {"unresolved-name": 1}
+    assert "sources" not in summary["sources"]["timm"]
+
+
+def test_block_entries_sorted_and_last_result_wins(results: list[ValidationResult]) -> None:
+    rerun = _passed("timm:timm.c:C")
+    report = build_report([*reversed(results), rerun], depth="forward", torch_version=None)
+    ids = [entry["id"] for entry in report["blocks"]]
+    assert ids == sorted(ids)
+    entry = next(e for e in report["blocks"] if e["id"] == "timm:timm.c:C")
+    assert entry["outcome"] == "passed"
+    assert entry["category"] is None
+    assert report["blocks"][0]["cached"] is True
+    assert report["blocks"][0]["source"] == "timm"
+
+
+def test_failed_stage_is_inferred_when_missing() -> None:
+    result = ValidationResult(block_id="s:m:C", depth="forward", stage_reached="import")
+    assert failed_stage_of(result) == "instantiate"
+    nothing = ValidationResult(block_id="s:m:C", depth="closed", stage_reached=None)
+    assert failed_stage_of(nothing) == "parse"
+    assert failed_stage_of(_passed("s:m:C")) is None
+
+
+def test_empty_report_has_zero_rate() -> None:
+    report = build_report([], depth="closed", torch_version=None)
+    assert report["summary"]["pass_rate"] == 0.0
+    assert badge_message(report) == "0% (0/0)"
+
+
+def test_summary_lines_show_table_and_top_categories(results: list[ValidationResult]) -> None:
+    lines = summary_lines(build_report(results, depth="forward", torch_version=None))
+    assert lines[0] == "nnrag: 2/5 blocks reached forward (40.0%)"
+    assert lines[1].split() == ["source", "blocks", *STAGES[:6]]
+    timm = lines[2].split()
+    assert timm[:2] == ["timm", "3"]
+    assert "2 (67%)" in lines[2]
+    assert lines[4].startswith("total")
+    assert "top failure categories:" in lines
+    assert any(
+        "unresolved-name" in line and "e.g. timm:timm.c:C: name 'foo' is not defined" in line
+        for line in lines
+    )
+
+
+@pytest.mark.parametrize(
+    ("rate", "color"),
+    [(1.0, "brightgreen"), (0.87, "green"), (0.6, "yellowgreen"), (0.1, "red"), (0.0, "red")],
+)
+def test_badge_color_by_rate(rate: float, color: str) -> None:
+    assert badge_color(rate)[0] == color
+
+
+def test_write_badge_and_endpoint(tmp_path: Path, results: list[ValidationResult]) -> None:
+    report = build_report(results, depth="forward", torch_version=None)
+    svg, endpoint = write_badge(report, tmp_path / "out" / "badge.svg")
+    assert endpoint == tmp_path / "out" / "badge.json"
+    text = svg.read_text()
+    assert text.startswith("<?xml")
+    assert "<svg" in text
+    assert "40% (2/5)" in text
+    assert "nnrag" in text
+    assert json.loads(endpoint.read_text()) == {
+        "schemaVersion": 1,
+        "label": "nnrag",
+        "message": "40% (2/5)",
+        "color": "yellow",
+    }
+    assert shields_endpoint(report)["message"] == badge_message(report)
+
+
+def test_write_report_round_trips(tmp_path: Path, results: list[ValidationResult]) -> None:
+    report = build_report(results, depth="forward", torch_version="2.13.0")
+    path = write_report(report, tmp_path / "deep" / "report.json")
+    assert json.loads(path.read_text()) == report
