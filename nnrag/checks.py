@@ -47,11 +47,19 @@ import symtable
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from nnrag.header import header_issues, parse_header
+from nnrag.header import body_digest, header_issues, parse_header, split_header
 from nnrag.model import Category, Finding, Stage
 
-__all__ = ["check_code", "declared_imports", "is_installed"]
+__all__ = [
+    "CODES",
+    "check_code",
+    "check_file",
+    "declared_imports",
+    "is_installed",
+    "pristine_findings",
+]
 
 _BUILTINS = frozenset(dir(builtins))
 _MODULE_DUNDERS = frozenset(
@@ -178,7 +186,67 @@ def check_code(
     declared = declared_imports(header.requires if header else ())
     findings += _check_imports(tree, source_packages=source_packages, declared=declared)
     findings += _NameChecker(tree, table).run()
-    return tuple(sorted(findings, key=lambda f: (f.line, f.col, f.code, f.message)))
+    return tuple(sorted(findings, key=_position))
+
+
+def check_file(path: Path, *, pristine: bool = False) -> tuple[Finding, ...]:
+    """:func:`check_code` on a file; with ``pristine``, also the body digest check."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return (_finding("NNR001", f"not UTF-8 text: {error.reason} at byte {error.start}", 1, 1),)
+    findings = check_code(text, filename=str(path))
+    if pristine:
+        findings = tuple(sorted((*findings, *pristine_findings(text)), key=_position))
+    return findings
+
+
+def import_findings(path: Path, *, timeout_s: float = 60.0) -> tuple[Finding, ...]:
+    """NNR301 when importing the block in the sandbox fails (needs torch; lazy)."""
+    from nnrag.validate import validate_file
+
+    text = path.read_text(encoding="utf-8")
+    header = parse_header(text)
+    if header is None:
+        return ()  # the header findings already say what is wrong
+    result = validate_file(
+        path,
+        block_id=header.block_id,
+        class_name=header.block_id.rsplit(":", 1)[-1],
+        depth="import",
+        timeout_s=timeout_s,
+        source_packages=frozenset(header.source_packages),
+    )
+    if result.passed:
+        return ()
+    category: Category = result.category or "internal-error"
+    stage: Stage = result.failed_stage or "import"
+    message = f"{stage} failed [{category}]: {result.message.strip() or 'no message'}"
+    return (Finding(code="NNR301", category=category, stage=stage, message=message, line=1, col=1),)
+
+
+def pristine_findings(text: str) -> tuple[Finding, ...]:
+    """NNR012 when the body no longer matches the digest in the header (a hand edit)."""
+    header = parse_header(text)
+    if header is None:
+        return ()  # the header findings already say what is wrong
+    actual = body_digest(split_header(text)[1])
+    if actual == header.digest:
+        return ()
+    line = next((n for n, t in enumerate(text.splitlines(), 1) if t.startswith("# digest:")), 1)
+    return (
+        _finding(
+            "NNR012",
+            f"body edited since extraction (header digest {header.digest[:15]}..., body now "
+            f"{actual[:15]}...); only the digest is recorded: `git diff` shows the changed lines",
+            line,
+            1,
+        ),
+    )
+
+
+def _position(finding: Finding) -> tuple[int, int, str, str]:
+    return finding.line, finding.col, finding.code, finding.message
 
 
 def _syntax_finding(code: str, error: SyntaxError) -> Finding:

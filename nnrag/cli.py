@@ -44,6 +44,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
+    if args.into:
+        return _extract_into(args)
     return _not_built("extract")(args)
 
 
@@ -60,11 +62,90 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    return _not_built("check")(args)
+    from pathlib import Path
+
+    from nnrag.checks import check_file, import_findings
+
+    files = [Path(name) for name in args.files]
+    if not files:
+        from nnrag.vendor import read_manifest
+
+        files = [Path(entry.file) for entry in read_manifest(Path("."))]
+        if not files:
+            print("nnrag check: no files given and no nnrag-blocks.json here", file=sys.stderr)
+            return 0
+    failed = 0
+    for path in files:
+        try:
+            findings = check_file(path, pristine=args.pristine)
+            if args.do_import and not findings:
+                findings = import_findings(path)
+        except OSError as error:
+            print(f"{path}:0:0: NNR000 cannot read: {error.strerror}")
+            failed += 1
+            continue
+        for finding in findings:
+            print(finding.format(str(path)))
+        failed += bool(findings)
+    if failed:
+        print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _extract_into(args: argparse.Namespace) -> int:
+    """``nnrag extract ID... --into DIR``: vendor blocks with their manifest."""
+    import json
+    from pathlib import Path
+
+    from nnrag.config import load_settings
+    from nnrag.vendor import vendor_blocks
+    from nnrag.workspace import Workspace
+
+    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    queries = [block.id for block in workspace.blocks()] if args.all else list(args.blocks)
+    if not queries:
+        print("nnrag extract: give block ids or names, or --all", file=sys.stderr)
+        return 2
+    outcomes = vendor_blocks(workspace, queries, Path(args.into), force=args.force)
+    if args.json:
+        rows = [
+            {
+                "id": o.block_id,
+                "file": str(o.file) if o.file else None,
+                "action": o.action,
+                "reason": o.reason,
+                "problems": [str(p) for p in o.problems],
+            }
+            for o in outcomes
+        ]
+        print(json.dumps(rows, indent=2))
+    else:
+        for outcome in outcomes:
+            print(outcome.format())
+    return 1 if any(o.action in ("skipped", "failed") for o in outcomes) else 0
 
 
 def _cmd_refresh(args: argparse.Namespace) -> int:
-    return _not_built("refresh")(args)
+    from pathlib import Path
+
+    from nnrag.config import load_settings
+    from nnrag.vendor import refresh
+
+    cache = load_settings(None, cache_dir=args.cache, environ=None).cache_dir
+    outcomes = refresh(Path(args.dir), cache_dir=cache)
+    for outcome in outcomes:
+        print(outcome.format())
+        if outcome.diff:
+            print(outcome.diff.rstrip("\n"))
+    counts = {
+        action: sum(o.action == action for o in outcomes)
+        for action in ("updated", "unchanged", "skipped", "failed")
+    }
+    print(
+        "nnrag refresh: " + ", ".join(f"{n} {action}" for action, n in counts.items()),
+        file=sys.stderr,
+    )
+    return 1 if counts["failed"] else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
