@@ -1,0 +1,607 @@
+"""Emission: one standalone, deterministic block file from a closure.
+
+Layout of the body (after the provenance header of :mod:`nnrag.header`)::
+
+    from __future__ import annotations        # only if every inlined module has it
+    <stdlib imports>                          # PEP 8 groups, original import forms,
+    <third-party imports>                     # merged, de-duplicated, sorted
+    # from <origin module>
+    <unit text, verbatim or minimally rewritten>
+    ...
+    __all__ = ["Target"]
+
+Only units that need it go through LibCST (renames, module-attribute chains, annotation
+stringification); all others are copied verbatim, comments and formatting included.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import importlib.metadata
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nnrag.errors import ExtractionError, InternalError
+from nnrag.header import body_digest, render_header
+from nnrag.model import (
+    Closure,
+    Extracted,
+    ImportBinding,
+    ModuleInfo,
+    Problem,
+    SourceFile,
+    Unit,
+)
+
+if TYPE_CHECKING:
+    from nnrag.index import Index
+    from nnrag.symbols import Symbols
+
+_BUILTINS = frozenset(dir(builtins))
+
+Entity = tuple[str, ...]
+"""What a flat name denotes: ``("def", module, name)``, ``("import", module, attr, local)``,
+``("builtin", name)``."""
+
+
+@dataclass(slots=True)
+class _Plan:
+    """Everything emit decides before writing text."""
+
+    units: list[tuple[ModuleInfo, Unit]] = field(default_factory=list)
+    flat: dict[Entity, str] = field(default_factory=dict)
+    imports: dict[Entity, ImportBinding] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def emit(index: Index, closure: Closure) -> Extracted:
+    """The standalone file for ``closure``: header, imports, units in order, ``__all__``."""
+    block = closure.block
+    plan = _Plan()
+    modules = _collect_units(index, closure, plan)
+    _assign_flat_names(index, closure, plan, modules)
+    rewrites = _plan_rewrites(index, closure, plan, modules)
+
+    # `from __future__ import annotations` changes what annotations mean (lazy strings
+    # instead of evaluated expressions). It is emitted only when every inlined module has
+    # it. When modules disagree, the file gets no future import and the units of the
+    # modules that had it get their annotations turned into the string literals PEP 563
+    # would have stored, so both kinds of unit keep their original semantics.
+    lazy = {info.module for info, _ in plan.units if "annotations" in info.future}
+    all_lazy = bool(plan.units) and len(lazy) == len(modules)
+
+    chunks: list[str] = []
+    if all_lazy:
+        chunks.append("from __future__ import annotations\n")
+    imports = _format_imports(plan.imports, plan.flat)
+    if imports:
+        chunks.append(imports)
+    emitted: dict[str, set[int]] = {}
+    for info, unit in plan.units:
+        if unit.kind == "import":
+            continue  # hoisted into the import section above
+        lines = emitted.setdefault(info.module, set())
+        span = set(range(unit.start_line, unit.end_line + 1))
+        if span <= lines:
+            continue  # several statements on one line: already emitted with the first
+        lines |= span
+        text = _unit_text(index, info, unit)
+        rewrite = rewrites.get(id(unit), Rewrite())
+        stringify = info.module in lazy and not all_lazy
+        if stringify or rewrite:
+            try:
+                text = rewrite_unit(text, rewrite, stringify_annotations=stringify)
+            except Exception as error:  # LibCST parse failure: keep the text, say so
+                plan.problems.append(
+                    Problem(
+                        category="internal-error",
+                        message=f"could not rewrite unit: {error}",
+                        location=f"{info.path}:{unit.start_line}:1",
+                    )
+                )
+        chunks.append(f"# from {info.module}\n{text}\n")
+    chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
+    body = "\n\n".join(chunk.rstrip("\n") + "\n" for chunk in chunks)
+
+    requirements = external_requirements(
+        [b for b in plan.imports.values() if not b.conditional],
+        exclude=_source_packages(index, closure, modules),
+    )
+    files = sorted(
+        {(info.source, info.path, info.sha1) for info in modules.values()},
+        key=lambda item: (item[0] != block.source, item[0], item[1]),
+    )
+    header = _header(
+        index=index,
+        closure=closure,
+        modules=modules,
+        files=files,
+        requirements=requirements,
+        body=body,
+    )
+    code = header + "\n" + body
+    _check_compiles(code, block.id)
+    dependencies = _dependencies(plan, block.module, block.name)
+    return Extracted(
+        block=block,
+        code=code,
+        digest=body_digest(body),
+        requirements=requirements,
+        files=tuple(SourceFile(source=s, path=p, sha1=h) for s, p, h in files),
+        problems=tuple(closure.problems) + tuple(plan.problems),
+        dependencies=dependencies,
+    )
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _collect_units(index: Index, closure: Closure, plan: _Plan) -> dict[str, ModuleInfo]:
+    modules: dict[str, ModuleInfo] = {}
+    for ref in closure.units:
+        info = index.module(ref.module, prefer=ref.source)
+        if info is None or info.source != ref.source:
+            raise ExtractionError(
+                f"module {ref.module} of source {ref.source!r} is not in the index; "
+                "run `nnrag index` again",
+                block_id=closure.block.id,
+            )
+        unit = next((u for u in info.units if u.index == ref.index), None)
+        if unit is None:
+            raise ExtractionError(
+                f"unit {ref.index} of {ref.module} is not in the index; run `nnrag index` again",
+                block_id=closure.block.id,
+            )
+        modules.setdefault(info.module, info)
+        plan.units.append((info, unit))
+    return modules
+
+
+def _binders(info: ModuleInfo) -> dict[str, list[Unit]]:
+    found: dict[str, list[Unit]] = {}
+    for unit in info.units:
+        if unit.type_checking:
+            continue
+        for name in unit.binds:
+            found.setdefault(name, []).append(unit)
+    return found
+
+
+def _import_entity(binding: ImportBinding) -> Entity:
+    """Imports binding the same object under the same name are one entity, whatever the form
+    (``import torch.nn as nn`` and ``from torch import nn``)."""
+    if binding.attr is None:
+        top = binding.module.split(".", 1)[0]
+        target = top if binding.name == top else binding.module
+    else:
+        target = f"{binding.module}.{binding.attr}"
+    return ("import", target, binding.name)
+
+
+def _assign_flat_names(
+    index: Index, closure: Closure, plan: _Plan, modules: Mapping[str, ModuleInfo]
+) -> None:
+    """Give every bound entity a unique flat name; honour ``closure.renames`` first.
+
+    Priority when two entities want one name: the target class, then builtins read by an
+    inlined unit, then kept imports, then definitions in closure order. The loser gets
+    ``<name>_2`` (``_3``, ...), unless resolve already chose a name.
+    """
+    block = closure.block
+    claims: dict[str, Entity] = {}
+
+    def claim(entity: Entity, wanted: str) -> None:
+        if entity in plan.flat:
+            return
+        name, number = wanted, 1
+        while name in claims and claims[name] != entity:
+            number += 1
+            name = f"{wanted}_{number}"
+        claims[name] = entity
+        plan.flat[entity] = name
+
+    claim(("def", block.module, block.name), block.name)
+    for info, unit in plan.units:
+        bound = _binders(info)
+        for chain in (*unit.load_reads, *unit.call_reads):
+            root = chain.split(".", 1)[0]
+            if root in _BUILTINS and root not in bound:
+                claim(("builtin", root), root)
+
+    # Kept imports: closure.imports, plus external bindings of any inlined import unit
+    # (conditional imports kept whole inside their try/if unit are not hoisted).
+    inside_units = {b for _, unit in plan.units for b in unit.imports if unit.kind != "import"}
+    candidates = list(closure.imports)
+    for _, unit in plan.units:
+        if unit.kind == "import":
+            candidates += [b for b in unit.imports if index.source_of_module(b.module) is None]
+    for binding in sorted(candidates, key=_import_sort_key):
+        if binding.type_checking or binding in inside_units or binding.attr == "*":
+            if binding.attr == "*" and not binding.type_checking:
+                plan.imports.setdefault(_import_entity(binding), binding)
+            continue
+        entity = _import_entity(binding)
+        plan.imports.setdefault(entity, binding)
+        wanted = binding.name
+        for module in sorted(modules):
+            if binding.name in _import_names(modules[module], binding):
+                wanted = closure.renames.get((module, binding.name), wanted)
+                break
+        claim(entity, wanted)
+
+    for info, unit in plan.units:
+        if unit.kind == "import":
+            continue  # its external bindings are hoisted; internal ones are dropped
+        for name in unit.binds:
+            claim(("def", info.module, name), closure.renames.get((info.module, name), name))
+
+
+def _import_names(info: ModuleInfo, binding: ImportBinding) -> set[str]:
+    return {
+        b.name
+        for unit in info.units
+        for b in unit.imports
+        if (b.module, b.attr, b.name) == (binding.module, binding.attr, binding.name)
+    }
+
+
+def _import_sort_key(binding: ImportBinding) -> tuple[str, str, str, int]:
+    return (binding.module, binding.attr or "", binding.name, binding.line)
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """How one unit's text changes: names/chains read at load or call time, names bound."""
+
+    load: Mapping[str, str] = field(default_factory=dict)
+    """Name or dotted chain read outside function bodies -> flat name."""
+    call: Mapping[str, str] = field(default_factory=dict)
+    """Name or dotted chain read inside function bodies -> flat name."""
+    defs: Mapping[str, str] = field(default_factory=dict)
+    """Module-level name bound here (``class Mlp``, ``global x``) -> flat name."""
+
+    def __bool__(self) -> bool:
+        return bool(self.load or self.call or self.defs)
+
+
+def _plan_rewrites(
+    index: Index, closure: Closure, plan: _Plan, modules: Mapping[str, ModuleInfo]
+) -> dict[int, Rewrite]:
+    """For each inlined unit (by ``id``), the names and chains whose spelling changes."""
+    from nnrag.symbols import Symbols
+
+    symbols = Symbols(index)
+    defs: dict[str, dict[str, str]] = {}
+    for entity, flat in plan.flat.items():
+        if entity[0] == "def" and entity[2] != flat:
+            defs.setdefault(entity[1], {})[entity[2]] = flat
+    rewrites: dict[int, Rewrite] = {}
+    for info, unit in plan.units:
+        load = _chain_map(
+            symbols, closure, plan=plan, info=info, chains=unit.load_reads, before=unit.start_line
+        )
+        call = _chain_map(symbols, closure, plan=plan, info=info, chains=unit.call_reads, before=0)
+        rewrite = Rewrite(load=load, call=call, defs=defs.get(info.module, {}))
+        if load or call or any(name in rewrite.defs for name in unit.binds):
+            rewrites[id(unit)] = rewrite
+    return rewrites
+
+
+def _chain_map(
+    symbols: Symbols,
+    closure: Closure,
+    *,
+    plan: _Plan,
+    info: ModuleInfo,
+    chains: Iterable[str],
+    before: int,
+) -> dict[str, str]:
+    """Chain prefix as written -> flat name, for reads whose emitted spelling differs."""
+    found: dict[str, str] = {}
+    for chain in chains:
+        parts = chain.split(".")
+        hit: tuple[str, str] | None = None
+        for size in range(len(parts), 0, -1):
+            target = closure.references.get((info.module, ".".join(parts[:size])))
+            flat = None if target is None else plan.flat.get(("def", *target))
+            if flat is not None:
+                hit = (".".join(parts[:size]), flat)
+                break
+        if hit is None:
+            resolution = symbols.lookup(info, parts, before=before)
+            entity: Entity | None = None
+            if resolution.kind == "definition" and resolution.module is not None:
+                entity = ("def", resolution.module.module, resolution.name)
+            elif resolution.kind == "external" and resolution.binding is not None:
+                entity = _import_entity(resolution.binding)
+            flat = None if entity is None else plan.flat.get(entity)
+            if flat is not None:
+                hit = (".".join(parts[: resolution.consumed]), flat)
+        if hit is not None and hit[0] != hit[1]:
+            found[hit[0]] = hit[1]
+    return found
+
+
+def _unit_text(index: Index, info: ModuleInfo, unit: Unit) -> str:
+    lines = index.text(info).split("\n")
+    return "\n".join(line.rstrip("\r") for line in lines[unit.start_line - 1 : unit.end_line])
+
+
+# --------------------------------------------------------------------------- rewriting
+
+
+def rewrite_unit(text: str, rewrite: Rewrite, *, stringify_annotations: bool = False) -> str:
+    """``text`` (top-level statements) with module-level references renamed scope-correctly.
+
+    Only references bound to the module-level name are touched: locals, parameters,
+    attributes and keywords of the same spelling are not. A chain (``layers.Mlp``) is
+    replaced whole by its flat name. With ``stringify_annotations`` every annotation
+    becomes the string literal PEP 563 would have stored.
+    """
+    import libcst as cst
+    from libcst.metadata import (
+        BuiltinScope,
+        FunctionScope,
+        GlobalScope,
+        MetadataWrapper,
+        ScopeProvider,
+    )
+
+    wrapper = MetadataWrapper(cst.parse_module(text))
+    scopes = wrapper.resolve(ScopeProvider)
+    kinds: dict[int, str] = {}
+    for scope in {scope for scope in scopes.values() if scope is not None}:
+        inside = scope
+        call = False
+        while inside is not None and not isinstance(inside, GlobalScope):
+            call = call or isinstance(inside, FunctionScope)
+            inside = inside.parent
+        for access in scope.accesses:
+            if isinstance(access.node, cst.Name) and all(
+                isinstance(ref.scope, (GlobalScope, BuiltinScope)) for ref in access.referents
+            ):
+                kinds[id(access.node)] = "call" if call else "load"
+        if isinstance(scope, GlobalScope):
+            for assignment in scope.assignments:
+                node = getattr(assignment, "node", None)
+                if isinstance(node, cst.Name):
+                    kinds[id(node)] = "def"
+                elif isinstance(node, (cst.ClassDef, cst.FunctionDef)):
+                    kinds[id(node.name)] = "def"
+    transformer = _rewriter_class()(rewrite, kinds, stringify_annotations)
+    code: str = wrapper.module.visit(transformer).code
+    return code
+
+
+@functools.cache
+def _rewriter_class() -> type[Any]:
+    """The LibCST transformer, defined on first use (importing LibCST takes ~0.3 s)."""
+    import libcst as cst
+
+    def dotted(node: cst.BaseExpression) -> tuple[str, cst.Name] | None:
+        parts: list[str] = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
+            return None
+        parts.append(node.value)
+        return ".".join(reversed(parts)), node
+
+    class Rewriter(cst.CSTTransformer):
+        def __init__(self, rewrite: Rewrite, kinds: dict[int, str], stringify: bool) -> None:
+            super().__init__()
+            self.rewrite = rewrite
+            self.kinds = kinds
+            self.stringify = stringify
+
+        def flat(self, node: cst.Name, text: str) -> str | None:
+            kind = self.kinds.get(id(node))
+            if kind == "def":
+                return self.rewrite.defs.get(text)
+            if kind is None:
+                return None
+            first, second = (
+                (self.rewrite.call, self.rewrite.load)
+                if kind == "call"
+                else (self.rewrite.load, self.rewrite.call)
+            )
+            # annotations of lazily annotated modules are call-time reads for the index
+            # but sit outside function bodies: fall back to the other map.
+            return first.get(text, second.get(text))
+
+        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+            flat = self.flat(original_node, original_node.value)
+            return updated_node if flat is None else updated_node.with_changes(value=flat)
+
+        def leave_Attribute(
+            self, original_node: cst.Attribute, updated_node: cst.Attribute
+        ) -> cst.BaseExpression:
+            found = dotted(original_node)
+            if found is None:
+                return updated_node
+            chain, root = found
+            flat = self.flat(root, chain)
+            if flat is None or self.kinds.get(id(root)) == "def":
+                return updated_node
+            return cst.Name(value=flat, lpar=original_node.lpar, rpar=original_node.rpar)
+
+        def leave_Global(self, original_node: cst.Global, updated_node: cst.Global) -> cst.Global:
+            defs = self.rewrite.defs
+            names = [
+                item.with_changes(name=item.name.with_changes(value=defs[item.name.value]))
+                if item.name.value in defs
+                else item
+                for item in updated_node.names
+            ]
+            return updated_node.with_changes(names=names)
+
+        def leave_Annotation(
+            self, original_node: cst.Annotation, updated_node: cst.Annotation
+        ) -> cst.Annotation:
+            if not self.stringify:
+                return updated_node
+            code = cst.Module(body=[]).code_for_node(updated_node.annotation)
+            text = ast.unparse(ast.parse(f"({code})", mode="eval"))
+            return updated_node.with_changes(annotation=cst.SimpleString(value=repr(text)))
+
+    return Rewriter
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def _section(module: str) -> int:
+    top = module.split(".", 1)[0]
+    return 0 if top in sys.stdlib_module_names else 1
+
+
+def _format_imports(entities: Mapping[Entity, ImportBinding], flat: Mapping[Entity, str]) -> str:
+    """PEP 8 groups (stdlib, third-party); in each, ``import x`` lines then ``from x import``."""
+    plain: list[set[str]] = [set(), set()]
+    froms: list[dict[str, set[str]]] = [{}, {}]
+    for entity, binding in entities.items():
+        section = _section(binding.module)
+        local = flat.get(entity, binding.name)
+        if binding.attr is None:
+            top = binding.module.split(".", 1)[0]
+            if local == binding.module or (local == top and binding.name == top):
+                plain[section].add(f"import {binding.module}")
+            else:
+                plain[section].add(f"import {binding.module} as {local}")
+        else:
+            names = froms[section].setdefault(binding.module, set())
+            names.add(binding.attr if local == binding.attr else f"{binding.attr} as {local}")
+    sections: list[str] = []
+    for section in (0, 1):
+        lines = sorted(plain[section], key=_import_line_key)
+        for module in sorted(froms[section], key=lambda m: (m.lower(), m)):
+            ordered = sorted(froms[section][module], key=lambda n: (n != "*", n.lower(), n))
+            line = f"from {module} import {', '.join(ordered)}"
+            if len(line) > 100:
+                inner = "".join(f"    {name},\n" for name in ordered)
+                line = f"from {module} import (\n{inner})"
+            lines.append(line)
+        if lines:
+            sections.append("\n".join(lines) + "\n")
+    return "\n".join(sections)
+
+
+def _import_line_key(line: str) -> tuple[str, str]:
+    return (line.lower(), line)
+
+
+# --------------------------------------------------------------------------- requirements
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+@functools.cache
+def _requirement(top: str) -> str:
+    dists = sorted(_distributions().get(top, []), key=str.lower)
+    if not dists:
+        return top
+    dist = dists[0]
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return dist
+    public = re.split(r"[+]", version, maxsplit=1)[0]
+    return f"{dist}>={public}"
+
+
+def external_requirements(
+    bindings: Iterable[ImportBinding], *, exclude: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
+    """PEP 508 strings for the third-party top-level modules ``bindings`` import.
+
+    Each is ``<distribution>>=<installed version>`` (local version label dropped): the
+    version the block was extracted against, as a lower bound so newer releases satisfy
+    it. A module whose distribution is not installed is listed by its import name.
+    Standard-library modules and ``exclude`` (the source packages) are left out.
+    """
+    tops = {binding.module.split(".", 1)[0] for binding in bindings}
+    wanted = {
+        _requirement(top)
+        for top in tops
+        if top and top not in sys.stdlib_module_names and top not in exclude and top != "__future__"
+    }
+    return tuple(sorted(wanted, key=lambda r: (r.lower(), r)))
+
+
+# --------------------------------------------------------------------------- header
+
+
+def _source_packages(
+    index: Index, closure: Closure, modules: Mapping[str, ModuleInfo]
+) -> frozenset[str]:
+    sources = {closure.block.source} | {info.source for info in modules.values()}
+    packages: set[str] = set()
+    for source in sources:
+        packages |= index.source_packages(source)
+    return frozenset(packages)
+
+
+def _header(
+    *,
+    index: Index,
+    closure: Closure,
+    modules: Mapping[str, ModuleInfo],
+    files: Iterable[tuple[str, str, str]],
+    requirements: Iterable[str],
+    body: str,
+) -> str:
+    block = closure.block
+    checkout = index.checkouts.get(block.source)
+    if checkout is None:
+        source, revision, license_ = f"{block.source} (unknown)", "unknown", None
+    else:
+        kind = checkout.spec.kind
+        if kind == "git":
+            source = f"{checkout.origin} @ {checkout.revision}"
+        else:
+            source = f"{checkout.origin} ({kind})"
+        revision, license_ = checkout.revision, checkout.license
+    return render_header(
+        block_id=block.id,
+        source=source,
+        revision=revision,
+        source_packages=_source_packages(index, closure, modules),
+        files=[(path, f"swh:1:cnt:{sha1}") for _, path, sha1 in files],
+        license=license_,
+        requires=requirements,
+        digest=body_digest(body),
+    )
+
+
+def _dependencies(plan: _Plan, module: str, name: str) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for info, unit in plan.units:
+        for bound in unit.binds:
+            if (info.module, bound) != (module, name):
+                seen.setdefault(f"{info.module}.{bound}")
+    return tuple(seen)
+
+
+def _check_compiles(code: str, block_id: str) -> None:
+    """Raise :class:`InternalError` (saving the file) if ``code`` does not compile."""
+    try:
+        compile(code, f"<nnrag block {block_id}>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        folder = Path(tempfile.gettempdir()) / "nnrag-internal-errors"
+        folder.mkdir(parents=True, exist_ok=True)
+        evidence = folder / (re.sub(r"[^\w.-]", "_", block_id) + ".py")
+        evidence.write_text(code, encoding="utf-8")
+        raise InternalError(
+            f"the emitted file for {block_id} does not compile: {error}", evidence=evidence
+        ) from error
