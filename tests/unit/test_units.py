@@ -1,0 +1,682 @@
+"""Tests for nnrag.units: one file's units, bindings, reads, imports and classes."""
+
+from __future__ import annotations
+
+import symtable
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nnrag.model import FileProblem, ImportBinding, ModuleInfo, Unit
+from nnrag.units import analyze_module, git_blob_sha1, module_name_for
+
+
+def analyze(code: str, *, module: str = "pkg.mod", is_package: bool = False) -> ModuleInfo:
+    data = textwrap.dedent(code).encode()
+    info = analyze_module(
+        source="src", module=module, path="pkg/mod.py", data=data, is_package=is_package
+    )
+    assert isinstance(info, ModuleInfo), info
+    return info
+
+
+def unit(info: ModuleInfo, name: str) -> Unit:
+    """The unit that binds ``name``."""
+    found = [u for u in info.units if name in u.binds]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def reads(code: str, name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    u = unit(analyze(code), name)
+    return u.load_reads, u.call_reads
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_git_blob_sha1_matches_git() -> None:
+    # `printf 'hello\n' | git hash-object --stdin`
+    assert git_blob_sha1(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+    assert git_blob_sha1(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+
+
+def test_module_name_for(tmp_path: Path) -> None:
+    pkg = tmp_path / "src" / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.py").write_text("")
+    assert module_name_for(pkg / "sub" / "mod.py", tmp_path) == ("pkg.sub.mod", False)
+    assert module_name_for(pkg / "__init__.py", tmp_path) == ("pkg", True)
+    assert module_name_for(pkg / "sub" / "__init__.py", tmp_path) == ("pkg.sub", True)
+    assert module_name_for(tmp_path / "scripts" / "run.py", tmp_path) == ("run", False)
+
+
+def test_module_name_for_root_that_is_a_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (tmp_path / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text("")
+    # the walk stops at the root folder (included when it is a package itself)
+    assert module_name_for(pkg / "m.py", pkg) == ("pkg.m", False)
+
+
+# --------------------------------------------------------------------------- units and lines
+
+
+def test_units_line_ranges_with_decorators_and_comments() -> None:
+    info = analyze(
+        """\
+        import torch
+
+        # about f
+        # more about f
+        @decorator(1)
+        @other
+        def f():
+            return 1
+        x = 1  # trailing
+        # about y, directly above
+        y = 2
+
+        # separated from z by a blank line: not part of z
+
+        z = (
+            3
+        )
+        """
+    )
+    f, x, y, z = unit(info, "f"), unit(info, "x"), unit(info, "y"), unit(info, "z")
+    assert (f.kind, f.start_line, f.end_line) == ("def", 3, 8)
+    assert (x.start_line, x.end_line) == (9, 9)
+    assert (y.start_line, y.end_line) == (10, 11)
+    assert (z.start_line, z.end_line) == (15, 17)
+    assert [u.index for u in info.units] == list(range(len(info.units)))
+    assert info.lines == 17
+
+
+def test_unit_kinds() -> None:
+    info = analyze(
+        '''\
+        """Module docstring."""
+        import a
+        from b import c
+        x = 1
+        x += 1
+        y: int = 2
+        def f(): pass
+        async def g(): pass
+        class C: pass
+        if a: pass
+        try: pass
+        except E: pass
+        with a: pass
+        for i in a: pass
+        while a: pass
+        print(x)
+        '''
+    )
+    kinds = [u.kind for u in info.units]
+    assert kinds == [
+        "other",
+        "import",
+        "import",
+        "assign",
+        "assign",
+        "assign",
+        "def",
+        "def",
+        "class",
+        "if",
+        "try",
+        "with",
+        "other",
+        "other",
+        "other",
+    ]
+
+
+def test_statements_sharing_a_line_form_one_unit() -> None:
+    info = analyze("import a; b = a.x\nc = 1\n")
+    assert len(info.units) == 2
+    first = info.units[0]
+    assert first.binds == ("a", "b")
+    assert (first.start_line, first.end_line) == (1, 1)
+
+
+def test_coding_cookie_and_shebang_do_not_attach() -> None:
+    info = analyze("#!/usr/bin/env python\n# -*- coding: utf-8 -*-\nimport os\n")
+    assert info.units[0].start_line == 3
+
+
+# --------------------------------------------------------------------------- binds
+
+
+def test_binds() -> None:
+    info = analyze(
+        """\
+        a, (b, *c) = d = 1, (2, 3)
+        import x.y.z
+        import p.q as r
+        from m import n as o, s
+        if cond:
+            t = 1
+        else:
+            from u import v
+        try:
+            import w
+        except ImportError as err:
+            w = None
+        with open(f) as (fh, gh):
+            k = 1
+        for i, j in pairs:
+            pass
+        (walrus := 5)
+        [comp_walrus := e for e in range(3)]
+        ann: int = 3
+        only_annotated: int
+        class K: pass
+        async def coro(): pass
+        match cmd:
+            case [first, *rest]:
+                pass
+            case {"key": value, **others}:
+                pass
+            case Point(x=px) as point:
+                pass
+        """
+    )
+    binds = {name for u in info.units for name in u.binds}
+    assert binds == {
+        "a", "b", "c", "d", "x", "r", "o", "s", "t", "v", "w", "err", "fh", "gh", "k",
+        "i", "j", "walrus", "comp_walrus", "ann", "K", "coro", "first", "rest", "value",
+        "others", "px", "point",
+    }  # fmt: skip
+    assert "only_annotated" not in binds
+
+
+def test_global_in_function_binds_module_name() -> None:
+    info = analyze(
+        """\
+        def setup():
+            global CACHE, READ_ONLY
+            CACHE = {}
+            def inner():
+                global INNER
+                INNER = 1
+            return READ_ONLY
+        """
+    )
+    u = unit(info, "setup")
+    assert u.binds == ("CACHE", "INNER", "setup")
+    assert u.call_reads == ("READ_ONLY",)
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def test_module_level_reads_are_load_time() -> None:
+    load, call = reads("x = torch.nn.functional.relu(y)[0].shape\n", "x")
+    assert load == ("torch.nn.functional.relu", "y")
+    assert call == ()
+
+
+def test_function_reads_are_call_time_and_signature_is_load_time() -> None:
+    load, call = reads(
+        """\
+        @register_model(name=NAME)
+        def f(a: Tensor, b=DEFAULT, *args: Any, c: int = K, **kw: Dict) -> Out:
+            local = helper(a)
+            return nn.functional.relu(local) + len(args) + b
+        """,
+        "f",
+    )
+    assert load == ("Any", "DEFAULT", "Dict", "K", "NAME", "Out", "Tensor", "int", "register_model")
+    assert call == ("helper", "len", "nn.functional.relu")
+
+
+def test_future_annotations_are_not_read() -> None:
+    code = """\
+        from __future__ import annotations
+        def f(a: Tensor, b: int = 1) -> Out:
+            x: Local = 1
+            return x
+        y: Ann = 2
+        class C:
+            field: Field = dflt
+        """
+    info = analyze(code)
+    assert info.future == ("annotations",)
+    assert unit(info, "f").load_reads == ()
+    assert unit(info, "f").call_reads == ()
+    assert unit(info, "y").load_reads == ()
+    assert unit(info, "C").load_reads == ("dflt",)
+
+
+def test_annotations_without_future_are_load_time() -> None:
+    info = analyze(
+        """\
+        y: Ann = 2
+        def f():
+            x: LocalAnnotation = 1
+            return x
+        class C:
+            field: Field = dataclasses.field(default_factory=list)
+        """
+    )
+    assert unit(info, "y").load_reads == ("Ann",)
+    assert unit(info, "f").call_reads == ()  # local annotations are never evaluated
+    assert unit(info, "C").load_reads == ("Field", "dataclasses.field", "list")
+
+
+def test_class_scoping() -> None:
+    load, call = reads(
+        """\
+        @dataclass
+        class Net(nn.Module, Generic[T], metaclass=Meta):
+            act = nn.GELU
+            size = size            # read before the class binds it: global
+            doubled = size * 2     # now class-local
+            items = [act for _ in range(n)]   # class names invisible in the body
+            first = [x for x in act]          # ...but visible in the first iterable
+            def forward(self, x, a=act, b=DEFAULT):
+                return act(x) + self.act(x) + Net.helper(x) + super().forward(x)
+            class Inner:
+                value = act        # nested class body cannot see Net's names
+        """,
+        "Net",
+    )
+    assert load == (
+        "DEFAULT", "Generic", "Meta", "T", "act", "dataclass", "n", "nn.GELU", "nn.Module",
+        "range", "size",
+    )  # fmt: skip
+    assert call == ("Net.helper", "act", "super")
+
+
+def test_class_info() -> None:
+    info = analyze(
+        '''\
+        class Block(layers.Base, Generic[T], make_base(), metaclass=abc.ABCMeta):
+            """Doc of Block."""
+            def __init__(self, dim: int, heads=8, *, drop=0.0, **kw):
+                pass
+            def forward(self, x, mask=None):
+                return x
+            @abc.abstractmethod
+            def extra(self): ...
+            @property
+            @abstractmethod
+            def prop(self): ...
+            alias = forward
+            other = lambda self: 1
+        try:
+            class Fallback(nn.Module):
+                pass
+        except ImportError:
+            Fallback = None
+        '''
+    )
+    (info_block,) = unit(info, "Block").classes
+    assert info_block.name == "Block"
+    assert info_block.bases == ("layers.Base", "Generic", "")
+    assert info_block.metaclass == "abc.ABCMeta"
+    assert info_block.methods == ("__init__", "forward", "extra", "prop", "alias", "other")
+    assert info_block.abstract_methods == ("extra", "prop")
+    assert info_block.docstring == "Doc of Block."
+    assert info_block.init_signature == "dim: int, heads=8, *, drop=0.0, **kw"
+    assert info_block.forward_signature == "x, mask=None"
+    assert info_block.line == 1
+    (fallback,) = unit(info, "Fallback").classes
+    assert (fallback.bases, fallback.metaclass, fallback.init_signature) == (
+        ("nn.Module",),
+        None,
+        None,
+    )
+
+
+def test_signature_when_every_positional_has_a_default() -> None:
+    info = analyze("class A:\n    def __init__(self=None, b=1):\n        pass\n")
+    assert unit(info, "A").classes[0].init_signature == "b=1"
+
+
+def test_function_scoping_locals_free_and_globals() -> None:
+    load, call = reads(
+        """\
+        def outer(p):
+            a = 1
+            def inner():
+                nonlocal a
+                a = a + b + p
+                return later + GLOBAL_NAME
+            later = 2
+            del gone
+            return [y for y in p if y > threshold] + [lambda q: q + a + z for z in range(3)]
+        """,
+        "outer",
+    )
+    assert load == ()
+    assert call == ("GLOBAL_NAME", "b", "range", "threshold")
+
+
+def test_global_declared_read_in_function() -> None:
+    _, call = reads(
+        """\
+        def f():
+            global counter
+            counter += 1
+            return counter
+        """,
+        "f",
+    )
+    assert call == ("counter",)
+
+
+def test_lambda_defaults_are_load_time() -> None:
+    load, call = reads("f = lambda x, y=DEFAULT: g(x) + y\n", "f")
+    assert load == ("DEFAULT",)
+    assert call == ("g",)
+
+
+def test_comprehensions_at_module_level_are_load_time() -> None:
+    load, call = reads("out = {k: v(i) for i in items for k in i if cond(k)}\n", "out")
+    assert load == ("cond", "items", "v")
+    assert call == ()
+
+
+def test_walrus_in_comprehension_binds_enclosing_function() -> None:
+    _, call = reads(
+        """\
+        def f(xs):
+            if any((hit := x) > LIMIT for x in xs):
+                return hit
+        """,
+        "f",
+    )
+    assert call == ("LIMIT", "any")
+
+
+def test_module_level_del_reads_the_name() -> None:
+    info = analyze("x = 1\ndel x\n")
+    assert info.units[1].load_reads == ("x",)
+    assert info.units[1].binds == ()
+
+
+def test_attribute_store_reads_the_object() -> None:
+    load, _ = reads("import torch\ntorch.backends.flag = value\nvalue = 1\n", "torch")
+    assert load == ()
+    info = analyze("torch.backends.flag = value\n")
+    assert info.units[0].load_reads == ("torch.backends", "value")
+
+
+def test_match_statement() -> None:
+    info = analyze(
+        """\
+        match command:
+            case Point(x=0) | Color.RED:
+                found = x
+            case [first, *_] if first > LIMIT:
+                found = first
+        """
+    )
+    u = info.units[0]
+    assert u.binds == ("first", "found")
+    assert u.load_reads == ("Color.RED", "LIMIT", "Point", "command", "first", "x")
+
+
+def test_except_handler_and_try() -> None:
+    u = analyze(
+        """\
+        try:
+            import fast
+        except (ImportError, errors.Missing) as exc:
+            fast = fallback(exc)
+        """
+    ).units[0]
+    assert u.binds == ("exc", "fast")
+    assert u.load_reads == ("ImportError", "errors.Missing", "exc", "fallback")
+
+
+def test_class_defined_in_a_function_reads_at_call_time() -> None:
+    load, call = reads(
+        """\
+        def factory(base):
+            class Local(base, Mixin):
+                attr = CONST
+                def m(self):
+                    return base
+            return Local
+        """,
+        "factory",
+    )
+    assert load == ()
+    assert call == ("CONST", "Mixin")
+
+
+def test_class_body_sees_enclosing_function_names() -> None:
+    _, call = reads(
+        """\
+        def factory():
+            x = 1
+            class Local:
+                y = x
+                z = w
+            return Local
+        """,
+        "factory",
+    )
+    assert call == ("w",)
+
+
+def test_cross_check_with_symtable() -> None:
+    """Every global read inside a function is a global (or free-at-module) symbol per symtable."""
+    code = textwrap.dedent(
+        """\
+        import os
+        X = 1
+        def f(a, *b, **c):
+            global G
+            G = 1
+            d = [e for e in a if e]
+            def g():
+                nonlocal d
+                d = d + [X, os.sep, H]
+            class K:
+                y = d
+                def m(self):
+                    return y
+            return lambda k=1: k + b + Q
+        """
+    )
+    info = analyze(code)
+    ours = {chain.split(".")[0] for u in info.units for chain in u.call_reads}
+
+    def globals_in(table: symtable.SymbolTable) -> set[str]:
+        out = set()
+        if table.get_type() != "module":
+            out = {
+                s.get_name()
+                for s in table.get_symbols()
+                if s.is_global() and (s.is_referenced() or s.is_assigned())
+            }
+            if table.get_type() == "class":
+                out |= {
+                    s.get_name()
+                    for s in table.get_symbols()
+                    if s.is_referenced() and not s.is_assigned() and not s.is_free()
+                }
+        for child in table.get_children():
+            out |= globals_in(child)
+        return out
+
+    expected = globals_in(symtable.symtable(code, "m.py", "exec")) - {"G"}
+    assert ours == expected == {"H", "Q", "X", "os", "y"}
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def test_imports_and_relative_resolution() -> None:
+    info = analyze(
+        """\
+        import torch.nn.functional as F
+        import os.path
+        from . import sibling
+        from .layers import Mlp as Block
+        from ..top import thing
+        from ... import too_high
+        from .star import *
+        """,
+        module="pkg.sub.mod",
+    )
+    imports = [b for u in info.units for b in u.imports]
+    assert imports == [
+        ImportBinding(name="F", module="torch.nn.functional", attr=None, line=1),
+        ImportBinding(name="os", module="os.path", attr=None, line=2),
+        ImportBinding(name="sibling", module="pkg.sub", attr="sibling", level=1, line=3),
+        ImportBinding(name="Block", module="pkg.sub.layers", attr="Mlp", level=1, line=4),
+        ImportBinding(name="thing", module="pkg.top", attr="thing", level=2, line=5),
+        ImportBinding(name="too_high", module=".", attr="too_high", level=3, line=6),
+        ImportBinding(name="*", module="pkg.sub.star", attr="*", level=1, line=7),
+    ]
+    assert info.star_imports == ("pkg.sub.star",)
+
+
+def test_relative_import_in_package_init() -> None:
+    info = analyze("from .core import A\nfrom .. import B\n", module="pkg.sub", is_package=True)
+    modules = [b.module for u in info.units for b in u.imports]
+    assert modules == ["pkg.sub.core", "pkg"]
+
+
+def test_conditional_and_type_checking_imports() -> None:
+    info = analyze(
+        """\
+        from typing import TYPE_CHECKING
+        import typing
+        if TYPE_CHECKING:
+            from heavy import Thing
+        else:
+            Thing = None
+        if typing.TYPE_CHECKING:
+            import other
+        try:
+            from fast import impl
+        except ImportError:
+            from slow import impl
+        with suppress(ImportError):
+            import maybe
+        def f():
+            import local_only
+            return local_only
+        """
+    )
+    by_name = {b.name: b for u in info.units for b in u.imports}
+    assert by_name["TYPE_CHECKING"].conditional is False
+    assert (by_name["Thing"].conditional, by_name["Thing"].type_checking) == (True, True)
+    assert by_name["other"].type_checking is True
+    assert (by_name["impl"].conditional, by_name["impl"].type_checking) == (True, False)
+    assert by_name["maybe"].conditional is True
+    assert "local_only" not in by_name
+    tc_units = [u for u in info.units if u.type_checking]
+    assert [u.start_line for u in tc_units] == [3, 7]
+    assert unit(info, "f").call_reads == ()
+
+
+# --------------------------------------------------------------------------- __all__
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("__all__ = ['a', 'b']\n", ("a", "b")),
+        ("__all__ = ('a',)\n__all__ += ['b']\n__all__.extend(['c'])\n__all__.append('d')\n",
+         ("a", "b", "c", "d")),
+        ("__all__ = ['a'] + ['b']\n", ("a", "b")),
+        ("__all__ = [name for name in dir()]\n", None),
+        ("__all__ = ['a']\n__all__ += other.__all__\n", None),
+        ("x = 1\n", None),
+    ],
+)  # fmt: skip
+def test_all_names(code: str, expected: tuple[str, ...] | None) -> None:
+    assert analyze(code).all_names == expected
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+def test_syntax_error_is_a_file_problem() -> None:
+    result = analyze_module(
+        source="src", module="m", path="m.py", data=b"x = 1\ndef f(:\n", is_package=False
+    )
+    assert isinstance(result, FileProblem)
+    assert (result.path, result.line, result.col) == ("m.py", 2, 7)
+    assert "syntax error" in result.message
+
+
+def test_undecodable_bytes_are_a_file_problem() -> None:
+    result = analyze_module(
+        source="src", module="m", path="m.py", data=b"x = 1\ny = '\xff\xfe'\n", is_package=False
+    )
+    assert isinstance(result, FileProblem)
+    assert (result.line, result.col) == (2, 6)
+    assert "utf-8" in result.message
+
+
+def test_unknown_encoding_is_a_file_problem() -> None:
+    result = analyze_module(
+        source="src", module="m", path="m.py", data=b"# coding: nope\nx = 1\n", is_package=False
+    )
+    assert isinstance(result, FileProblem)
+    assert result.line == 1
+
+
+def test_pep263_latin1_and_bom() -> None:
+    latin = "# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n".encode("latin-1")
+    info = analyze_module(source="s", module="m", path="m.py", data=latin, is_package=False)
+    assert isinstance(info, ModuleInfo)
+    assert info.units[0].binds == ("name",)
+    assert info.sha1 == git_blob_sha1(latin)
+    bom = b"\xef\xbb\xbfimport os\n"
+    info = analyze_module(source="s", module="m", path="m.py", data=bom, is_package=False)
+    assert isinstance(info, ModuleInfo)
+    assert info.units[0].binds == ("os",)
+
+
+def test_null_bytes_are_a_file_problem() -> None:
+    result = analyze_module(
+        source="s", module="m", path="m.py", data=b"x = 1\ny = 2\0\n", is_package=False
+    )
+    assert isinstance(result, FileProblem)
+    assert (result.line, result.col) == (2, 6)
+
+
+def test_deeply_nested_concatenation_is_analyzed() -> None:
+    code = "x = " + " + ".join(f"n{i}" for i in range(1500)) + "\n"
+    info = analyze(code)
+    assert len(info.units[0].load_reads) == 1500
+
+
+def test_deeply_nested_calls_are_analyzed() -> None:
+    code = "x = " + "f(" * 150 + "-" * 700 + "y" + ")" * 150 + "\n"
+    info = analyze(code)
+    assert info.units[0].load_reads == ("f", "y")
+
+
+def test_module_info_fields() -> None:
+    data = b"import os\n"
+    info = analyze_module(
+        source="s", module="pkg", path="pkg/__init__.py", data=data, is_package=True
+    )
+    assert isinstance(info, ModuleInfo)
+    assert (info.source, info.module, info.path, info.is_package, info.lines) == (
+        "s",
+        "pkg",
+        "pkg/__init__.py",
+        True,
+        1,
+    )
+    assert info.swhid == f"swh:1:cnt:{git_blob_sha1(data)}"
