@@ -50,11 +50,25 @@ class Workspace:
 
     def extract(self, query: str | BlockRef) -> Extracted:
         """Resolve and emit one block (memoized per process)."""
-        raise NotImplementedError
+        from nnrag.extract import extract
+
+        block = self.find(query) if isinstance(query, str) else query
+        memo: dict[str, Extracted] = self.__dict__.setdefault("_extracted", {})
+        found = memo.get(block.id)
+        if found is None:
+            found = memo[block.id] = extract(self.index(), block)
+        return found
 
     def block_file(self, extracted: Extracted) -> Path:
-        """Write the extracted block (and its spec) under the cache; return the .py path."""
-        raise NotImplementedError
+        """Write the extracted block (and its spec) under the cache; return the .py path.
+
+        The file is ``<cache>/blocks/<source>/<module>/<Class>.py``.
+        """
+        from nnrag.extract import write_block
+
+        block = extracted.block
+        folder = self.settings.cache_dir / "blocks" / block.source / block.module
+        return write_block(extracted, folder)
 
     # -- validation (owner: validate) ------------------------------------------------------
 
