@@ -1,0 +1,177 @@
+"""Time the pytest plugin on examples/repos.json: collection, -n 2 run, cached re-run, xdist parity.
+
+Runs pytest in subprocesses (as a user would) in an empty folder, so only the
+blocks are collected. Steps:
+
+1. warm-up collection (builds the index if the cache is cold; not the measured number);
+2. collection with a warm index (``--collect-only``);
+3. full run with ``-n 2`` (validates what is not cached yet);
+4. the same run again with every result cached (target: <= 15 s wall);
+5. the same again without xdist; outcomes per block must equal those of step 4.
+
+Writes benchmarks/results/plugin_bench.{json,md}, and the summary table, report and
+badge of the cached ``-n 2`` run as examples (plugin_bench_summary.txt, _report.json,
+_badge.svg, _badge.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _pytest(
+    args: list[str], *, cwd: Path, env: dict[str, str], log: Path
+) -> tuple[float, int, str]:
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    log.write_text(f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}")
+    print(f"  {seconds:8.1f} s  exit {done.returncode}  {' '.join(args[-4:])}", flush=True)
+    return seconds, done.returncode, done.stdout
+
+
+def _summary(stdout: str) -> str:
+    lines = stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if "nnrag summary" in line), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("===")), len(lines))
+    return "\n".join(lines[start:end]) + "\n"
+
+
+def _outcomes(report_path: Path) -> dict[str, tuple[Any, ...]]:
+    report = json.loads(report_path.read_text())
+    return {
+        block["id"]: (block["outcome"], block["stage_reached"], block["category"])
+        for block in report["blocks"]
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repos", type=Path, default=ROOT / "examples" / "repos.json")
+    parser.add_argument("--cache", type=Path, default=None, help="nnrag cache (default: nnrag's)")
+    parser.add_argument("--depth", default="forward")
+    parser.add_argument("--workers", default="2")
+    args = parser.parse_args()
+
+    env = dict(os.environ)
+    work = Path(tempfile.mkdtemp(prefix="nnrag-plugin-bench-"))
+    logs = work / "logs"
+    logs.mkdir()
+    common = ["--nnrag-repos", str(args.repos.resolve()), "--nnrag-depth", args.depth]
+    if args.cache is not None:
+        common += ["--nnrag-cache", str(args.cache.resolve())]
+    print(f"plugin bench in {work}", flush=True)
+
+    warm_s, _, _ = _pytest([*common, "--collect-only"], cwd=work, env=env, log=logs / "warm.txt")
+    collect_s, code, out = _pytest(
+        [*common, "--collect-only"], cwd=work, env=env, log=logs / "collect.txt"
+    )
+    collected = next((line for line in out.splitlines() if "collected" in line), "")
+
+    report_full, report_cached, report_serial = (
+        work / "full.json",
+        work / "cached.json",
+        work / "serial.json",
+    )
+    badge = work / "badge.svg"
+    parallel = ["-n", args.workers]
+    full_s, full_code, _ = _pytest(
+        [*common, *parallel, "--nnrag-report", str(report_full)],
+        cwd=work,
+        env=env,
+        log=logs / "full.txt",
+    )
+    cached_s, cached_code, cached_out = _pytest(
+        [*common, *parallel, "--nnrag-report", str(report_cached), "--nnrag-badge", str(badge)],
+        cwd=work,
+        env=env,
+        log=logs / "cached.txt",
+    )
+    serial_s, _, _ = _pytest(
+        [*common, "--nnrag-report", str(report_serial)],
+        cwd=work,
+        env=env,
+        log=logs / "serial.txt",
+    )
+
+    cached_report = json.loads(report_cached.read_text())
+    parity = _outcomes(report_cached) == _outcomes(report_serial)
+    all_cached = all(block["cached"] for block in cached_report["blocks"])
+    summary = cached_report["summary"]
+    result = {
+        "command": f"nice python benchmarks/plugin_bench.py --workers {args.workers}",
+        "repos": str(args.repos),
+        "depth": args.depth,
+        "workers": args.workers,
+        "collected": collected.strip(),
+        "warmup_collection_s": round(warm_s, 2),
+        "collection_warm_index_s": round(collect_s, 2),
+        "full_run_s": round(full_s, 2),
+        "full_run_exit": full_code,
+        "cached_rerun_s": round(cached_s, 2),
+        "cached_rerun_exit": cached_code,
+        "cached_rerun_target_s": 15.0,
+        "all_results_cached": all_cached,
+        "serial_cached_run_s": round(serial_s, 2),
+        "outcomes_identical_with_and_without_xdist": parity,
+        "blocks": summary["blocks"],
+        "passed": summary["passed"],
+        "pass_rate": summary["pass_rate"],
+        "categories": summary["categories"],
+        "nnrag_version": cached_report["nnrag_version"],
+        "torch_version": cached_report["torch_version"],
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "plugin_bench.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = _summary(cached_out)
+    (RESULTS / "plugin_bench_summary.txt").write_text(table)
+    shutil.copy(report_cached, RESULTS / "plugin_bench_report.json")
+    shutil.copy(badge, RESULTS / "plugin_bench_badge.svg")
+    shutil.copy(badge.with_suffix(".json"), RESULTS / "plugin_bench_badge.json")
+    md = [
+        "# plugin bench",
+        "",
+        f"`{result['command']}` on `{args.repos.name}` (depth {args.depth}); "
+        f"{result['collected']}.",
+        "",
+        "| step | wall |",
+        "|---|---|",
+        f"| collection, warm index (`--collect-only`) | {collect_s:.1f} s |",
+        f"| full run, `-n {args.workers}` | {full_s:.1f} s |",
+        f"| re-run, every result cached, `-n {args.workers}` (target <= 15 s) | {cached_s:.1f} s |",
+        f"| re-run, cached, no xdist | {serial_s:.1f} s |",
+        "",
+        f"All results cached on re-run: {all_cached}. "
+        f"Outcomes identical with and without xdist: {parity}.",
+        "",
+        f"Pass rate: {summary['passed']}/{summary['blocks']} ({summary['pass_rate']:.1%}). "
+        "Summary table of the cached run (plugin_bench_summary.txt):",
+        "",
+        "```",
+        table.rstrip(),
+        "```",
+        "",
+        "![badge](plugin_bench_badge.svg)",
+        "",
+    ]
+    (RESULTS / "plugin_bench.md").write_text("\n".join(md))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
