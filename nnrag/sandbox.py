@@ -1,0 +1,533 @@
+"""The sandbox: a warm parent that imported torch once forks one locked-down child per block."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO
+
+from nnrag.errors import SandboxError
+
+Message = dict[str, Any]
+
+ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "SYSTEMROOT")
+"""Environment variables a block may see; everything else (tokens, credentials) is dropped."""
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+_HEADER = struct.Struct("!Q")
+_OUTPUT_LIMIT = 64 * 1024 * 1024
+_WRITE_EVENTS = {
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.mkdir",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "os.utime",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "shutil.move",
+}
+_REFUSED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
+_REFUSED_EVENTS = {"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile"}
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def write_frame(fd: int, message: object) -> None:
+    """Send one length-prefixed pickle over a pipe file descriptor."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exact(stream: BinaryIO, size: int) -> bytes | None:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = stream.read(size - len(chunks))
+        if not chunk:
+            return None
+        chunks += chunk
+    return bytes(chunks)
+
+
+def read_frame(stream: BinaryIO) -> object | None:
+    """Read one frame from a blocking stream; ``None`` at end of file."""
+    header = _read_exact(stream, _HEADER.size)
+    if header is None:
+        return None
+    data = _read_exact(stream, _HEADER.unpack(header)[0])
+    return None if data is None else pickle.loads(data)
+
+
+def _split_frames(buffer: bytearray) -> list[Message]:
+    """Remove and return every complete frame at the start of ``buffer``."""
+    out: list[Message] = []
+    while len(buffer) >= _HEADER.size:
+        (size,) = _HEADER.unpack_from(buffer)
+        if len(buffer) < _HEADER.size + size:
+            break
+        out.append(pickle.loads(bytes(buffer[_HEADER.size : _HEADER.size + size])))
+        del buffer[: _HEADER.size + size]
+    return out
+
+
+# --------------------------------------------------------------------------- client
+
+
+class Sandbox:
+    """Runs blocks in forked, locked-down children of one warm server process.
+
+    Use as a context manager; the server starts on first use and is restarted if it dies.
+    """
+
+    def __init__(self, *, memory_mb: int = 4096, python: str | None = None) -> None:
+        self.memory_mb = memory_mb
+        self.python = python or sys.executable
+        self.info: Message = {}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._requests: BinaryIO | None = None
+        self._responses: BinaryIO | None = None
+        self._warned = False
+        self.restarts = 0
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the warm server, if it runs."""
+        return self._proc.pid if self._proc and self._proc.poll() is None else None
+
+    def start(self) -> None:
+        """Start the warm server (imports torch once) and wait until it is ready."""
+        if self.pid is not None:
+            return
+        self.close()
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        code = (
+            "import sys; sys.path[:0] = {path!r}; from nnrag.sandbox import serve; "
+            "serve({r}, {w}, {mem})"
+        ).format(path=[p for p in sys.path if p], r=req_r, w=resp_w, mem=self.memory_mb)
+        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+        try:
+            self._proc = subprocess.Popen(
+                [self.python, "-c", code],
+                pass_fds=(req_r, resp_w),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
+        self._requests = os.fdopen(req_w, "wb", buffering=0)
+        self._responses = os.fdopen(resp_r, "rb", buffering=0)
+        ready = self._receive(timeout_s=300.0)
+        if not isinstance(ready, dict) or not ready.get("ready"):
+            self.close()
+            raise SandboxError(
+                f"the sandbox server ({self.python}) did not start: {ready!r}; "
+                "check that torch imports in this interpreter"
+            )
+        self.info = ready
+        if ready.get("mode") == "spawn" and not self._warned:
+            self._warned = True
+            warnings.warn(
+                "os.fork is not available: the sandbox falls back to one fresh interpreter "
+                "per block (slow: torch is imported for every block)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def _receive(self, *, timeout_s: float) -> object | None:
+        assert self._responses is not None
+        ready, _, _ = select.select([self._responses], [], [], timeout_s)
+        if not ready:
+            return None
+        return read_frame(self._responses)
+
+    def run(self, request: Mapping[str, object]) -> Message:
+        """Run one block request in a fresh child; always returns a result message."""
+        for attempt in range(2):
+            self.start()
+            assert self._requests is not None
+            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]
+            try:
+                write_frame(self._requests.fileno(), dict(request))
+                reply = self._receive(timeout_s=timeout_s + 60.0)
+            except OSError:
+                reply = None
+            if isinstance(reply, dict):
+                return reply
+            self.close()
+            self.restarts += 1
+            if attempt:
+                break
+        return {
+            "stage_reached": None,
+            "category": "internal-error",
+            "message": "the sandbox server died twice while running this block",
+            "timings": {},
+        }
+
+    def close(self) -> None:
+        """Stop the server and any child it still has."""
+        proc, self._proc = self._proc, None
+        for stream in (self._requests, self._responses):
+            if stream is not None:
+                stream.close()
+        self._requests = self._responses = None
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# --------------------------------------------------------------------------- server
+
+
+def serve(req_fd: int, resp_fd: int, memory_mb: int) -> None:
+    """Warm server main loop: import torch once, then fork a child per request."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    import torch
+
+    torch.set_num_threads(1)
+    from nnrag import probe
+
+    probe.warm_up()
+    requests = os.fdopen(req_fd, "rb", buffering=0)
+    mode = "fork" if hasattr(os, "fork") else "spawn"
+    write_frame(resp_fd, {"ready": True, "torch": torch.__version__, "mode": mode})
+    while True:
+        request = read_frame(requests)
+        if not isinstance(request, dict):
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        write_frame(resp_fd, _run_child(request, memory_mb))
+
+
+def _run_child(request: Message, memory_mb: int) -> Message:
+    tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
+    timeout_s = float(request.get("timeout_s", 60.0))
+    read_fd, write_fd = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # child
+        status = 70
+        try:
+            os.close(read_fd)
+            _child_main(request, tmp, write_fd, memory_mb)
+            status = 0
+        except BaseException as error:  # the child must never return into the server loop
+            try:
+                write_frame(write_fd, {"kind": "fatal", "message": repr(error)})
+            except BaseException:
+                pass
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s)
+    os.close(read_fd)
+    _reap_leftovers(pid)
+    stderr_tail = _tail(tmp / "stderr.txt")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail)
+
+
+def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | None, bool]:
+    """Read frames until the child exits or the deadline passes (then kill its group)."""
+    buffer = bytearray()
+    messages: list[Message] = []
+    status: int | None = None
+    timed_out = False
+    os.set_blocking(fd, False)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            _kill_group(pid)
+            _, status = os.waitpid(pid, 0)
+            break
+        ready, _, _ = select.select([fd], [], [], min(remaining, 0.05))
+        if ready:
+            _drain(fd, buffer)
+            messages.extend(_split_frames(buffer))
+            if messages and messages[-1].get("kind") == "result":
+                _kill_group(pid)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+    _drain(fd, buffer)
+    messages.extend(_split_frames(buffer))
+    return messages, status, timed_out
+
+
+def _drain(fd: int, buffer: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        buffer += chunk
+
+
+def _reap_leftovers(pid: int) -> None:
+    """Kill the child's session and every orphan re-parented to this (subreaper) server."""
+    _kill_group(pid)
+    me = os.getpid()
+    for _ in range(50):
+        orphans = [p for p, ppid, sid in _proc_table() if ppid == me or sid == pid]
+        if not orphans:
+            break
+        for orphan in orphans:
+            try:
+                os.kill(orphan, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+        _reap_all()
+    _reap_all()
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            return
+
+
+def _proc_table() -> list[tuple[int, int, int]]:
+    """(pid, ppid, session id) of every live process, read from /proc."""
+    table: list[tuple[int, int, int]] = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[0] != "Z":
+            table.append((int(entry), int(fields[1]), int(fields[3])))
+    return table
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - limit))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def summarize(
+    messages: list[Message], *, status: int | None, timed_out: bool, stderr: str = ""
+) -> Message:
+    """Turn the child's messages and exit status into one result message."""
+    result: Message = {"stage_reached": None, "timings": {}, "harvest": []}
+    for message in messages:
+        if message.get("kind") == "stage":
+            result["stage_reached"] = message["stage"]
+            result["timings"][message["stage"]] = message["seconds"]
+        elif message.get("kind") == "running":
+            result["running"] = message["stage"]
+        elif message.get("kind") == "harvest":
+            result["harvest"].append(message["record"])
+        elif message.get("kind") == "result":
+            result.update({k: v for k, v in message.items() if k not in {"kind", "timings"}})
+            result["timings"].update(message.get("timings", {}))
+            result.pop("running", None)
+            return result
+        elif message.get("kind") == "fatal":
+            result.update(category="internal-error", message=message["message"])
+    result["failed_stage"] = result.pop("running", None)
+    tail = stderr.strip().splitlines()[-8:]
+    detail = ("; stderr: " + " | ".join(tail)) if tail else ""
+    if timed_out:
+        result.update(category="timeout", message="wall-clock timeout; process group killed")
+    elif status is not None and os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        category = {"SIGXCPU": "timeout", "SIGKILL": "memory"}.get(name, "crash")
+        hint = " (likely out of memory)" if name == "SIGKILL" else ""
+        result.update(category=category, message=f"child killed by {name}{hint}{detail}")
+    elif "category" not in result:
+        code = os.WEXITSTATUS(status) if status is not None else -1
+        result.update(category="crash", message=f"child exited ({code}) with no result{detail}")
+    return result
+
+
+# --------------------------------------------------------------------------- child
+
+
+def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
+    """Lock the process down, then run the probe, reporting progress over ``fd``."""
+    os.setsid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    netns = libc.unshare(CLONE_NEWNET) == 0
+    os.chdir(tmp)
+    environ = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+    os.environ.clear()
+    os.environ.update(environ)
+    os.environ.update(HOME=str(tmp), TMPDIR=str(tmp), CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    tempfile.tempdir = str(tmp)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    err = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    import faulthandler
+
+    faulthandler.enable()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _set_limits(float(request.get("timeout_s", 60.0)), memory_mb)
+    sys.dont_write_bytecode = True
+    violations: list[str] = []
+    sys.addaudithook(_audit_hook(tmp, violations, os.getpid()))
+
+    def send(message: Message) -> None:
+        write_frame(fd, message)
+
+    from nnrag import probe
+
+    probe.run_block(request, send=send, violations=violations, netns=netns)
+
+
+def _set_limits(timeout_s: float, memory_mb: int) -> None:
+    import resource
+
+    cpu = int(timeout_s) + 5
+    limits = [
+        (resource.RLIMIT_CPU, cpu, cpu + 5),
+        (resource.RLIMIT_FSIZE, _OUTPUT_LIMIT, _OUTPUT_LIMIT),
+        (resource.RLIMIT_NOFILE, 1024, 1024),
+    ]
+    try:
+        vm_kb = int(
+            next(
+                line.split()[1]
+                for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith("VmSize:")
+            )
+        )
+        limit = vm_kb * 1024 + memory_mb * 1024 * 1024
+        limits.append((resource.RLIMIT_AS, limit, limit))
+    except (OSError, StopIteration):
+        limit = memory_mb * 1024 * 1024
+        limits.append((resource.RLIMIT_DATA, limit, limit))
+    users = sum(1 for _, _, _ in _proc_table())
+    limits.append((resource.RLIMIT_NPROC, users + 64, users + 64))
+    for kind, soft, hard in limits:
+        try:
+            _, old_hard = resource.getrlimit(kind)
+            if old_hard != resource.RLIM_INFINITY:
+                hard = min(hard, old_hard)
+                soft = min(soft, hard)
+            resource.setrlimit(kind, (soft, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _audit_hook(
+    tmp: Path, violations: list[str], pid: int
+) -> Callable[[str, tuple[Any, ...]], None]:
+    """An audit hook refusing network, processes, signals to others and writes outside ``tmp``."""
+    root = str(tmp)
+
+    def inside(path: object) -> bool:
+        if isinstance(path, int):
+            return True
+        try:
+            text = os.fsdecode(path)  # type: ignore[arg-type]
+        except TypeError:
+            return False
+        real = os.path.realpath(os.path.join(root if not os.path.isabs(text) else "", text))
+        return real == os.devnull or real == root or real.startswith(root + os.sep)
+
+    def refuse(what: str) -> None:
+        violations.append(what)
+        raise PermissionError(f"nnrag sandbox: {what} is not allowed")
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = args
+            writes = bool(
+                (flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC)
+            )
+            if (writes or (mode and any(c in str(mode) for c in "wax+"))) and not inside(path):
+                refuse(f"writing {os.fsdecode(path)}")
+        elif event in _WRITE_EVENTS:
+            for arg in args[:2]:
+                if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg):
+                    refuse(f"{event} on {os.fsdecode(arg)}")
+        elif event in {"os.kill", "os.killpg"}:
+            if args and args[0] not in (pid, 0):
+                refuse(f"{event}{args}")
+        elif event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES):
+            if event != "socket.__new__" or not _is_local_pair(args):
+                refuse(event)
+
+    return hook
+
+
+def _is_local_pair(args: tuple[Any, ...]) -> bool:
+    """``socket.socketpair`` (used by asyncio and multiprocessing internals) stays local."""
+    import socket
+
+    return len(args) > 1 and args[1] == getattr(socket, "AF_UNIX", -1)
+
+
+__all__ = ["ENV_ALLOW", "Sandbox", "read_frame", "serve", "summarize", "write_frame"]
