@@ -78,7 +78,7 @@ def main() -> None:
     print(f"plugin bench in {work}", flush=True)
 
     warm_s, _, _ = _pytest([*common, "--collect-only"], cwd=work, env=env, log=logs / "warm.txt")
-    collect_s, code, out = _pytest(
+    collect_s, _, out = _pytest(
         [*common, "--collect-only"], cwd=work, env=env, log=logs / "collect.txt"
     )
     collected = next((line for line in out.splitlines() if "collected" in line), "")

@@ -262,7 +262,9 @@ class NnragSession:
             self.state.results[result.block_id] = result
         problem = getattr(report, f"{REPORT_ATTR}_problem", None)
         if isinstance(problem, str):
-            self.state.source_failures[report.nodeid] = problem.splitlines()[0]
+            self.state.source_failures[report.nodeid] = " ".join(
+                line.strip() for line in problem.splitlines()[:2]
+            )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the report and badge (the controller only, when blocks ran)."""
