@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import io
+import multiprocessing
+import os
+import sqlite3
+import sys
+import threading
+import time
 import tokenize
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from nnrag.errors import SourceError
-from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
-from nnrag.sources import scan_tree, tree_digest
+from nnrag.errors import CacheError, SourceError
+from nnrag.model import Checkout, FileProblem, IndexStats, ModuleInfo, Settings, SourceSpec
+from nnrag.sources import materialize, scan_tree, tree_digest
+
+if TYPE_CHECKING:
+    from nnrag.store import FileRow, Store
 
 BlobLoader = Callable[[str], bytes | None]
 """Looks up a file's bytes by git blob SHA-1 (the store keeps them), ``None`` if unknown."""
@@ -184,3 +195,254 @@ def index_tree(root: Path, *, source: str = "src") -> Index:
     spec = SourceSpec(name=source, kind="path", location=str(root))
     checkout = Checkout(spec=spec, root=root, revision=tree_digest(digests), origin=str(root))
     return Index(checkouts={source: checkout}, modules=modules, problems=found)
+
+
+# --------------------------------------------------------------------------- building
+
+PARALLEL_MIN_FILES = 48
+"""Below this many files to parse, parse in this process (a pool costs more than it saves)."""
+
+
+def build_index(settings: Settings, *, progress: bool = False) -> IndexStats:
+    """Materialize every source and bring the stored index up to date (under the writer lock)."""
+    return _build(settings, progress=progress)[0]
+
+
+def load_index(settings: Settings) -> Index:
+    """The stored index of ``settings``' sources, read from one consistent snapshot.
+
+    Raises :class:`~nnrag.errors.CacheError` if there is no usable index; run
+    :func:`build_index` (``nnrag index``) first.
+    """
+    from nnrag.store import Store, db_path
+
+    path = db_path(settings.cache_dir)
+    try:
+        with Store(path, create=False) as store:
+            checkouts, modules, problems = store.load(settings.sources)
+    except sqlite3.DatabaseError as error:
+        raise CacheError(
+            f"the index at {path} is damaged ({error}); run `nnrag index` to rebuild it"
+        ) from None
+    return Index(checkouts=checkouts, modules=modules, problems=problems, blobs=_BlobReader(path))
+
+
+class _BlobReader:
+    """Reads stored file bytes on demand (a fresh connection: safe across fork and pickling)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, sha1: str) -> bytes | None:
+        from nnrag.store import Store
+
+        try:
+            with Store(self.path, create=False) as store:
+                return store.blob(sha1)
+        except (CacheError, sqlite3.DatabaseError):
+            return None
+
+
+def _build(settings: Settings, *, progress: bool) -> tuple[IndexStats, Index]:
+    from nnrag.store import Store, db_path, writer_lock
+
+    started = time.perf_counter()
+    path = db_path(settings.cache_dir)
+    with writer_lock(settings.cache_dir):
+        for attempt in (1, 2):
+            store = Store(path)
+            for notice in store.notices:
+                print(notice, file=sys.stderr)
+            try:
+                with store:
+                    counts = [
+                        _index_source(store, spec, settings, progress=progress)
+                        for spec in settings.sources
+                    ]
+                break
+            except sqlite3.DatabaseError as error:
+                if attempt == 2:
+                    raise CacheError(f"cannot write the index at {path}: {error}") from None
+                print(
+                    f"nnrag: the index at {path} was damaged ({error}); rebuilding it",
+                    file=sys.stderr,
+                )
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+        index = load_index(settings)
+    errors = tuple(c.error for c in counts if c.error)
+    problems = [p for c in counts for p in c.problems]
+    problems.extend(p for p in index.problems if p not in problems)
+    modules = list(index.modules())
+    stats = IndexStats(
+        sources=len(index.checkouts),
+        files=sum(c.files for c in counts),
+        modules=len(modules),
+        blocks=_count_blocks(index),
+        parsed=sum(c.parsed for c in counts),
+        lines=sum(m.lines for m in modules),
+        seconds=time.perf_counter() - started,
+        problems=tuple(sorted(set(problems), key=lambda p: (p.source, p.path, p.line))),
+        source_errors=errors,
+    )
+    return stats, index
+
+
+def _count_blocks(index: Index) -> int:
+    try:
+        from nnrag.discover import discover_blocks
+    except ImportError:
+        return 0
+    return len(discover_blocks(index))
+
+
+class _Counts:
+    def __init__(
+        self,
+        *,
+        files: int = 0,
+        parsed: int = 0,
+        error: str = "",
+        problems: Sequence[FileProblem] = (),
+    ) -> None:
+        self.files = files
+        self.parsed = parsed
+        self.error = error
+        self.problems = tuple(problems)
+
+
+def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progress: bool) -> _Counts:
+    from nnrag.store import Analysis, FileRow
+    from nnrag.units import git_blob_sha1, module_name_for
+
+    manifest = store.manifest(spec.name)
+    same_place = store.recorded_root(spec.name)
+    known = {row.path: (row.size, row.mtime_ns, row.sha1) for row in manifest.values()}
+    try:
+        memo = known if spec.kind == "path" and same_place == spec.location else None
+        checkout = materialize(spec, settings.cache_dir, known=memo)
+    except SourceError as error:
+        return _Counts(error=str(error))
+    root = checkout.root
+    if same_place != str(root):
+        manifest = {}
+    entries, problems = scan_tree(root, source=spec.name, paths=spec.paths)
+    same_files = set(manifest) == {e.path for e in entries}
+    rows: list[FileRow] = []
+    data_of: dict[str, bytes] = {}
+    for entry in entries:
+        old = manifest.get(entry.path)
+        if old is not None and (old.size, old.mtime_ns) == (entry.size, entry.mtime_ns):
+            sha1 = old.sha1
+        else:
+            try:
+                data = entry.file.read_bytes()
+            except OSError as error:
+                problems.append(
+                    FileProblem(source=spec.name, path=entry.path, message=f"cannot read: {error}")
+                )
+                continue
+            sha1 = git_blob_sha1(data)
+            data_of[entry.path] = data
+        if same_files and old is not None:
+            module, is_package = old.module, old.is_package
+        else:
+            module, is_package = module_name_for(entry.file, root)
+        rows.append(
+            FileRow(
+                path=entry.path,
+                size=entry.size,
+                mtime_ns=entry.mtime_ns,
+                sha1=sha1,
+                module=module,
+                is_package=is_package,
+            )
+        )
+    missing = store.missing_analyses((r.sha1, r.module, r.is_package) for r in rows)
+    todo = [r for r in rows if (r.sha1, r.module, r.is_package) in missing]
+    todo = list({(r.sha1, r.module, r.is_package): r for r in todo}.values())
+    for row in todo:
+        if row.path not in data_of:
+            data_of[row.path] = (root / row.path).read_bytes()
+    results = _analyze_all(spec.name, root, todo, data_of, settings, progress=progress)
+    analyses = [
+        Analysis(
+            sha1=row.sha1,
+            module=row.module,
+            is_package=row.is_package,
+            info=result if isinstance(result, ModuleInfo) else None,
+            problem=result if isinstance(result, FileProblem) else None,
+        )
+        for row, result in zip(todo, results, strict=True)
+    ]
+    blobs = {row.sha1: data_of[row.path] for row in rows if row.path in data_of}
+    store.write_source(checkout, files=rows, analyses=analyses, blobs=blobs, problems=problems)
+    return _Counts(files=len(rows), parsed=len(todo), problems=problems)
+
+
+def _analyze_all(
+    source: str,
+    root: Path,
+    rows: Sequence[FileRow],
+    data_of: Mapping[str, bytes],
+    settings: Settings,
+    *,
+    progress: bool,
+) -> list[ModuleInfo | FileProblem]:
+    jobs = settings.jobs or os.cpu_count() or 1
+    items = [(r.path, r.module, r.is_package, data_of[r.path]) for r in rows]
+    bar = _progress_bar(len(items), source) if progress and items else None
+    try:
+        if jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
+            results = []
+            for item in items:
+                results.append(_analyze_one(source, item))
+                if bar is not None:
+                    bar.update(1)
+            return results
+        size = max(4, len(items) // (jobs * 4))
+        batches = [items[i : i + size] for i in range(0, len(items), size)]
+        context = multiprocessing.get_context(
+            "fork" if threading.active_count() == 1 else "forkserver"
+        )
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = [pool.submit(_analyze_batch, source, batch) for batch in batches]
+            out: list[ModuleInfo | FileProblem] = []
+            for future in futures:
+                part = future.result()
+                out.extend(part)
+                if bar is not None:
+                    bar.update(len(part))
+            return out
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _progress_bar(total: int, source: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"indexing {source}", unit="file", leave=False)
+
+
+def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> ModuleInfo | FileProblem:
+    from nnrag.units import analyze_module
+
+    path, module, is_package, data = item
+    try:
+        return analyze_module(
+            source=source, module=module, path=path, data=data, is_package=is_package
+        )
+    except Exception as error:
+        return FileProblem(
+            source=source,
+            path=path,
+            message=f"internal error in nnrag while analyzing this file (please report it): "
+            f"{type(error).__name__}: {error}",
+        )
+
+
+def _analyze_batch(
+    source: str, batch: Sequence[tuple[str, str, bool, bytes]]
+) -> list[ModuleInfo | FileProblem]:
+    return [_analyze_one(source, item) for item in batch]

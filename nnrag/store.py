@@ -190,12 +190,14 @@ class Store:
                 db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("BEGIN IMMEDIATE")
-            db.executescript(_SCHEMA.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
-            db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('analyzer', ?)", (analyzer_version(),))
-            db.execute("COMMIT")
+            db.executescript(
+                "BEGIN IMMEDIATE;"
+                + _SCHEMA.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS")
+                + f"PRAGMA application_id={APPLICATION_ID};"
+                + f"PRAGMA user_version={SCHEMA_VERSION};"
+                + f"INSERT OR REPLACE INTO meta VALUES ('analyzer', '{analyzer_version()}');"
+                + "COMMIT;"
+            )
             return db
         except BaseException:
             db.close()
@@ -245,6 +247,11 @@ class Store:
                 (source,),
             )
         }
+
+    def recorded_root(self, source: str) -> str | None:
+        """The checkout folder ``source`` was last indexed from."""
+        row = self._db.execute("SELECT root FROM sources WHERE name=?", (source,)).fetchone()
+        return str(row[0]) if row else None
 
     def missing_analyses(self, keys: Iterable[tuple[str, str, bool]]) -> set[tuple[str, str, bool]]:
         """Which (sha1, module, is_package) keys have no stored analysis yet."""
