@@ -205,7 +205,7 @@ PARALLEL_MIN_FILES = 48
 
 def build_index(settings: Settings, *, progress: bool = False) -> IndexStats:
     """Materialize every source and bring the stored index up to date (under the writer lock)."""
-    return _build(settings, progress=progress)[0]
+    return build_and_load(settings, progress=progress)[0]
 
 
 def load_index(settings: Settings) -> Index:
@@ -243,7 +243,8 @@ class _BlobReader:
             return None
 
 
-def _build(settings: Settings, *, progress: bool) -> tuple[IndexStats, Index]:
+def build_and_load(settings: Settings, *, progress: bool = False) -> tuple[IndexStats, Index]:
+    """:func:`build_index`, and the index it left (loaded once, for the Workspace)."""
     from nnrag.store import Store, db_path, writer_lock
 
     started = time.perf_counter()

@@ -30,11 +30,19 @@ class Workspace:
 
     def build(self, *, progress: bool = False) -> IndexStats:
         """Materialize every source and bring the index up to date (under the cache lock)."""
-        raise NotImplementedError
+        from nnrag.index import build_and_load
+
+        stats, self._index = build_and_load(self.settings, progress=progress)
+        self._blocks = None
+        return stats
 
     def index(self) -> Index:
         """The up-to-date index, built on first use, loaded once per process."""
-        raise NotImplementedError
+        if self._index is None:
+            from nnrag.index import build_and_load
+
+            _, self._index = build_and_load(self.settings)
+        return self._index
 
     # -- discovery (owner: discover) ------------------------------------------------------
 
