@@ -337,6 +337,10 @@ class RepoFile(pytest.Collector):
         return super().repr_failure(excinfo)
 
 
+class RepoTreeFile(RepoFile, pytest.File):
+    """The repos.json met while walking the test folders (``pytest repos.json::src``)."""
+
+
 def repos_node_id(path: Path, rootpath: Path) -> str:
     """``repos.json`` node id: the rootdir-relative path, or the file name outside rootdir."""
     try:

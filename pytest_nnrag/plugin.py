@@ -227,12 +227,23 @@ class NnragSession:
             f"depth {settings.depth}, cache {settings.cache_dir}"
         )
 
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
+        """Collect the repos.json where pytest walks over it (so its node ids select tests)."""
+        if file_path != self.state.repos_file:
+            return None
+        from pytest_nnrag.items import RepoTreeFile
+
+        return RepoTreeFile.from_parent(parent, path=file_path)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """Add the blocks' items (before -k, --deselect and --lf select among them)."""
-        from pytest_nnrag.items import make_repo_file
+        """Add the blocks' items unless the walk met repos.json (before -k, --lf, ... select)."""
+        from pytest_nnrag.items import SourceCollector, make_repo_file
+
+        if any(isinstance(item.parent, SourceCollector) for item in items):
+            return  # the walk (or a node id argument) already collected repos.json
 
         node = make_repo_file(session, self.state.settings, self.state.repos_file)
         items.extend(session.genitems(node))

@@ -74,7 +74,7 @@ def cli() -> Callable[..., list[str]]:
             "--nnrag-repos",
             "repos.json",
             "--nnrag-cache",
-            "cache",
+            ".nnrag-cache",
             "--nnrag-depth",
             depth,
             *extra,

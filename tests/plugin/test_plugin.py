@@ -96,6 +96,18 @@ def test_collect_only_beside_own_tests(pytester: pytest.Pytester, project: Path,
     assert result.ret == pytest.ExitCode.OK
 
 
+def test_explicit_test_path_adds_blocks(pytester: pytest.Pytester, project: Path, cli: Cli) -> None:
+    pytester.makepyfile(test_mine="def test_mine():\n    pass\n")
+    items, _ = pytester.inline_genitems("test_mine.py", *cli())
+    assert [item.nodeid for item in items] == ["test_mine.py::test_mine", *ALL_IDS]
+
+
+def test_node_id_selects_one_block(pytester: pytest.Pytester, project: Path, cli: Cli) -> None:
+    result = pytester.runpytest("repos.json::src::pkg.layers.Good", *cli("-v"))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["repos.json::src::pkg.layers.Good PASSED*"])
+
+
 def test_repos_file_outside_rootdir(pytester: pytest.Pytester, project: Path) -> None:
     inner = pytester.mkdir("work")
     result = pytester.runpytest(
@@ -105,7 +117,7 @@ def test_repos_file_outside_rootdir(pytester: pytest.Pytester, project: Path) ->
         "--nnrag-repos",
         str(project),
         "--nnrag-cache",
-        str(pytester.path / "cache"),
+        str(pytester.path / ".nnrag-cache"),
         "--nnrag-depth",
         "closed",
         "--collect-only",
@@ -172,7 +184,7 @@ def test_ini_options(pytester: pytest.Pytester, project: Path) -> None:
         """
         [pytest]
         nnrag_repos = repos.json
-        nnrag_cache = cache
+        nnrag_cache = .nnrag-cache
         nnrag_depth = closed
         nnrag_timeout = 30
         nnrag_report = out/report.json
@@ -318,7 +330,7 @@ def test_source_error_is_a_failing_item(pytester: pytest.Pytester, project: Path
     repos = {"sources": [{"name": "gone", "path": "nowhere"}, {"name": "zoo", "path": "zoo_src"}]}
     (pytester.path / "repos.json").write_text(json.dumps(repos))
     result = pytester.runpytest(
-        "--nnrag-repos", "repos.json", "--nnrag-cache", "cache", "--nnrag-depth", "closed"
+        "--nnrag-repos", "repos.json", "--nnrag-cache", ".nnrag-cache", "--nnrag-depth", "closed"
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
