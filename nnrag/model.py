@@ -175,6 +175,10 @@ class Unit:
     classes: tuple[ClassInfo, ...] = ()
     type_checking: bool = False
     """The unit is ``if TYPE_CHECKING: ...``."""
+    local_imports: tuple[ImportBinding, ...] = ()
+    """Imports inside function or class bodies of the unit: they bind local names only
+    (not module names), run at call time (class bodies: at load time), and their text is
+    copied with the unit, so relative or source-package imports here need rewriting."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -89,7 +89,8 @@ def analyze_module(
     Reads are dotted chains rooted at module-level names (builtins included),
     split into load-time reads (run when the module executes: module code,
     class bodies, bases, decorators, defaults, evaluated annotations) and
-    call-time reads (function and lambda bodies). ``import a.b.c`` is recorded
+    call-time reads (function and lambda bodies, and annotations that are never
+    evaluated: PEP 563 modules, local variables). ``import a.b.c`` is recorded
     as ``ImportBinding(name="a", module="a.b.c", attr=None)``: it binds ``a``
     and also makes ``a.b.c`` importable. A relative import that climbs above
     the top-level package keeps the surplus dots in ``module`` (``"..x"``).
@@ -339,6 +340,7 @@ class _Analyzer:
         self.load: set[str] = set()
         self.calls: set[str] = set()
         self.imports: list[ImportBinding] = []
+        self.local_imports: list[ImportBinding] = []
         self.classes: list[ClassInfo] = []
 
     def units(self, lines: list[str]) -> tuple[Unit, ...]:
@@ -374,6 +376,7 @@ class _Analyzer:
                     imports=tuple(self.imports),
                     classes=tuple(self.classes),
                     type_checking=type_checking,
+                    local_imports=tuple(self.local_imports),
                 )
             )
         return tuple(units)
@@ -525,8 +528,8 @@ class _Analyzer:
 
     # ------------------------------------------------------------------ scopes
 
-    def _arguments(self, args: ast.arguments, *, annotations: bool) -> list[str]:
-        """Visit defaults (and annotations) in the enclosing scope; return parameter names."""
+    def _arguments(self, args: ast.arguments) -> list[str]:
+        """Visit defaults and annotations in the enclosing scope; return parameter names."""
         visit = self.visit
         for default in args.defaults:
             visit(default)
@@ -538,11 +541,24 @@ class _Analyzer:
             params.append(args.vararg)
         if args.kwarg:
             params.append(args.kwarg)
-        if annotations:
-            for param in params:
-                if param.annotation is not None:
-                    visit(param.annotation)
+        for param in params:
+            if param.annotation is not None:
+                self._annotation(param.annotation, evaluated=True)
         return [p.arg for p in params]
+
+    def _annotation(self, node: ast.expr, *, evaluated: bool) -> None:
+        """Annotations that never run (PEP 563, local variables) are call-time reads.
+
+        They are kept as reads so the emitted file stays statically closed (linters,
+        ``typing.get_type_hints`` and TorchScript look the names up).
+        """
+        if evaluated and self.annotations:
+            self.visit(node)
+        else:
+            saved = self.call
+            self.call = True
+            self.visit(node)
+            self.call = saved
 
     def _enter(self, kind: int, call: bool) -> tuple[_Scope, bool]:
         scope = _Scope(kind, self.scope)
@@ -560,9 +576,9 @@ class _Analyzer:
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._visit_all(node.decorator_list)
-        params = self._arguments(node.args, annotations=self.annotations)
-        if node.returns is not None and self.annotations:
-            self.visit(node.returns)
+        params = self._arguments(node.args)
+        if node.returns is not None:
+            self._annotation(node.returns, evaluated=True)
         scope, saved = self._enter(_FUNCTION, True)
         scope.bound.update(params)
         self._visit_all(node.body)
@@ -570,7 +586,7 @@ class _Analyzer:
         self._store(node.name)
 
     def _lambda(self, node: ast.Lambda) -> None:
-        params = self._arguments(node.args, annotations=False)
+        params = self._arguments(node.args)
         scope, saved = self._enter(_FUNCTION, True)
         scope.bound.update(params)
         self.visit(node.body)
@@ -643,9 +659,8 @@ class _Analyzer:
             self._store(local)
 
     def _binding(self, name: str, module: str, attr: str | None, level: int, line: int) -> None:
-        if self.scope.kind != _MODULE:
-            return
-        self.imports.append(
+        target = self.imports if self.scope.kind == _MODULE else self.local_imports
+        target.append(
             ImportBinding(
                 name=name,
                 module=module,
@@ -688,8 +703,7 @@ class _Analyzer:
         if node.value is not None:
             self.visit(node.value)
         kind = self.scope.kind
-        if self.annotations and kind in (_MODULE, _CLASS):
-            self.visit(node.annotation)
+        self._annotation(node.annotation, evaluated=kind in (_MODULE, _CLASS))
         target = node.target
         if isinstance(target, ast.Name):
             if node.value is not None or kind not in (_MODULE, _CLASS):

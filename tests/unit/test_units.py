@@ -252,10 +252,13 @@ def test_future_annotations_are_not_read() -> None:
         """
     info = analyze(code)
     assert info.future == ("annotations",)
+    # never evaluated: kept as call-time reads so the emitted file stays statically closed
     assert unit(info, "f").load_reads == ()
-    assert unit(info, "f").call_reads == ()
+    assert unit(info, "f").call_reads == ("Local", "Out", "Tensor", "int")
     assert unit(info, "y").load_reads == ()
+    assert unit(info, "y").call_reads == ("Ann",)
     assert unit(info, "C").load_reads == ("dflt",)
+    assert unit(info, "C").call_reads == ("Field",)
 
 
 def test_annotations_without_future_are_load_time() -> None:
@@ -270,7 +273,8 @@ def test_annotations_without_future_are_load_time() -> None:
         """
     )
     assert unit(info, "y").load_reads == ("Ann",)
-    assert unit(info, "f").call_reads == ()  # local annotations are never evaluated
+    assert unit(info, "f").load_reads == ()
+    assert unit(info, "f").call_reads == ("LocalAnnotation",)  # never evaluated
     assert unit(info, "C").load_reads == ("Field", "dataclasses.field", "list")
 
 
@@ -584,6 +588,33 @@ def test_conditional_and_type_checking_imports() -> None:
     tc_units = [u for u in info.units if u.type_checking]
     assert [u.start_line for u in tc_units] == [3, 7]
     assert unit(info, "f").call_reads == ()
+
+
+def test_local_imports_are_recorded_separately() -> None:
+    info = analyze(
+        """\
+        def build():
+            from .fast_norm import rms_norm
+            import torch.nn.functional as F
+            return rms_norm, F
+        class K:
+            from ..base import Mixin
+        """,
+        module="pkg.sub.mod",
+    )
+    build = unit(info, "build")
+    assert build.imports == ()
+    assert build.binds == ("build",)
+    assert build.call_reads == ()
+    assert build.local_imports == (
+        ImportBinding(
+            name="rms_norm", module="pkg.sub.fast_norm", attr="rms_norm", level=1, line=2
+        ),
+        ImportBinding(name="F", module="torch.nn.functional", attr=None, line=3),
+    )
+    assert unit(info, "K").local_imports == (
+        ImportBinding(name="Mixin", module="pkg.base", attr="Mixin", level=2, line=6),
+    )
 
 
 # --------------------------------------------------------------------------- __all__
