@@ -36,11 +36,96 @@ def _not_built(name: str) -> Handler:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    return _not_built("index")(args)
+    """``nnrag index``: exit 1 only if a source could not be materialized."""
+    import json
+
+    from nnrag.config import load_settings
+    from nnrag.errors import ConfigError
+    from nnrag.workspace import Workspace
+
+    settings = load_settings(args.repos, cache_dir=args.cache)
+    if not settings.sources:
+        raise ConfigError(
+            "no sources to index: pass --repos FILE, set NNRAG_REPOS, or create ./repos.json "
+            "(see examples/repos.json)"
+        )
+    workspace = Workspace(settings)
+    stats = workspace.build(progress=sys.stderr.isatty() and not args.json)
+    roots = {name: c.root for name, c in workspace.index().checkouts.items()}
+    located = [
+        (str(roots[p.source] / p.path) if p.source in roots else f"{p.source}:{p.path}", p)
+        for p in stats.problems
+    ]
+    if args.json:
+        summary = {
+            "sources": stats.sources,
+            "files": stats.files,
+            "modules": stats.modules,
+            "blocks": stats.blocks,
+            "parsed": stats.parsed,
+            "lines": stats.lines,
+            "seconds": round(stats.seconds, 3),
+            "cache": str(settings.cache_dir),
+            "problems": [
+                {
+                    "source": p.source,
+                    "path": where,
+                    "line": p.line,
+                    "col": p.col,
+                    "message": p.message,
+                }
+                for where, p in located
+            ],
+            "source_errors": list(stats.source_errors),
+        }
+        print(json.dumps(summary, indent=2))
+    else:
+        for where, problem in located:
+            print(f"{where}:{problem.line}:{problem.col}: {problem.message}")
+        for message in stats.source_errors:
+            print(f"nnrag index: error: {message}", file=sys.stderr)
+        print(
+            f"nnrag index: {stats.sources} of {len(settings.sources)} sources, "
+            f"{stats.files} files ({stats.parsed} parsed), {stats.modules} modules, "
+            f"{stats.blocks} blocks, {len(stats.problems)} file problems, "
+            f"{stats.seconds:.2f} s",
+            file=sys.stderr,
+        )
+    return 1 if stats.source_errors else 0
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    return _not_built("list")(args)
+    """``nnrag list [PATTERN]``: discovered block ids, sorted."""
+    import fnmatch
+    import json
+
+    from nnrag.config import load_settings
+    from nnrag.workspace import Workspace
+
+    blocks = Workspace(load_settings(args.repos, cache_dir=args.cache)).blocks()
+    if args.pattern:
+        blocks = tuple(
+            b
+            for b in blocks
+            if fnmatch.fnmatchcase(b.id, args.pattern) or fnmatch.fnmatchcase(b.name, args.pattern)
+        )
+    if args.json:
+        rows = [
+            {
+                "id": b.id,
+                "source": b.source,
+                "module": b.module,
+                "name": b.name,
+                "path": b.path,
+                "line": b.line,
+            }
+            for b in blocks
+        ]
+        print(json.dumps(rows, indent=2))
+    else:
+        for block in blocks:
+            print(block.id)
+    return 0
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
