@@ -392,7 +392,8 @@ def summarize(
         elif message.get("kind") == "fatal":
             result.update(category="internal-error", message=message["message"])
     result["failed_stage"] = result.pop("running", None)
-    tail = stderr.strip().splitlines()[-8:]
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    tail = lines if len(lines) <= 6 else [*lines[:2], "...", *lines[-4:]]
     detail = ("; stderr: " + " | ".join(tail)) if tail else ""
     if timed_out:
         result.update(category="timeout", message="wall-clock timeout; process group killed")

@@ -1,0 +1,243 @@
+"""Fault suite: blocks that hang, crash, escape or exhaust the sandbox become results; the run goes on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nnrag.model import ValidationResult
+from nnrag.sandbox import Sandbox
+from nnrag.validate import validate_file
+
+pytestmark = pytest.mark.integration
+
+SECRET = "NNRAG_TEST_SECRET_TOKEN"
+TIMEOUT = 4.0
+
+HEADER = """
+import os
+import sys
+import time
+import torch
+from torch import nn
+"""
+
+TRIVIAL = """
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+
+
+def forward_block(body: str, prelude: str = "") -> str:
+    """A block with a linear layer whose forward runs ``body`` first."""
+    body = textwrap.indent(textwrap.dedent(body).strip(), " " * 8)
+    return (
+        HEADER
+        + textwrap.dedent(prelude)
+        + f"""
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+{body}
+        return self.lin(x)
+"""
+    )
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    os.environ[SECRET] = "hunter2"
+    try:
+        with Sandbox(memory_mb=1024) as box:
+            box.start()
+            yield box
+    finally:
+        del os.environ[SECRET]
+
+
+def descendants(pid: int) -> list[int]:
+    """Live (non-zombie) descendants of ``pid``, from a /proc scan."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def run(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "block") -> ValidationResult:
+    path = tmp_path / f"{name}.py"
+    path.write_text(code)
+    return validate_file(
+        path, block_id=f"t:{name}:Block", class_name="Block", timeout_s=TIMEOUT, sandbox=sandbox
+    )
+
+
+def assert_run_goes_on(sandbox: Sandbox, tmp_path: Path, server: int | None) -> None:
+    assert sandbox.pid == server, "the warm parent must survive"
+    assert server is not None
+    assert descendants(server) == []
+    after = run(sandbox, tmp_path, HEADER + TRIVIAL, "trivial")
+    assert after.passed, after.message
+    assert descendants(server) == []
+
+
+CASES = {
+    "infinite-loop": (forward_block("while True:\n    pass"), "timeout", "forward"),
+    "sleep": (forward_block("time.sleep(100)"), "timeout", "forward"),
+    "segfault": (forward_block("import ctypes\nctypes.string_at(0)"), "crash", "forward"),
+    "abort": (forward_block("os.abort()"), "crash", "forward"),
+    "memory-bomb": (
+        forward_block("hog = []\nwhile True:\n    hog.append(bytearray(64 * 1024 * 1024))"),
+        "memory",
+        "forward",
+    ),
+    "huge-alloc": (forward_block("torch.empty(1 << 40, dtype=torch.uint8)"), "memory", "forward"),
+    "fork-bomb": (
+        forward_block("for _ in range(8):\n    os.fork()"),
+        "sandbox-violation",
+        "forward",
+    ),
+    "socket-localhost": (
+        forward_block(
+            "import socket\ntry:\n    socket.create_connection(('127.0.0.1', 9), timeout=1)\n"
+            "except OSError:\n    pass"
+        ),
+        "sandbox-violation",
+        "forward",
+    ),
+    "dns": (
+        forward_block("import socket\nsocket.getaddrinfo('example.com', 80)"),
+        "sandbox-violation",
+        "forward",
+    ),
+    "subprocess": (
+        forward_block("import subprocess\nsubprocess.run(['true'])"),
+        "sandbox-violation",
+        "forward",
+    ),
+    "os-system": (forward_block("os.system('true')"), "sandbox-violation", "forward"),
+    "write-parent": (
+        forward_block("open(os.path.join(os.getcwd(), '..', 'nnrag-escape.txt'), 'w').write('x')"),
+        "sandbox-violation",
+        "forward",
+    ),
+    "sys-exit-import": (HEADER + "sys.exit(3)\n" + TRIVIAL, "runtime-error", "import"),
+    "os-exit-import": (HEADER + "os._exit(0)\n" + TRIVIAL, "crash", "import"),
+    "keyboard-interrupt": (forward_block("raise KeyboardInterrupt"), "runtime-error", "forward"),
+    "kill-parent": (forward_block("os.kill(os.getppid(), 9)"), "sandbox-violation", "forward"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fault_becomes_a_result(sandbox: Sandbox, tmp_path: Path, case: str) -> None:
+    code, category, stage = CASES[case]
+    server = sandbox.pid
+    result = run(sandbox, tmp_path, code)
+    assert (result.category, result.failed_stage) == (category, stage), result.message
+    assert not result.passed
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
+def test_writes_outside_the_temp_folder_are_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    home = Path.home() / "nnrag-sandbox-escape.txt"
+    other = tmp_path / "other-temp" / "escape.txt"
+    other.parent.mkdir()
+    server = sandbox.pid
+    for target in (home, other):
+        code = forward_block(f"open({str(target)!r}, 'w').write('x')")
+        result = run(sandbox, tmp_path, code)
+        assert result.category == "sandbox-violation", result.message
+        assert not target.exists()
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
+def test_writes_inside_the_temp_home_pass(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = forward_block(
+        "path = os.path.expanduser('~/scratch.txt')\nopen(path, 'w').write('x')\n"
+        "assert open(path).read() == 'x'"
+    )
+    result = run(sandbox, tmp_path, code)
+    assert result.passed, result.message
+
+
+def test_environment_secret_is_absent(sandbox: Sandbox, tmp_path: Path) -> None:
+    assert os.environ[SECRET] == "hunter2"
+    code = forward_block(
+        f"if {SECRET!r} in os.environ or 'hunter2' in repr(dict(os.environ)):\n"
+        "    raise RuntimeError('secret leaked')\n"
+        "assert os.environ['HOME'] == os.getcwd()"
+    )
+    result = run(sandbox, tmp_path, code)
+    assert result.passed, result.message
+
+
+def test_hundred_megabytes_of_stdout(sandbox: Sandbox, tmp_path: Path) -> None:
+    server = sandbox.pid
+    code = forward_block("line = 'x' * 1023\nfor _ in range(100 * 1024):\n    print(line)")
+    result = run(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
+def test_threads_that_never_join(sandbox: Sandbox, tmp_path: Path) -> None:
+    server = sandbox.pid
+    prelude = """
+import threading
+
+def spin():
+    while True:
+        time.sleep(0.05)
+"""
+    code = forward_block("threading.Thread(target=spin).start()", prelude)
+    result = run(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
+def test_native_forks_are_killed(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Processes forked behind the audit hook's back (libc fork) do not survive the block."""
+    server = sandbox.pid
+    code = forward_block(
+        "import ctypes\nlibc = ctypes.CDLL(None)\nfor _ in range(3):\n"
+        "    if libc.fork() == 0:\n        libc.setsid()\n        time.sleep(1000)"
+    )
+    result = run(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
+def test_parent_is_restarted_when_it_dies(sandbox: Sandbox, tmp_path: Path) -> None:
+    server = sandbox.pid
+    assert server is not None
+    os.kill(server, signal.SIGKILL)
+    result = run(sandbox, tmp_path, HEADER + TRIVIAL, "after-kill")
+    assert result.passed, result.message
+    assert sandbox.pid not in (None, server)
+    assert sandbox.restarts >= 1
+
