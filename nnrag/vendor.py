@@ -7,7 +7,7 @@ import difflib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -350,14 +350,23 @@ def _changed_definitions(old: str, new: str) -> set[str]:
     return {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
 
 
-def refresh(folder: Path, *, cache_dir: Path, force: bool = False) -> list[VendorOutcome]:
+def refresh(
+    folder: Path,
+    *,
+    cache_dir: Path,
+    force: bool = False,
+    make_workspace: Callable[[Settings], Workspace] | None = None,
+) -> list[VendorOutcome]:
     """Re-extract every vendored block of ``folder`` from its recorded source.
 
     Pristine files are rewritten when upstream changed; hand-edited ones are reported and
     left untouched (unless ``force``). Unreachable sources are reported, not fatal.
+    ``make_workspace`` builds the workspace of one source (default: :class:`Workspace`).
     """
-    from nnrag.workspace import Workspace
+    if make_workspace is None:
+        from nnrag.workspace import Workspace
 
+        make_workspace = Workspace
     manifest = folder / MANIFEST
     entries = read_manifest(folder)
     if not entries:
@@ -372,7 +381,7 @@ def refresh(folder: Path, *, cache_dir: Path, force: bool = False) -> list[Vendo
     outcomes: list[VendorOutcome] = []
     for key, group in groups.items():
         spec = source_spec(json.loads(key), manifest=manifest)
-        workspace = Workspace(Settings(sources=(spec,), cache_dir=cache_dir))
+        workspace = make_workspace(Settings(sources=(spec,), cache_dir=cache_dir))
         try:
             workspace.build()
         except NnragError as error:

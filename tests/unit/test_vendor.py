@@ -1,0 +1,241 @@
+"""Vendoring logic on fake extractions: file names, manifest, overwrite rules, refresh."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nnrag.errors import BlockNotFoundError, ConfigError
+from nnrag.header import body_digest, render_header
+from nnrag.model import BlockRef, Extracted, Problem, Settings, SourceFile, SourceSpec
+from nnrag.vendor import MANIFEST, diff_summary, read_manifest, refresh, vendor_blocks
+
+SHA = "1" * 40
+
+
+def extracted(block_id: str, body: str, *, problems: tuple[Problem, ...] = ()) -> Extracted:
+    source, module, name = block_id.split(":")
+    header = render_header(
+        block_id=block_id,
+        source=f"/src/{source} (path)",
+        revision="rev1",
+        source_packages=[module.split(".")[0]],
+        files=[(module.replace(".", "/") + ".py", f"swh:1:cnt:{SHA}")],
+        license="MIT",
+        requires=["torch>=2.1"],
+        digest=body_digest(body),
+    )
+    return Extracted(
+        block=BlockRef(source=source, module=module, name=name, path="x.py", line=1),
+        code=header + "\n" + body,
+        digest=body_digest(body),
+        requirements=("torch>=2.1",),
+        files=(SourceFile(source=source, path=module.replace(".", "/") + ".py", sha1=SHA),),
+        problems=problems,
+    )
+
+
+@dataclass
+class FakeWorkspace:
+    """The two Workspace members vendoring uses: settings and extract."""
+
+    blocks: dict[str, Extracted]
+    settings: Settings = field(
+        default_factory=lambda: Settings(
+            sources=(
+                SourceSpec(name="timm", kind="git", location="file:///up/timm", ref="main"),
+                SourceSpec(name="other", kind="path", location="/src/other"),
+            ),
+            cache_dir=Path("/cache"),
+        )
+    )
+    built: int = 0
+
+    def extract(self, query: str) -> Extracted:
+        if query not in self.blocks:
+            raise BlockNotFoundError(query)
+        return self.blocks[query]
+
+    def build(self) -> None:
+        self.built += 1
+
+
+MLP = "timm:timm.layers.mlp:Mlp"
+OTHER_MLP = "other:other.nets:Mlp"
+ATTN = "timm:timm.layers.attn:Attention"
+BODY = "import torch\n\n\nclass Mlp(torch.nn.Module):\n    pass\n"
+
+
+def vendor(ws: FakeWorkspace, ids: list[str], into: Path, *, force: bool = False) -> list[Any]:
+    return vendor_blocks(ws, ids, into, force=force)  # type: ignore[arg-type]
+
+
+def test_vendor_writes_block_spec_and_manifest(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
+    (outcome,) = vendor(ws, [MLP], tmp_path / "blocks")
+    assert outcome.action == "written"
+    assert outcome.file == tmp_path / "blocks" / "Mlp.py"
+    assert outcome.file.read_text() == ws.blocks[MLP].code
+    spec = json.loads((tmp_path / "blocks" / "Mlp.spec.json").read_text())
+    assert spec["id"] == MLP
+    manifest = json.loads((tmp_path / "blocks" / MANIFEST).read_text())
+    (entry,) = manifest["blocks"]
+    assert entry["id"] == MLP
+    assert entry["file"] == "Mlp.py"
+    assert entry["spec"] == "Mlp.spec.json"
+    assert entry["digest"] == body_digest(BODY)
+    assert entry["requirements"] == ["torch>=2.1"]
+    assert entry["source"] == {
+        "name": "timm",
+        "kind": "git",
+        "location": "file:///up/timm",
+        "ref": "main",
+        "paths": [],
+    }
+    assert entry["origin"] == "/src/timm (path)"
+    assert entry["revision"] == "rev1"
+    assert entry["files"] == [["timm/layers/mlp.py", f"swh:1:cnt:{SHA}"]]
+
+
+def test_class_name_clash_gets_source_suffix(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY), OTHER_MLP: extracted(OTHER_MLP, BODY)})
+    first, second = vendor(ws, [MLP, OTHER_MLP], tmp_path)
+    assert (first.file.name, second.file.name) == ("Mlp.py", "Mlp_other.py")
+    # a later run keeps the recorded names
+    again = vendor(ws, [OTHER_MLP, MLP], tmp_path)
+    assert [o.file.name for o in again] == ["Mlp_other.py", "Mlp.py"]
+    assert [o.action for o in again] == ["unchanged", "unchanged"]
+    assert len(read_manifest(tmp_path)) == 2
+
+
+def test_pristine_file_is_updated(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
+    vendor(ws, [MLP], tmp_path)
+    ws.blocks[MLP] = extracted(MLP, BODY + "\nX = 1\n")
+    (outcome,) = vendor(ws, [MLP], tmp_path)
+    assert outcome.action == "updated"
+    assert (tmp_path / "Mlp.py").read_text().endswith("X = 1\n")
+    assert read_manifest(tmp_path)[0].digest == body_digest(BODY + "\nX = 1\n")
+
+
+def test_hand_edited_file_is_not_overwritten_without_force(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
+    vendor(ws, [MLP], tmp_path)
+    path = tmp_path / "Mlp.py"
+    path.write_text(path.read_text().replace("pass", "x = 1"))
+    edited = path.read_text()
+    ws.blocks[MLP] = extracted(MLP, BODY + "\nY = 2\n")
+    (outcome,) = vendor(ws, [MLP], tmp_path)
+    assert outcome.action == "skipped"
+    assert str(path) in outcome.reason
+    assert "edited by hand" in outcome.reason
+    assert "--force" in outcome.reason
+    assert path.read_text() == edited
+    assert read_manifest(tmp_path)[0].digest == body_digest(BODY)
+    (forced,) = vendor(ws, [MLP], tmp_path, force=True)
+    assert forced.action == "updated"
+    assert path.read_text() == ws.blocks[MLP].code
+
+
+def test_foreign_file_is_not_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "Mlp.py").write_text("# my own Mlp\n")
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
+    (outcome,) = vendor(ws, [MLP], tmp_path)
+    assert outcome.action == "skipped"
+    assert "not a pristine nnrag block file" in outcome.reason
+    assert (tmp_path / "Mlp.py").read_text() == "# my own Mlp\n"
+    assert read_manifest(tmp_path) == []
+
+
+def test_block_that_does_not_close_is_not_vendored(tmp_path: Path) -> None:
+    problem = Problem(category="unresolved-name", message="name 'x' is not defined")
+    ws = FakeWorkspace({ATTN: extracted(ATTN, BODY, problems=(problem,))})
+    (outcome,) = vendor(ws, [ATTN], tmp_path)
+    assert outcome.action == "skipped"
+    assert "does not close" in outcome.reason
+    assert "name 'x' is not defined" in outcome.reason
+    assert not (tmp_path / "Attention.py").exists()
+    (forced,) = vendor(ws, [ATTN], tmp_path, force=True)
+    assert forced.action == "written"
+
+
+def test_unknown_block_fails_and_others_go_on(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
+    missing, done = vendor(ws, ["Nope", MLP], tmp_path)
+    assert (missing.action, done.action) == ("failed", "written")
+    assert "nnrag list" in missing.reason
+
+
+def test_malformed_manifest_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / MANIFEST).write_text('{"blocks": [{"file": "a.py"}]}')
+    with pytest.raises(ConfigError, match=r"blocks\[0\]"):
+        read_manifest(tmp_path)
+    (tmp_path / MANIFEST).write_text("{not json")
+    with pytest.raises(ConfigError, match=r"nnrag-blocks\.json"):
+        read_manifest(tmp_path)
+
+
+def test_diff_summary_names_changed_definitions() -> None:
+    old = "def a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    new = "def a():\n    return 1\n\n\ndef b():\n    return 3\n\n\ndef c():\n    pass\n"
+    summary, diff = diff_summary(old, new, name="x.py")
+    assert summary == "+5 -1 lines in b, c"
+    assert diff.startswith("--- a/x.py\n+++ b/x.py\n")
+
+
+# --------------------------------------------------------------------------- refresh
+
+
+def refresh_with(ws: FakeWorkspace, folder: Path) -> list[Any]:
+    return refresh(folder, cache_dir=Path("/cache"), make_workspace=lambda settings: ws)  # type: ignore[arg-type,return-value]
+
+
+def test_refresh_rewrites_pristine_and_keeps_edited(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY), ATTN: extracted(ATTN, "A = 1\n")})
+    vendor(ws, [MLP, ATTN], tmp_path)
+    edited_path = tmp_path / "Attention.py"
+    edited_path.write_text(edited_path.read_text() + "B = 2\n")
+    edited = edited_path.read_text()
+    ws.blocks[MLP] = extracted(MLP, BODY.replace("pass", "def forward(self, x):\n        return x"))
+    ws.blocks[ATTN] = extracted(ATTN, "A = 3\n")
+
+    outcomes = {o.block_id: o for o in refresh_with(ws, tmp_path)}
+    assert ws.built == 1  # both blocks come from one source: one workspace, built once
+    assert outcomes[MLP].action == "updated"
+    assert "upstream changed: +2 -1 lines in Mlp" in outcomes[MLP].reason
+    assert "+        return x" in outcomes[MLP].diff
+    assert (tmp_path / "Mlp.py").read_text() == ws.blocks[MLP].code
+    assert outcomes[ATTN].action == "skipped"
+    assert "edited by hand" in outcomes[ATTN].reason
+    assert edited_path.read_text() == edited
+    digests = {e.id: e.digest for e in read_manifest(tmp_path)}
+    assert digests == {
+        MLP: body_digest(ws.blocks[MLP].code.split("\n\n", 1)[1]),
+        ATTN: body_digest("A = 1\n"),
+    }
+
+
+def test_refresh_unchanged(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
+    vendor(ws, [MLP], tmp_path)
+    (outcome,) = refresh_with(ws, tmp_path)
+    assert outcome.action == "unchanged"
+    assert outcome.diff == ""
+
+
+def test_refresh_reports_a_block_gone_upstream(tmp_path: Path) -> None:
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
+    vendor(ws, [MLP], tmp_path)
+    del ws.blocks[MLP]
+    (outcome,) = refresh_with(ws, tmp_path)
+    assert outcome.action == "failed"
+    assert (tmp_path / "Mlp.py").exists()
+
+
+def test_refresh_without_manifest(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="extract ID --into"):
+        refresh(tmp_path, cache_dir=tmp_path)
