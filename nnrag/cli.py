@@ -130,12 +130,145 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     if args.into:
-        return _extract_into(args)
-    return _not_built("extract")(args)
+        return _extract_into(args)  # vendoring (owner: vendor): nnrag.vendor.vendor_blocks
+    return _extract_files(args)
+
+
+def _extract_files(args: argparse.Namespace) -> int:
+    """``nnrag extract ID|NAME... [--out DIR] [--all]``: exit 0 only if every block closed."""
+    import json
+    from pathlib import Path
+
+    from nnrag.config import load_settings
+    from nnrag.errors import BlockNotFoundError, ExtractionError, InternalError
+    from nnrag.extract import spec_path, write_block
+    from nnrag.model import BlockRef
+    from nnrag.workspace import Workspace
+
+    if not args.blocks and not args.all:
+        print("nnrag extract: give block ids or class names, or --all", file=sys.stderr)
+        return 2
+    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    blocks: list[BlockRef] = list(workspace.blocks()) if args.all else []
+    lookup_errors = []
+    for query in [] if args.all else args.blocks:
+        try:
+            blocks.append(workspace.find(query))
+        except BlockNotFoundError as error:
+            lookup_errors.append(str(error))
+    if lookup_errors:
+        for message in lookup_errors:
+            print(f"nnrag extract: error: {message}", file=sys.stderr)
+        return 2
+    blocks = list({block.id: block for block in blocks}.values())
+    names = [block.name for block in blocks]
+    out = Path(args.out)
+    rows: list[dict[str, object]] = []
+    iterator: object = blocks
+    if args.all and not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        iterator = tqdm(blocks, desc="extract", unit="block")
+    failed = 0
+    for block in iterator:  # type: ignore[attr-defined]
+        row: dict[str, object] = {"id": block.id}
+        try:
+            extracted = workspace.extract(block)
+        except (ExtractionError, InternalError) as error:
+            failed += 1
+            row.update(closed=False, error=str(error))
+            rows.append(row)
+            if not args.json:
+                print(f"{block.id}: error: {error}", file=sys.stderr)
+            continue
+        # two requested blocks with one class name: each goes into a folder named for its module
+        folder = out / block.module if names.count(block.name) > 1 else out
+        path = write_block(extracted, folder)
+        failed += not extracted.closed
+        row.update(
+            file=str(path),
+            spec=str(spec_path(path)),
+            closed=extracted.closed,
+            digest=extracted.digest,
+            requirements=list(extracted.requirements),
+            problems=[
+                {
+                    "category": p.category,
+                    "message": p.message,
+                    "path": list(p.path),
+                    "location": p.location,
+                }
+                for p in extracted.problems
+            ],
+        )
+        rows.append(row)
+        if not args.json:
+            _print_extracted(block.id, path, extracted.problems)
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    elif len(blocks) > 1:
+        print(f"{len(blocks) - failed} of {len(blocks)} blocks closed; files in {out}")
+    return 1 if failed else 0
+
+
+def _print_extracted(block_id: str, path: object, problems: Sequence[object]) -> None:
+    """One line per block; problems grouped by category, each with its dependency path."""
+    if not problems:
+        print(f"{block_id}: closed -> {path}")
+        return
+    print(f"{block_id}: NOT closed ({len(problems)} problems) -> {path}")
+    groups: dict[str, list[object]] = {}
+    for problem in problems:
+        groups.setdefault(getattr(problem, "category", "?"), []).append(problem)
+    for category in sorted(groups):
+        print(f"  {category} ({len(groups[category])}):")
+        for problem in groups[category]:
+            print(f"    {problem}")
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    return _not_built("validate")(args)
+    """``nnrag validate ID|NAME... [--all]``: exit 1 if any block fails."""
+    import json
+
+    from nnrag.config import load_settings
+    from nnrag.errors import ConfigError
+    from nnrag.results import result_to_dict
+    from nnrag.workspace import Workspace
+
+    settings = load_settings(
+        args.repos,
+        cache_dir=args.cache,
+        depth=args.depth,
+        timeout_s=args.timeout,
+        revalidate=args.revalidate,
+    )
+    workspace = Workspace(settings)
+    if args.all:
+        blocks = list(workspace.blocks())
+    elif args.blocks:
+        blocks = [workspace.find(query) for query in args.blocks]
+    else:
+        raise ConfigError("name blocks to validate (ID or class name), or pass --all", key="blocks")
+    results = []
+    for block in blocks:
+        result = workspace.validate(block)
+        results.append(result)
+        if not args.json:
+            reached = result.stage_reached or "-"
+            if result.passed:
+                line = f"PASS {result.block_id} ({reached}, {result.duration_s:.2f} s)"
+            else:
+                line = (
+                    f"FAIL {result.block_id} at {result.failed_stage} [{result.category}]: "
+                    f"{result.message}"
+                )
+            print(line + (" (cached)" if result.cached else ""), flush=True)
+    if args.json:
+        print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
+    else:
+        passed = sum(r.passed for r in results)
+        print(f"nnrag validate: {passed} of {len(results)} passed", file=sys.stderr)
+    return 0 if all(r.passed for r in results) else 1
 
 
 def _cmd_search(args: argparse.Namespace) -> int:

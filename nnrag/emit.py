@@ -16,7 +16,6 @@ stringification); all others are copied verbatim, comments and formatting includ
 
 from __future__ import annotations
 
-import ast
 import builtins
 import functools
 import importlib.metadata
@@ -26,7 +25,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.header import body_digest, render_header
@@ -39,6 +38,7 @@ from nnrag.model import (
     SourceFile,
     Unit,
 )
+from nnrag.rewrite import Rewrite, rewrite_unit
 
 if TYPE_CHECKING:
     from nnrag.index import Index
@@ -256,21 +256,6 @@ def _import_sort_key(binding: ImportBinding) -> tuple[str, str, str, int]:
     return (binding.module, binding.attr or "", binding.name, binding.line)
 
 
-@dataclass(frozen=True, slots=True)
-class Rewrite:
-    """How one unit's text changes: names/chains read at load or call time, names bound."""
-
-    load: Mapping[str, str] = field(default_factory=dict)
-    """Name or dotted chain read outside function bodies -> flat name."""
-    call: Mapping[str, str] = field(default_factory=dict)
-    """Name or dotted chain read inside function bodies -> flat name."""
-    defs: Mapping[str, str] = field(default_factory=dict)
-    """Module-level name bound here (``class Mlp``, ``global x``) -> flat name."""
-
-    def __bool__(self) -> bool:
-        return bool(self.load or self.call or self.defs)
-
-
 def _plan_rewrites(
     index: Index, closure: Closure, plan: _Plan, modules: Mapping[str, ModuleInfo]
 ) -> dict[int, Rewrite]:
@@ -288,10 +273,43 @@ def _plan_rewrites(
             symbols, closure, plan=plan, info=info, chains=unit.load_reads, before=unit.start_line
         )
         call = _chain_map(symbols, closure, plan=plan, info=info, chains=unit.call_reads, before=0)
-        rewrite = Rewrite(load=load, call=call, defs=defs.get(info.module, {}))
-        if load or call or any(name in rewrite.defs for name in unit.binds):
+        imported = _inner_imports(index, symbols, plan=plan, info=info, unit=unit)
+        package = info.module if info.is_package else info.module.rpartition(".")[0]
+        rewrite = Rewrite(
+            load=load,
+            call=call,
+            defs=defs.get(info.module, {}),
+            imported=imported,
+            package=package,
+        )
+        if load or call or imported or any(name in rewrite.defs for name in unit.binds):
             rewrites[id(unit)] = rewrite
     return rewrites
+
+
+def _inner_imports(
+    index: Index, symbols: Symbols, *, plan: _Plan, info: ModuleInfo, unit: Unit
+) -> dict[tuple[str, str], str]:
+    """Internal ``from m import x`` inside the unit's text -> flat name of the inlined ``x``."""
+    inner = [*unit.local_imports, *(unit.imports if unit.kind != "import" else ())]
+    found: dict[tuple[str, str], str] = {}
+    for binding in inner:
+        attr = binding.attr
+        if attr is None or attr == "*" or index.source_of_module(binding.module) is None:
+            continue
+        target = index.module(binding.module, prefer=info.source)
+        if target is None:
+            continue
+        resolution = symbols.lookup(target, attr)
+        entity: Entity | None = None
+        if resolution.kind == "definition" and resolution.module is not None:
+            entity = ("def", resolution.module.module, resolution.name)
+        elif resolution.kind == "external" and resolution.binding is not None:
+            entity = _import_entity(resolution.binding)
+        flat = None if entity is None else plan.flat.get(entity)
+        if flat is not None:
+            found[(binding.module, attr)] = flat
+    return found
 
 
 def _chain_map(
@@ -332,127 +350,6 @@ def _chain_map(
 def _unit_text(index: Index, info: ModuleInfo, unit: Unit) -> str:
     lines = index.text(info).split("\n")
     return "\n".join(line.rstrip("\r") for line in lines[unit.start_line - 1 : unit.end_line])
-
-
-# --------------------------------------------------------------------------- rewriting
-
-
-def rewrite_unit(text: str, rewrite: Rewrite, *, stringify_annotations: bool = False) -> str:
-    """``text`` (top-level statements) with module-level references renamed scope-correctly.
-
-    Only references bound to the module-level name are touched: locals, parameters,
-    attributes and keywords of the same spelling are not. A chain (``layers.Mlp``) is
-    replaced whole by its flat name. With ``stringify_annotations`` every annotation
-    becomes the string literal PEP 563 would have stored.
-    """
-    import libcst as cst
-    from libcst.metadata import (
-        BuiltinScope,
-        FunctionScope,
-        GlobalScope,
-        MetadataWrapper,
-        ScopeProvider,
-    )
-
-    wrapper = MetadataWrapper(cst.parse_module(text))
-    scopes = wrapper.resolve(ScopeProvider)
-    kinds: dict[int, str] = {}
-    for scope in {scope for scope in scopes.values() if scope is not None}:
-        inside = scope
-        call = False
-        while inside is not None and not isinstance(inside, GlobalScope):
-            call = call or isinstance(inside, FunctionScope)
-            inside = inside.parent
-        for access in scope.accesses:
-            if isinstance(access.node, cst.Name) and all(
-                isinstance(ref.scope, (GlobalScope, BuiltinScope)) for ref in access.referents
-            ):
-                kinds[id(access.node)] = "call" if call else "load"
-        if isinstance(scope, GlobalScope):
-            for assignment in scope.assignments:
-                node = getattr(assignment, "node", None)
-                if isinstance(node, cst.Name):
-                    kinds[id(node)] = "def"
-                elif isinstance(node, (cst.ClassDef, cst.FunctionDef)):
-                    kinds[id(node.name)] = "def"
-    transformer = _rewriter_class()(rewrite, kinds, stringify_annotations)
-    code: str = wrapper.module.visit(transformer).code
-    return code
-
-
-@functools.cache
-def _rewriter_class() -> type[Any]:
-    """The LibCST transformer, defined on first use (importing LibCST takes ~0.3 s)."""
-    import libcst as cst
-
-    def dotted(node: cst.BaseExpression) -> tuple[str, cst.Name] | None:
-        parts: list[str] = []
-        while isinstance(node, cst.Attribute):
-            parts.append(node.attr.value)
-            node = node.value
-        if not isinstance(node, cst.Name):
-            return None
-        parts.append(node.value)
-        return ".".join(reversed(parts)), node
-
-    class Rewriter(cst.CSTTransformer):
-        def __init__(self, rewrite: Rewrite, kinds: dict[int, str], stringify: bool) -> None:
-            super().__init__()
-            self.rewrite = rewrite
-            self.kinds = kinds
-            self.stringify = stringify
-
-        def flat(self, node: cst.Name, text: str) -> str | None:
-            kind = self.kinds.get(id(node))
-            if kind == "def":
-                return self.rewrite.defs.get(text)
-            if kind is None:
-                return None
-            first, second = (
-                (self.rewrite.call, self.rewrite.load)
-                if kind == "call"
-                else (self.rewrite.load, self.rewrite.call)
-            )
-            # annotations of lazily annotated modules are call-time reads for the index
-            # but sit outside function bodies: fall back to the other map.
-            return first.get(text, second.get(text))
-
-        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
-            flat = self.flat(original_node, original_node.value)
-            return updated_node if flat is None else updated_node.with_changes(value=flat)
-
-        def leave_Attribute(
-            self, original_node: cst.Attribute, updated_node: cst.Attribute
-        ) -> cst.BaseExpression:
-            found = dotted(original_node)
-            if found is None:
-                return updated_node
-            chain, root = found
-            flat = self.flat(root, chain)
-            if flat is None or self.kinds.get(id(root)) == "def":
-                return updated_node
-            return cst.Name(value=flat, lpar=original_node.lpar, rpar=original_node.rpar)
-
-        def leave_Global(self, original_node: cst.Global, updated_node: cst.Global) -> cst.Global:
-            defs = self.rewrite.defs
-            names = [
-                item.with_changes(name=item.name.with_changes(value=defs[item.name.value]))
-                if item.name.value in defs
-                else item
-                for item in updated_node.names
-            ]
-            return updated_node.with_changes(names=names)
-
-        def leave_Annotation(
-            self, original_node: cst.Annotation, updated_node: cst.Annotation
-        ) -> cst.Annotation:
-            if not self.stringify:
-                return updated_node
-            code = cst.Module(body=[]).code_for_node(updated_node.annotation)
-            text = ast.unparse(ast.parse(f"({code})", mode="eval"))
-            return updated_node.with_changes(annotation=cst.SimpleString(value=repr(text)))
-
-    return Rewriter
 
 
 # --------------------------------------------------------------------------- imports
