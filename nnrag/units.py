@@ -181,7 +181,7 @@ def _chain(node: ast.expr) -> str:
     return ".".join(reversed(attrs))
 
 
-def _strings(node: ast.expr | None) -> list[str] | None:
+def _strings(node: ast.expr | None, current: list[str] | None = None) -> list[str] | None:
     """The strings of a literal list/tuple (``+`` of such literals too), else ``None``."""
     if isinstance(node, ast.List | ast.Tuple):
         out: list[str] = []
@@ -191,8 +191,10 @@ def _strings(node: ast.expr | None) -> list[str] | None:
             out.append(item.value)
         return out
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _strings(node.left), _strings(node.right)
+        left, right = _strings(node.left, current), _strings(node.right, current)
         return None if left is None or right is None else left + right
+    if isinstance(node, ast.Name) and node.id == "__all__" and current is not None:
+        return list(current)  # __all__ = __all__ + [...]
     return None
 
 
@@ -692,7 +694,7 @@ class _Analyzer:
         if self.scope.kind == _MODULE:
             for target in node.targets:
                 if target.__class__ is _Name and target.id == "__all__":
-                    names = _strings(node.value)
+                    names = _strings(node.value, self._all)
                     if names is None:
                         self._all_dynamic = True
                     else:
@@ -709,7 +711,7 @@ class _Analyzer:
             if node.value is not None or kind not in (_MODULE, _CLASS):
                 self._store(target.id)
                 if kind == _MODULE and target.id == "__all__":
-                    names = _strings(node.value)
+                    names = _strings(node.value, self._all)
                     if names is None:
                         self._all_dynamic = True
                     else:
@@ -747,13 +749,15 @@ class _Analyzer:
     def _if(self, node: ast.If) -> None:
         self.visit(node.test)
         saved_cond, saved_tc = self.cond, self.tc
+        test = node.test
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        checking = _is_type_checking(test.operand if isinstance(test, ast.UnaryOp) else test)
         self.cond = True
-        if _is_type_checking(node.test):
-            self.tc = True
+        self.tc = saved_tc or (checking and not negated)
         self._visit_all(node.body)
-        self.tc = saved_tc
+        self.tc = saved_tc or (checking and negated)
         self._visit_all(node.orelse)
-        self.cond = saved_cond
+        self.cond, self.tc = saved_cond, saved_tc
 
     def _conditional(self, node: ast.AST) -> None:
         saved = self.cond

@@ -343,6 +343,21 @@ def test_class_info() -> None:
     )
 
 
+def test_only_top_level_classes_get_class_info() -> None:
+    info = analyze(
+        """\
+        if flag:
+            class A(Base):
+                class Nested:
+                    pass
+        def f():
+            class Local:
+                pass
+        """
+    )
+    assert [c.name for u in info.units for c in u.classes] == ["A"]
+
+
 def test_signature_when_every_positional_has_a_default() -> None:
     info = analyze("class A:\n    def __init__(self=None, b=1):\n        pass\n")
     assert unit(info, "A").classes[0].init_signature == "b=1"
@@ -365,6 +380,26 @@ def test_function_scoping_locals_free_and_globals() -> None:
     )
     assert load == ()
     assert call == ("GLOBAL_NAME", "b", "range", "threshold")
+
+
+def test_async_nonlocal_and_reads_sorted_and_deduplicated() -> None:
+    load, call = reads(
+        """\
+        async def run(items):
+            total = 0
+            async def add(x):
+                nonlocal total
+                total += await convert(x)
+            async with lock:
+                async for item in aiter(items):
+                    await add(item)
+                    await convert(item)
+            return total, zzz, aaa.b, aaa.b, aaa
+        """,
+        "run",
+    )
+    assert load == ()
+    assert call == ("aaa", "aaa.b", "aiter", "convert", "lock", "zzz")
 
 
 def test_global_declared_read_in_function() -> None:
@@ -617,6 +652,26 @@ def test_local_imports_are_recorded_separately() -> None:
     )
 
 
+def test_negated_type_checking() -> None:
+    info = analyze(
+        """\
+        if not TYPE_CHECKING:
+            import runtime
+        else:
+            import static
+        """
+    )
+    (u,) = info.units
+    assert u.type_checking is False
+    by_name = {b.name: b for b in u.imports}
+    assert (by_name["runtime"].type_checking, by_name["static"].type_checking) == (False, True)
+
+
+def test_relative_import_in_a_top_level_module_keeps_its_dots() -> None:
+    info = analyze("from . import x\nfrom .y import z\n", module="script")
+    assert [b.module for u in info.units for b in u.imports] == [".", ".y"]
+
+
 # --------------------------------------------------------------------------- __all__
 
 
@@ -627,6 +682,8 @@ def test_local_imports_are_recorded_separately() -> None:
         ("__all__ = ('a',)\n__all__ += ['b']\n__all__.extend(['c'])\n__all__.append('d')\n",
          ("a", "b", "c", "d")),
         ("__all__ = ['a'] + ['b']\n", ("a", "b")),
+        ("__all__ = ['a']\n__all__ = __all__ + ['b']\n", ("a", "b")),
+        ("__all__: list[str] = ['a']\n", ("a",)),
         ("__all__ = [name for name in dir()]\n", None),
         ("__all__ = ['a']\n__all__ += other.__all__\n", None),
         ("x = 1\n", None),
