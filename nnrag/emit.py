@@ -78,9 +78,8 @@ def emit(index: Index, closure: Closure) -> Extracted:
     all_lazy = bool(plan.units) and len(lazy) == len(modules)
 
     chunks: list[str] = []
-    if all_lazy:
-        chunks.append("from __future__ import annotations\n")
-    imports = _format_imports(plan.imports, plan.flat)
+    future = "from __future__ import annotations\n" if all_lazy else ""
+    imports = "\n".join(part for part in (future, _format_imports(plan.imports, plan.flat)) if part)
     if imports:
         chunks.append(imports)
     emitted: dict[str, set[int]] = {}
@@ -223,6 +222,8 @@ def _assign_flat_names(
         if unit.kind == "import":
             candidates += [b for b in unit.imports if index.source_of_module(b.module) is None]
     for binding in sorted(candidates, key=_import_sort_key):
+        if binding.module == "__future__":
+            continue  # decided once for the whole file, see emit()
         if binding.type_checking or binding in inside_units or binding.attr == "*":
             if binding.attr == "*" and not binding.type_checking:
                 plan.imports.setdefault(_import_entity(binding), binding)

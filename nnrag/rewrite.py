@@ -120,14 +120,11 @@ def _rewriter_class() -> type[Any]:
                 return self.rewrite.defs.get(text)
             if kind is None:
                 return None
-            first, second = (
-                (self.rewrite.call, self.rewrite.load)
-                if kind == "call"
-                else (self.rewrite.load, self.rewrite.call)
-            )
+            if kind == "call":
+                return self.rewrite.call.get(text)
             # annotations of lazily annotated modules are call-time reads for the index
-            # but sit outside function bodies: fall back to the other map.
-            return first.get(text, second.get(text))
+            # but sit outside function bodies: fall back to the call-time map.
+            return self.rewrite.load.get(text, self.rewrite.call.get(text))
 
         def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
             flat = self.flat(original_node, original_node.value)
