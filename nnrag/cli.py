@@ -272,11 +272,69 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    return _not_built("search")(args)
+    """``nnrag search QUERY``: bm25-ranked blocks (the search table is updated first)."""
+    import json
+    from dataclasses import asdict
+
+    from nnrag.config import load_settings
+    from nnrag.search import search
+    from nnrag.workspace import Workspace
+
+    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    hits = search(
+        workspace.index(),
+        workspace.blocks(),
+        args.query,
+        cache_dir=workspace.settings.cache_dir,
+        source=args.source,
+        category=args.category,
+        limit=args.limit,
+    )
+    if args.json:
+        print(json.dumps([asdict(hit) for hit in hits], indent=2))
+        return 0
+    if not hits:
+        print(f"no block matches {args.query!r}", file=sys.stderr)
+        return 1
+    for hit in hits:
+        print(f"{hit.id}  [{hit.category}]")
+        if hit.summary:
+            print(f"    {hit.summary}")
+        print(f"    {hit.path}:{hit.line}")
+    return 0
 
 
 def _cmd_dedup(args: argparse.Namespace) -> int:
-    return _not_built("dedup")(args)
+    """``nnrag dedup``: unique blocks after exact, lexical and structural de-duplication."""
+    import json
+
+    from nnrag.config import load_settings
+    from nnrag.dedup import DedupParams, dedup_blocks, dedup_json, format_report
+    from nnrag.model import BlockRef
+    from nnrag.workspace import Workspace
+
+    if not 0.0 < args.threshold <= 1.0:
+        print("nnrag dedup: error: --threshold must be in (0, 1]", file=sys.stderr)
+        return 2
+    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+
+    def closure_code(block: BlockRef) -> str | None:
+        try:
+            return workspace.extract(block).code
+        except NnragError:
+            return None
+
+    report = dedup_blocks(
+        workspace.index(),
+        workspace.blocks(),
+        closure_code=None if args.target_only else closure_code,
+        params=DedupParams(lexical_threshold=args.threshold, structural_threshold=args.threshold),
+    )
+    if args.json:
+        print(json.dumps(dedup_json(report), indent=2))
+    else:
+        print(format_report(report))
+    return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -421,6 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repos_options(dedup)
     dedup.add_argument("--json", action="store_true", help="print JSON")
     dedup.add_argument("--threshold", type=float, default=0.9, help="Jaccard threshold")
+    dedup.add_argument(
+        "--target-only", action="store_true", help="only the target classes, not the closures"
+    )
     dedup.set_defaults(handler=_cmd_dedup)
 
     check = commands.add_parser("check", help="static closure check of vendored block files")
