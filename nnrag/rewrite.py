@@ -200,6 +200,7 @@ def _rewriter_class() -> type[Any]:
                 return updated_node
             code = cst.Module(body=[]).code_for_node(updated_node.annotation)
             text = ast.unparse(ast.parse(f"({code})", mode="eval"))
-            return updated_node.with_changes(annotation=cst.SimpleString(value=repr(text)))
+            literal = f'"{text}"' if '"' not in text and "\\" not in text else repr(text)
+            return updated_node.with_changes(annotation=cst.SimpleString(value=literal))
 
     return Rewriter

@@ -1,0 +1,5 @@
+F = 16  # feature count
+
+
+def features():
+    return F * 2

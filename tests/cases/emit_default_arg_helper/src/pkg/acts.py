@@ -1,0 +1,5 @@
+from torch import nn
+
+
+def default_act():
+    return nn.GELU()

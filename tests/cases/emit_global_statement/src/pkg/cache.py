@@ -1,0 +1,8 @@
+_STATE = None
+
+
+def cached(x):
+    global _STATE
+    if _STATE is None:
+        _STATE = x
+    return _STATE

@@ -1,0 +1,6 @@
+def f(x):
+    return x + 1
+
+
+def g(x):
+    return x - 1

@@ -1,0 +1,9 @@
+__all__ = ["scale"]
+
+
+def scale(x):
+    return x * 2
+
+
+def _private(x):
+    return x

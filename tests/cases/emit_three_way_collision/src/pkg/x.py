@@ -1,0 +1,2 @@
+def act(v):
+    return v + 1

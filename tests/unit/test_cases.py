@@ -1,0 +1,160 @@
+"""Golden extraction cases: tests/cases/<case>/{src/, case.json, expected.py}.
+
+Each case indexes ``src/`` as source ``src``, extracts ``case.json``'s target and compares
+the problem categories and, when the block closes, the exact emitted file. Regenerate the
+expected files with ``NNRAG_UPDATE_GOLDENS=1 pytest tests/unit/test_cases.py`` and review
+every changed file by eye before committing it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nnrag.extract import extract
+from nnrag.index import Index, index_tree
+from nnrag.model import BlockRef, Extracted
+
+CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
+CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "case.json").is_file())
+UPDATE = os.environ.get("NNRAG_UPDATE_GOLDENS") == "1"
+
+
+def load_case(name: str) -> dict[str, object]:
+    data: dict[str, object] = json.loads((CASES_DIR / name / "case.json").read_text("utf-8"))
+    return data
+
+
+def target_block(index: Index, target: str) -> BlockRef:
+    """The block ``pkg.mod:Class`` of source ``src`` (discovered, else built from the index)."""
+    module, name = target.split(":")
+    from nnrag.discover import discover_blocks
+
+    for block in discover_blocks(index):
+        if (block.module, block.name) == (module, name):
+            return block
+    info = index.module(module, prefer="src")
+    assert info is not None, f"module {module} not in the case's src/"
+    for unit in info.units:
+        for cls in unit.classes:
+            if cls.name == name:
+                return BlockRef(
+                    source="src",
+                    module=module,
+                    name=name,
+                    path=info.path,
+                    line=cls.line,
+                    docstring=cls.docstring,
+                    init_signature=cls.init_signature,
+                    forward_signature=cls.forward_signature,
+                )
+    raise AssertionError(f"class {target} not found in the case's src/")
+
+
+def run_case(name: str) -> Extracted:
+    src = CASES_DIR / name / "src"
+    index = index_tree(src, source="src")
+    return extract(index, target_block(index, str(load_case(name)["target"])))
+
+
+def normalized(name: str, code: str) -> str:
+    """The emitted code with the machine-specific absolute path of ``src/`` made relative."""
+    return code.replace(str((CASES_DIR / name / "src").resolve()), f"tests/cases/{name}/src")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_case(name: str) -> None:
+    case = load_case(name)
+    extracted = run_case(name)
+    categories = sorted(p.category for p in extracted.problems)
+    assert categories == case["problems"], "\n".join(str(p) for p in extracted.problems)
+    expected_file = CASES_DIR / name / "expected.py"
+    code = normalized(name, extracted.code)
+    if not extracted.closed:
+        return
+    if UPDATE:
+        expected_file.write_text(code, encoding="utf-8")
+        return
+    assert expected_file.is_file(), f"no expected.py; run with NNRAG_UPDATE_GOLDENS=1 ({name})"
+    assert code == expected_file.read_text("utf-8")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_emitted_file_compiles_and_checks_clean(name: str) -> None:
+    extracted = run_case(name)
+    compile(extracted.code, f"{name}.py", "exec", dont_inherit=True)
+    if extracted.closed:
+        checks = pytest.importorskip("nnrag.checks")
+        findings = checks.check_code(extracted.code, filename=f"{name}.py")
+        assert not findings, [f.format(name) for f in findings]
+
+
+def _bound(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement binds at module level (not inside its functions/classes)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    names: set[str] = set()
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(
+            node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        ):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.split(".")[0])
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _reads(stmt: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_no_bloat(name: str) -> None:
+    """Every top-level definition of the emitted file is reachable from the target by reads."""
+    extracted = run_case(name)
+    tree = ast.parse(extracted.code)
+    units = [
+        s
+        for s in tree.body
+        if not isinstance(s, (ast.Import, ast.ImportFrom)) and "__all__" not in _bound(s)
+    ]
+    binders: dict[str, list[int]] = {}
+    for position, stmt in enumerate(units):
+        for bound in _bound(stmt):
+            binders.setdefault(bound, []).append(position)
+    reached: set[int] = set()
+    todo = list(binders.get(extracted.block.name, []))
+    assert todo, f"target {extracted.block.name} is not defined in the emitted file"
+    while todo:
+        position = todo.pop()
+        if position in reached:
+            continue
+        reached.add(position)
+        for read in _reads(units[position]):
+            todo.extend(binders.get(read, []))
+    unreachable = [
+        ast.unparse(units[p]).splitlines()[0] for p in range(len(units)) if p not in reached
+    ]
+    assert not unreachable, f"not reachable from the target: {unreachable}"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_deterministic(name: str) -> None:
+    """Two extractions from two separate index builds are byte-identical."""
+    assert run_case(name).code == run_case(name).code
+
+
+def test_there_are_enough_cases() -> None:
+    assert len(CASES) >= 15
