@@ -331,7 +331,7 @@ def test_future_annotations_all_vs_mixed(tmp_path: Path) -> None:
         index, closure_for(index, "pkg.b:Net", [("pkg.a", "helper"), ("pkg.b", "Net")])
     ).code
     assert "__future__" not in code
-    assert "def helper(x: 'Tensor') -> 'Tensor':" in code
+    assert 'def helper(x: "Tensor") -> "Tensor":' in code
     assert "def forward(self, x: Tensor):" in code
 
 
