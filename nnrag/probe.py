@@ -1,7 +1,8 @@
-"""Runs inside the sandbox child: import a block file, find constructor arguments and inputs, run it."""
+"""Runs in the sandbox child: import a block file, find constructor arguments and inputs, run it."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import math
@@ -11,7 +12,7 @@ import time
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -233,18 +234,14 @@ class Synth:
             items = [a for a in args if a is not Ellipsis] or [int]
             count = len(items) if Ellipsis not in args else 2
             return tuple(self.value(name, items[min(i, len(items) - 1)]) for i in range(count))
-        if (
-            origin in (list, typing.List, typing.Sequence)
-            or origin is not None
-            and getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
-        ):  # noqa: UP006
+        if origin in (list, list, typing.Sequence) or (
+            origin is not None and getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
+        ):
             inner = args[0] if args else int
             return [self.value(name, inner) for _ in range(2)]
         if (
-            origin is not None
-            and getattr(origin, "__name__", "") == "Callable"
-            or annotation is Callable
-        ):
+            origin is not None and getattr(origin, "__name__", "") == "Callable"
+        ) or annotation is Callable:
             return self.layer_factory(name)
         if origin is type and args:
             return self.layer_factory(name) if args[0] is nn.Module else args[0]
@@ -395,10 +392,8 @@ def shrink(config: object, profile: Profile) -> object:
         if isinstance(value, int) and not isinstance(value, bool) and value > 8:
             new = int_for(name, profile)
             if isinstance(new, int) and new < value:
-                try:
+                with contextlib.suppress(Exception):
                     setattr(config, name, new)
-                except Exception:
-                    pass
         elif isinstance(value, int) and re.search(r"layers|depth|blocks", name) and value > 2:
             setattr(config, name, 2)
     return config
@@ -573,12 +568,11 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
     if "mask" in low:
         return None
     if low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w")):
-        side = shape[-2] if len(shape) == 4 else int(math.isqrt(shape[1] if len(shape) > 2 else 16))
-        return side
+        return shape[-2] if len(shape) == 4 else math.isqrt(shape[1] if len(shape) > 2 else 16)
     if re.search(r"hw|size|shape|resolution", low):
         if len(shape) == 4:
             return {"__tuple__": shape[-2:]}
-        side = int(math.isqrt(shape[1])) if len(shape) == 3 else 4
+        side = math.isqrt(shape[1]) if len(shape) == 3 else 4
         return {"__tuple__": [side, side]}
     if re.search(r"^(t|time|times|timesteps?|noise_level|sigma)$", low):
         return tensor_spec([shape[0]])
@@ -606,7 +600,8 @@ def build_inputs(
 
 
 _SHAPE_WORDS = re.compile(
-    r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index|out of range|divisible",
+    r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index"
+    r"|out of range|divisible",
     re.I,
 )
 
@@ -643,7 +638,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         if len(shape) > int(m.group(1)):
             new = reshape_rank(shape, int(m.group(1)), profile)
     elif re.search(
-        r"Kernel size can't be greater|Output size is too small|smaller than|too small|Padding size should be less",
+        r"Kernel size can't be greater|Output size is too small|smaller than|too small"
+        r"|Padding size should be less",
         message,
     ):
         new = (
@@ -652,7 +648,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
             else None
         )
     elif re.search(
-        r"Long, Int|scalar type Long|expected scalar type Long|Expected tensor for argument #1 'indices'",
+        r"Long, Int|scalar type Long|expected scalar type Long"
+        r"|Expected tensor for argument #1 'indices'",
         message,
     ):
         spec.update(dtype="int64", high=10)
@@ -706,7 +703,8 @@ class Harvester:
                 self.wrap(value)
 
     def wrap(self, cls: type) -> None:
-        init, forward = cls.__init__, cls.forward
+        owner: Any = cls
+        init, forward = owner.__init__, owner.forward
         records = self.records
 
         def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
@@ -739,8 +737,8 @@ class Harvester:
 
         self.saved.append((cls, "__init__", cls.__dict__.get("__init__")))
         self.saved.append((cls, "forward", cls.__dict__.get("forward")))
-        cls.__init__ = wrapped_init  # type: ignore[misc]
-        cls.forward = wrapped_forward  # type: ignore[attr-defined]
+        owner.__init__ = wrapped_init
+        owner.forward = wrapped_forward
 
     def restore(self) -> None:
         for cls, name, original in reversed(self.saved):
@@ -755,19 +753,17 @@ class Harvester:
 
 def warm_up() -> None:
     """Import and exercise what most blocks use, once, in the warm parent."""
-    import torch.nn.functional as F  # noqa: N812 - the conventional name
-    import torch.utils.checkpoint  # noqa: F401 - imported for its side effect: warm cache
+    import torch.nn.functional as F
+    import torch.utils.checkpoint
 
     for name in ("numpy", "einops", "scipy.special"):
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(name)
-        except ImportError:
-            pass
     layer = nn.Sequential(
         nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2)
     )
     out = layer(torch.randn(2, 3, 8, 8))
-    F.gelu(nn.LayerNorm(2)(out)).sum().backward()
+    F.gelu(nn.LayerNorm(2)(out)).sum().backward()  # type: ignore[no-untyped-call]
     nn.MultiheadAttention(4, 2, batch_first=True)(*(torch.randn(1, 3, 4),) * 3)
 
 
@@ -780,10 +776,8 @@ def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
         return [t for v in value for t in tensors_in(v, depth + 1)]
     if isinstance(value, Mapping):
         return [t for v in value.values() for t in tensors_in(v, depth + 1)]
-    if (
-        hasattr(value, "__dataclass_fields__")
-        or hasattr(value, "__dict__")
-        and not isinstance(value, nn.Module)
+    if hasattr(value, "__dataclass_fields__") or (
+        hasattr(value, "__dict__") and not isinstance(value, nn.Module)
     ):
         try:
             return [t for v in vars(value).values() for t in tensors_in(v, depth + 1)]
@@ -817,7 +811,8 @@ def classify(
     ):
         return "memory"
     if re.search(
-        r"undefined symbol|\.so\b|torch\.ops\.|load_library|cpp_extension|Could not run '|No such operator",
+        r"undefined symbol|\.so\b|torch\.ops\.|load_library|cpp_extension|Could not run '"
+        r"|No such operator",
         text,
     ):
         return "native-op"
@@ -932,9 +927,9 @@ class Runner:
         if hints:
             ctor = Ctor(
                 "hinted",
-                tuple(decode(hints.get("init_args", []))),
+                tuple(cast(list[object], decode(hints.get("init_args", [])))),
                 {k: decode(v) for k, v in hints.get("init_kwargs", {}).items()},
-            )  # type: ignore[arg-type]
+            )
             given = hints.get("inputs")
             yield (
                 ctor,
@@ -945,9 +940,9 @@ class Runner:
             try:
                 ctor = Ctor(
                     "harvested",
-                    tuple(decode(record["init_args"])),
+                    tuple(cast(list[object], decode(record["init_args"]))),
                     {k: decode(v) for k, v in record["init_kwargs"].items()},
-                )  # type: ignore[arg-type]
+                )
             except Exception:
                 continue
             inputs = record["inputs"]
@@ -1065,13 +1060,13 @@ class Runner:
         self.recipe["attempts"] = attempts
         if not built_any:
             assert ctor_error is not None or attempts == 0
-            error = ctor_error or RuntimeError("no constructor candidate")
+            failure = ctor_error or RuntimeError("no constructor candidate")
             self.finish(
-                "instantiate", classify(error, "instantiate", self.violations), describe(error)
+                "instantiate", classify(failure, "instantiate", self.violations), describe(failure)
             )
             return
-        error = forward_error or RuntimeError("no input candidate within the attempt bound")
-        self.finish("forward", classify(error, "forward", self.violations), describe(error))
+        failure = forward_error or RuntimeError("no input candidate within the attempt bound")
+        self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
 
     def record_ctor(self, ctor: Ctor, block: nn.Module) -> None:
         self.recipe.update(
@@ -1125,7 +1120,7 @@ class Runner:
                 return
             loss = sum((t.float().mean() if not t.is_complex() else t.abs().mean()) for t in live)
             assert isinstance(loss, torch.Tensor)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
         except BaseException as error:
             self.finish("backward", classify(error, "backward", self.violations), describe(error))
             return

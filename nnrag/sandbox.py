@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import pickle
@@ -135,9 +136,10 @@ class Sandbox:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         code = (
-            "import sys; sys.path[:0] = {path!r}; from nnrag.sandbox import serve; "
-            "serve({r}, {w}, {mem})"
-        ).format(path=[p for p in sys.path if p], r=req_r, w=resp_w, mem=self.memory_mb)
+            f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
+            "from nnrag.sandbox import serve; "
+            f"serve({req_r}, {resp_w}, {self.memory_mb})"
+        )
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
         try:
@@ -218,10 +220,8 @@ class Sandbox:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # --------------------------------------------------------------------------- server
@@ -257,18 +257,16 @@ def _run_child(request: Message, memory_mb: int) -> Message:
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # child
-        status = 70
+        exit_code = 70
         try:
             os.close(read_fd)
             _child_main(request, tmp, write_fd, memory_mb)
-            status = 0
+            exit_code = 0
         except BaseException as error:  # the child must never return into the server loop
-            try:
+            with contextlib.suppress(BaseException):
                 write_frame(write_fd, {"kind": "fatal", "message": repr(error)})
-            except BaseException:
-                pass
         finally:
-            os._exit(status)
+            os._exit(exit_code)
     os.close(write_fd)
     messages, status, timed_out = _collect(pid, read_fd, started + timeout_s)
     os.close(read_fd)
@@ -326,10 +324,8 @@ def _reap_leftovers(pid: int) -> None:
         if not orphans:
             break
         for orphan in orphans:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(orphan, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.01)
         _reap_all()
     _reap_all()
@@ -471,13 +467,11 @@ def _set_limits(timeout_s: float, memory_mb: int) -> None:
         limits.append((resource.RLIMIT_DATA, limit, limit))
     users = sum(1 for _, _, _ in _proc_table())
     limits.append((resource.RLIMIT_NPROC, users + 64, users + 64))
-    for kind, soft, hard in limits:
+    for kind, want_soft, want_hard in limits:
         try:
             _, old_hard = resource.getrlimit(kind)
-            if old_hard != resource.RLIM_INFINITY:
-                hard = min(hard, old_hard)
-                soft = min(soft, hard)
-            resource.setrlimit(kind, (soft, hard))
+            hard = want_hard if old_hard == resource.RLIM_INFINITY else min(want_hard, old_hard)
+            resource.setrlimit(kind, (min(want_soft, hard), hard))
         except (ValueError, OSError):
             pass
 
@@ -496,7 +490,7 @@ def _audit_hook(
         except TypeError:
             return False
         real = os.path.realpath(os.path.join(root if not os.path.isabs(text) else "", text))
-        return real == os.devnull or real == root or real.startswith(root + os.sep)
+        return real in (os.devnull, root) or real.startswith(root + os.sep)
 
     def refuse(what: str) -> None:
         violations.append(what)
@@ -517,9 +511,10 @@ def _audit_hook(
         elif event in {"os.kill", "os.killpg"}:
             if args and args[0] not in (pid, 0):
                 refuse(f"{event}{args}")
-        elif event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES):
-            if event != "socket.__new__" or not _is_local_pair(args):
-                refuse(event)
+        elif (event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES)) and (
+            event != "socket.__new__" or not _is_local_pair(args)
+        ):
+            refuse(event)
 
     return hook
 

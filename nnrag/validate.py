@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import ast
+import atexit
+import fnmatch
+import hashlib
+import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from nnrag.model import STAGES, BlockHints, Category, Stage, ValidationResult, stage_index
 from nnrag.results import recipe_from_dict
 
 if TYPE_CHECKING:
+    from nnrag.model import BlockRef, Settings
+    from nnrag.results import ResultCache
     from nnrag.sandbox import Sandbox
+    from nnrag.workspace import Workspace
 
 SANDBOX_STAGES: tuple[Stage, ...] = ("import", "instantiate", "forward", "backward")
 _HEADER_CODES = frozenset({"NNR010", "NNR011", "NNR012"})
@@ -140,7 +147,7 @@ def result_from_reply(
     started: float,
 ) -> ValidationResult:
     """A :class:`ValidationResult` from the sandbox's reply, after the static stages."""
-    reached = reply.get("stage_reached") or "closed"
+    reached: Stage = reply.get("stage_reached") or "closed"
     failed = reply.get("failed_stage")
     category = reply.get("category")
     if failed is None and category is not None:
@@ -189,6 +196,102 @@ def validate_file(
     return result
 
 
+def config_hints(settings: Settings, block: BlockRef) -> BlockHints | None:
+    """The first hints entry of the block's source whose pattern matches it."""
+    names = (block.id, f"{block.module}:{block.name}", block.name)
+    for spec in settings.sources:
+        if spec.name != block.source:
+            continue
+        for hint in spec.hints:
+            if any(fnmatch.fnmatchcase(name, hint.pattern) for name in names):
+                return hint
+    return None
+
+
+def _hints_digest(hints: BlockHints) -> str:
+    text = json.dumps(hints_request(hints), sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def workspace_sandbox(workspace: Workspace) -> Sandbox:
+    """The workspace's one sandbox, started lazily and closed at interpreter exit."""
+    box = workspace.__dict__.get("_sandbox")
+    if box is None:
+        from nnrag.sandbox import Sandbox
+
+        box = workspace.__dict__["_sandbox"] = Sandbox()
+        atexit.register(box.close)
+    return cast("Sandbox", box)
+
+
+def workspace_results(workspace: Workspace) -> ResultCache:
+    """The workspace's result cache (``<cache>/results.sqlite``)."""
+    cache = workspace.__dict__.get("_results")
+    if cache is None:
+        from nnrag.results import ResultCache
+
+        cache = workspace.__dict__["_results"] = ResultCache(
+            workspace.settings.cache_dir / "results.sqlite"
+        )
+    return cast("ResultCache", cache)
+
+
+def validate_block(
+    workspace: Workspace,
+    query: str | BlockRef,
+    *,
+    depth: Stage | None = None,
+    hints: BlockHints | None = None,
+) -> ValidationResult:
+    """Extract, write and validate one block, through the workspace's result cache."""
+    from nnrag.results import cache_key
+
+    settings = workspace.settings
+    depth = depth or settings.depth
+    block = workspace.find(query) if isinstance(query, str) else query
+    extracted = workspace.extract(block)
+    hints = hints or config_hints(settings, block)
+    digest = extracted.digest + (f"+hints:{_hints_digest(hints)}" if hints else "")
+    key = cache_key(digest, depth)
+    cache = workspace_results(workspace)
+    if not settings.revalidate:
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
+    path = workspace.block_file(extracted)
+    started = time.perf_counter()
+    if extracted.problems and stage_index(depth) >= stage_index("closed"):
+        first = extracted.problems[0]
+        shown = "; ".join(str(p) for p in extracted.problems[:5])
+        more = len(extracted.problems) - 5
+        result = ValidationResult(
+            block_id=block.id,
+            depth=depth,
+            stage_reached="compile",
+            failed_stage="closed",
+            category=first.category,
+            message=shown + (f"; and {more} more" if more > 0 else ""),
+            dependency_path=first.path,
+            duration_s=time.perf_counter() - started,
+            file=str(path),
+        )
+    else:
+        result, records = run_validation(
+            path,
+            block_id=block.id,
+            class_name=block.name,
+            depth=depth,
+            timeout_s=settings.timeout_s,
+            hints=hints,
+            source_packages=workspace.index().source_packages(block.source),
+            sandbox=workspace_sandbox(workspace),
+            harvested=cache.harvested(block.source, block.name),
+        )
+        cache.add_harvest(block.source, records)
+    cache.put(key, result)
+    return result
+
+
 def class_names(code: str) -> list[str]:
     """Top-level class names of a file (for validating plain files)."""
     return [node.name for node in ast.parse(code).body if isinstance(node, ast.ClassDef)]
@@ -197,8 +300,10 @@ def class_names(code: str) -> list[str]:
 __all__ = [
     "SANDBOX_STAGES",
     "class_names",
+    "config_hints",
     "result_from_reply",
     "run_validation",
     "static_stages",
+    "validate_block",
     "validate_file",
 ]

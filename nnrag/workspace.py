@@ -91,4 +91,6 @@ class Workspace:
 
         ``hints`` (e.g. from the ``pytest_nnrag_block_inputs`` hook) win over config hints.
         """
-        raise NotImplementedError
+        from nnrag.validate import validate_block
+
+        return validate_block(self, query, depth=depth, hints=hints)

@@ -17,7 +17,7 @@ from nnrag.validate import validate_file
 pytestmark = pytest.mark.integration
 
 SECRET = "NNRAG_TEST_SECRET_TOKEN"
-TIMEOUT = 4.0
+TIMEOUT = 5.0
 
 HEADER = """
 import os
@@ -61,7 +61,7 @@ class Block(nn.Module):
 def sandbox() -> Iterator[Sandbox]:
     os.environ[SECRET] = "hunter2"
     try:
-        with Sandbox(memory_mb=1024) as box:
+        with Sandbox(memory_mb=512) as box:
             box.start()
             yield box
     finally:
@@ -90,11 +90,13 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def run(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "block") -> ValidationResult:
+def run(
+    sandbox: Sandbox, tmp_path: Path, code: str, name: str = "block", timeout_s: float = TIMEOUT
+) -> ValidationResult:
     path = tmp_path / f"{name}.py"
     path.write_text(code)
     return validate_file(
-        path, block_id=f"t:{name}:Block", class_name="Block", timeout_s=TIMEOUT, sandbox=sandbox
+        path, block_id=f"t:{name}:Block", class_name="Block", timeout_s=timeout_s, sandbox=sandbox
     )
 
 
@@ -158,7 +160,9 @@ CASES = {
 def test_fault_becomes_a_result(sandbox: Sandbox, tmp_path: Path, case: str) -> None:
     code, category, stage = CASES[case]
     server = sandbox.pid
-    result = run(sandbox, tmp_path, code)
+    # Filling 512 MB takes a few seconds on a loaded machine; the others fail fast or time out.
+    timeout_s = 30.0 if category == "memory" else TIMEOUT
+    result = run(sandbox, tmp_path, code, timeout_s=timeout_s)
     assert (result.category, result.failed_stage) == (category, stage), result.message
     assert not result.passed
     assert_run_goes_on(sandbox, tmp_path, server)
@@ -240,4 +244,3 @@ def test_parent_is_restarted_when_it_dies(sandbox: Sandbox, tmp_path: Path) -> N
     assert result.passed, result.message
     assert sandbox.pid not in (None, server)
     assert sandbox.restarts >= 1
-
