@@ -1,4 +1,4 @@
-"""Fault suite: blocks that hang, crash, escape or exhaust the sandbox become results; the run goes on."""
+"""Fault suite: blocks that hang, crash, escape or exhaust the sandbox; the run goes on."""
 
 from __future__ import annotations
 
