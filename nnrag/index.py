@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import multiprocessing
 import os
@@ -243,8 +244,14 @@ class _BlobReader:
             return None
 
 
-def build_and_load(settings: Settings, *, progress: bool = False) -> tuple[IndexStats, Index]:
-    """:func:`build_index`, and the index it left (loaded once, for the Workspace)."""
+def build_and_load(
+    settings: Settings, *, progress: bool = False
+) -> tuple[IndexStats, Index | None]:
+    """:func:`build_index`, and the index if it had to be loaded (``None`` when up to date).
+
+    When nothing changed since the last build, the counts come from the store and the index is
+    not loaded at all (so a warm ``nnrag index`` only walks and stats the sources).
+    """
     from nnrag.store import Store, db_path, writer_lock
 
     started = time.perf_counter()
@@ -260,6 +267,8 @@ def build_and_load(settings: Settings, *, progress: bool = False) -> tuple[Index
                         _index_source(store, spec, settings, progress=progress)
                         for spec in settings.sources
                     ]
+                    state = _state(counts)
+                    cached = store.get_meta("stats")
                 break
             except sqlite3.DatabaseError as error:
                 if attempt == 2:
@@ -270,23 +279,51 @@ def build_and_load(settings: Settings, *, progress: bool = False) -> tuple[Index
                 )
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
-        index = load_index(settings)
-    errors = tuple(c.error for c in counts if c.error)
-    problems = [p for c in counts for p in c.problems]
-    problems.extend(p for p in index.problems if p not in problems)
-    modules = list(index.modules())
+        index: Index | None = None
+        if cached is not None and cached.get("state") == state:
+            summary = cached
+        else:
+            index = load_index(settings)
+            modules = list(index.modules())
+            summary = {
+                "state": state,
+                "sources": len(index.checkouts),
+                "modules": len(modules),
+                "lines": sum(m.lines for m in modules),
+                "blocks": _count_blocks(index),
+                "problems": [[p.source, p.path, p.message, p.line, p.col] for p in index.problems],
+            }
+            with Store(path) as store:
+                store.set_meta("stats", summary)
+    problems = {p for c in counts for p in c.problems}
+    problems.update(
+        FileProblem(source=s, path=p, message=m, line=line, col=col)
+        for s, p, m, line, col in summary["problems"]
+    )
     stats = IndexStats(
-        sources=len(index.checkouts),
+        sources=summary["sources"],
         files=sum(c.files for c in counts),
-        modules=len(modules),
-        blocks=_count_blocks(index),
+        modules=summary["modules"],
+        blocks=summary["blocks"],
         parsed=sum(c.parsed for c in counts),
-        lines=sum(m.lines for m in modules),
+        lines=summary["lines"],
         seconds=time.perf_counter() - started,
-        problems=tuple(sorted(set(problems), key=lambda p: (p.source, p.path, p.line))),
-        source_errors=errors,
+        problems=tuple(sorted(problems, key=lambda p: (p.source, p.path, p.line, p.message))),
+        source_errors=tuple(c.error for c in counts if c.error),
     )
     return stats, index
+
+
+def _state(counts: Sequence[_Counts]) -> str:
+    """Identifies what was indexed (and by which code), so cached counts can be trusted."""
+    from nnrag.store import analyzer_version
+
+    digest = hashlib.sha1(analyzer_version().encode(), usedforsecurity=False)
+    discover = Path(__file__).with_name("discover.py")
+    digest.update(discover.read_bytes() if discover.exists() else b"")
+    for count in counts:
+        digest.update(f"{count.state}\n".encode())
+    return digest.hexdigest()
 
 
 def _count_blocks(index: Index) -> int:
@@ -298,6 +335,8 @@ def _count_blocks(index: Index) -> int:
 
 
 class _Counts:
+    """What indexing one source did; ``state`` identifies its checkout and files."""
+
     def __init__(
         self,
         *,
@@ -305,11 +344,13 @@ class _Counts:
         parsed: int = 0,
         error: str = "",
         problems: Sequence[FileProblem] = (),
+        state: str = "",
     ) -> None:
         self.files = files
         self.parsed = parsed
         self.error = error
         self.problems = tuple(problems)
+        self.state = state
 
 
 def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progress: bool) -> _Counts:
@@ -323,7 +364,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
         memo = known if spec.kind == "path" and same_place == spec.location else None
         checkout = materialize(spec, settings.cache_dir, known=memo)
     except SourceError as error:
-        return _Counts(error=str(error))
+        return _Counts(error=str(error), state=f"{spec.name}\0error")
     root = checkout.root
     if same_place != str(root):
         manifest = {}
@@ -378,7 +419,13 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
     ]
     blobs = {row.sha1: data_of[row.path] for row in rows if row.path in data_of}
     store.write_source(checkout, files=rows, analyses=analyses, blobs=blobs, problems=problems)
-    return _Counts(files=len(rows), parsed=len(todo), problems=problems)
+    state = tree_digest((f"{r.path}\0{r.module}\0{r.is_package}", r.sha1) for r in rows)
+    return _Counts(
+        files=len(rows),
+        parsed=len(todo),
+        problems=problems,
+        state=f"{spec.name}\0{spec.kind}\0{spec.location}\0{checkout.revision}\0{state}",
+    )
 
 
 def _analyze_all(

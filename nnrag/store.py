@@ -53,38 +53,40 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _converter(hint: Any) -> Callable[[Any], Any] | None:
-    """How to turn the JSON form of a field typed ``hint`` back into its value."""
-    origin = get_origin(hint)
+def _expression(hint: Any, value: str, names: dict[str, Any]) -> str:
+    """Python source that turns ``value`` (the JSON form of a field typed ``hint``) back."""
     args = get_args(hint)
     if isinstance(hint, type) and is_dataclass(hint):
-        return _decoder(hint)
-    if origin is tuple:
-        item = _converter(args[0]) if args else None
-        if item is None:
-            return tuple
-        return lambda v: tuple(item(x) for x in v)
+        names[hint.__name__] = _decoder(hint)
+        return f"{hint.__name__}({value})"
+    if get_origin(hint) is tuple:
+        item = _expression(args[0], "x", names) if args else "x"
+        if item == "x":
+            return f"tuple({value})"
+        return f"(tuple([{item} for x in {value}]) if {value} else ())"
     if args and type(None) in args:  # Optional[X]
-        inner = _converter(next(a for a in args if a is not type(None)))
-        if inner is None:
-            return None
-        return lambda v: None if v is None else inner(v)
-    return None
+        inner = _expression(next(a for a in args if a is not type(None)), value, names)
+        return value if inner == value else f"(None if {value} is None else {inner})"
+    return value
 
 
 _DECODERS: dict[type, Callable[[list[Any]], Any]] = {}
 
 
 def _decoder(cls: type[T]) -> Callable[[list[Any]], T]:
+    """A decoder for ``cls``' JSON rows, generated once as plain code (loading must be fast)."""
     cached = _DECODERS.get(cls)
     if cached is not None:
         return cached
     hints = get_type_hints(cls)
-    plan = [(f.name, _converter(hints[f.name])) for f in fields(cls)]  # type: ignore[arg-type]
-
-    def decode(row: list[Any]) -> T:
-        return cls(**{n: (c(v) if c else v) for (n, c), v in zip(plan, row, strict=True)})
-
+    names: dict[str, Any] = {"_cls": cls}
+    parts = [
+        f"{f.name}={_expression(hints[f.name], f'r[{i}]', names)}"
+        for i, f in enumerate(fields(cls))  # type: ignore[arg-type]
+    ]
+    code = f"def decode(r):\n    return _cls({', '.join(parts)})\n"
+    exec(code, names)  # generated from the data model's own field types
+    decode: Callable[[list[Any]], T] = names["decode"]
     _DECODERS[cls] = decode
     return decode
 
@@ -230,6 +232,22 @@ class Store:
         self.close()
 
     # -- writing --------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> dict[str, Any] | None:
+        """A JSON object stored under ``key`` (``None`` if absent or unreadable)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        try:
+            value = json.loads(row[0]) if row else None
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def set_meta(self, key: str, value: Mapping[str, Any]) -> None:
+        """Store a JSON object under ``key``."""
+        with _transaction(self._db):
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(dict(value)))
+            )
 
     def manifest(self, source: str) -> dict[str, FileRow]:
         """The files recorded for ``source`` by its last successful indexing."""

@@ -34,14 +34,18 @@ class Workspace:
 
         stats, self._index = build_and_load(self.settings, progress=progress)
         self._blocks = None
+        self.__dict__["_built"] = True
         return stats
 
     def index(self) -> Index:
         """The up-to-date index, built on first use, loaded once per process."""
         if self._index is None:
-            from nnrag.index import build_and_load
+            from nnrag.index import build_and_load, load_index
 
-            _, self._index = build_and_load(self.settings)
+            if not self.__dict__.get("_built"):
+                _, self._index = build_and_load(self.settings)
+            if self._index is None:
+                self._index = load_index(self.settings)
         return self._index
 
     # -- discovery (owner: discover) ------------------------------------------------------
