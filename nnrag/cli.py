@@ -51,7 +51,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         )
     workspace = Workspace(settings)
     stats = workspace.build(progress=sys.stderr.isatty() and not args.json)
-    roots = {name: c.root for name, c in workspace.index().checkouts.items()}
+    checkouts = workspace.index().checkouts if stats.problems else {}
+    roots = {name: c.root for name, c in checkouts.items()}
     located = [
         (str(roots[p.source] / p.path) if p.source in roots else f"{p.source}:{p.path}", p)
         for p in stats.problems
