@@ -78,21 +78,27 @@ def _call_name(func: ast.expr) -> str | None:
     return None
 
 
-def _callees(nodes: Iterable[ast.AST]) -> list[str]:
-    names: list[str] = []
-    for root in nodes:
-        for node in ast.walk(root):
-            if not isinstance(node, ast.Call):
-                continue
+def _scan(root: ast.AST, calls: list[str], attrs: list[str]) -> bool:
+    """Collect call names and ``self.<attr>`` names under ``root`` (one pass); any ``@``?"""
+    matmul = False
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call):
             name = _call_name(node.func)
-            if name is None:
-                continue
-            names.append(name)
-            if name == "partial" and node.args:
-                inner = _call_name(node.args[0])
-                if inner:
-                    names.append(inner)
-    return names
+            if name is not None:
+                calls.append(name)
+                if name == "partial" and node.args:
+                    inner = _call_name(node.args[0])
+                    if inner:
+                        calls.append(inner)
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                attrs.append(node.attr)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            matmul = True
+        stack.extend(ast.iter_child_nodes(node))
+    return matmul
 
 
 def _params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
@@ -114,26 +120,13 @@ def class_features(node: ast.ClassDef, *, module: str = "") -> ClassFeatures:
     }
     init = functions.get("__init__")
     forward = functions.get("forward")
-    build_nodes: list[ast.AST] = [
-        child
-        for child in node.body
-        if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
-    ]
-    if init is not None:
-        build_nodes.append(init)
-    others = [fn for name, fn in functions.items() if name != "__init__"]
+    layers: list[str] = []
+    calls: list[str] = []
     attrs: list[str] = []
     matmul = False
-    for sub in ast.walk(node):
-        if (
-            isinstance(sub, ast.Attribute)
-            and isinstance(sub.value, ast.Name)
-            and sub.value.id == "self"
-        ):
-            attrs.append(sub.attr)
-        elif isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.MatMult):
-            matmul = True
-    calls = _callees(others)
+    for child in node.body:
+        builds = child is init or not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+        matmul = _scan(child, layers if builds else calls, attrs) or matmul
     matmul = matmul or any(name in ("matmul", "bmm", "baddbmm") for name in calls)
     return ClassFeatures(
         name=node.name,
@@ -143,7 +136,7 @@ def class_features(node: ast.ClassDef, *, module: str = "") -> ClassFeatures:
         methods=tuple(functions),
         init_params=_params(init) if init else (),
         forward_params=_params(forward) if forward else (),
-        layers=tuple(_callees(build_nodes)),
+        layers=tuple(layers),
         calls=tuple(calls),
         self_attrs=tuple(dict.fromkeys(attrs)),
         matmul=matmul,
