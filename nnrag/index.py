@@ -412,7 +412,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
             sha1=row.sha1,
             module=row.module,
             is_package=row.is_package,
-            info=result if isinstance(result, ModuleInfo) else None,
+            info=result if isinstance(result, str) else None,
             problem=result if isinstance(result, FileProblem) else None,
         )
         for row, result in zip(todo, results, strict=True)
@@ -436,7 +436,8 @@ def _analyze_all(
     settings: Settings,
     *,
     progress: bool,
-) -> list[ModuleInfo | FileProblem]:
+) -> list[str | FileProblem]:
+    """Each file's encoded analysis or problem, in ``rows`` order (processes when many)."""
     jobs = settings.jobs or os.cpu_count() or 1
     items = [(r.path, r.module, r.is_package, data_of[r.path]) for r in rows]
     bar = _progress_bar(len(items), source) if progress and items else None
@@ -455,7 +456,7 @@ def _analyze_all(
         )
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             futures = [pool.submit(_analyze_batch, source, batch) for batch in batches]
-            out: list[ModuleInfo | FileProblem] = []
+            out: list[str | FileProblem] = []
             for future in futures:
                 part = future.result()
                 out.extend(part)
@@ -473,14 +474,17 @@ def _progress_bar(total: int, source: str) -> Any:
     return tqdm(total=total, desc=f"indexing {source}", unit="file", leave=False)
 
 
-def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> ModuleInfo | FileProblem:
+def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> str | FileProblem:
+    """One file's analysis, encoded for the store (in the worker: it parallelizes too)."""
+    from nnrag.store import encode_module
     from nnrag.units import analyze_module
 
     path, module, is_package, data = item
     try:
-        return analyze_module(
+        result = analyze_module(
             source=source, module=module, path=path, data=data, is_package=is_package
         )
+        return encode_module(result) if isinstance(result, ModuleInfo) else result
     except Exception as error:
         return FileProblem(
             source=source,
@@ -492,5 +496,5 @@ def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> ModuleInfo 
 
 def _analyze_batch(
     source: str, batch: Sequence[tuple[str, str, bool, bytes]]
-) -> list[ModuleInfo | FileProblem]:
+) -> list[str | FileProblem]:
     return [_analyze_one(source, item) for item in batch]

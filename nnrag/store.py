@@ -43,14 +43,38 @@ T = TypeVar("T")
 # --------------------------------------------------------------------------- codec
 
 
-def _encode(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return [_encode(getattr(value, f.name)) for f in fields(value)]
-    if isinstance(value, tuple | list):
-        return [_encode(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _encode(v) for k, v in value.items()}
+def _encode_expression(hint: Any, value: str, names: dict[str, Any]) -> str:
+    """Python source that turns ``value`` (a field typed ``hint``) into its JSON form."""
+    args = get_args(hint)
+    if isinstance(hint, type) and is_dataclass(hint):
+        names[hint.__name__] = _encoder(hint)
+        return f"{hint.__name__}({value})"
+    if get_origin(hint) is tuple:
+        item = _encode_expression(args[0], "x", names) if args else "x"
+        return value if item == "x" else f"[{item} for x in {value}]"
+    if args and type(None) in args:  # Optional[X]
+        inner = _encode_expression(next(a for a in args if a is not type(None)), value, names)
+        return value if inner == value else f"(None if {value} is None else {inner})"
+    if get_origin(hint) in (Mapping, dict):
+        return f"dict({value})"
     return value
+
+
+_ENCODERS: dict[type, Callable[[Any], list[Any]]] = {}
+
+
+def _encoder(cls: type) -> Callable[[Any], list[Any]]:
+    """An encoder of ``cls`` objects to JSON rows, generated once as plain code."""
+    cached = _ENCODERS.get(cls)
+    if cached is not None:
+        return cached
+    hints = get_type_hints(cls)
+    names: dict[str, Any] = {}
+    parts = [_encode_expression(hints[f.name], f"o.{f.name}", names) for f in fields(cls)]
+    exec(f"def encode(o):\n    return [{', '.join(parts)}]\n", names)  # see _decoder
+    encode: Callable[[Any], list[Any]] = names["encode"]
+    _ENCODERS[cls] = encode
+    return encode
 
 
 def _expression(hint: Any, value: str, names: dict[str, Any]) -> str:
@@ -93,7 +117,7 @@ def _decoder(cls: type[T]) -> Callable[[list[Any]], T]:
 
 def encode_module(info: ModuleInfo) -> str:
     """Compact JSON of a module's analysis (its source and path are stored with the file)."""
-    return json.dumps(_encode(info), separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(_encoder(ModuleInfo)(info), separators=(",", ":"), ensure_ascii=False)
 
 
 def decode_module(text: str, *, source: str, path: str) -> ModuleInfo:
@@ -141,7 +165,8 @@ class Analysis:
     sha1: str
     module: str
     is_package: bool
-    info: ModuleInfo | None = None
+    info: str | None = None
+    """The module's analysis, as :func:`encode_module` wrote it."""
     problem: FileProblem | None = None
 
 
@@ -311,7 +336,7 @@ class Store:
                         a.sha1,
                         a.module,
                         int(a.is_package),
-                        encode_module(a.info) if a.info is not None else None,
+                        a.info,
                         json.dumps(_problem_json(a.problem)) if a.problem is not None else None,
                     )
                     for a in analyses

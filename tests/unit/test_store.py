@@ -87,7 +87,7 @@ def write_one(store: Store, tmp_path: Path) -> None:
         Checkout(spec=spec(tmp_path), root=tmp_path, revision="r1", origin=str(tmp_path)),
         files=[row, bad],
         analyses=[
-            Analysis(sha1=info.sha1, module="pkg.mlp", is_package=False, info=info),
+            Analysis(sha1=info.sha1, module="pkg.mlp", is_package=False, info=encode_module(info)),
             Analysis(sha1="b" * 40, module="pkg.bad", is_package=False, problem=problem),
         ],
         blobs={info.sha1: CODE},
