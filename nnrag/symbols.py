@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,17 @@ class Resolution:
 _Key = tuple[str, str, str, tuple[str, ...], bool, int]
 
 
+_SHARED: weakref.WeakKeyDictionary[Index, Symbols] = weakref.WeakKeyDictionary()
+
+
+def symbols_for(index: Index) -> Symbols:
+    """The shared :class:`Symbols` of ``index`` (its memo lives as long as the index does)."""
+    found = _SHARED.get(index)
+    if found is None:
+        found = _SHARED[index] = Symbols(index)
+    return found
+
+
 class Symbols:
     """Memoized name lookup over one Index (cycle-safe; one instance per Index)."""
 
@@ -132,14 +144,23 @@ class Symbols:
     # -- lookup ------------------------------------------------------------------------------
 
     def lookup(
-        self, info: ModuleInfo, chain: str | Sequence[str], *, before: int = 0
+        self,
+        info: ModuleInfo,
+        chain: str | Sequence[str],
+        *,
+        before: int = 0,
+        inclusive: bool = False,
     ) -> Resolution:
         """What ``chain`` (``"nn.Conv2d"`` or its parts) read in module ``info`` denotes.
 
         ``before``: a load-time read by the unit starting at that line sees only bindings
-        made before it (``class LayerNorm(LayerNorm)``); 0 sees every binding.
+        made before it (``class LayerNorm(LayerNorm)``); 0 sees every binding. With
+        ``inclusive`` the reading unit's own bindings count too (a ``try`` block reading a
+        name it bound itself). A name bound only later falls back to every binding.
         """
         parts = tuple(chain.split(".")) if isinstance(chain, str) else tuple(chain)
+        if inclusive and before:
+            before = -before  # the memo key keeps the two modes apart
         return self._name(info, parts[0], parts[1:], top=True, before=before)
 
     def module_resolution(self, name: str, *, prefer: str | None = None) -> Resolution:
@@ -170,9 +191,10 @@ class Symbols:
         self, info: ModuleInfo, name: str, rest: tuple[str, ...], *, top: bool, before: int
     ) -> Resolution:
         units = self.binders(info).get(name, ())
-        if before:
-            earlier = tuple(u for u in units if u.start_line < before)
-            units = earlier or units
+        if before > 0:
+            units = tuple(u for u in units if u.start_line < before) or units
+        elif before < 0:
+            units = tuple(u for u in units if u.start_line <= -before) or units
         runtime = tuple(u for u in units if not u.type_checking)
         if units and not runtime:
             return Resolution(kind="typing", name=name, module=info, units=units)

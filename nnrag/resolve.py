@@ -1,0 +1,781 @@
+"""Resolution: the exact dependency closure of a block, its order, flat-name renames, problems."""
+
+from __future__ import annotations
+
+import ast
+import heapq
+import itertools
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from nnrag.errors import ExtractionError
+from nnrag.model import (
+    BlockRef,
+    Category,
+    Closure,
+    ImportBinding,
+    ModuleInfo,
+    Problem,
+    Unit,
+    UnitRef,
+)
+from nnrag.symbols import BUILTINS, Resolution, Symbols, symbols_for
+
+if TYPE_CHECKING:
+    from nnrag.index import Index
+
+UnitKey = tuple[str, str, int]
+"""(source, module, unit index)."""
+
+_COMPOUND = frozenset({"if", "try", "with"})
+_RESOURCE_DUNDERS = frozenset({"__file__", "__path__", "__loader__", "__spec__", "__cached__"})
+_MISSING: Mapping[str, Category] = {
+    "unresolved": "unresolved-name",
+    "cycle": "unresolved-name",
+    "native": "native-op",
+    "not-indexed": "source-import",
+}
+
+
+def resolve(index: Index, block: BlockRef) -> Closure:
+    """The closure of ``block``: internal units to inline, external imports, renames, problems."""
+    scanner = _SCANNERS.get(index)
+    if scanner is None:
+        scanner = _SCANNERS[index] = UnitScanner(index)
+    return _Walk(index, symbols_for(index), scanner, block).run()
+
+
+@dataclass(slots=True)
+class _Included:
+    info: ModuleInfo
+    unit: Unit
+    parent: UnitKey | None
+    load: set[UnitKey] = field(default_factory=set)
+    """Units that must run before this one (its load-time reads)."""
+    call: set[UnitKey] = field(default_factory=set)
+    """Units its functions use when called."""
+
+
+class _Walk:
+    """One resolution: a worklist over units, following every chain they read."""
+
+    def __init__(
+        self, index: Index, symbols: Symbols, scanner: UnitScanner, block: BlockRef
+    ) -> None:
+        self.index = index
+        self.symbols = symbols
+        self.scanner = scanner
+        self.block = block
+        self.units: dict[UnitKey, _Included] = {}
+        self.queue: list[UnitKey] = []
+        self.imports: dict[tuple[str, str], tuple[ModuleInfo, ImportBinding]] = {}
+        self.references: dict[tuple[str, str], tuple[str, str]] = {}
+        self.builtins: set[tuple[str, str]] = set()
+        self.problems: dict[tuple[str, str, str], Problem] = {}
+
+    # -- the walk ----------------------------------------------------------------------------
+
+    def run(self) -> Closure:
+        info = self.index.module(self.block.module, prefer=self.block.source)
+        if info is None or info.source != self.block.source:
+            raise ExtractionError(
+                f"module {self.block.module} is not in the index; run `nnrag index` again",
+                block_id=self.block.id,
+            )
+        roots = self._target_units(info)
+        for unit in roots:
+            self._include(info, unit, parent=None)
+        while self.queue:
+            self._visit(self.queue.pop())
+        order = self._order()
+        renames = self._renames(order)
+        imports = tuple(
+            binding
+            for _, (_, binding) in sorted(
+                self.imports.items(), key=lambda item: (item[0][0], item[1][1].line, item[0][1])
+            )
+        )
+        problems = sorted(self.problems.values(), key=lambda p: (p.category, p.location, p.message))
+        return Closure(
+            block=self.block,
+            units=tuple(UnitRef(source=k[0], module=k[1], index=k[2]) for k in order),
+            imports=imports,
+            renames=renames,
+            problems=tuple(problems),
+            references=dict(sorted(self.references.items())),
+        )
+
+    def _target_units(self, info: ModuleInfo) -> tuple[Unit, ...]:
+        for unit in info.units:
+            for klass in unit.classes:
+                if klass.name == self.block.name and klass.line == self.block.line:
+                    return (unit,)
+        units = tuple(u for u in info.units if self.block.name in u.binds and not u.type_checking)
+        if not units:
+            raise ExtractionError(
+                f"class {self.block.name} is no longer in {info.path}; run `nnrag index` again",
+                block_id=self.block.id,
+            )
+        return units[-1:]
+
+    def _include(self, info: ModuleInfo, unit: Unit, parent: UnitKey | None) -> UnitKey:
+        key = (info.source, info.module, unit.index)
+        if key not in self.units:
+            self.units[key] = _Included(info=info, unit=unit, parent=parent)
+            self.queue.append(key)
+        return key
+
+    def _visit(self, key: UnitKey) -> None:
+        entry = self.units[key]
+        info, unit = entry.info, entry.unit
+        for use in self.scanner.uses(info, unit, self.symbols):
+            self._use(key, info, use)
+        for finding in self.scanner.findings(info, unit, self.symbols):
+            registry = finding.registry
+            if registry is not None:
+                for registration in registry.registrations:
+                    entry.call.add(self._include(registry.home, registration, parent=key))
+                if not registry.elsewhere:
+                    continue  # every registration is in the home module, now inlined
+            self._problem(
+                key, info, finding.category, finding.message, line=finding.line, col=finding.col
+            )
+
+    def _use(self, key: UnitKey, info: ModuleInfo, use: Use) -> None:
+        found = use.found
+        home = found.module
+        if found.kind == "definition" and home is not None:
+            entry = self.units[key]
+            for unit in found.units:
+                dep = self._include(home, unit, parent=key)
+                if dep == key:
+                    continue
+                # a load-time read of a name bound only further down the same module is not
+                # an ordering constraint (the original would not have run it either)
+                later = home is info and unit.start_line > entry.unit.start_line
+                (entry.load if use.load and not later else entry.call).add(dep)
+            if use.crosses:
+                self.references[(info.module, use.prefix)] = (home.module, found.name)
+        elif found.kind == "external" and home is not None and found.binding is not None:
+            self.imports.setdefault((home.module, found.name), (home, found.binding))
+            if use.crosses:
+                self.references[(info.module, use.prefix)] = (home.module, found.name)
+        elif found.kind == "builtin":
+            self.builtins.add((info.module, found.name))
+        elif found.kind == "dunder":
+            if found.name in _RESOURCE_DUNDERS:
+                self._problem(
+                    key,
+                    info,
+                    "resource-file",
+                    f"reads {use.chain!r}: a file next to the source module, absent from the "
+                    "standalone block (ship the resource or pass its path in)",
+                    name=use.root,
+                    line=use.line,
+                )
+        elif found.kind == "module":
+            where = "inside a function or conditional" if use.line else f"as {use.chain!r}"
+            self._problem(
+                key,
+                info,
+                "source-import",
+                f"uses module {found.target} of the source {where}; a module cannot be inlined",
+                name=use.root,
+                line=use.line,
+            )
+        elif found.kind == "missing":
+            self._missing(key, info, use.chain, found, name=use.root, line=use.line)
+
+    def _missing(
+        self,
+        key: UnitKey,
+        info: ModuleInfo,
+        chain: str,
+        found: Resolution,
+        *,
+        name: str,
+        line: int = 0,
+    ) -> None:
+        reason = found.reason or "unresolved"
+        category = _MISSING[reason]
+        if reason == "native":
+            message = f"{chain!r} comes from {found.target}, a compiled extension of the source"
+        elif reason == "not-indexed":
+            message = f"{chain!r} comes from {found.target}, which is not indexed"
+        else:
+            message = f"name {chain!r} is not defined anywhere"
+            if found.module is not None and found.module.module != info.module:
+                message += f" (looked up in {found.module.module})"
+        self._problem(key, info, category, message, name=name, line=line)
+
+    # -- problems ----------------------------------------------------------------------------
+
+    def _problem(
+        self,
+        key: UnitKey,
+        info: ModuleInfo,
+        category: Category,
+        message: str,
+        *,
+        name: str = "",
+        line: int = 0,
+        col: int = 0,
+    ) -> None:
+        unit = self.units[key].unit
+        if not line:
+            line, col = self.scanner.position(info, unit, name)
+        location = f"{info.path}:{line}:{col or 1}"
+        path = self._path(key)
+        ident = (category, location, message)
+        if ident not in self.problems:
+            self.problems[ident] = Problem(
+                category=category, message=message, path=path, location=location
+            )
+
+    def _path(self, key: UnitKey | None) -> tuple[str, ...]:
+        labels: list[str] = []
+        seen: set[UnitKey] = set()
+        while key is not None and key not in seen:
+            seen.add(key)
+            entry = self.units[key]
+            labels.append(_label(entry.unit))
+            key = entry.parent
+        return tuple(reversed(labels))
+
+    # -- order -------------------------------------------------------------------------------
+
+    def _order(self) -> list[UnitKey]:
+        """Topological over load-time needs (stable by source, module, line); cycles broken."""
+        needs: dict[UnitKey, set[UnitKey]] = {}
+        calls = _CallClosure(self.units)
+        by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
+        for key, entry in self.units.items():
+            wanted = set()
+            for dep in entry.load:
+                wanted.add(dep)
+                if self.units[dep].unit.kind == "def":  # a decorator or a load-time call
+                    wanted |= calls.of(dep)
+            wanted.discard(key)
+            needs[key] = wanted
+            for name in entry.unit.binds:
+                by_name.setdefault((key[0], key[1], name), []).append(key)
+        for keys in by_name.values():
+            keys.sort(key=self._sort_key)
+            for earlier, later in itertools.pairwise(keys):
+                needs[later].add(earlier)
+        users: dict[UnitKey, set[UnitKey]] = {key: set() for key in self.units}
+        for key, wanted in needs.items():
+            for dep in wanted:
+                users[dep].add(key)
+        pending = {key: len(wanted) for key, wanted in needs.items()}
+        ready = [(self._sort_key(k), k) for k, n in pending.items() if n == 0]
+        heapq.heapify(ready)
+        order: list[UnitKey] = []
+        done: set[UnitKey] = set()
+        while len(order) < len(self.units):
+            if not ready:  # a load-time cycle: release the earliest remaining unit
+                rest = min((k for k in self.units if k not in done), key=self._sort_key)
+                ready.append((self._sort_key(rest), rest))
+            _, key = heapq.heappop(ready)
+            if key in done:
+                continue
+            done.add(key)
+            order.append(key)
+            for user in users[key]:
+                pending[user] -= 1
+                if pending[user] == 0 and user not in done:
+                    heapq.heappush(ready, (self._sort_key(user), user))
+        return order
+
+    def _sort_key(self, key: UnitKey) -> tuple[str, str, int, int]:
+        unit = self.units[key].unit
+        return (key[0], key[1], unit.start_line, unit.index)
+
+    # -- renames -----------------------------------------------------------------------------
+
+    def _renames(self, order: list[UnitKey]) -> dict[tuple[str, str], str]:
+        """Flat names for colliding bindings: target, builtins, imports keep theirs first."""
+        claims: dict[str, object] = {}
+        wanted: list[tuple[tuple[str, str], str, object]] = []
+        target = ("def", self.block.module, self.block.name)
+        claims[self.block.name] = target
+        for module, name in sorted(self.builtins):
+            owner = claims.setdefault(name, ("builtin", name))
+            del module, owner
+        for (module, local), (_, binding) in sorted(self.imports.items()):
+            wanted.append(((module, local), local, _import_identity(binding)))
+        for key in order:
+            entry = self.units[key]
+            for name in entry.unit.binds:
+                if name.startswith("__") and name.endswith("__"):
+                    continue
+                wanted.append(((key[1], name), name, ("def", key[1], name)))
+        renames: dict[tuple[str, str], str] = {}
+        taken = set(claims) | {name for _, name, _ in wanted}
+        for (module, name), local, identity in wanted:
+            owner = claims.setdefault(local, identity)
+            if owner == identity:
+                continue
+            new = _fresh(module, local, taken)
+            taken.add(new)
+            claims[new] = identity
+            renames[(module, name)] = new
+        return renames
+
+
+def _fresh(module: str, name: str, taken: set[str]) -> str:
+    """``<module_last>_<name>`` (leading underscores kept in front), then ``_2``, ``_3``..."""
+    stripped = name.lstrip("_")
+    prefix = name[: len(name) - len(stripped)]
+    last = module.rsplit(".", 1)[-1].strip("_") or "mod"
+    base = f"{prefix}{last}_{stripped}"
+    candidate, number = base, 1
+    while candidate in taken or candidate in BUILTINS:
+        number += 1
+        candidate = f"{base}_{number}"
+    return candidate
+
+
+def _import_identity(binding: ImportBinding) -> object:
+    """The object an import binds, whatever its form (``from torch import nn`` = ``torch.nn``)."""
+    if binding.attr is None:
+        top = binding.module.split(".", 1)[0]
+        return ("import", top if binding.name == top else binding.module)
+    return ("import", f"{binding.module}.{binding.attr}")
+
+
+def _label(unit: Unit) -> str:
+    if unit.binds:
+        return unit.binds[0]
+    return f"<{unit.kind} at line {unit.start_line}>"
+
+
+class _CallClosure:
+    """Units reachable through call-time edges (what runs when a unit's functions run)."""
+
+    def __init__(self, units: Mapping[UnitKey, _Included]) -> None:
+        self.units = units
+        self.memo: dict[UnitKey, frozenset[UnitKey]] = {}
+
+    def of(self, start: UnitKey) -> frozenset[UnitKey]:
+        cached = self.memo.get(start)
+        if cached is not None:
+            return cached
+        seen: set[UnitKey] = set()
+        stack = [start]
+        while stack:
+            key = stack.pop()
+            for dep in _edges(self.units[key]):
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        seen.discard(start)
+        result = frozenset(seen)
+        self.memo[start] = result
+        return result
+
+
+def _edges(entry: _Included) -> Iterable[UnitKey]:
+    yield from entry.call
+    yield from entry.load
+
+
+# --------------------------------------------------------------------------- unit scanning
+
+_SCANNERS: weakref.WeakKeyDictionary[Index, UnitScanner] = weakref.WeakKeyDictionary()
+_DYNAMIC_ROOTS = frozenset({"getattr", "globals", "vars", "eval", "exec", "__import__"})
+_DYNAMIC_ROOTS |= frozenset({"importlib", "sys", "import_module"})
+_EMPTY_FACTORIES = frozenset({"dict", "OrderedDict", "defaultdict", "collections.OrderedDict"})
+_EMPTY_FACTORIES |= frozenset({"collections.defaultdict"})
+_WRITERS = frozenset({"update", "setdefault", "__setitem__"})
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem found in one unit's syntax (position is absolute in the file, col 1-based)."""
+
+    category: Category
+    message: str
+    line: int
+    col: int
+    registry: Registry | None = None
+    """For a registry lookup: the registry (its home registrations are inlined)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """One name a unit needs, resolved once per index: a chain it reads or an import it keeps."""
+
+    chain: str
+    root: str
+    prefix: str
+    """The part of ``chain`` the resolution consumed (``layers.Mlp`` of ``layers.Mlp.x``)."""
+    load: bool
+    found: Resolution
+    crosses: bool
+    """The flat name differs from the chain as written (another module, alias or attribute)."""
+    line: int = 0
+    """For an import inside the unit's text: its line."""
+
+
+class UnitScanner:
+    """Per-index memo of what each unit needs, and of its syntax where a scan is needed."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._lines: dict[tuple[str, str], list[str]] = {}
+        self._trees: dict[UnitKey, ast.Module | None] = {}
+        self._findings: dict[UnitKey, tuple[Finding, ...]] = {}
+        self._registries: dict[tuple[str, str, str], Registry | None] = {}
+        self._by_attr: dict[str, list[tuple[ModuleInfo, ImportBinding]]] | None = None
+        self._uses: dict[UnitKey, tuple[Use, ...]] = {}
+        self._positions: dict[tuple[UnitKey, str], tuple[int, int]] = {}
+
+    def uses(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> tuple[Use, ...]:
+        """Every read of ``unit`` resolved, plus internal imports kept inside its text."""
+        key = (info.source, info.module, unit.index)
+        cached = self._uses.get(key)
+        if cached is not None:
+            return cached
+        found: list[Use] = []
+        for load, chains in ((True, unit.load_reads), (False, unit.call_reads)):
+            for chain in chains:
+                parts = chain.split(".")
+                if parts[0] == "__all__":
+                    continue
+                resolved = symbols.lookup(
+                    info,
+                    parts,
+                    before=unit.start_line if load else 0,
+                    inclusive=unit.kind in _COMPOUND,
+                )
+                found.append(_make_use(info, chain, parts, resolved, load=load))
+        inner = [
+            (b, True)
+            for b in unit.imports
+            if unit.kind in ("if", "try", "with") and not b.type_checking and b.attr != "*"
+        ]
+        # imports in function bodies run at call time (those in class bodies, rare, at load
+        # time: the index does not tell them apart, so they are ordered like calls)
+        inner += [(b, False) for b in unit.local_imports]
+        for binding, load in inner:
+            if self.index.source_of_module(binding.module) is None:
+                continue
+            resolved = symbols.follow(info, binding, binding.name, ())
+            if resolved.kind in ("definition", "external", "missing", "module"):
+                use = _make_use(info, binding.name, [binding.name], resolved, load=load)
+                found.append(
+                    Use(
+                        chain=use.chain,
+                        root=use.root,
+                        prefix=use.prefix,
+                        load=load,
+                        found=resolved,
+                        crosses=False,
+                        line=binding.line or unit.start_line,
+                    )
+                )
+        result = tuple(found)
+        self._uses[key] = result
+        return result
+
+    def tree(self, info: ModuleInfo, unit: Unit) -> ast.Module | None:
+        """The unit's statements parsed alone (line numbers relative to its first line)."""
+        key = (info.source, info.module, unit.index)
+        if key in self._trees:
+            return self._trees[key]
+        lines = self._lines.get(key[:2])
+        if lines is None:
+            lines = self._lines[key[:2]] = self.index.text(info).splitlines(keepends=True)
+        text = "".join(lines[unit.start_line - 1 : unit.end_line])
+        try:
+            tree: ast.Module | None = ast.parse(text)
+        except SyntaxError:  # a unit sharing a line with another statement (``a = 1; b = 2``)
+            tree = None
+        self._trees[key] = tree
+        return tree
+
+    def position(self, info: ModuleInfo, unit: Unit, name: str) -> tuple[int, int]:
+        """Where ``name`` is first read in ``unit`` (its first line if not found)."""
+        key = ((info.source, info.module, unit.index), name)
+        cached = self._positions.get(key)
+        if cached is not None:
+            return cached
+        where = (unit.start_line, 1)
+        tree = self.tree(info, unit) if name else None
+        if tree is not None:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and node.id == name:
+                    where = (unit.start_line + node.lineno - 1, node.col_offset + 1)
+                    break
+        self._positions[key] = where
+        return where
+
+    def findings(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> tuple[Finding, ...]:
+        """Dynamic lookups in ``unit`` that a closure cannot follow (memoized)."""
+        key = (info.source, info.module, unit.index)
+        cached = self._findings.get(key)
+        if cached is not None:
+            return cached
+        reads = (*unit.load_reads, *unit.call_reads)
+        roots = {chain.split(".", 1)[0] for chain in reads}
+        found: list[Finding] = []
+        registries = {
+            root: registry
+            for root in sorted(roots)
+            if (registry := self._registry(info, unit, root, symbols)) is not None
+        }
+        if roots & _DYNAMIC_ROOTS or registries:
+            tree = self.tree(info, unit)
+            if tree is not None:
+                found.extend(self._visit(tree, info, unit, symbols, registries))
+        result = tuple(found)
+        self._findings[key] = result
+        return result
+
+    def _visit(
+        self,
+        tree: ast.Module,
+        info: ModuleInfo,
+        unit: Unit,
+        symbols: Symbols,
+        registries: Mapping[str, Registry],
+    ) -> Iterator[Finding]:
+        reads = set(unit.load_reads) | set(unit.call_reads)
+
+        def at(node: ast.expr, category: Category, message: str) -> Finding:
+            return Finding(
+                category, message, unit.start_line + node.lineno - 1, node.col_offset + 1
+            )
+
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                if name == "getattr" and node.args and "getattr" in reads:
+                    target = _dotted(node.args[0])
+                    if target == "sys.modules[__name__]" or (
+                        target in reads
+                        and target is not None
+                        and symbols.lookup(info, target).kind == "module"
+                    ):
+                        yield at(
+                            node,
+                            "dynamic-registry",
+                            f"getattr({target}, ...) looks a name up in a source module at "
+                            "run time; only the definitions the closure found are inlined",
+                        )
+                elif name in ("globals", "vars") and not node.args and name in reads:
+                    yield at(
+                        node,
+                        "dynamic-registry",
+                        f"{name}() reads the module namespace by string; only the definitions "
+                        "the closure found are inlined",
+                    )
+                elif name in ("importlib.import_module", "import_module", "__import__"):
+                    yield from self._dynamic_import(node, info, at)
+                elif (
+                    isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "get"
+                    and _dotted(node.func.value) in registries
+                    and node.args
+                    and not isinstance(node.args[0], ast.Constant)
+                ):
+                    yield _registry_use(
+                        at(node, "dynamic-registry", ""), registries, node.func.value
+                    )
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, ast.Load)
+                and _dotted(node.value) in registries
+                and not isinstance(node.slice, ast.Constant)
+            ):
+                yield _registry_use(at(node, "dynamic-registry", ""), registries, node.value)
+
+    def _dynamic_import(self, node: ast.Call, info: ModuleInfo, at: _At) -> Iterator[Finding]:
+        if not node.args:
+            return
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            if self.index.source_of_module(arg.value) is not None:
+                yield at(node, "source-import", f"imports {arg.value!r} of the source by name")
+            return
+        first = arg.values[0] if isinstance(arg, ast.JoinedStr) and arg.values else arg
+        if isinstance(arg, ast.BinOp):
+            first = arg.left
+        text = first.value if isinstance(first, ast.Constant) else None
+        if isinstance(text, str) and (
+            text.startswith(".")
+            or self.index.source_of_module(text.split(".")[0] or "_") is not None
+        ):
+            yield at(
+                node,
+                "dynamic-registry",
+                "imports a module of the source chosen at run time; it cannot be inlined",
+            )
+
+    def _registry(
+        self, info: ModuleInfo, reader: Unit, root: str, symbols: Symbols
+    ) -> Registry | None:
+        """The registry module-level dict ``root`` is, if a function of its module fills it."""
+        found = symbols.lookup(info, root)
+        if found.kind != "definition" or found.module is None or len(found.units) != 1:
+            return None
+        home, unit = found.module, found.units[0]
+        key = (home.source, home.module, found.name)
+        if key in self._registries:
+            registry = self._registries[key]
+        else:
+            registry = None
+            if unit.kind == "assign":
+                registry = self._find_registry(home, unit, found.name, symbols)
+            self._registries[key] = registry
+        if registry is None or (home.module == info.module and registry.writer in reader.binds):
+            return None  # a cache filled by the function that reads it
+        return registry
+
+    def _find_registry(
+        self, home: ModuleInfo, unit: Unit, name: str, symbols: Symbols
+    ) -> Registry | None:
+        tree = self.tree(home, unit)
+        if tree is None or len(tree.body) != 1 or not _is_empty_container(tree.body[0]):
+            return None
+        for other in home.units:
+            if other.kind != "def" or not any(
+                c == name or c.startswith(name + ".") for c in other.call_reads
+            ):
+                continue
+            body = self.tree(home, other)
+            if body is None or not _writes(body, name) or not other.binds:
+                continue
+            writer = other.binds[0]
+            registrations = tuple(
+                u
+                for u in home.units
+                if u is not other
+                and any(c == writer or c.startswith(writer + ".") for c in u.load_reads)
+            )
+            elsewhere = sorted(
+                {
+                    module.module
+                    for module, binding in self._importers().get(writer, ())
+                    if module.module != home.module
+                    and symbols.lookup(module, binding.name).key == (home.module, writer)
+                }
+            )
+            return Registry(
+                name=name,
+                home=home,
+                writer=writer,
+                registrations=registrations,
+                elsewhere=tuple(elsewhere),
+            )
+        return None
+
+    def _importers(self) -> dict[str, list[tuple[ModuleInfo, ImportBinding]]]:
+        """Imported attribute name -> (module, binding) of every ``from x import name``."""
+        if self._by_attr is None:
+            found: dict[str, list[tuple[ModuleInfo, ImportBinding]]] = {}
+            for info in self.index.modules():
+                for unit in info.units:
+                    for binding in (*unit.imports, *unit.local_imports):
+                        if binding.attr and binding.attr != "*":
+                            found.setdefault(binding.attr, []).append((info, binding))
+            self._by_attr = found
+        return self._by_attr
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """A module-level dict filled by a function (``@register``) and looked up by key."""
+
+    name: str
+    home: ModuleInfo
+    writer: str
+    registrations: tuple[Unit, ...]
+    """Units of the home module that call the writer at load time (they fill the dict)."""
+    elsewhere: tuple[str, ...]
+    """Other modules that import the writer: their registrations are not in the closure."""
+
+
+_At = Callable[[ast.expr, Category, str], Finding]
+
+
+def _registry_use(where: Finding, registries: Mapping[str, Registry], node: ast.expr) -> Finding:
+    registry = registries[_dotted(node) or ""]
+    message = (
+        f"looks up {registry.name!r} (a registry filled by {registry.writer}()) with a key "
+        f"computed at run time; entries registered in {', '.join(registry.elsewhere[:3])}"
+        + (
+            f" and {len(registry.elsewhere) - 3} more modules"
+            if len(registry.elsewhere) > 3
+            else ""
+        )
+        + " are not inlined"
+    )
+    return Finding(where.category, message, where.line, where.col, registry)
+
+
+def _make_use(
+    info: ModuleInfo, chain: str, parts: list[str], found: Resolution, *, load: bool
+) -> Use:
+    home = found.module
+    crosses = home is not None and (
+        home.module != info.module or found.consumed > 1 or found.name != parts[0]
+    )
+    return Use(
+        chain=chain,
+        root=parts[0],
+        prefix=".".join(parts[: found.consumed]),
+        load=load,
+        found=found,
+        crosses=crosses,
+    )
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Subscript):
+        inner = _dotted(node.value)
+        if inner == "sys.modules" and isinstance(node.slice, ast.Name):
+            parts.append(f"sys.modules[{node.slice.id}]")
+            return ".".join(reversed(parts))
+        return None
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _is_empty_container(statement: ast.stmt) -> bool:
+    value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    if isinstance(value, ast.Call) and _dotted(value.func) in _EMPTY_FACTORIES:
+        return not value.keywords and len(value.args) <= (
+            1 if _dotted(value.func) in ("defaultdict", "collections.defaultdict") else 0
+        )
+    return False
+
+
+def _writes(tree: ast.Module, name: str) -> bool:
+    """``name[...] = ...``, ``name.update(...)`` or ``name.setdefault(...)`` inside ``tree``."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Store)
+            and _dotted(node.value) == name
+        ):
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _WRITERS
+            and _dotted(node.func.value) == name
+        ):
+            return True
+    return False
