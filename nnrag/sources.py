@@ -97,11 +97,20 @@ def scan_tree(
     problems: list[FileProblem] = []
     for start in _walk_roots(paths):
         top = root / start if start else root
-        if top.is_file() or top.suffix == ".py":
+        if top.is_file():
             _add_file(root, start, entries, problems, source=source, patterns=paths)
-            continue
-        if top.is_dir():
+        elif top.is_dir():
             _walk(root, start, entries, problems, source=source, patterns=paths, seen=set())
+    for pattern in paths:
+        if entries and not any(in_scope(path, [pattern]) for path in entries):
+            problems.append(
+                FileProblem(
+                    source=source,
+                    path=pattern,
+                    message="this 'paths' entry matches no .py file; check it (a folder or "
+                    "file prefix, or a glob, relative to the source root)",
+                )
+            )
     return [entries[key] for key in sorted(entries)], sorted(
         problems, key=lambda p: (p.path, p.message)
     )

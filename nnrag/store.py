@@ -342,6 +342,11 @@ class Store:
                     for a in analyses
                 ),
             )
+            kept = {f.path for f in files}
+            removed = any(
+                row[0] not in kept
+                for row in self._db.execute("SELECT path FROM files WHERE source=?", (name,))
+            )
             self._db.execute("DELETE FROM files WHERE source=?", (name,))
             self._db.executemany(
                 "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -350,6 +355,10 @@ class Store:
                     for f in files
                 ),
             )
+            if analyses or removed:
+                # content no manifest refers to any more (edited or deleted files)
+                self._db.execute("DELETE FROM blobs WHERE sha1 NOT IN (SELECT sha1 FROM files)")
+                self._db.execute("DELETE FROM analyses WHERE sha1 NOT IN (SELECT sha1 FROM files)")
             self._db.execute(
                 "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (

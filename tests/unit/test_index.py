@@ -262,3 +262,17 @@ def test_two_processes_indexing_at_once_agree(tmp_path: Path) -> None:
     index = load_index(settings)
     assert len(list(index.modules())) == 31
     assert build_index(settings).parsed == 0
+
+
+def test_content_no_file_refers_to_is_dropped(tmp_path: Path) -> None:
+    import sqlite3
+
+    src = make_tree(tmp_path / "src", {"a.py": "A = 1\n", "b.py": "B = 1\n"})
+    settings = settings_for(tmp_path, [{"name": "a", "path": "src"}])
+    build_index(settings)
+    (src / "a.py").write_text("A = 2\n")
+    (src / "b.py").unlink()
+    build_index(settings)
+    with sqlite3.connect(db_path(settings.cache_dir)) as db:
+        assert db.execute("SELECT count(*) FROM blobs").fetchone() == (1,)
+        assert db.execute("SELECT count(*) FROM analyses").fetchone() == (1,)

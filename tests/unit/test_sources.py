@@ -352,3 +352,11 @@ def test_license_from_classifier(tmp_path: Path) -> None:
         },
     )
     assert license_of(tmp_path) == "Apache-2.0"
+
+
+def test_paths_entry_that_matches_nothing_is_reported(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"pkg/a.py": ""})
+    entries, problems = scan_tree(tmp_path, source="s", paths=["pkg", "pkg/gone.py", "nothing/*"])
+    assert [e.path for e in entries] == ["pkg/a.py"]
+    assert [p.path for p in problems] == ["nothing/*", "pkg/gone.py"]
+    assert "matches no .py file" in problems[0].message
