@@ -276,3 +276,29 @@ def test_content_no_file_refers_to_is_dropped(tmp_path: Path) -> None:
     with sqlite3.connect(db_path(settings.cache_dir)) as db:
         assert db.execute("SELECT count(*) FROM blobs").fetchone() == (1,)
         assert db.execute("SELECT count(*) FROM analyses").fetchone() == (1,)
+
+
+def test_cli_index_summary_json_and_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nnrag.cli import main
+
+    make_tree(tmp_path / "src", {"ok.py": "x = 1\n", "bad.py": "def (:\n"})
+    repos = tmp_path / "repos.json"
+    repos.write_text(json.dumps([{"name": "a", "path": "src"}]))
+    cache = str(tmp_path / "cache")
+    assert main(["index", "--repos", str(repos), "--cache", cache]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{(tmp_path / 'src' / 'bad.py').resolve()}:1:")
+    assert "syntax error" in out
+    assert "1 of 1 sources, 2 files (2 parsed), 1 modules" in err
+    assert main(["index", "--repos", str(repos), "--cache", cache, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["files"], summary["parsed"], summary["modules"]) == (2, 0, 1)
+    assert [p["line"] for p in summary["problems"]] == [1]
+    repos.write_text(json.dumps([{"name": "a", "path": "src"}, {"name": "b", "path": "nope"}]))
+    assert main(["index", "--repos", str(repos), "--cache", cache]) == 1
+    assert "error: source 'b'" in capsys.readouterr().err
+    repos.write_text("[{]")
+    assert main(["index", "--repos", str(repos), "--cache", cache]) == 2
+    assert f"{repos}:1:3: malformed JSON" in capsys.readouterr().err
