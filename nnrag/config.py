@@ -6,7 +6,7 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -298,43 +298,79 @@ def _validate(
     schema: Mapping[str, Any] = SOURCE_SCHEMA,
     prefix: Sequence[str] = (),
 ) -> None:
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(item), key=lambda e: list(map(str, e.absolute_path)))
-    if not errors:
+    error = _first_error(item, schema, ())
+    if error is None:
         return
-    error = errors[0]
-    path = [*prefix, *(str(p) for p in error.absolute_path)]
-    if error.validator == "additionalProperties":
-        unexpected = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        allowed = ", ".join(error.schema.get("properties", {}))
+    validator, where, instance, sub = error
+    path = [*prefix, *where]
+    if validator == "additionalProperties":
+        unexpected = sorted(set(instance) - set(sub.get("properties", {})))
+        allowed = ", ".join(sub.get("properties", {}))
         key = ".".join([*path, unexpected[0]]) if unexpected else ".".join(path)
         raise ConfigError(f"unknown key; allowed: {allowed}", file=file, entry=entry, key=key)
-    if error.validator == "type":
-        expected = error.validator_value
+    if validator == "type":
+        expected = sub["type"]
         wanted = " or ".join(
             _JSON_TYPES.get(t, t) for t in ([expected] if isinstance(expected, str) else expected)
         )
         if path and path[-1].isdigit() and len(path) > 1:
             wanted = f"{wanted} (every item)"
         raise ConfigError(
-            f"must be {wanted}, got {_json_type(error.instance)}",
+            f"must be {wanted}, got {_json_type(instance)}",
             file=file,
             entry=entry,
             key=".".join(path),
         )
-    if error.validator == "pattern":
+    if validator == "pattern":
         raise ConfigError(
-            f"{error.instance!r} is not allowed: use letters, digits and '_.+/-' "
-            "(no ':' or spaces)",
+            f"{instance!r} is not allowed: use letters, digits and '_.+/-' (no ':' or spaces)",
             file=file,
             entry=entry,
             key=".".join(path),
         )
-    if error.validator == "minLength":
-        raise ConfigError("must not be empty", file=file, entry=entry, key=".".join(path))
-    raise ConfigError(error.message, file=file, entry=entry, key=".".join(path))
+    raise ConfigError("must not be empty", file=file, entry=entry, key=".".join(path))
+
+
+_TYPE_CHECKS: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def _first_error(
+    value: Any, schema: Mapping[str, Any], path: tuple[str, ...]
+) -> tuple[str, tuple[str, ...], Any, Mapping[str, Any]] | None:
+    """The first violation of ``schema`` (the JSON-schema subset used here), in document order.
+
+    A small validator instead of ``jsonschema``: importing that costs more than a warm index
+    run, and every xdist worker reads repos.json.
+    """
+    expected = schema.get("type")
+    if expected and not _TYPE_CHECKS[expected](value):
+        return ("type", path, value, schema)
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return ("minLength", path, value, schema)
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return ("pattern", path, value, schema)
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            found = _first_error(item, schema["items"], (*path, str(i)))
+            if found:
+                return found
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        if extra is False and set(value) - set(properties):
+            return ("additionalProperties", path, value, schema)
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            found = _first_error(item, sub, (*path, str(key))) if sub else None
+            if found:
+                return found
+    return None
 
 
 def _json_type(value: object) -> str:

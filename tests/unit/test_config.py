@@ -222,3 +222,25 @@ def test_no_repos_file_means_no_sources(tmp_path: Path, monkeypatch: pytest.Monk
     assert (settings.sources, settings.repos_file) == ((), None)
     write(tmp_path, [{"name": "a", "path": "."}])
     assert [s.name for s in load_settings(None, environ={}).sources] == ["a"]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"name": "a", "path": "."},
+        {"name": "a", "git": "x", "ref": "main", "paths": ["m"], "hints": {"X": {"args": [1]}}},
+        {"name": "a", "path": ".", "paths": "timm"},
+        {"name": "a", "path": ".", "pathz": []},
+        {"name": "a:b", "path": "."},
+        {"name": "a", "path": ""},
+        {"name": "a", "path": ".", "hints": {"X": {"argz": []}}},
+        {"name": "a", "path": ".", "priority": True},
+    ],
+)
+def test_builtin_validator_agrees_with_jsonschema(entry: dict[str, object]) -> None:
+    import jsonschema
+
+    from nnrag.config import SOURCE_SCHEMA, _first_error
+
+    expected = jsonschema.Draft202012Validator(SOURCE_SCHEMA).is_valid(entry)
+    assert (_first_error(entry, SOURCE_SCHEMA, ()) is None) is expected
