@@ -511,10 +511,30 @@ def test_class_body_sees_enclosing_function_names() -> None:
     assert call == ("w",)
 
 
-def test_cross_check_with_symtable() -> None:
-    """Every global read inside a function is a global (or free-at-module) symbol per symtable."""
-    code = textwrap.dedent(
-        """\
+def _symtable_view(code: str) -> tuple[set[str], set[str]]:
+    """(global reads outside the module scope, module names bound) per the compiler."""
+    reads: set[str] = set()
+    binds: set[str] = set()
+
+    def walk(table: symtable.SymbolTable) -> None:
+        for s in table.get_symbols():
+            if table.get_type() == "module":
+                if s.is_assigned() or s.is_imported():
+                    binds.add(s.get_name())
+            else:
+                if s.is_global() and s.is_referenced():
+                    reads.add(s.get_name())
+                if s.is_declared_global() and s.is_assigned():
+                    binds.add(s.get_name())
+        for child in table.get_children():
+            walk(child)
+
+    walk(symtable.symtable(code, "m.py", "exec"))
+    return reads, binds
+
+
+SCOPING_CASES = {
+    "nested": """\
         import os
         X = 1
         def f(a, *b, **c):
@@ -529,31 +549,73 @@ def test_cross_check_with_symtable() -> None:
                 def m(self):
                     return y
             return lambda k=1: k + b + Q
-        """
-    )
+        """,
+    "class_comprehensions": """\
+        def f():
+            class C:
+                a = 1
+                b = [a for _ in range(2)]
+                c = [x for x in [a]]
+                d = {k: a for k in {a}}
+            return C
+        """,
+    "walrus": """\
+        def f(xs):
+            ys = [last := x for x in xs if (seen := x)]
+            return last, seen, ys, [z for z in xs if (w := z)], w
+        """,
+    "lambdas": """\
+        def f(a):
+            g = lambda b, c=a: lambda d: a + b + c + d + e
+            return g
+        """,
+    "match_and_handlers": """\
+        def f(cmd):
+            try:
+                match cmd:
+                    case Point(x=px) | [px, *_] if px > LIMIT:
+                        return px
+                    case {"k": v, **rest}:
+                        return v, rest
+            except (ValueError, Err) as exc:
+                return exc
+        """,
+    "global_and_del": """\
+        def f():
+            global A, B
+            A = 1
+            del B
+            local = 2
+            del local
+            return C
+        """,
+    "async": """\
+        async def f(s):
+            async with s as conn:
+                async for row in conn:
+                    yield await row.fetch(TIMEOUT)
+        """,
+    "class_in_class": """\
+        def f(z):
+            class Outer:
+                x = 1
+                class Inner:
+                    y = z
+                    def m(self):
+                        return x, y, z, __class__
+            return Outer
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCOPING_CASES))
+def test_scoping_matches_symtable(name: str) -> None:
+    """Function-scope global reads and module binds agree with the compiler's symbol tables."""
+    code = textwrap.dedent(SCOPING_CASES[name])
     info = analyze(code)
-    ours = {chain.split(".")[0] for u in info.units for chain in u.call_reads}
-
-    def globals_in(table: symtable.SymbolTable) -> set[str]:
-        out = set()
-        if table.get_type() != "module":
-            out = {
-                s.get_name()
-                for s in table.get_symbols()
-                if s.is_global() and (s.is_referenced() or s.is_assigned())
-            }
-            if table.get_type() == "class":
-                out |= {
-                    s.get_name()
-                    for s in table.get_symbols()
-                    if s.is_referenced() and not s.is_assigned() and not s.is_free()
-                }
-        for child in table.get_children():
-            out |= globals_in(child)
-        return out
-
-    expected = globals_in(symtable.symtable(code, "m.py", "exec")) - {"G"}
-    assert ours == expected == {"H", "Q", "X", "os", "y"}
+    reads = {chain.split(".")[0] for u in info.units for chain in u.call_reads}
+    binds = {b for u in info.units for b in u.binds}
+    assert (reads, binds) == _symtable_view(code)
 
 
 # --------------------------------------------------------------------------- imports
