@@ -129,10 +129,19 @@ class _Walk:
 
     def _visit(self, key: UnitKey) -> None:
         entry = self.units[key]
-        info, unit = entry.info, entry.unit
-        for use in self.scanner.uses(info, unit, self.symbols):
+        info = entry.info
+        summary = self.scanner.summary(info, entry.unit, self.symbols)
+        for home, unit, load in summary.deps:
+            dep = self._include(home, unit, parent=key)
+            if dep != key:
+                (entry.load if load else entry.call).add(dep)
+        for local, home, binding in summary.imports:
+            self.imports.setdefault(local, (home, binding))
+        self.references.update(summary.references)
+        self.builtins.update(summary.builtins)
+        for use in summary.others:
             self._use(key, info, use)
-        for finding in self.scanner.findings(info, unit, self.symbols):
+        for finding in summary.findings:
             registry = finding.registry
             if registry is not None:
                 for registration in registry.registrations:
@@ -144,26 +153,18 @@ class _Walk:
             )
 
     def _use(self, key: UnitKey, info: ModuleInfo, use: Use) -> None:
+        """A read that becomes a problem (see :meth:`UnitScanner.summary`)."""
         found = use.found
-        home = found.module
-        if found.kind == "definition" and home is not None:
-            entry = self.units[key]
-            for unit in found.units:
-                dep = self._include(home, unit, parent=key)
-                if dep == key:
-                    continue
-                # a load-time read of a name bound only further down the same module is not
-                # an ordering constraint (the original would not have run it either)
-                later = home is info and unit.start_line > entry.unit.start_line
-                (entry.load if use.load and not later else entry.call).add(dep)
-            if use.crosses:
-                self.references[(info.module, use.prefix)] = (home.module, found.name)
-        elif found.kind == "external" and home is not None and found.binding is not None:
-            self.imports.setdefault((home.module, found.name), (home, found.binding))
-            if use.crosses:
-                self.references[(info.module, use.prefix)] = (home.module, found.name)
-        elif found.kind == "builtin":
-            self.builtins.add((info.module, found.name))
+        if found.kind == "external":
+            self._problem(
+                key,
+                info,
+                "native-op",
+                f"calls {found.target}, an operator registered by a compiled extension "
+                "of the source",
+                name=use.root,
+                line=use.line,
+            )
         elif found.kind == "dunder":
             if found.name in _RESOURCE_DUNDERS:
                 self._problem(
@@ -420,6 +421,20 @@ class Use:
     """For an import inside the unit's text: its line."""
 
 
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What including one unit adds to a closure (computed once per unit and index)."""
+
+    deps: tuple[tuple[ModuleInfo, Unit, bool], ...]
+    """(module, unit, is a load-time need) of every internal definition it reads."""
+    imports: tuple[tuple[tuple[str, str], ModuleInfo, ImportBinding], ...]
+    references: tuple[tuple[tuple[str, str], tuple[str, str]], ...]
+    builtins: tuple[tuple[str, str], ...]
+    others: tuple[Use, ...]
+    """Reads that become problems (or need the walk's context)."""
+    findings: tuple[Finding, ...]
+
+
 class UnitScanner:
     """Per-index memo of what each unit needs, and of its syntax where a scan is needed."""
 
@@ -431,7 +446,65 @@ class UnitScanner:
         self._registries: dict[tuple[str, str, str], Registry | None] = {}
         self._by_attr: dict[str, list[tuple[ModuleInfo, ImportBinding]]] | None = None
         self._uses: dict[UnitKey, tuple[Use, ...]] = {}
+        self._summaries: dict[UnitKey, Summary] = {}
         self._positions: dict[tuple[UnitKey, str], tuple[int, int]] = {}
+
+    def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
+        """The closure effects of including ``unit`` (memoized)."""
+        key = (info.source, info.module, unit.index)
+        cached = self._summaries.get(key)
+        if cached is not None:
+            return cached
+        deps: dict[tuple[str, str, int], tuple[ModuleInfo, Unit, bool]] = {}
+        imports: list[tuple[tuple[str, str], ModuleInfo, ImportBinding]] = []
+        references: list[tuple[tuple[str, str], tuple[str, str]]] = []
+        builtins: set[tuple[str, str]] = set()
+        others: list[Use] = []
+        for use in self.uses(info, unit, symbols):
+            found = use.found
+            home = found.module
+            if found.kind == "definition" and home is not None:
+                for dep in found.units:
+                    # a load-time read of a name bound only further down the same module
+                    # is not an ordering constraint (the original would not run it either)
+                    later = home is info and dep.start_line > unit.start_line
+                    load = use.load and not later
+                    ident = (home.source, home.module, dep.index)
+                    if ident not in deps or (load and not deps[ident][2]):
+                        deps[ident] = (home, dep, load)
+            elif found.kind == "external" and home is not None and found.binding is not None:
+                imports.append(((home.module, found.name), home, found.binding))
+                if self._native_op(found.target):
+                    others.append(use)
+            elif found.kind == "builtin":
+                builtins.add((info.module, found.name))
+                continue
+            elif found.kind == "typing":
+                continue
+            else:
+                others.append(use)
+                continue
+            if use.crosses:
+                references.append(((info.module, use.prefix), (home.module, found.name)))
+        summary = Summary(
+            deps=tuple(deps.values()),
+            imports=tuple(imports),
+            references=tuple(references),
+            builtins=tuple(sorted(builtins)),
+            others=tuple(others),
+            findings=self.findings(info, unit, symbols),
+        )
+        self._summaries[key] = summary
+        return summary
+
+    def _native_op(self, target: str) -> bool:
+        """``torch.ops.<source package>.op``: an operator a compiled extension registers."""
+        parts = target.split(".")
+        return (
+            len(parts) > 2
+            and parts[:2] == ["torch", "ops"]
+            and self.index.source_of_module(parts[2]) is not None
+        )
 
     def uses(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> tuple[Use, ...]:
         """Every read of ``unit`` resolved, plus internal imports kept inside its text."""
@@ -550,6 +623,9 @@ class UnitScanner:
                 category, message, unit.start_line + node.lineno - 1, node.col_offset + 1
             )
 
+        parents = {
+            id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 name = _dotted(node.func)
@@ -566,7 +642,12 @@ class UnitScanner:
                             f"getattr({target}, ...) looks a name up in a source module at "
                             "run time; only the definitions the closure found are inlined",
                         )
-                elif name in ("globals", "vars") and not node.args and name in reads:
+                elif (
+                    name in ("globals", "vars")
+                    and not node.args
+                    and name in reads
+                    and not _writes_namespace(node, parents)
+                ):
                     yield at(
                         node,
                         "dynamic-registry",
@@ -749,6 +830,16 @@ def _dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _writes_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
+    """``globals()[name] = value`` / ``globals().update(...)``: a write, not a lookup."""
+    parent = parents.get(id(call))
+    if isinstance(parent, ast.Subscript):
+        return isinstance(parent.ctx, ast.Store)
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in _WRITERS
+    return False
 
 
 def _is_empty_container(statement: ast.stmt) -> bool:
