@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import multiprocessing
 import os
 import sqlite3
 import sys
-import threading
 import time
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -449,6 +446,10 @@ def _analyze_all(
                 if bar is not None:
                     bar.update(1)
             return results
+        import multiprocessing
+        import threading
+        from concurrent.futures import ProcessPoolExecutor
+
         size = max(4, len(items) // (jobs * 4))
         batches = [items[i : i + size] for i in range(0, len(items), size)]
         context = multiprocessing.get_context(

@@ -11,9 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
-import tarfile
 import tempfile
-import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -553,6 +551,9 @@ def _keep(member: str) -> bool:
 
 def _unpack(archive: Path, into: Path) -> str:
     """Extract Python sources and license/metadata files; return the import root (relative)."""
+    import tarfile
+    import zipfile
+
     into.mkdir(parents=True)
     names: list[str] = []
     if archive.suffix in {".whl", ".zip"}:
