@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from nnrag.errors import BlockNotFoundError
-from nnrag.model import BlockRef, ClassInfo, ModuleInfo
+from nnrag.model import BlockRef, ClassInfo, ModuleInfo, SourceSpec
 from nnrag.symbols import Resolution, Symbols, binding_for
 
 if TYPE_CHECKING:
@@ -224,6 +225,22 @@ def is_block(status: ClassStatus) -> bool:
 def discover_blocks(index: Index) -> tuple[BlockRef, ...]:
     """Every top-level class of ``index`` that is a block, sorted by id (no scope filtering)."""
     return Discovery(index).blocks()
+
+
+def in_scope(block: BlockRef, spec: SourceSpec | None) -> bool:
+    """Whether ``block`` passes its source's ``include``/``exclude`` patterns.
+
+    Patterns are fnmatch patterns matched against ``module:Class`` and against ``Class``;
+    an empty ``include`` includes everything.
+    """
+    if spec is None:
+        return True
+    names = (f"{block.module}:{block.name}", block.name)
+
+    def matches(patterns: Sequence[str]) -> bool:
+        return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
+
+    return (not spec.include or matches(spec.include)) and not matches(spec.exclude)
 
 
 def find_block(blocks: Sequence[BlockRef], query: str) -> BlockRef:

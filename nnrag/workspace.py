@@ -52,11 +52,25 @@ class Workspace:
 
     def blocks(self) -> tuple[BlockRef, ...]:
         """Every discovered block in scope (include/exclude applied), sorted by id."""
-        raise NotImplementedError
+        if self._blocks is None:
+            from nnrag.discover import discover_blocks, in_scope
+
+            index = self.index()
+            specs = {spec.name: spec for spec in self.settings.sources}
+            for name, checkout in index.checkouts.items():
+                specs.setdefault(name, checkout.spec)
+            self._blocks = tuple(
+                block
+                for block in discover_blocks(index)
+                if in_scope(block, specs.get(block.source))
+            )
+        return self._blocks
 
     def find(self, query: str) -> BlockRef:
         """A block by id (``source:module:Class``) or unambiguous bare class name."""
-        raise NotImplementedError
+        from nnrag.discover import find_block
+
+        return find_block(self.blocks(), query)
 
     # -- extraction (owner: emit) --------------------------------------------------------------
 
