@@ -97,7 +97,8 @@ def analyze_module(
     """
 
     def problem(message: str, line: int = 0, col: int = 0) -> FileProblem:
-        return FileProblem(source=source, path=path, message=message, line=line, col=col)
+        hint = "; the file is not indexed (fix it, or leave it out with the source's `paths`)"
+        return FileProblem(source=source, path=path, message=message + hint, line=line, col=col)
 
     decoded = _decode(data)
     if not isinstance(decoded, str):
@@ -151,17 +152,19 @@ def _decode(data: bytes) -> str | tuple[str, int, int]:
     """The file's text (PEP 263 cookie or UTF-8, BOM stripped), or (message, line, col)."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
+    except SyntaxError as error:  # a bad cookie, or undecodable bytes in the first two lines
         head = data.split(b"\n", 2)[:2]
-        line = next((i + 1 for i, text in enumerate(head) if b"coding" in text), 1)
-        return f"cannot decode: {error.msg}", line, 1
+        line = next((i + 1 for i, text in enumerate(head) if b"coding" in text), 0)
+        encoding = "utf-8"
+        if line:
+            return f"cannot decode: {error.msg}", line, 1
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as error:
         start = error.start
         line = data.count(b"\n", 0, start) + 1
         col = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        message = f"cannot decode as {encoding}: {error.reason}; declare the file's encoding"
+        message = f"cannot decode as {encoding}: {error.reason} (declare the file's encoding)"
         return message, line, col
     except LookupError as error:
         return f"cannot decode: {error}", 1, 1

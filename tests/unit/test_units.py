@@ -776,6 +776,15 @@ def test_undecodable_bytes_are_a_file_problem() -> None:
     assert "utf-8" in result.message
 
 
+def test_undecodable_first_line_is_located() -> None:
+    result = analyze_module(
+        source="src", module="m", path="m.py", data=b"x = '\xff'\n", is_package=False
+    )
+    assert isinstance(result, FileProblem)
+    assert (result.line, result.col) == (1, 6)
+    assert "utf-8" in result.message
+
+
 def test_unknown_encoding_is_a_file_problem() -> None:
     result = analyze_module(
         source="src", module="m", path="m.py", data=b"# coding: nope\nx = 1\n", is_package=False
