@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import inspect
 import math
@@ -490,7 +491,12 @@ def input_candidates(
     if is_graph(names):
         yield from graph_inputs(module, params, profile, ctor)
         return
-    for primary in primary_specs(module, profile, ctor):
+    specs = primary_specs(module, profile, ctor)
+    d, side = profile.dim, profile.img
+    for extra in ([2, d, side, side], [2, profile.seq, d], [2, d]):
+        if all(spec["shape"] != extra for spec in specs):
+            specs.append(tensor_spec(extra))
+    for primary in specs:
         yield fill_inputs(params, primary, profile)
 
 
@@ -631,6 +637,18 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     ):
         rank = int(next(g for g in m.groups() if g))
         new = reshape_rank(shape, rank, profile)
+    elif m := re.search(
+        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+        r" at non-singleton dimension (\d+)",
+        message,
+    ):
+        a, b, dim = (int(g) for g in m.groups())
+        if dim < len(shape) and shape[dim] in (a, b):
+            new = list(shape)
+            new[dim] = b if shape[dim] == a else a
+    elif m := re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message):
+        got = int(m.group(3))
+        new = reshape_rank(shape, got + 1 if got >= 0 else -got, profile)
     elif m := re.search(r"not enough values to unpack \(expected (\d+), got (\d+)\)", message):
         if int(m.group(2)) == len(shape):
             new = reshape_rank(shape, int(m.group(1)), profile)
@@ -707,6 +725,7 @@ class Harvester:
         init, forward = owner.__init__, owner.forward
         records = self.records
 
+        @functools.wraps(init)
         def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
             try:
                 seen = {
@@ -719,6 +738,7 @@ class Harvester:
             if type(self_) is cls and seen is not None:
                 self_.__dict__["_nnrag_init"] = seen
 
+        @functools.wraps(forward)
         def wrapped_forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
             seen = self_.__dict__.get("_nnrag_init") if type(self_) is cls else None
             if seen is None or cls.__name__ in records:
@@ -831,13 +851,17 @@ def classify(
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             return "runtime-error"
         return "ctor-args"
-    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+    if isinstance(error, (KeyboardInterrupt, SystemExit, OutputError)):
         return "runtime-error"
     if stage == "forward" and (
         isinstance(error, (IndexError, ValueError, TypeError)) or _SHAPE_WORDS.search(text)
     ):
         return "input-shape"
     return "runtime-error"
+
+
+class OutputError(Exception):
+    """Forward ran but returned no tensor or non-finite values."""
 
 
 def describe(error: BaseException) -> str:
@@ -968,6 +992,7 @@ class Runner:
         attempts = 0
         ctor_error: BaseException | None = None
         forward_error: BaseException | None = None
+        output_error: OutputError | None = None
         built_any = False
         forward_started = 0.0
         profile_index = 0
@@ -1032,7 +1057,7 @@ class Runner:
                 )
                 problem = self.check_output(out)
                 if problem:
-                    forward_error = ValueError(problem)
+                    forward_error = output_error = OutputError(problem)
                     continue
                 if harvester is not None:
                     harvester.restore()
@@ -1065,7 +1090,11 @@ class Runner:
                 "instantiate", classify(failure, "instantiate", self.violations), describe(failure)
             )
             return
-        failure = forward_error or RuntimeError("no input candidate within the attempt bound")
+        failure = (
+            output_error
+            or forward_error
+            or RuntimeError("no input candidate within the attempt bound")
+        )
         self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
 
     def record_ctor(self, ctor: Ctor, block: nn.Module) -> None:

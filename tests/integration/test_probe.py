@@ -1,0 +1,256 @@
+"""Probing on hand-made modules: constructor arguments and inputs are found, and recorded."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nnrag.model import BlockHints, ValidationResult
+from nnrag.sandbox import Sandbox
+from nnrag.validate import run_validation
+
+pytestmark = pytest.mark.integration
+
+BLOCKS = '''
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, in_chs, out_chs, kernel_size=3, stride=1):
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride, padding=kernel_size // 2)
+        self.bn = nn.BatchNorm2d(out_chs)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class Mlp(nn.Module):
+    def __init__(self, in_features: int, hidden_features: Optional[int] = None, drop: float = 0.0):
+        super().__init__()
+        self.fc1 = nn.Linear(in_features, hidden_features or 4 * in_features)
+        self.fc2 = nn.Linear(hidden_features or 4 * in_features, in_features)
+
+    def forward(self, x):
+        return self.fc2(torch.nn.functional.gelu(self.fc1(x)))
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, num_heads: int):
+        super().__init__()
+        assert dim % num_heads == 0, "dim must be divisible by num_heads"
+        self.num_heads = num_heads
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.num_heads, c // self.num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        attn = (q @ k.transpose(-2, -1)).softmax(-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, nhead, dim_feedforward):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, batch_first=True)
+
+    def forward(self, src, src_mask):
+        return self.layer(src, src_key_padding_mask=src_mask)
+
+
+@dataclass
+class ModelConfig:
+    hidden_size: int = 768
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+
+
+class ConfigBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        assert config.hidden_size % config.num_attention_heads == 0
+        self.attn = nn.MultiheadAttention(
+            config.hidden_size, config.num_attention_heads, batch_first=True
+        )
+        self.ff = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.width = config.hidden_size
+
+    def forward(self, hidden_states):
+        out, _ = self.attn(hidden_states, hidden_states, hidden_states)
+        return self.ff(out)
+
+
+class Typed(nn.Module):
+    def __init__(self, block: ConvBlock):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        return self.block(x) + x
+
+
+class Untyped(nn.Module):
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        return self.block(x)
+
+
+class GraphConv(nn.Module):
+    """A message-passing layer in the torch_geometric style."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.lin = nn.Linear(in_channels, out_channels)
+
+    def forward(self, x, edge_index):
+        src, dst = edge_index
+        out = torch.zeros_like(x).index_add_(0, dst, x[src])
+        return self.lin(out + x)
+
+
+class Odd(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        rows, cols = (int(v) for v in spec.split("x"))
+        self.lin = nn.Linear(rows, cols)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = ConvBlock(3, 8)
+        self.odd = Odd("8x5")
+
+    def forward(self, x):
+        return self.odd(self.stem(x).mean((2, 3)))
+'''
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox() as box:
+        yield box
+
+
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("probe") / "blocks.py"
+    path.write_text(textwrap.dedent(BLOCKS))
+    return path
+
+
+def check(
+    sandbox: Sandbox, blocks: Path, name: str, **kwargs: object
+) -> tuple[ValidationResult, list[dict[str, object]]]:
+    return run_validation(
+        blocks,
+        block_id=f"t:blocks:{name}",
+        class_name=name,
+        depth="backward",
+        timeout_s=30.0,
+        sandbox=sandbox,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "rank"),
+    [("ConvBlock", 4), ("Mlp", 3), ("Attention", 3), ("EncoderLayer", 3), ("ConfigBlock", 3)],
+)
+def test_block_is_probed_through_backward(
+    sandbox: Sandbox, blocks: Path, name: str, rank: int
+) -> None:
+    result, _ = check(sandbox, blocks, name)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.origin == "synthesized"
+    first = result.recipe.inputs[0]
+    assert isinstance(first, dict)
+    assert len(first["shape"]) == rank
+    assert result.recipe.parameters and result.recipe.parameters > 0
+    assert result.recipe.output_shapes
+
+
+def test_heads_divide_the_dimension(sandbox: Sandbox, blocks: Path) -> None:
+    result, _ = check(sandbox, blocks, "Attention")
+    assert result.recipe is not None
+    kwargs = result.recipe.init_kwargs
+    assert isinstance(kwargs["dim"], int) and isinstance(kwargs["num_heads"], int)
+    assert kwargs["num_heads"] > 1
+    assert kwargs["dim"] % kwargs["num_heads"] == 0
+
+
+def test_config_class_is_built_and_shrunk(sandbox: Sandbox, blocks: Path) -> None:
+    result, _ = check(sandbox, blocks, "ConfigBlock")
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.parameters is not None
+    assert result.recipe.parameters < 768 * 3072  # shrunk, not the default sizes
+
+
+def test_typed_submodule_argument_is_built(sandbox: Sandbox, blocks: Path) -> None:
+    result, _ = check(sandbox, blocks, "Typed")
+    assert result.passed, result.message
+
+
+def test_untyped_submodule_argument_is_a_placeholder(sandbox: Sandbox, blocks: Path) -> None:
+    result, _ = check(sandbox, blocks, "Untyped")
+    assert (result.failed_stage, result.category) == ("forward", "ctor-args")
+    assert "placeholder" in result.message
+
+
+def test_graph_layer_gets_nodes_and_edge_index(sandbox: Sandbox, blocks: Path) -> None:
+    result, _ = check(sandbox, blocks, "GraphConv")
+    assert result.passed, result.message
+    assert result.recipe is not None
+    x, edges = result.recipe.inputs
+    assert isinstance(x, dict) and isinstance(edges, dict)
+    assert len(x["shape"]) == 2
+    assert edges["shape"][0] == 2 and edges["dtype"] == "int64"
+
+
+def test_hints_win(sandbox: Sandbox, blocks: Path) -> None:
+    hints = BlockHints(
+        pattern="Mlp",
+        init_kwargs={"in_features": 6, "hidden_features": 7},
+        inputs=({"shape": [3, 6], "dtype": "float32"},),
+    )
+    result, _ = check(sandbox, blocks, "Mlp", hints=hints)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.origin == "hinted"
+    assert result.recipe.output_shapes == ([3, 6],)
+
+
+def test_wrong_hints_fail_without_fallback(sandbox: Sandbox, blocks: Path) -> None:
+    hints = BlockHints(pattern="Mlp", init_kwargs={"wrong": 1})
+    result, _ = check(sandbox, blocks, "Mlp", hints=hints)
+    assert (result.failed_stage, result.category) == ("instantiate", "ctor-args")
+
+
+def test_composite_block_harvests_and_replays(sandbox: Sandbox, blocks: Path) -> None:
+    alone, _ = check(sandbox, blocks, "Odd")
+    assert alone.failed_stage == "instantiate"
+    net, records = check(sandbox, blocks, "Net")
+    assert net.passed, net.message
+    odd = [r for r in records if r["class"] == "Odd"]
+    assert odd and odd[0]["init_args"] == ["8x5"]
+    replayed, _ = check(sandbox, blocks, "Odd", harvested=odd)
+    assert replayed.passed, replayed.message
+    assert replayed.recipe is not None
+    assert replayed.recipe.origin == "harvested"

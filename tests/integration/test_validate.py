@@ -1,0 +1,122 @@
+"""Stage verdicts: each stage passes or fails with its category, and depth stops the pipeline."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nnrag.model import Stage, ValidationResult
+from nnrag.sandbox import Sandbox
+from nnrag.validate import validate_file
+
+pytestmark = pytest.mark.integration
+
+IMPORTS = "import torch\nfrom torch import nn\n\n"
+
+
+def block(init: str = "self.lin = nn.Linear(4, 4)", forward: str = "return self.lin(x)") -> str:
+    return IMPORTS + textwrap.dedent(
+        f"""
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init}
+
+            def forward(self, x):
+                {forward}
+        """
+    )
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox() as box:
+        yield box
+
+
+def validate(
+    sandbox: Sandbox, tmp_path: Path, code: str, depth: Stage = "backward"
+) -> ValidationResult:
+    path = tmp_path / "block.py"
+    path.write_text(code)
+    return validate_file(
+        path, block_id="t:block:Block", class_name="Block", depth=depth, sandbox=sandbox
+    )
+
+
+VERDICTS: dict[str, tuple[str, Stage, str]] = {
+    "syntax": ("class Block(:\n", "parse", "syntax"),
+    "compile": (IMPORTS + "return 1\n", "compile", "syntax"),
+    "unresolved": (block(forward="return helper(x)"), "closed", "unresolved-name"),
+    "import-raises": (block() + "\nraise RuntimeError('no')\n", "import", "runtime-error"),
+    "missing-resource": (
+        block() + "\nopen('weights-that-do-not-exist.bin')\n",
+        "import",
+        "resource-file",
+    ),
+    "ctor-raises": (block(init="raise ValueError('never')"), "instantiate", "ctor-args"),
+    "shape": (
+        block(forward="assert x.shape[-1] == 13, 'bad size'; return self.lin(x)"),
+        "forward",
+        "input-shape",
+    ),
+    "forward-raises": (block(forward="raise RuntimeError('boom')"), "forward", "runtime-error"),
+    "non-finite": (block(forward="return self.lin(x) * float('nan')"), "forward", "runtime-error"),
+    "no-tensor": (block(forward="return 'text'"), "forward", "runtime-error"),
+    "detached": (block(forward="return self.lin(x).detach()"), "backward", "runtime-error"),
+    "inf-grad": (
+        block(
+            init="self.lin = nn.Linear(4, 4); self.w = nn.Parameter(torch.zeros(4))",
+            forward="return self.lin(x) * self.w.abs().sqrt()",
+        ),
+        "backward",
+        "runtime-error",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VERDICTS))
+def test_verdict(sandbox: Sandbox, tmp_path: Path, case: str) -> None:
+    code, stage, category = VERDICTS[case]
+    result = validate(sandbox, tmp_path, code)
+    assert (result.failed_stage, result.category) == (stage, category), result.message
+    assert not result.passed
+    assert result.message
+    if stage not in {"parse"}:
+        assert result.stage_reached is not None
+
+
+def test_passing_block_records_timings_and_recipe(sandbox: Sandbox, tmp_path: Path) -> None:
+    result = validate(sandbox, tmp_path, block())
+    assert result.passed, result.message
+    assert result.stage_reached == "backward"
+    assert set(result.timings) >= {"parse", "compile", "closed", "import", "instantiate"}
+    assert result.recipe is not None
+    assert result.recipe.output_shapes
+
+
+@pytest.mark.parametrize("depth", ["closed", "import", "instantiate", "forward"])
+def test_depth_stops_the_pipeline(sandbox: Sandbox, tmp_path: Path, depth: Stage) -> None:
+    # forward fails, so only a depth below forward can pass
+    result = validate(sandbox, tmp_path, block(forward="raise RuntimeError('boom')"), depth)
+    assert result.passed is (depth != "forward")
+    assert result.stage_reached == (depth if depth != "forward" else "instantiate")
+
+
+def test_timeout_at_instantiate(sandbox: Sandbox, tmp_path: Path) -> None:
+    path = tmp_path / "slow.py"
+    path.write_text(block(init="import time; time.sleep(60)"))
+    result = validate_file(
+        path, block_id="t:slow:Block", class_name="Block", timeout_s=2.0, sandbox=sandbox
+    )
+    assert (result.failed_stage, result.category) == ("instantiate", "timeout")
+
+
+def test_without_a_sandbox_one_is_started(tmp_path: Path) -> None:
+    path = tmp_path / "block.py"
+    path.write_text(block())
+    result = validate_file(path, block_id="t:block:Block", class_name="Block", depth="import")
+    assert result.passed, result.message
