@@ -182,7 +182,8 @@ def test_block_is_probed_through_backward(
     first = result.recipe.inputs[0]
     assert isinstance(first, dict)
     assert len(first["shape"]) == rank
-    assert result.recipe.parameters and result.recipe.parameters > 0
+    assert result.recipe.parameters
+    assert result.recipe.parameters > 0
     assert result.recipe.output_shapes
 
 
@@ -190,7 +191,8 @@ def test_heads_divide_the_dimension(sandbox: Sandbox, blocks: Path) -> None:
     result, _ = check(sandbox, blocks, "Attention")
     assert result.recipe is not None
     kwargs = result.recipe.init_kwargs
-    assert isinstance(kwargs["dim"], int) and isinstance(kwargs["num_heads"], int)
+    assert isinstance(kwargs["dim"], int)
+    assert isinstance(kwargs["num_heads"], int)
     assert kwargs["num_heads"] > 1
     assert kwargs["dim"] % kwargs["num_heads"] == 0
 
@@ -219,9 +221,11 @@ def test_graph_layer_gets_nodes_and_edge_index(sandbox: Sandbox, blocks: Path) -
     assert result.passed, result.message
     assert result.recipe is not None
     x, edges = result.recipe.inputs
-    assert isinstance(x, dict) and isinstance(edges, dict)
+    assert isinstance(x, dict)
+    assert isinstance(edges, dict)
     assert len(x["shape"]) == 2
-    assert edges["shape"][0] == 2 and edges["dtype"] == "int64"
+    assert edges["shape"][0] == 2
+    assert edges["dtype"] == "int64"
 
 
 def test_hints_win(sandbox: Sandbox, blocks: Path) -> None:
@@ -249,7 +253,8 @@ def test_composite_block_harvests_and_replays(sandbox: Sandbox, blocks: Path) ->
     net, records = check(sandbox, blocks, "Net")
     assert net.passed, net.message
     odd = [r for r in records if r["class"] == "Odd"]
-    assert odd and odd[0]["init_args"] == ["8x5"]
+    assert odd
+    assert odd[0]["init_args"] == ["8x5"]
     replayed, _ = check(sandbox, blocks, "Odd", harvested=odd)
     assert replayed.passed, replayed.message
     assert replayed.recipe is not None
