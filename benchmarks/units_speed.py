@@ -92,6 +92,11 @@ def _check(info: ModuleInfo, data: bytes, path: str) -> list[str]:
     binds -= {"annotations"} if "annotations" in info.future else set()
     st_binds -= {"generator_stop"}
     issues = [f"{path}: read {n!r} is not global for symtable" for n in sorted(reads - st_reads)]
+    previous = 0
+    for unit in info.units:  # units are ordered, disjoint, and within the file
+        if not previous < unit.start_line <= unit.end_line <= info.lines:
+            issues.append(f"{path}: unit {unit.index} spans {unit.start_line}-{unit.end_line}")
+        previous = unit.end_line
     issues += [f"{path}: binds differ on {n!r}" for n in sorted(binds ^ st_binds)]
     return issues
 

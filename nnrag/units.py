@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import re
 import sys
 import tokenize
 from collections.abc import Callable
@@ -17,6 +18,7 @@ __all__ = ["analyze_module", "git_blob_sha1", "module_name_for"]
 
 _MODULE, _FUNCTION, _CLASS, _COMP = 0, 1, 2, 3
 _DEEP_RECURSION = 20_000
+_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
 
 _Load = ast.Load
 _Store = ast.Store
@@ -805,4 +807,5 @@ def _start_line(node: ast.stmt, lines: list[str], previous_end: int) -> int:
 
 
 def _is_cookie(line: int, text: str) -> bool:
-    return line <= 2 and "coding" in text
+    """A PEP 263 encoding declaration (it must not travel with the unit)."""
+    return line <= 2 and _COOKIE.match(text) is not None

@@ -152,6 +152,8 @@ def test_statements_sharing_a_line_form_one_unit() -> None:
 def test_coding_cookie_and_shebang_do_not_attach() -> None:
     info = analyze("#!/usr/bin/env python\n# -*- coding: utf-8 -*-\nimport os\n")
     assert info.units[0].start_line == 3
+    info = analyze("# Decoding helpers\nimport os\n")
+    assert info.units[0].start_line == 1
 
 
 # --------------------------------------------------------------------------- binds
