@@ -309,10 +309,12 @@ class _Walk:
             wanted.append(((module, local), local, _import_identity(binding)))
         for key in order:
             entry = self.units[key]
+            same = self._same_objects(entry) if entry.unit.kind in _COMPOUND else {}
             for name in entry.unit.binds:
                 if name.startswith("__") and name.endswith("__"):
                     continue
-                wanted.append(((key[1], name), name, ("def", key[1], name)))
+                identity = same.get(name, ("def", key[1], name))
+                wanted.append(((key[1], name), name, identity))
         renames: dict[tuple[str, str], str] = {}
         taken = set(claims) | {name for _, name, _ in wanted}
         for (module, name), local, identity in wanted:
@@ -324,6 +326,23 @@ class _Walk:
             claims[new] = identity
             renames[(module, name)] = new
         return renames
+
+
+    def _same_objects(self, entry: _Included) -> dict[str, object]:
+        """Names a conditional unit binds by importing an inlined definition of the same name
+        (``try: from .fast import fused``): one object, so one flat name, not a collision."""
+        found: dict[str, object] = {}
+        for binding in entry.unit.imports:
+            if binding.type_checking or binding.attr in (None, "*"):
+                continue
+            target = self.symbols.follow(entry.info, binding, binding.name, ())
+            if (
+                target.kind == "definition"
+                and target.module is not None
+                and target.name == binding.name
+            ):
+                found[binding.name] = ("def", target.module.module, target.name)
+        return found
 
 
 def _fresh(module: str, name: str, taken: set[str]) -> str:
