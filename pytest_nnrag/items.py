@@ -308,6 +308,7 @@ class RepoFile(pytest.Collector):
 
     def collect(self) -> list[pytest.Collector]:
         state = self.config.stash[STATE_KEY]
+        state.repos_collected = True
         workspace = state.workspace
         stats = workspace.build()
         blocks = workspace.blocks()

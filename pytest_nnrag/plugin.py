@@ -240,10 +240,9 @@ class NnragSession:
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         """Add the blocks' items unless the walk met repos.json (before -k, --lf, ... select)."""
-        from pytest_nnrag.items import SourceCollector, make_repo_file
-
-        if any(isinstance(item.parent, SourceCollector) for item in items):
+        if self.state.repos_collected:
             return  # the walk (or a node id argument) already collected repos.json
+        from pytest_nnrag.items import make_repo_file
 
         node = make_repo_file(session, self.state.settings, self.state.repos_file)
         items.extend(session.genitems(node))

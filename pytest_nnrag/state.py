@@ -26,6 +26,8 @@ class NnragState:
     source_failures: dict[str, str] = field(default_factory=dict)
     """Failed source-level items (node id -> first line of the message)."""
     written: list[Path] = field(default_factory=list)
+    repos_collected: bool = False
+    """The repos.json collector ran in this process (met by the walk, or added)."""
     _workspace: Workspace | None = None
 
     @property

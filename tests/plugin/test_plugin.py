@@ -92,7 +92,7 @@ def test_collects_one_item_per_block_sorted(
 def test_collect_only_beside_own_tests(pytester: pytest.Pytester, project: Path, cli: Cli) -> None:
     pytester.makepyfile(test_mine="def test_mine():\n    pass\n")
     result = pytester.runpytest(*cli("--collect-only", "-q"))
-    result.stdout.fnmatch_lines(["test_mine.py::test_mine", *ALL_IDS, "5 tests collected*"])
+    result.stdout.fnmatch_lines([*ALL_IDS, "test_mine.py::test_mine", "5 tests collected*"])
     assert result.ret == pytest.ExitCode.OK
 
 
