@@ -359,13 +359,18 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
     known = {row.path: (row.size, row.mtime_ns, row.sha1) for row in manifest.values()}
     try:
         memo = known if spec.kind == "path" and same_place == spec.location else None
-        checkout = materialize(spec, settings.cache_dir, known=memo)
+        scanned = None
+        if spec.kind == "path" and Path(spec.location).is_dir():
+            scanned = scan_tree(Path(spec.location), source=spec.name, paths=spec.paths)
+        checkout = materialize(
+            spec, settings.cache_dir, known=memo, scanned=scanned[0] if scanned else None
+        )
     except SourceError as error:
         return _Counts(error=str(error), state=f"{spec.name}\0error")
     root = checkout.root
     if same_place != str(root):
         manifest = {}
-    entries, problems = scan_tree(root, source=spec.name, paths=spec.paths)
+    entries, problems = scanned or scan_tree(root, source=spec.name, paths=spec.paths)
     same_files = set(manifest) == {e.path for e in entries}
     rows: list[FileRow] = []
     data_of: dict[str, bytes] = {}

@@ -33,9 +33,14 @@ class FileEntry:
 
     path: str
     """POSIX path relative to the tree root."""
-    file: Path
+    location: str
+    """The file's full path (a string: building Paths for every file slows warm runs)."""
     size: int
     mtime_ns: int
+
+    @property
+    def file(self) -> Path:
+        return Path(self.location)
 
 
 def in_scope(path: str, patterns: Sequence[str]) -> bool:
@@ -159,7 +164,9 @@ def _walk(
         if is_dir:
             _walk(root, child_rel, entries, problems, source=source, patterns=patterns, seen=seen)
         elif child.name.endswith(".py"):
-            _add_file(root, child_rel, entries, problems, source=source, patterns=patterns)
+            _add_file(
+                root, child_rel, entries, problems, source=source, patterns=patterns, entry=child
+            )
 
 
 def _add_file(
@@ -170,12 +177,12 @@ def _add_file(
     *,
     source: str,
     patterns: Sequence[str],
+    entry: os.DirEntry[str] | None = None,
 ) -> None:
     if rel in entries or not rel.endswith(".py") or not in_scope(rel, patterns):
         return
-    file = root / rel
     try:
-        info = file.stat()
+        info = entry.stat() if entry is not None else (root / rel).stat()
     except OSError as error:
         problems.append(FileProblem(source=source, path=rel, message=_os_message(error)))
         return
@@ -191,7 +198,10 @@ def _add_file(
             )
         )
         return
-    entries[rel] = FileEntry(path=rel, file=file, size=info.st_size, mtime_ns=info.st_mtime_ns)
+    location = entry.path if entry is not None else str(root / rel)
+    entries[rel] = FileEntry(
+        path=rel, location=location, size=info.st_size, mtime_ns=info.st_mtime_ns
+    )
 
 
 def _os_message(error: OSError) -> str:
@@ -226,14 +236,16 @@ def materialize(
     cache_dir: Path,
     *,
     known: Mapping[str, tuple[int, int, str]] | None = None,
+    scanned: Sequence[FileEntry] | None = None,
 ) -> Checkout:
     """Bring ``spec``'s code onto disk (cloning or downloading into ``cache_dir``) and describe it.
 
-    ``known`` maps a path source's relative paths to ``(size, mtime_ns, sha1)`` from the last
-    run, so unchanged files are not re-read to compute the revision.
+    For a path source, ``known`` maps relative paths to ``(size, mtime_ns, sha1)`` from the
+    last run, so unchanged files are not re-read to compute the revision, and ``scanned`` is
+    :func:`scan_tree`'s result for its folder when the caller already has it.
     """
     if spec.kind == "path":
-        return _path_checkout(spec, known or {})
+        return _path_checkout(spec, known or {}, scanned)
     if spec.kind == "git":
         return _git_checkout(spec, cache_dir)
     return _pypi_checkout(spec, cache_dir)
@@ -255,7 +267,11 @@ def file_sha1s(
     return result
 
 
-def _path_checkout(spec: SourceSpec, known: Mapping[str, tuple[int, int, str]]) -> Checkout:
+def _path_checkout(
+    spec: SourceSpec,
+    known: Mapping[str, tuple[int, int, str]],
+    scanned: Sequence[FileEntry] | None,
+) -> Checkout:
     root = Path(spec.location)
     if not root.is_dir():
         what = "is not a folder" if root.exists() else "does not exist"
@@ -264,7 +280,7 @@ def _path_checkout(spec: SourceSpec, known: Mapping[str, tuple[int, int, str]]) 
             source=spec.name,
             location=str(root),
         )
-    entries, _ = scan_tree(root, source=spec.name, paths=spec.paths)
+    entries = scan_tree(root, source=spec.name, paths=spec.paths)[0] if scanned is None else scanned
     _require_files(spec, root, entries)
     return Checkout(
         spec=spec,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -133,8 +134,12 @@ def _problem_json(problem: FileProblem) -> list[object]:
     return [problem.message, problem.line, problem.col]
 
 
+@functools.cache
 def analyzer_version() -> str:
-    """Changes whenever the analysis code or the data model changes (stored analyses go stale)."""
+    """Changes whenever the analysis code or the data model changes (stored analyses go stale).
+
+    Computed once per process, so one run sees one version.
+    """
     digest = hashlib.sha1(usedforsecurity=False)
     digest.update(str(SCHEMA_VERSION).encode())
     for name in ("units.py", "model.py"):
