@@ -258,8 +258,11 @@ class Symbols:
             )
         found = self._name(target, binding.attr, rest, top=False)
         if found.kind == "missing":
+            # ``from pkg import sub``: a submodule, indexed or not (a compiled extension)
             sub = f"{binding.module}.{binding.attr}"
-            if self._is_module_name(sub, info.source) or self._internal(sub):
+            if self._is_module_name(sub, info.source) or (
+                found.reason == "unresolved" and target.is_package
+            ):
                 return self._module(sub, rest, prefer=info.source, binding=binding, where=info)
         return found
 

@@ -1,0 +1,246 @@
+"""Cross-module name lookup: what a chain read in a module denotes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nnrag.index import Index, index_tree
+from nnrag.model import ModuleInfo
+from nnrag.symbols import Resolution, Symbols, symbols_for
+
+
+def tree(root: Path, files: dict[str, str], *, source: str = "src") -> Index:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return index_tree(root, source=source)
+
+
+def module(index: Index, name: str, source: str | None = None) -> ModuleInfo:
+    info = index.module(name, prefer=source)
+    assert info is not None, name
+    return info
+
+
+def look(index: Index, where: str, chain: str, *, before: int = 0) -> Resolution:
+    return Symbols(index).lookup(module(index, where), chain, before=before)
+
+
+def where(found: Resolution) -> tuple[str, str, str]:
+    assert found.module is not None
+    return (found.kind, found.module.module, found.name)
+
+
+@pytest.fixture
+def pkg(tmp_path: Path) -> Index:
+    return tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .layers import Mlp\nfrom . import layers\n",
+            "pkg/layers/__init__.py": "from .mlp import Mlp as Mlp, make\nfrom .stars import *\n",
+            "pkg/layers/mlp.py": """
+                import torch.nn as nn
+                from torch import nn as tnn
+                import torch.nn.functional
+                def make(): ...
+                class Mlp(nn.Module):
+                    pass
+                Alias = Mlp
+            """,
+            "pkg/layers/stars.py": """
+                __all__ = ["Public", "also"]
+                class Public: ...
+                class Hidden: ...
+                def also(): ...
+                def _private(): ...
+            """,
+            "pkg/layers/nostars.py": "def visible(): ...\ndef _hidden(): ...\n",
+            "pkg/layers/deep/__init__.py": "",
+            "pkg/layers/deep/f.py": "def f(): ...\n",
+            "pkg/model.py": """
+                from __future__ import annotations
+                from typing import TYPE_CHECKING
+                import pkg.layers.deep as d
+                import pkg.layers.mlp
+                from .layers import Mlp as Block
+                from . import layers as L
+                from .layers.nostars import *
+                from .layers.mlp import tnn
+                from torch.nn import LayerNorm
+                if TYPE_CHECKING:
+                    from .layers.mlp import make as only_typed
+                try:
+                    from .layers.mlp import make as fast
+                except ImportError:
+                    fast = None
+                class LayerNorm(LayerNorm):
+                    pass
+                CONST = 3
+            """,
+        },
+    )
+
+
+def test_local_definition(pkg: Index) -> None:
+    assert where(look(pkg, "pkg.model", "CONST")) == ("definition", "pkg.model", "CONST")
+
+
+def test_from_import_alias_through_init_reexport_chain(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "Block")
+    assert where(found) == ("definition", "pkg.layers.mlp", "Mlp")
+    assert [u.kind for u in found.units] == ["class"]
+    assert found.consumed == 1
+
+
+def test_import_as_with_attribute_chain_into_submodule(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "d.f.f")
+    assert where(found) == ("definition", "pkg.layers.deep.f", "f")
+    assert found.consumed == 3
+
+
+def test_plain_dotted_import_binds_top_package(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "pkg.layers.mlp.make")
+    assert where(found) == ("definition", "pkg.layers.mlp", "make")
+    assert found.consumed == 4
+
+
+def test_relative_module_import_then_attribute(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "L.Mlp.forward")
+    assert where(found) == ("definition", "pkg.layers.mlp", "Mlp")
+    assert found.consumed == 2  # ``.forward`` is an attribute of the class
+
+
+def test_module_object(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "L")
+    assert found.kind == "module"
+    assert found.target == "pkg.layers"
+
+
+def test_star_import_honours_all(pkg: Index) -> None:
+    assert where(look(pkg, "pkg.layers", "Public")) == ("definition", "pkg.layers.stars", "Public")
+    assert where(look(pkg, "pkg.layers", "also")) == ("definition", "pkg.layers.stars", "also")
+    assert look(pkg, "pkg.layers", "Hidden").kind == "missing"
+
+
+def test_star_import_without_all_skips_private_names(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "visible")
+    assert where(found) == ("definition", "pkg.layers.nostars", "visible")
+    assert look(pkg, "pkg.model", "_hidden").kind == "missing"
+
+
+def test_alias_assignment_is_its_own_definition(pkg: Index) -> None:
+    found = look(pkg, "pkg.layers.mlp", "Alias")
+    assert where(found) == ("definition", "pkg.layers.mlp", "Alias")
+    assert found.units[0].load_reads == ("Mlp",)
+
+
+def test_external_import_as_written(pkg: Index) -> None:
+    found = look(pkg, "pkg.layers.mlp", "nn.Conv2d")
+    assert found.kind == "external"
+    assert found.target == "torch.nn.Conv2d"
+    assert found.binding is not None
+    assert (found.binding.name, found.binding.module, found.binding.attr) == (
+        "nn",
+        "torch.nn",
+        None,
+    )
+    assert found.key == ("pkg.layers.mlp", "nn")
+
+
+def test_external_top_package_binding(pkg: Index) -> None:
+    found = look(pkg, "pkg.layers.mlp", "torch.nn.functional.relu")
+    assert found.kind == "external"
+    assert found.target == "torch.nn.functional.relu"
+    assert found.consumed == 1
+
+
+def test_external_reexported_by_internal_module_keeps_the_original_binding(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "tnn.Linear")
+    assert found.kind == "external"
+    assert found.key == ("pkg.layers.mlp", "tnn")
+    assert found.target == "torch.nn.Linear"
+
+
+def test_conditional_import_is_the_compound_unit(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "fast")
+    assert where(found) == ("definition", "pkg.model", "fast")
+    assert found.units[0].kind == "try"
+
+
+def test_type_checking_only_binding(pkg: Index) -> None:
+    assert look(pkg, "pkg.model", "only_typed").kind == "typing"
+
+
+def test_load_time_read_sees_earlier_binding(pkg: Index) -> None:
+    info = module(pkg, "pkg.model")
+    line = next(u.start_line for u in info.units if u.kind == "class")
+    assert look(pkg, "pkg.model", "LayerNorm", before=line).kind == "external"
+    assert look(pkg, "pkg.model", "LayerNorm").kind == "definition"
+
+
+def test_builtins_and_module_dunders(pkg: Index) -> None:
+    assert look(pkg, "pkg.model", "len").kind == "builtin"
+    assert look(pkg, "pkg.model", "__file__").kind == "dunder"
+    # an attribute of a module is never a builtin
+    assert look(pkg, "pkg.model", "L.len").kind == "missing"
+
+
+def test_unresolved(pkg: Index) -> None:
+    found = look(pkg, "pkg.model", "nowhere.x")
+    assert found.kind == "missing"
+    assert found.reason == "unresolved"
+
+
+def test_import_cycle_is_safe(tmp_path: Path) -> None:
+    index = tree(
+        tmp_path,
+        {
+            "cyc/__init__.py": "",
+            "cyc/a.py": "from .b import X\n",
+            "cyc/b.py": "from .a import X\n",
+        },
+    )
+    found = look(index, "cyc.a", "X")
+    assert found.kind == "missing"
+    assert found.reason == "cycle"
+
+
+def test_package_importing_its_own_submodule(tmp_path: Path) -> None:
+    index = tree(tmp_path, {"p/__init__.py": "from . import sub\n", "p/sub.py": "def g(): ...\n"})
+    assert where(look(index, "p", "sub.g")) == ("definition", "p.sub", "g")
+
+
+def test_compiled_extension_and_unindexed_modules(tmp_path: Path) -> None:
+    index = tree(
+        tmp_path,
+        {
+            "nat/__init__.py": "",
+            "nat/ops.py": "from . import _ext\nfrom nat._C import kernel\nfrom .broken import y\n",
+            "nat/broken.py": "def y(:\n",
+        },
+    )
+    (tmp_path / "nat" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\0")
+    assert look(index, "nat.ops", "_ext").reason == "native"
+    assert look(index, "nat.ops", "kernel").reason == "native"
+    assert look(index, "nat.ops", "y").reason == "not-indexed"
+
+
+def test_same_source_preferred(tmp_path: Path) -> None:
+    a = tree(
+        tmp_path / "a", {"common.py": "X = 1\n", "user.py": "from common import X\n"}, source="a"
+    )
+    b = tree(
+        tmp_path / "b", {"common.py": "X = 2\n", "user.py": "from common import X\n"}, source="b"
+    )
+    both = Index(checkouts={**a.checkouts, **b.checkouts}, modules=[*a.modules(), *b.modules()])
+    found = Symbols(both).lookup(module(both, "user", "b"), "X")
+    assert found.module is not None
+    assert found.module.source == "b"
+
+
+def test_symbols_for_is_shared_per_index(pkg: Index) -> None:
+    assert symbols_for(pkg) is symbols_for(pkg)
