@@ -104,6 +104,8 @@ def scan_tree(
             _add_file(root, start, entries, problems, source=source, patterns=paths)
         elif top.is_dir():
             _walk(root, start, entries, problems, source=source, patterns=paths, seen=set())
+    if paths:
+        _add_package_inits(root, entries, problems, source=source)
     for pattern in paths:
         if entries and not any(in_scope(path, [pattern]) for path in entries):
             problems.append(
@@ -117,6 +119,24 @@ def scan_tree(
     return [entries[key] for key in sorted(entries)], sorted(
         problems, key=lambda p: (p.path, p.message)
     )
+
+
+def _add_package_inits(
+    root: Path, entries: dict[str, FileEntry], problems: list[FileProblem], *, source: str
+) -> None:
+    """Add the ``__init__.py`` of every package above an in-scope file (``paths: ["a/b"]``
+    still makes ``a/__init__.py`` part of the source: it names and re-exports the package)."""
+    checked: set[str] = set()
+    for rel in list(entries):
+        parts = rel.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            folder = "/".join(parts[:end])
+            if folder in checked:
+                continue
+            checked.add(folder)
+            init = f"{folder}/__init__.py"
+            if init not in entries and (root / init).is_file():
+                _add_file(root, init, entries, problems, source=source, patterns=())
 
 
 def _walk(
@@ -455,6 +475,7 @@ def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
     if spec.paths:
         patterns = ["/LICENSE*", "/LICENCE*", "/COPYING*"]
         patterns += ["/" + p.strip("/") for p in spec.paths]
+        patterns += [f"/{folder}/__init__.py" for folder in _ancestors(spec.paths)]
         run("sparse-checkout", "set", "--no-cone", *patterns)
     run("checkout", "--quiet", "--detach", commit if by_commit else "HEAD")
     head = _git("rev-parse", "HEAD", cwd=work).stdout.strip()
@@ -468,6 +489,15 @@ def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
         "license": license_of(work),
         "root": "tree",
     }
+
+
+def _ancestors(paths: Sequence[str]) -> list[str]:
+    """Folders above each path's literal prefix (their ``__init__.py`` files are needed)."""
+    found: set[str] = set()
+    for root in _walk_roots(paths):
+        parts = root.split("/") if root else []
+        found.update("/".join(parts[:end]) for end in range(1, len(parts)))
+    return sorted(found)
 
 
 def _checkout_from(spec: SourceSpec, folder: Path, meta: Mapping[str, Any]) -> Checkout:

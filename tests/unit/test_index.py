@@ -302,3 +302,44 @@ def test_cli_index_summary_json_and_exit_code(
     repos.write_text("[{]")
     assert main(["index", "--repos", str(repos), "--cache", cache]) == 2
     assert f"{repos}:1:3: malformed JSON" in capsys.readouterr().err
+
+
+def test_reference_repo_config_indexes_a_local_repository(tmp_path: Path) -> None:
+    import subprocess
+
+    reference = json.loads(Path("/work/shared/reference/nn-rag-repo_config.json").read_text())
+    vision = make_tree(
+        tmp_path / "vision",
+        {
+            "torchvision/__init__.py": "",
+            "torchvision/models/__init__.py": "from .net import Net\n",
+            "torchvision/models/net.py": "import torch.nn as nn\n\n\nclass Net(nn.Module): ...\n",
+            "torchvision/_utils.py": "U = 1\n",
+            "torchvision/datasets/d.py": "D = 1\n",
+        },
+    )
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t")
+    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "one"]):
+        subprocess.run(["git", *args], cwd=vision, env=env, check=True)
+    config = {
+        "pytorch/vision": dict(reference["pytorch/vision"], url=vision.as_uri()),
+        "huggingface/pytorch-image-models": dict(
+            reference["huggingface/pytorch-image-models"], url=(tmp_path / "gone").as_uri()
+        ),
+    }
+    repos = tmp_path / "repo_config.json"
+    repos.write_text(json.dumps(config))
+    settings = load_settings(repos, cache_dir=tmp_path / "cache", environ={})
+    stats = build_index(settings)
+    assert stats.sources == 1
+    assert len(stats.source_errors) == 1
+    assert "huggingface/pytorch-image-models" in stats.source_errors[0]
+    index = load_index(settings)
+    assert [m.module for m in index.modules("pytorch/vision")] == [
+        "torchvision",
+        "torchvision._utils",
+        "torchvision.models",
+        "torchvision.models.net",
+    ]
+    assert index.checkouts["pytorch/vision"].spec.priority == 1

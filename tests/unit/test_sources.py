@@ -360,3 +360,40 @@ def test_paths_entry_that_matches_nothing_is_reported(tmp_path: Path) -> None:
     assert [e.path for e in entries] == ["pkg/a.py"]
     assert [p.path for p in problems] == ["nothing/*", "pkg/gone.py"]
     assert "matches no .py file" in problems[0].message
+
+
+def test_packages_above_scoped_paths_keep_their_init(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {"a/__init__.py": "", "a/b/__init__.py": "", "a/b/m.py": "", "a/c/n.py": "", "a/x.py": ""},
+    )
+    entries, _ = scan_tree(tmp_path, source="s", paths=["a/b/m.py"])
+    assert [e.path for e in entries] == ["a/__init__.py", "a/b/__init__.py", "a/b/m.py"]
+
+
+def test_git_sparse_paths_keep_package_names(tmp_path: Path) -> None:
+    root = make_tree(
+        tmp_path / "repo",
+        {
+            "tv/__init__.py": "",
+            "tv/models/__init__.py": "",
+            "tv/models/net.py": "",
+            "tv/io/x.py": "",
+            "tv/_utils.py": "",
+        },
+    )
+    git("init", "-q", "-b", "main", cwd=root)
+    git("add", "-A", cwd=root)
+    git("commit", "-q", "-m", "one", cwd=root)
+    spec = SourceSpec(
+        name="g", kind="git", location=root.as_uri(), paths=("tv/models", "tv/_utils.py")
+    )
+    checkout = materialize(spec, tmp_path / "cache")
+    entries, _ = scan_tree(checkout.root, source="g", paths=spec.paths)
+    assert [e.path for e in entries] == [
+        "tv/__init__.py",
+        "tv/_utils.py",
+        "tv/models/__init__.py",
+        "tv/models/net.py",
+    ]
+    assert not (checkout.root / "tv" / "io").exists()
