@@ -525,6 +525,13 @@ class _Analyzer:
                     self._add_all(None)
         self.visit(value)
 
+    def _set_all(self, value: ast.expr | None) -> None:
+        names = _strings(value, self._all)
+        if names is None:
+            self._all_dynamic = True
+        else:
+            self._all = list(names)
+
     def _add_all(self, names: list[str] | None) -> None:
         if names is None:
             self._all_dynamic = True
@@ -699,11 +706,7 @@ class _Analyzer:
         if self.scope.kind == _MODULE:
             for target in node.targets:
                 if target.__class__ is _Name and target.id == "__all__":
-                    names = _strings(node.value, self._all)
-                    if names is None:
-                        self._all_dynamic = True
-                    else:
-                        self._all = list(names)
+                    self._set_all(node.value)
         self._visit_all(node.targets)
 
     def _annassign(self, node: ast.AnnAssign) -> None:
@@ -716,11 +719,7 @@ class _Analyzer:
             if node.value is not None or kind not in (_MODULE, _CLASS):
                 self._store(target.id)
                 if kind == _MODULE and target.id == "__all__":
-                    names = _strings(node.value, self._all)
-                    if names is None:
-                        self._all_dynamic = True
-                    else:
-                        self._all = list(names)
+                    self._set_all(node.value)
         else:
             self.visit(target)
 

@@ -441,6 +441,19 @@ def test_walrus_in_comprehension_binds_enclosing_function() -> None:
     assert call == ("LIMIT", "any")
 
 
+def test_type_aliases() -> None:
+    info = analyze(
+        """\
+        from typing import Optional, TypeAlias, Union
+        OptTensor = Optional[Tensor]
+        Pair: TypeAlias = Union[int, "Tuple[int, int]"]
+        """
+    )
+    assert unit(info, "OptTensor").load_reads == ("Optional", "Tensor")
+    pair = unit(info, "Pair")
+    assert (pair.kind, pair.load_reads) == ("assign", ("TypeAlias", "Union", "int"))
+
+
 def test_module_level_del_reads_the_name() -> None:
     info = analyze("x = 1\ndel x\n")
     assert info.units[1].load_reads == ("x",)
