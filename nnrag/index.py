@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -249,11 +250,11 @@ def build_and_load(
     When nothing changed since the last build, the counts come from the store and the index is
     not loaded at all (so a warm ``nnrag index`` only walks and stats the sources).
     """
-    from nnrag.store import Store, db_path, writer_lock
+    from nnrag.store import Store, db_path
 
     started = time.perf_counter()
     path = db_path(settings.cache_dir)
-    with writer_lock(settings.cache_dir):
+    with _locked(settings.cache_dir):
         for attempt in (1, 2):
             store = Store(path)
             for notice in store.notices:
@@ -309,6 +310,32 @@ def build_and_load(
         source_errors=tuple(c.error for c in counts if c.error),
     )
     return stats, index
+
+
+@contextlib.contextmanager
+def _locked(cache_dir: Path) -> Iterator[None]:
+    """Hold the index writer lock, turning an unusable cache folder into a CacheError."""
+    import filelock
+
+    from nnrag.store import writer_lock
+
+    try:
+        lock = writer_lock(cache_dir)
+        lock.acquire()
+    except filelock.Timeout:
+        raise CacheError(
+            f"another nnrag process has held the index lock in {cache_dir} for over "
+            f"{lock.timeout:.0f} s; wait for it, or remove {lock.lock_file} if none is running"
+        ) from None
+    except OSError as error:
+        raise CacheError(
+            f"cannot use the cache folder {cache_dir}: {error.strerror or error}; "
+            "pass --cache DIR or set NNRAG_CACHE_DIR to a writable folder"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _state(counts: Sequence[_Counts]) -> str:
@@ -405,9 +432,16 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
     missing = store.missing_analyses((r.sha1, r.module, r.is_package) for r in rows)
     todo = [r for r in rows if (r.sha1, r.module, r.is_package) in missing]
     todo = list({(r.sha1, r.module, r.is_package): r for r in todo}.values())
-    for row in todo:
+    for row in list(todo):
         if row.path not in data_of:
-            data_of[row.path] = (root / row.path).read_bytes()
+            try:
+                data_of[row.path] = (root / row.path).read_bytes()
+            except OSError as error:
+                problems.append(
+                    FileProblem(source=spec.name, path=row.path, message=f"cannot read: {error}")
+                )
+                todo.remove(row)
+                rows.remove(row)
     results = _analyze_all(spec.name, root, todo, data_of, settings, progress=progress)
     analyses = [
         Analysis(

@@ -343,3 +343,13 @@ def test_reference_repo_config_indexes_a_local_repository(tmp_path: Path) -> Non
         "torchvision.models.net",
     ]
     assert index.checkouts["pytorch/vision"].spec.priority == 1
+
+
+def test_unwritable_cache_is_a_clear_error(tmp_path: Path) -> None:
+    make_tree(tmp_path / "src", {"a.py": "A = 1\n"})
+    (tmp_path / "blocked").write_text("a file where the cache folder should be")
+    repos = tmp_path / "repos.json"
+    repos.write_text(json.dumps([{"name": "a", "path": "src"}]))
+    settings = load_settings(repos, cache_dir=tmp_path / "blocked" / "cache", environ={})
+    with pytest.raises(CacheError, match=r"cannot use the cache folder .*pass --cache DIR"):
+        build_index(settings)
