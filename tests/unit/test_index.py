@@ -353,3 +353,19 @@ def test_unwritable_cache_is_a_clear_error(tmp_path: Path) -> None:
     settings = load_settings(repos, cache_dir=tmp_path / "blocked" / "cache", environ={})
     with pytest.raises(CacheError, match=r"cannot use the cache folder .*pass --cache DIR"):
         build_index(settings)
+
+
+def test_process_killed_mid_build_leaves_a_usable_cache(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    many_files(tmp_path / "src", 120)
+    settings = settings_for(tmp_path, [{"name": "a", "path": "src"}], jobs=1)
+    child = multiprocessing.get_context("spawn").Process(target=_build_in_child, args=(settings,))
+    child.start()
+    time.sleep(1.0)
+    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    child.join()
+    stats = build_index(settings)
+    assert stats.modules == 121
+    assert len(list(load_index(settings).modules())) == 121
