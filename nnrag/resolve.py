@@ -327,7 +327,6 @@ class _Walk:
             renames[(module, name)] = new
         return renames
 
-
     def _same_objects(self, entry: _Included) -> dict[str, object]:
         """Names a conditional unit binds by importing an inlined definition of the same name
         (``try: from .fast import fused``): one object, so one flat name, not a collision."""
@@ -422,6 +421,8 @@ class Finding:
     col: int
     registry: Registry | None = None
     """For a registry lookup: the registry (its home registrations are inlined)."""
+    chain: str = ""
+    """For ``getattr(module, ...)``: the module chain (not reported a second time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,6 +480,8 @@ class UnitScanner:
         references: list[tuple[tuple[str, str], tuple[str, str]]] = []
         builtins: set[tuple[str, str]] = set()
         others: list[Use] = []
+        findings = self.findings(info, unit, symbols)
+        dynamic = {finding.chain for finding in findings if finding.chain}
         for use in self.uses(info, unit, symbols):
             found = use.found
             home = found.module
@@ -498,7 +501,7 @@ class UnitScanner:
             elif found.kind == "builtin":
                 builtins.add((info.module, found.name))
                 continue
-            elif found.kind == "typing":
+            elif found.kind == "typing" or (found.kind == "module" and use.chain in dynamic):
                 continue
             else:
                 others.append(use)
@@ -511,7 +514,7 @@ class UnitScanner:
             references=tuple(references),
             builtins=tuple(sorted(builtins)),
             others=tuple(others),
-            findings=self.findings(info, unit, symbols),
+            findings=findings,
         )
         self._summaries[key] = summary
         return summary
@@ -655,11 +658,14 @@ class UnitScanner:
                         and target is not None
                         and symbols.lookup(info, target).kind == "module"
                     ):
-                        yield at(
+                        found = at(
                             node,
                             "dynamic-registry",
                             f"getattr({target}, ...) looks a name up in a source module at "
                             "run time; only the definitions the closure found are inlined",
+                        )
+                        yield Finding(
+                            found.category, found.message, found.line, found.col, None, target or ""
                         )
                 elif (
                     name in ("globals", "vars")
