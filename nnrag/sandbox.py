@@ -296,6 +296,8 @@ def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | N
             messages.extend(_split_frames(buffer))
             if messages and messages[-1].get("kind") == "result":
                 _kill_group(pid)
+                _, status = os.waitpid(pid, 0)
+                break
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
@@ -316,19 +318,31 @@ def _drain(fd: int, buffer: bytearray) -> None:
 
 
 def _reap_leftovers(pid: int) -> None:
-    """Kill the child's session and every orphan re-parented to this (subreaper) server."""
+    """Kill the child's group and every orphan re-parented to this (subreaper) server."""
     _kill_group(pid)
-    me = os.getpid()
-    for _ in range(50):
-        orphans = [p for p, ppid, sid in _proc_table() if ppid == me or sid == pid]
+    for _ in range(200):
+        _reap_all()
+        orphans = _children()
         if not orphans:
-            break
+            return
         for orphan in orphans:
+            _kill_group(orphan)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(orphan, signal.SIGKILL)
-        time.sleep(0.01)
-        _reap_all()
-    _reap_all()
+        time.sleep(0.005)
+
+
+def _children() -> list[int]:
+    """Live children of this process (orphans land here: the server is a subreaper)."""
+    me = os.getpid()
+    try:
+        found: list[int] = []
+        for task in os.listdir(f"/proc/{me}/task"):
+            text = Path(f"/proc/{me}/task/{task}/children").read_text()
+            found += [int(p) for p in text.split()]
+    except OSError:
+        return [p for p, ppid, _ in _proc_table() if ppid == me]
+    return found
 
 
 def _reap_all() -> None:
@@ -465,8 +479,9 @@ def _set_limits(timeout_s: float, memory_mb: int) -> None:
     except (OSError, StopIteration):
         limit = memory_mb * 1024 * 1024
         limits.append((resource.RLIMIT_DATA, limit, limit))
-    users = sum(1 for _, _, _ in _proc_table())
-    limits.append((resource.RLIMIT_NPROC, users + 64, users + 64))
+    if os.path.isdir("/proc"):
+        running = sum(1 for entry in os.listdir("/proc") if entry.isdigit())
+        limits.append((resource.RLIMIT_NPROC, running + 64, running + 64))
     for kind, want_soft, want_hard in limits:
         try:
             _, old_hard = resource.getrlimit(kind)

@@ -1,0 +1,100 @@
+"""Sandbox overhead per block (fork, run a trivial block, collect) vs a fresh interpreter.
+
+Run: nice python benchmarks/sandbox_bench.py [--runs 40]
+Writes benchmarks/results/sandbox_bench.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nnrag.sandbox import Sandbox
+
+RESULTS = Path(__file__).parent / "results"
+TRIVIAL = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--fresh-runs", type=int, default=5)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="nnrag-sandbox-bench-"))
+    path = folder / "block.py"
+    path.write_text(TRIVIAL)
+    timings: dict[str, list[float]] = {"import": [], "forward": []}
+    with Sandbox() as box:
+        started = time.perf_counter()
+        box.start()
+        warm_start = time.perf_counter() - started
+        for depth in ("import", "forward"):
+            request = {
+                "path": str(path),
+                "class_name": "Block",
+                "depth": depth,
+                "timeout_s": 30.0,
+                "harvest": False,
+            }
+            for _ in range(args.runs):
+                started = time.perf_counter()
+                reply = box.run(request)
+                timings[depth].append(time.perf_counter() - started)
+                assert reply.get("category") is None, reply
+    fresh = []
+    for _ in range(args.fresh_runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        fresh.append(time.perf_counter() - started)
+    report = {
+        "runs": args.runs,
+        "warm_parent_start_s": round(warm_start, 3),
+        "per_block_import_median_ms": round(1000 * statistics.median(timings["import"]), 1),
+        "per_block_forward_median_ms": round(1000 * statistics.median(timings["forward"]), 1),
+        "per_block_forward_p90_ms": round(
+            1000 * sorted(timings["forward"])[int(0.9 * len(timings["forward"]))], 1
+        ),
+        "fresh_interpreter_import_torch_median_ms": round(1000 * statistics.median(fresh), 1),
+        "target_ms": 50,
+    }
+    report["speedup_vs_fresh"] = round(
+        report["fresh_interpreter_import_torch_median_ms"] / report["per_block_forward_median_ms"],
+        1,
+    )
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "sandbox_bench.json").write_text(json.dumps(report, indent=1) + "\n")
+    lines = [
+        "# sandbox_bench",
+        "",
+        "Per-block cost of the warm fork sandbox (client request -> fork -> locked-down child ->",
+        "result back), against a fresh interpreter that only imports torch, measured in one run.",
+        "Command: `nice python benchmarks/sandbox_bench.py`",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        *(f"| {key} | {value} |" for key, value in report.items()),
+    ]
+    (RESULTS / "sandbox_bench.md").write_text("\n".join(lines) + "\n")
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
