@@ -36,11 +36,13 @@ _KINDS: dict[type[ast.AST], UnitKind] = {
     ast.ImportFrom: "import",
     ast.If: "if",
     ast.Try: "try",
-    ast.TryStar: "try",
     ast.With: "with",
     ast.AsyncWith: "with",
 }
+_TRY_STAR: type[ast.AST] | None = getattr(ast, "TryStar", None)  # Python >= 3.11
 _TYPE_ALIAS: type[ast.AST] | None = getattr(ast, "TypeAlias", None)  # Python >= 3.12
+if _TRY_STAR is not None:
+    _KINDS[_TRY_STAR] = "try"
 if _TYPE_ALIAS is not None:
     _KINDS[_TYPE_ALIAS] = "assign"
 
@@ -124,6 +126,8 @@ def analyze_module(
     try:
         units = analyzer.units(lines)
     except RecursionError:
+        if sys.version_info < (3, 11):
+            return problem("too deeply nested to analyze; simplify the expression")
         # Deep but valid nesting: Python-to-Python calls do not grow the C stack on 3.11+.
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
@@ -327,7 +331,6 @@ class _Analyzer:
             ast.With: self._conditional,
             ast.AsyncWith: self._conditional,
             ast.Try: self._conditional,
-            ast.TryStar: self._conditional,
             ast.Match: self._conditional,
             ast.ExceptHandler: self._handler,
             ast.MatchAs: self._match_capture,
@@ -336,6 +339,8 @@ class _Analyzer:
             ast.Expr: self._expr,
             ast.BinOp: self._binop,
         }
+        if _TRY_STAR is not None:
+            self.dispatch[_TRY_STAR] = self._conditional
         if _TYPE_ALIAS is not None:
             self.dispatch[_TYPE_ALIAS] = self._type_alias
         self.fields: dict[type[ast.AST], tuple[str, ...]] = {}
