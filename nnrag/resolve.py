@@ -256,7 +256,7 @@ class _Walk:
             wanted = set()
             for dep in entry.load:
                 wanted.add(dep)
-                if self.units[dep].unit.kind == "def":  # a decorator or a load-time call
+                if _runs_at_load(self.units[dep].unit, reader=entry.unit):
                     wanted |= calls.of(dep)
             wanted.discard(key)
             needs[key] = wanted
@@ -342,6 +342,23 @@ class _Walk:
             ):
                 found[binding.name] = ("def", target.module.module, target.name)
         return found
+
+
+_CREATION_HOOKS = frozenset({"__init_subclass__", "__set_name__", "__new__", "__prepare__"})
+
+
+def _runs_at_load(dep: Unit, *, reader: Unit) -> bool:
+    """Whether code of ``dep`` runs while ``reader`` executes (so what it calls is needed then).
+
+    A function read at load time is a decorator or a call; a class read by a statement that
+    is not a class is instantiated or called; a class with creation hooks
+    (``__init_subclass__``, a metaclass' ``__new__``) runs them for every subclass.
+    """
+    if dep.kind == "def":
+        return True
+    if dep.kind != "class":
+        return False
+    return reader.kind != "class" or any(_CREATION_HOOKS & set(c.methods) for c in dep.classes)
 
 
 def _fresh(module: str, name: str, taken: set[str]) -> str:

@@ -1,0 +1,6 @@
+from .a import Root
+
+
+class Middle(Root):
+    def step(self, x):
+        return super().step(x) + 1

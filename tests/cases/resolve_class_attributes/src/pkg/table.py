@@ -1,0 +1,4 @@
+from torch import nn
+
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}
+DEFAULT = "gelu"

@@ -1,0 +1,5 @@
+F = 0.5
+
+
+def half(x):
+    return x * F

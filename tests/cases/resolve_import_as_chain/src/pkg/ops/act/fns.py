@@ -1,0 +1,5 @@
+import torch
+
+
+def swish(x):
+    return x * torch.sigmoid(x)

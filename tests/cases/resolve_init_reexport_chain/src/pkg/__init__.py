@@ -1,0 +1,1 @@
+from .layers import Mlp

@@ -1,0 +1,1 @@
+from .mlp import Mlp

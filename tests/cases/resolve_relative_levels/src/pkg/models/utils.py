@@ -1,0 +1,5 @@
+from ..common import EPS
+
+
+def safe_div(a, b):
+    return a / (b + EPS)

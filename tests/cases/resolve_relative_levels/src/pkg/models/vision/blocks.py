@@ -1,0 +1,5 @@
+from torch import nn
+
+
+class Stem(nn.Conv2d):
+    pass

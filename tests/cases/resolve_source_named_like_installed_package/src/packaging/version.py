@@ -1,0 +1,2 @@
+def parse(text):
+    return tuple(int(p) for p in text.split("."))
