@@ -326,6 +326,18 @@ def test_bad_hook_answer_is_reported(pytester: pytest.Pytester, project: Path, c
     result.stdout.fnmatch_lines(["*pytest_nnrag_block_inputs returned*args, input_kwargs*"])
 
 
+def test_result_hook_sees_every_block(pytester: pytest.Pytester, project: Path, cli: Cli) -> None:
+    pytester.makeconftest(
+        """
+        def pytest_nnrag_result(item, result):
+            item.user_properties.append(("seen", result.block_id))
+        """
+    )
+    pytester.runpytest(*cli("--junitxml", "out.xml"))
+    xml = (pytester.path / "out.xml").read_text()
+    assert xml.count('<property name="seen"') == 3
+
+
 def test_source_error_is_a_failing_item(pytester: pytest.Pytester, project: Path) -> None:
     repos = {"sources": [{"name": "gone", "path": "nowhere"}, {"name": "zoo", "path": "zoo_src"}]}
     (pytester.path / "repos.json").write_text(json.dumps(repos))
