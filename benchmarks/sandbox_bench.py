@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -74,6 +75,8 @@ def main() -> None:
         ),
         "fresh_interpreter_import_torch_median_ms": round(1000 * statistics.median(fresh), 1),
         "target_ms": 50,
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "cores": os.cpu_count(),
     }
     report["speedup_vs_fresh"] = round(
         report["fresh_interpreter_import_torch_median_ms"] / report["per_block_forward_median_ms"],

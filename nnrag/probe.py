@@ -1180,9 +1180,7 @@ def load(path: str) -> Any:
     return module
 
 
-def run_block(
-    request: Mapping[str, Any], *, send: Send, violations: list[str], netns: bool = False
-) -> None:
+def run_block(request: Mapping[str, Any], *, send: Send, violations: list[str]) -> None:
     """Entry point in the sandbox child."""
     torch.manual_seed(int(request.get("seed", 0)))
     Runner(request, send, violations).run()

@@ -232,6 +232,8 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # One empty network namespace for the server, inherited by every child (no per-block cost).
+    netns = libc.unshare(CLONE_NEWNET) == 0
     import torch
 
     torch.set_num_threads(1)
@@ -240,17 +242,19 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int) -> None:
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
     mode = "fork" if hasattr(os, "fork") else "spawn"
-    write_frame(resp_fd, {"ready": True, "torch": torch.__version__, "mode": mode})
+    write_frame(resp_fd, {"ready": True, "torch": torch.__version__, "mode": mode, "netns": netns})
     while True:
         request = read_frame(requests)
         if not isinstance(request, dict):
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        write_frame(resp_fd, _run_child(request, memory_mb))
+        reply, cleanup = _run_child(request, memory_mb)
+        write_frame(resp_fd, reply)
+        cleanup()  # after replying: the client goes on while the child is torn down
 
 
-def _run_child(request: Message, memory_mb: int) -> Message:
+def _run_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], None]]:
     tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
     timeout_s = float(request.get("timeout_s", 60.0))
     read_fd, write_fd = os.pipe()
@@ -270,10 +274,18 @@ def _run_child(request: Message, memory_mb: int) -> Message:
     os.close(write_fd)
     messages, status, timed_out = _collect(pid, read_fd, started + timeout_s)
     os.close(read_fd)
+
+    def cleanup() -> None:
+        if status is None:
+            os.waitpid(pid, 0)
+        _reap_leftovers(pid)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    if messages and messages[-1].get("kind") == "result":
+        return summarize(messages, status=status, timed_out=timed_out), cleanup
     _reap_leftovers(pid)
     stderr_tail = _tail(tmp / "stderr.txt")
-    shutil.rmtree(tmp, ignore_errors=True)
-    return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail)
+    return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
 
 
 def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | None, bool]:
@@ -295,9 +307,8 @@ def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | N
             _drain(fd, buffer)
             messages.extend(_split_frames(buffer))
             if messages and messages[-1].get("kind") == "result":
-                _kill_group(pid)
-                _, status = os.waitpid(pid, 0)
-                break
+                _kill_group(pid)  # reaped in cleanup, after the reply is sent
+                return messages, None, False
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
@@ -427,7 +438,6 @@ def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
     os.setsid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    netns = libc.unshare(CLONE_NEWNET) == 0
     os.chdir(tmp)
     environ = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
     os.environ.clear()
@@ -454,7 +464,7 @@ def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
 
     from nnrag import probe
 
-    probe.run_block(request, send=send, violations=violations, netns=netns)
+    probe.run_block(request, send=send, violations=violations)
 
 
 def _set_limits(timeout_s: float, memory_mb: int) -> None:
