@@ -127,6 +127,7 @@ def main() -> int:
         cold_serial = build_index(serial_settings)
 
         result: dict[str, object] = {
+            "command": " ".join(["nice python benchmarks/index_bench.py", *sys.argv[1:]]),
             "machine": {
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
@@ -197,13 +198,14 @@ def render(result: dict[str, object]) -> str:
     lines = [
         "# Index benchmark",
         "",
-        f"Command: `nice python benchmarks/index_bench.py` ({result['route']}).",
+        f"Command: `{result.get('command', 'nice python benchmarks/index_bench.py')}` "
+        f"({result['route']}).",
         f"Machine: {result['machine']}.",
         "",
         "| corpus | files | lines | modules | blocks | file problems | parse-only s |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, row in corpora.items():
+    for row in corpora.values():
         lines.append(
             f"| {row['requirement']} | {row['files']} | {row['lines']} | {row['modules']} | "
             f"{row['blocks']} | {row['problems']} | {row['parse_only_s']} |"
