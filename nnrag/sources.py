@@ -52,7 +52,7 @@ def in_scope(path: str, patterns: Sequence[str]) -> bool:
     if not patterns:
         return True
     for raw in patterns:
-        pattern = raw.strip("/")
+        pattern = _normalized(raw)
         if not pattern or pattern == ".":
             return True
         if _GLOB_CHARS.isdisjoint(pattern):
@@ -68,6 +68,14 @@ def in_scope(path: str, patterns: Sequence[str]) -> bool:
     return False
 
 
+def _normalized(pattern: str) -> str:
+    """``./timm/`` -> ``timm``; backslashes as slashes."""
+    text = pattern.replace("\\", "/").strip()
+    while text.startswith("./"):
+        text = text[2:]
+    return text.strip("/")
+
+
 def _walk_roots(patterns: Sequence[str]) -> list[str]:
     """Top folders to walk: the literal part of every pattern (``""`` for the whole tree)."""
     if not patterns:
@@ -75,7 +83,7 @@ def _walk_roots(patterns: Sequence[str]) -> list[str]:
     roots: set[str] = set()
     for raw in patterns:
         literal: list[str] = []
-        for part in raw.strip("/").split("/"):
+        for part in _normalized(raw).split("/"):
             if not part or part == "." or not _GLOB_CHARS.isdisjoint(part):
                 break
             literal.append(part)
@@ -474,7 +482,7 @@ def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
         run("fetch", "--quiet", "--depth", "1", "origin", commit)
     if spec.paths:
         patterns = ["/LICENSE*", "/LICENCE*", "/COPYING*"]
-        patterns += ["/" + p.strip("/") for p in spec.paths]
+        patterns += ["/" + _normalized(p) for p in spec.paths]
         patterns += [f"/{folder}/__init__.py" for folder in _ancestors(spec.paths)]
         run("sparse-checkout", "set", "--no-cone", *patterns)
     run("checkout", "--quiet", "--detach", commit if by_commit else "HEAD")

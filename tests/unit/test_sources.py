@@ -53,6 +53,7 @@ def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         ("a/models/c.py", ("a/*/b",), False),
         ("pkg/test_x.py", ("pkg/test_*.py",), True),
         ("x.py", (".",), True),
+        ("timm/a.py", ("./timm/",), True),
     ],
 )
 def test_in_scope(path: str, patterns: tuple[str, ...], expected: bool) -> None:
