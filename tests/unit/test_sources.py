@@ -398,3 +398,10 @@ def test_git_sparse_paths_keep_package_names(tmp_path: Path) -> None:
         "tv/models/net.py",
     ]
     assert not (checkout.root / "tv" / "io").exists()
+
+
+def test_git_unreachable_later_reuses_the_last_checkout(repo: Path, tmp_path: Path) -> None:
+    spec = SourceSpec(name="g", kind="git", location=repo.as_uri())
+    first = materialize(spec, tmp_path / "cache")
+    repo.rename(tmp_path / "moved")
+    assert materialize(spec, tmp_path / "cache") == first
