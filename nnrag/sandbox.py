@@ -102,8 +102,11 @@ class Sandbox:
     Use as a context manager; the server starts on first use and is restarted if it dies.
     """
 
-    def __init__(self, *, memory_mb: int = 4096, python: str | None = None) -> None:
+    def __init__(
+        self, *, memory_mb: int = 4096, python: str | None = None, spawn: bool = False
+    ) -> None:
         self.memory_mb = memory_mb
+        self.spawn = spawn or not hasattr(os, "fork")
         self.python = python or sys.executable
         self.info: Message = {}
         self._proc: subprocess.Popen[bytes] | None = None
@@ -138,7 +141,7 @@ class Sandbox:
         code = (
             f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
             "from nnrag.sandbox import serve; "
-            f"serve({req_r}, {resp_w}, {self.memory_mb})"
+            f"serve({req_r}, {resp_w}, {self.memory_mb}, spawn={self.spawn})"
         )
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
@@ -227,13 +230,13 @@ def _kill_group(pgid: int) -> None:
 # --------------------------------------------------------------------------- server
 
 
-def serve(req_fd: int, resp_fd: int, memory_mb: int) -> None:
+def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> None:
     """Warm server main loop: import torch once, then fork a child per request."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
     # One empty network namespace for the server, inherited by every child (no per-block cost).
-    netns = libc.unshare(CLONE_NEWNET) == 0
+    unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
+    netns = unshare is not None and unshare(CLONE_NEWNET) == 0
     import torch
 
     torch.set_num_threads(1)
@@ -241,7 +244,7 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int) -> None:
 
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
-    mode = "fork" if hasattr(os, "fork") else "spawn"
+    mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
     write_frame(resp_fd, {"ready": True, "torch": torch.__version__, "mode": mode, "netns": netns})
     while True:
         request = read_frame(requests)
@@ -249,7 +252,8 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int) -> None:
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        reply, cleanup = _run_child(request, memory_mb)
+        run = _spawn_child if mode == "spawn" else _run_child
+        reply, cleanup = run(request, memory_mb)
         write_frame(resp_fd, reply)
         cleanup()  # after replying: the client goes on while the child is torn down
 
@@ -286,6 +290,60 @@ def _run_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], 
     _reap_leftovers(pid)
     stderr_tail = _tail(tmp / "stderr.txt")
     return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
+
+
+def _prctl(option: int, value: int) -> None:
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+    if prctl is not None:
+        prctl(option, value)
+
+
+def _spawn_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], None]]:
+    """The fallback without fork: a fresh interpreter per block (imports torch every time)."""
+    tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
+    read_fd, write_fd = os.pipe()
+    code = (
+        f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
+        f"from nnrag.sandbox import spawned_child; spawned_child({write_fd}, {memory_mb})"
+    )
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        pass_fds=(write_fd,),
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+        cwd=tmp,
+    )
+    os.close(write_fd)
+    assert proc.stdin is not None
+    proc.stdin.write(pickle.dumps((request, str(tmp))))
+    proc.stdin.close()
+    deadline = started + float(request.get("timeout_s", 60.0)) + 60.0  # + torch import
+    messages, status, timed_out = _collect(proc.pid, read_fd, deadline)
+    os.close(read_fd)
+
+    def cleanup() -> None:
+        if status is None:
+            os.waitpid(proc.pid, 0)
+        _reap_leftovers(proc.pid)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    stderr_tail = _tail(tmp / "stderr.txt")
+    return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
+
+
+def spawned_child(fd: int, memory_mb: int) -> None:
+    """Main of a spawned (not forked) child: read the request from stdin, run it, exit."""
+    request, tmp = pickle.loads(sys.stdin.buffer.read())
+    exit_code = 70
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        _child_main(request, Path(tmp), fd, memory_mb)
+        exit_code = 0
+    finally:
+        os._exit(exit_code)
 
 
 def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | None, bool]:
@@ -435,9 +493,9 @@ def summarize(
 
 def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
     """Lock the process down, then run the probe, reporting progress over ``fd``."""
-    os.setsid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    with contextlib.suppress(OSError):  # already a session leader when spawned
+        os.setsid()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.chdir(tmp)
     environ = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
     os.environ.clear()

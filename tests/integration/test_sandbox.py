@@ -255,3 +255,17 @@ def test_parent_is_restarted_when_it_dies(sandbox: Sandbox, tmp_path: Path) -> N
     assert result.passed, result.message
     assert sandbox.pid not in (None, server)
     assert sandbox.restarts >= 1
+
+
+def test_spawn_fallback_warns_once_and_still_validates(tmp_path: Path) -> None:
+    with Sandbox(spawn=True) as box:
+        with pytest.warns(RuntimeWarning, match="falls back"):
+            box.start()
+        assert box.info["mode"] == "spawn"
+        first = run(box, tmp_path, HEADER + TRIVIAL, "spawned")
+        assert first.passed, first.message
+        crashed = run(box, tmp_path, CASES["abort"][0], "spawned-abort")
+        assert crashed.category == "crash"
+        server = box.pid
+        assert server is not None
+        assert settled_descendants(server) == []
