@@ -250,7 +250,7 @@ class _Walk:
     def _order(self) -> list[UnitKey]:
         """Topological over load-time needs (stable by source, module, line); cycles broken."""
         needs: dict[UnitKey, set[UnitKey]] = {}
-        calls = _CallClosure(self.units)
+        calls = _CallClosure(self.units, self.scanner.reach)
         by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
         for key, entry in self.units.items():
             wanted = set()
@@ -389,11 +389,17 @@ def _label(unit: Unit) -> str:
 
 
 class _CallClosure:
-    """Units reachable through call-time edges (what runs when a unit's functions run)."""
+    """Units reachable through call-time edges (what runs when a unit's functions run).
 
-    def __init__(self, units: Mapping[UnitKey, _Included]) -> None:
+    Edges of a unit do not depend on the block being resolved, so the sets are kept per
+    index (``memo``) and shared by every resolution.
+    """
+
+    def __init__(
+        self, units: Mapping[UnitKey, _Included], memo: dict[UnitKey, frozenset[UnitKey]]
+    ) -> None:
         self.units = units
-        self.memo: dict[UnitKey, frozenset[UnitKey]] = {}
+        self.memo = memo
 
     def of(self, start: UnitKey) -> frozenset[UnitKey]:
         cached = self.memo.get(start)
@@ -403,6 +409,11 @@ class _CallClosure:
         stack = [start]
         while stack:
             key = stack.pop()
+            known = self.memo.get(key) if key != start else None
+            if known is not None:
+                seen |= known
+                seen.add(key)
+                continue
             for dep in _edges(self.units[key]):
                 if dep not in seen:
                     seen.add(dep)
@@ -484,6 +495,8 @@ class UnitScanner:
         self._by_attr: dict[str, list[tuple[ModuleInfo, ImportBinding]]] | None = None
         self._uses: dict[UnitKey, tuple[Use, ...]] = {}
         self._summaries: dict[UnitKey, Summary] = {}
+        self.reach: dict[UnitKey, frozenset[UnitKey]] = {}
+        """Per unit: every unit its functions may run (see ``_CallClosure``)."""
         self._positions: dict[tuple[UnitKey, str], tuple[int, int]] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
