@@ -30,8 +30,10 @@ comprehensions, ``global``/``nonlocal`` and comprehension scopes are exact. Func
 are checked against the module's final namespace (after top-level ``del``), module-level
 code against what earlier top-level statements bound. Annotations that are never evaluated
 (``from __future__ import annotations``, annotations of local variables) are ignored.
-Imports under ``if TYPE_CHECKING:`` never run and are not checked; a third-party import
-guarded by ``try: ... except ImportError`` may be missing. Installed means
+Imports under ``if TYPE_CHECKING:`` never run and are not checked. A third-party import
+that is optional may be missing: guarded by ``try: ... except ImportError``, or lazy (inside
+a function body, e.g. ``import jax`` in a weight-conversion helper); relative and
+source-package imports are findings wherever they are. Installed means
 ``importlib.util.find_spec`` finds the top-level module (nothing is imported); declared means
 a ``requires:`` line names the distribution (import name and distribution name compared
 normalized, plus a few well-known aliases such as ``PIL`` -> ``pillow``).
@@ -278,25 +280,29 @@ def _guards_import_error(node: ast.Try) -> bool:
 
 
 def _imports(
-    statements: Iterable[ast.AST], guarded: bool = False
+    statements: Iterable[ast.AST], optional: bool = False
 ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import that can run, with whether an ``except ImportError`` guards it.
+    """Every import that can run, with whether it is optional.
 
-    Imports are statements, so only statement lists are walked, never expressions.
+    Optional: guarded by ``except ImportError``, or lazy (inside a function body, run only
+    when that function is called). Imports are statements, so only statement lists are
+    walked, never expressions.
     """
     for node in statements:
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, guarded
+            yield node, optional
         elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            yield from _imports(node.orelse, guarded)
+            yield from _imports(node.orelse, optional)
         elif isinstance(node, _TRY_NODES):
-            yield from _imports(node.body, guarded or _guards_import_error(node))
-            yield from _imports([*node.handlers, *node.orelse, *node.finalbody], guarded)
+            yield from _imports(node.body, optional or _guards_import_error(node))
+            yield from _imports([*node.handlers, *node.orelse, *node.finalbody], optional)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from _imports(node.body, True)
         else:
             for name in ("body", "orelse", "finalbody", "handlers", "cases"):
                 block = getattr(node, name, None)
                 if isinstance(block, list):
-                    yield from _imports(block, guarded)
+                    yield from _imports(block, optional)
 
 
 def _check_imports(
@@ -304,7 +310,7 @@ def _check_imports(
 ) -> list[Finding]:
     findings: list[Finding] = []
     stdlib = sys.stdlib_module_names
-    for node, guarded in _imports(tree.body):
+    for node, optional in _imports(tree.body):
         line, col = node.lineno, node.col_offset + 1
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -334,7 +340,7 @@ def _check_imports(
                         col,
                     )
                 )
-            elif top in stdlib or top == "__future__" or guarded:
+            elif top in stdlib or top == "__future__" or optional:
                 continue
             elif not (_is_declared(top, declared) or is_installed(top)):
                 findings.append(

@@ -456,6 +456,19 @@ def test_guarded_optional_import_may_be_missing() -> None:
     assert codes(text) == []
 
 
+def test_lazy_third_party_import_in_function_is_optional() -> None:
+    text = block(
+        """
+        def convert(weights, bfloat16=False):
+            if bfloat16:
+                import nnrag_surely_missing_pkg.numpy as jnp
+                return jnp.asarray(weights)
+            return weights
+        """
+    )
+    assert codes(text) == []
+
+
 def test_type_checking_imports_are_not_checked() -> None:
     text = block(
         """
