@@ -369,3 +369,10 @@ def test_process_killed_mid_build_leaves_a_usable_cache(tmp_path: Path) -> None:
     stats = build_index(settings)
     assert stats.modules == 121
     assert len(list(load_index(settings).modules())) == 121
+
+
+def test_progress_bar_names_the_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_tree(tmp_path / "src", {"a.py": "A = 1\n", "b.py": "B = 1\n"})
+    settings = settings_for(tmp_path, [{"name": "mine", "path": "src"}])
+    assert build_index(settings, progress=True).parsed == 2
+    assert "indexing mine" in capsys.readouterr().err
