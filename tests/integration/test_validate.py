@@ -120,3 +120,91 @@ def test_without_a_sandbox_one_is_started(tmp_path: Path) -> None:
     path.write_text(block())
     result = validate_file(path, block_id="t:block:Block", class_name="Block", depth="import")
     assert result.passed, result.message
+
+
+class FakeIndex:
+    def source_packages(self, source: str) -> frozenset[str]:
+        return frozenset({"pkg"})
+
+
+class FakeWorkspace:
+    """The parts of Workspace that validate_block uses, over one hand-written block file."""
+
+    def __init__(self, tmp_path: Path, code: str, **settings: object) -> None:
+        from nnrag.model import BlockRef, Extracted, Settings
+
+        settings.setdefault("sources", ())
+        self.settings = Settings(cache_dir=tmp_path / "cache", **settings)  # type: ignore[arg-type]
+        self.block = BlockRef(
+            source="src", module="pkg.mod", name="Block", path="pkg/mod.py", line=1
+        )
+        self.path = tmp_path / "Block.py"
+        self.path.write_text(code)
+        self.extracted = Extracted(
+            block=self.block,
+            code=code,
+            digest="sha256:" + str(hash(code)),
+            requirements=(),
+            files=(),
+        )
+        self.written = 0
+
+    def find(self, query: str) -> object:
+        return self.block
+
+    def extract(self, query: object) -> object:
+        return self.extracted
+
+    def block_file(self, extracted: object) -> Path:
+        self.written += 1
+        return self.path
+
+    def index(self) -> FakeIndex:
+        return FakeIndex()
+
+
+def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None:
+    from nnrag.validate import validate_block, workspace_sandbox
+
+    workspace = FakeWorkspace(tmp_path, block())
+    try:
+        first = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]
+        again = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]
+        assert first.passed, first.message
+        assert (first.cached, again.cached) == (False, True)
+        assert workspace.written == 1
+        deeper = validate_block(workspace, "Block", depth="backward")  # type: ignore[arg-type]
+        assert not deeper.cached
+        fresh = FakeWorkspace(tmp_path, block(), revalidate=True)
+        assert not validate_block(fresh, "Block", depth="forward").cached  # type: ignore[arg-type]
+    finally:
+        workspace_sandbox(workspace).close()  # type: ignore[arg-type]
+
+
+def test_workspace_uses_config_hints(tmp_path: Path) -> None:
+    from nnrag.model import BlockHints, SourceSpec
+    from nnrag.validate import validate_block, workspace_sandbox
+
+    code = IMPORTS + textwrap.dedent(
+        """
+        class Block(nn.Module):
+            def __init__(self, spec):
+                super().__init__()
+                rows, cols = (int(v) for v in spec.split("x"))
+                self.lin = nn.Linear(rows, cols)
+
+            def forward(self, x):
+                return self.lin(x)
+        """
+    )
+    hint = BlockHints(pattern="pkg.mod:Block", init_args=("3x5",))
+    source = SourceSpec(name="src", kind="path", location=str(tmp_path), hints=(hint,))
+    workspace = FakeWorkspace(tmp_path, code, sources=(source,))
+    try:
+        result = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]
+        assert result.passed, result.message
+        assert result.recipe is not None
+        assert result.recipe.origin == "hinted"
+        assert result.recipe.init_args == ("3x5",)
+    finally:
+        workspace_sandbox(workspace).close()  # type: ignore[arg-type]
