@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -29,17 +30,26 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
+CPU: dict[str, float] = {}
+"""CPU seconds (user + sys) of each step's pytest processes, by step name."""
 
 
 def _pytest(
     args: list[str], *, cwd: Path, env: dict[str, str], log: Path
 ) -> tuple[float, int, str]:
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU[log.stem] = round(cpu, 2)
     log.write_text(f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}")
-    print(f"  {seconds:8.1f} s  exit {done.returncode}  {' '.join(args[-4:])}", flush=True)
+    print(
+        f"  {seconds:8.1f} s wall {cpu:8.1f} s cpu  exit {done.returncode}  {' '.join(args[-4:])}",
+        flush=True,
+    )
     return seconds, done.returncode, done.stdout
 
 
@@ -137,6 +147,9 @@ def main() -> None:
         "passed": summary["passed"],
         "pass_rate": summary["pass_rate"],
         "categories": summary["categories"],
+        "cpu_s": CPU,
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+        "cores": os.cpu_count(),
         "nnrag_version": cached_report["nnrag_version"],
         "torch_version": cached_report["torch_version"],
     }
@@ -153,13 +166,18 @@ def main() -> None:
         f"`{result['command']}` on `{args.repos.name}` (depth {args.depth}); "
         f"{result['collected']}.",
         "",
-        "| step | wall |",
-        "|---|---|",
-        f"| collection, warm index (`--collect-only`) | {collect_s:.1f} s |",
+        f"Machine: {os.cpu_count()} cores shared with other jobs (1-minute load average "
+        f"{result['load_average_1m_at_end']} at the end); CPU = user + sys of the pytest "
+        "processes and their children.",
+        "",
+        "| step | wall | CPU |",
+        "|---|---|---|",
+        f"| collection, warm index (`--collect-only`) | {collect_s:.1f} s | {CPU['collect']} s |",
         f"| full run, `-n {args.workers}` ({cached_before} results already cached) "
-        f"| {full_s:.1f} s |",
-        f"| re-run, every result cached, `-n {args.workers}` (target <= 15 s) | {cached_s:.1f} s |",
-        f"| re-run, cached, no xdist | {serial_s:.1f} s |",
+        f"| {full_s:.1f} s | {CPU['full']} s |",
+        f"| re-run, every result cached, `-n {args.workers}` (target <= 15 s) "
+        f"| {cached_s:.1f} s | {CPU['cached']} s |",
+        f"| re-run, cached, no xdist | {serial_s:.1f} s | {CPU['serial']} s |",
         "",
         f"All results cached on re-run: {all_cached}. "
         f"Outcomes identical with and without xdist: {parity}.",
