@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from nnrag.index import Index
-    from nnrag.model import BlockRef
+    from nnrag.model import BlockRef, Closure, ImportBinding
 
 Level = Literal["exact", "lexical", "structural"]
 LEVELS: tuple[Level, ...] = ("exact", "lexical", "structural")
@@ -351,6 +351,50 @@ def class_code(index: Index, block: BlockRef) -> str | None:
             lines = index.text(info).splitlines()
             return "\n".join(lines[unit.start_line - 1 : unit.end_line]) + "\n"
     return None
+
+
+def _import_line(binding: ImportBinding) -> str:
+    if binding.attr is None:
+        top = binding.module.split(".", 1)[0]
+        if binding.name == top:
+            return f"import {binding.module}"
+        return f"import {binding.module} as {binding.name}"
+    alias = "" if binding.attr in (binding.name, "*") else f" as {binding.name}"
+    return f"from {binding.module} import {binding.attr}{alias}"
+
+
+def closure_text(index: Index, closure: Closure) -> str:
+    """The closure's code as it is in its sources: its imports, then its units' original text.
+
+    What emission would write minus the provenance header and collision renames (which do
+    not change what is compared here), without paying for the LibCST rewrite.
+    """
+    lines = sorted({_import_line(binding) for binding in closure.imports})
+    texts: dict[tuple[str, str], list[str]] = {}
+    for ref in closure.units:
+        info = index.module(ref.module, prefer=ref.source)
+        if info is None:
+            continue
+        key = (info.source, info.module)
+        if key not in texts:
+            texts[key] = index.text(info).splitlines()
+        unit = info.units[ref.index]
+        lines.append("\n".join(texts[key][unit.start_line - 1 : unit.end_line]))
+    return "\n".join(lines) + "\n"
+
+
+def resolved_closure_code(index: Index) -> Callable[[BlockRef], str | None]:
+    """A ``closure_code`` for :func:`dedup_blocks` from :func:`nnrag.resolve.resolve`."""
+    from nnrag.errors import NnragError
+    from nnrag.resolve import resolve
+
+    def code(block: BlockRef) -> str | None:
+        try:
+            return closure_text(index, resolve(index, block))
+        except NnragError:
+            return None
+
+    return code
 
 
 def dedup_blocks(
