@@ -310,25 +310,24 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     import json
 
     from nnrag.config import load_settings
-    from nnrag.dedup import DedupParams, dedup_blocks, dedup_json, format_report
-    from nnrag.model import BlockRef
+    from nnrag.dedup import (
+        DedupParams,
+        dedup_blocks,
+        dedup_json,
+        format_report,
+        resolved_closure_code,
+    )
     from nnrag.workspace import Workspace
 
     if not 0.0 < args.threshold <= 1.0:
         print("nnrag dedup: error: --threshold must be in (0, 1]", file=sys.stderr)
         return 2
     workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
-
-    def closure_code(block: BlockRef) -> str | None:
-        try:
-            return workspace.extract(block).code
-        except NnragError:
-            return None
-
+    index = workspace.index()
     report = dedup_blocks(
-        workspace.index(),
+        index,
         workspace.blocks(),
-        closure_code=None if args.target_only else closure_code,
+        closure_code=None if args.target_only else resolved_closure_code(index),
         params=DedupParams(lexical_threshold=args.threshold, structural_threshold=args.threshold),
     )
     if args.json:
