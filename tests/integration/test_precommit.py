@@ -121,6 +121,23 @@ def test_check_cli_output_and_exit_codes(tmp_path: Path) -> None:
     assert "1 of 2 file(s) failed" in bad.stderr
 
 
+def test_check_import_runs_the_block_in_the_sandbox(tmp_path: Path) -> None:
+    good = tmp_path / "Mlp.py"
+    good.write_text(block_text())
+    bad = tmp_path / "Boom.py"
+    bad.write_text(block_text(BODY + '\nraise RuntimeError("boom at import")\n'))
+    done = subprocess.run(
+        [*NNRAG, "check", "--import", str(good), str(bad)],
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stdout.splitlines()
+    assert line.startswith(f"{bad}:1:1: NNR301 import failed [runtime-error]: ")
+    assert "boom at import" in line
+
+
 # --------------------------------------------------------------------------- pre-commit
 
 
