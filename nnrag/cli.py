@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from nnrag import __version__
 from nnrag.errors import NnragError
-from nnrag.model import STAGES
+from nnrag.model import STAGES, Stage, ValidationResult
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -269,7 +269,26 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     else:
         passed = sum(r.passed for r in results)
         print(f"nnrag validate: {passed} of {len(results)} passed", file=sys.stderr)
+    _write_run_report(results, settings.depth, report=args.report, badge=args.badge)
     return 0 if all(r.passed for r in results) else 1
+
+
+def _write_run_report(
+    results: list[ValidationResult], depth: Stage, *, report: str | None, badge: str | None
+) -> None:
+    """``--report`` / ``--badge``: the same JSON report and badge as the pytest plugin."""
+    if report is None and badge is None:
+        return
+    from pathlib import Path
+
+    from nnrag.report import build_report, write_badge, write_report
+
+    document = build_report(results, depth=depth)
+    written = [write_report(document, Path(report))] if report is not None else []
+    if badge is not None:
+        written.extend(write_badge(document, Path(badge)))
+    for path in written:
+        print(f"nnrag validate: wrote {path}", file=sys.stderr)
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -464,6 +483,10 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per block")
     validate.add_argument("--revalidate", action="store_true", help="ignore cached results")
     validate.add_argument("--json", action="store_true", help="print JSON")
+    validate.add_argument("--report", metavar="PATH", help="write the JSON run report")
+    validate.add_argument(
+        "--badge", metavar="PATH", help="write an SVG badge (+ shields JSON beside it)"
+    )
     validate.set_defaults(handler=_cmd_validate)
 
     search = commands.add_parser("search", help="full-text search over blocks")
