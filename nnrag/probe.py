@@ -430,6 +430,23 @@ def first_layer(module: nn.Module) -> tuple[str, int, list[int]]:
     return "unknown", 0, []
 
 
+def model_side(module: nn.Module) -> int | None:
+    """The square input side a model declares (``img_size``, ``pretrained_cfg``), if any."""
+    for layer in module.modules():
+        for name in ("img_size", "image_size", "input_size", "resolution"):
+            value = getattr(layer, name, None)
+            if isinstance(value, (tuple, list)) and value and isinstance(value[-1], int):
+                value = value[-1]
+            if isinstance(value, int) and not isinstance(value, bool) and 4 <= value <= 512:
+                return value
+        cfg = getattr(layer, "pretrained_cfg", None) or getattr(layer, "default_cfg", None)
+        if isinstance(cfg, Mapping):
+            size = cfg.get("input_size")
+            if isinstance(size, (tuple, list)) and len(size) == 3 and isinstance(size[-1], int):
+                return int(size[-1])
+    return None
+
+
 def primary_specs(
     module: nn.Module, profile: Profile, ctor: Mapping[str, object]
 ) -> list[dict[str, Any]]:
@@ -441,15 +458,13 @@ def primary_specs(
             for k, v in ctor.items()
             if re.search(r"img|image|input_size|resolution", k) and isinstance(v, int)
         ),
-        profile.img,
+        None,
     )
-    s, n = img, profile.seq
+    side = img or model_side(module) or profile.img
+    s, n = side, profile.seq
     if kind == "image":
-        return [
-            tensor_spec([2, size, s, s]),
-            tensor_spec([2, size, 2 * s, 2 * s]),
-            tensor_spec([2, size, 224, 224]),
-        ]
+        sides = dict.fromkeys([s, 2 * s, 224] if s < 224 else [s])
+        return [tensor_spec([2, size, k, k]) for k in sides]
     if kind == "signal":
         return [tensor_spec([2, size, 64]), tensor_spec([2, size, 256])]
     if kind == "volume":
@@ -646,6 +661,15 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         if dim < len(shape) and shape[dim] in (a, b):
             new = list(shape)
             new[dim] = b if shape[dim] == a else a
+    elif m := re.search(r"doesn't match model \((\d+)", message):
+        want = int(m.group(1))
+        new = [*shape[:-2], want, want] if len(shape) == 4 else None
+    elif m := re.search(r"divisible by (\d+)", message):
+        step = int(m.group(1))
+        if len(shape) == 4 and 1 < step <= 64:
+            side = -(-shape[-1] // step) * step
+            side = side if side != shape[-1] else side * 2
+            new = [*shape[:-2], side, side]
     elif m := re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message):
         got = int(m.group(3))
         new = reshape_rank(shape, got + 1 if got >= 0 else -got, profile)

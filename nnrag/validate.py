@@ -82,6 +82,8 @@ def run_validation(
     harvest: bool = True,
 ) -> tuple[ValidationResult, list[dict[str, Any]]]:
     """Validate one block file; also return the sub-block recipes harvested while it ran."""
+    if sandbox is not None and stage_index(depth) > stage_index("closed"):
+        sandbox.start()  # the warm parent's start-up is not this block's time
     started = time.perf_counter()
     try:
         code = path.read_text(encoding="utf-8")
