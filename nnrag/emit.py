@@ -66,8 +66,11 @@ def emit(index: Index, closure: Closure) -> Extracted:
     block = closure.block
     plan = _Plan()
     modules = _collect_units(index, closure, plan)
-    _assign_flat_names(index, closure, plan, modules)
-    rewrites = _plan_rewrites(index, closure, plan, modules)
+    from nnrag.symbols import symbols_for
+
+    symbols = symbols_for(index)
+    _assign_flat_names(index, symbols, closure, plan, modules)
+    rewrites = _plan_rewrites(index, symbols, closure, plan)
 
     # `from __future__ import annotations` changes what annotations mean (lazy strings
     # instead of evaluated expressions). It is emitted only when every inlined module has
@@ -83,6 +86,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     if imports:
         chunks.append(imports)
     emitted: dict[str, set[int]] = {}
+    texts: dict[str, list[str]] = {}
     for info, unit in plan.units:
         if unit.kind == "import":
             continue  # hoisted into the import section above
@@ -91,13 +95,15 @@ def emit(index: Index, closure: Closure) -> Extracted:
         if span <= lines:
             continue  # several statements on one line: already emitted with the first
         lines |= span
-        text = _unit_text(index, info, unit)
+        if info.module not in texts:
+            texts[info.module] = index.text(info).split("\n")
+        text = _unit_text(texts[info.module], unit)
         rewrite = rewrites.get(id(unit), Rewrite())
         stringify = info.module in lazy and not all_lazy
         if stringify or rewrite:
             try:
-                text = rewrite_unit(text, rewrite, stringify_annotations=stringify)
-            except Exception as error:  # LibCST parse failure: keep the text, say so
+                text = _rewrite_cached(text, _rewrite_key(rewrite), stringify)
+            except (SyntaxError, ValueError) as error:  # keep the text, say so
                 plan.problems.append(
                     Problem(
                         category="internal-error",
@@ -126,7 +132,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
         body=body,
     )
     code = header + "\n" + body
-    _check_compiles(code, block.id)
+    _check_compiles(code, block.id, chunks=chunks)
     dependencies = _dependencies(plan, block.module, block.name)
     return Extracted(
         block=block,
@@ -163,16 +169,6 @@ def _collect_units(index: Index, closure: Closure, plan: _Plan) -> dict[str, Mod
     return modules
 
 
-def _binders(info: ModuleInfo) -> dict[str, list[Unit]]:
-    found: dict[str, list[Unit]] = {}
-    for unit in info.units:
-        if unit.type_checking:
-            continue
-        for name in unit.binds:
-            found.setdefault(name, []).append(unit)
-    return found
-
-
 def _import_entity(binding: ImportBinding) -> Entity:
     """Imports binding the same object under the same name are one entity, whatever the form
     (``import torch.nn as nn`` and ``from torch import nn``)."""
@@ -185,7 +181,11 @@ def _import_entity(binding: ImportBinding) -> Entity:
 
 
 def _assign_flat_names(
-    index: Index, closure: Closure, plan: _Plan, modules: Mapping[str, ModuleInfo]
+    index: Index,
+    symbols: Symbols,
+    closure: Closure,
+    plan: _Plan,
+    modules: Mapping[str, ModuleInfo],
 ) -> None:
     """Give every bound entity a unique flat name; honour ``closure.renames`` first.
 
@@ -208,7 +208,7 @@ def _assign_flat_names(
 
     claim(("def", block.module, block.name), block.name)
     for info, unit in plan.units:
-        bound = _binders(info)
+        bound = symbols.binders(info)
         for chain in (*unit.load_reads, *unit.call_reads):
             root = chain.split(".", 1)[0]
             if root in _BUILTINS and root not in bound:
@@ -258,12 +258,9 @@ def _import_sort_key(binding: ImportBinding) -> tuple[str, str, str, int]:
 
 
 def _plan_rewrites(
-    index: Index, closure: Closure, plan: _Plan, modules: Mapping[str, ModuleInfo]
+    index: Index, symbols: Symbols, closure: Closure, plan: _Plan
 ) -> dict[int, Rewrite]:
     """For each inlined unit (by ``id``), the names and chains whose spelling changes."""
-    from nnrag.symbols import Symbols
-
-    symbols = Symbols(index)
     defs: dict[str, dict[str, str]] = {}
     for entity, flat in plan.flat.items():
         if entity[0] == "def" and entity[2] != flat:
@@ -348,8 +345,7 @@ def _chain_map(
     return found
 
 
-def _unit_text(index: Index, info: ModuleInfo, unit: Unit) -> str:
-    lines = index.text(info).split("\n")
+def _unit_text(lines: list[str], unit: Unit) -> str:
     return "\n".join(line.rstrip("\r") for line in lines[unit.start_line - 1 : unit.end_line])
 
 
@@ -491,15 +487,54 @@ def _dependencies(plan: _Plan, module: str, name: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _check_compiles(code: str, block_id: str) -> None:
-    """Raise :class:`InternalError` (saving the file) if ``code`` does not compile."""
+_RewriteKey = tuple[tuple[tuple[str, str], ...], ...]
+
+
+def _rewrite_key(rewrite: Rewrite) -> tuple[_RewriteKey, str]:
+    imported = tuple((f"{m}\0{n}", flat) for (m, n), flat in sorted(rewrite.imported.items()))
+    maps = (rewrite.load, rewrite.call, rewrite.defs)
+    return (*(tuple(sorted(m.items())) for m in maps), imported), rewrite.package
+
+
+@functools.lru_cache(maxsize=4096)
+def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) -> str:
+    """:func:`rewrite_unit`, memoized: many blocks share the same rewritten unit."""
+    (load, call, defs, imported), package = key
+    rewrite = Rewrite(
+        load=dict(load),
+        call=dict(call),
+        defs=dict(defs),
+        imported={tuple(k.split("\0", 1)): v for k, v in imported},  # type: ignore[misc]
+        package=package,
+    )
+    return rewrite_unit(text, rewrite, stringify_annotations=stringify)
+
+
+@functools.lru_cache(maxsize=8192)
+def _compile_error(chunk: str) -> str | None:
+    """Why one top-level chunk of a block file does not compile (``None``: it does)."""
     try:
-        compile(code, f"<nnrag block {block_id}>", "exec", dont_inherit=True)
+        compile(chunk, "<nnrag chunk>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
+        return str(error)
+    return None
+
+
+def _check_compiles(code: str, block_id: str, *, chunks: Iterable[str] | None = None) -> None:
+    """Raise :class:`InternalError` (saving the file) if ``code`` does not compile.
+
+    With ``chunks`` (the top-level pieces the body was joined from, each a complete
+    sequence of statements) each piece is compiled on its own, memoized: top-level
+    statements compile independently, so this proves the same as compiling the file,
+    without recompiling units that many blocks share.
+    """
+    pieces = [code] if chunks is None else list(chunks)
+    problem = next((error for error in map(_compile_error, pieces) if error), None)
+    if problem is not None:
         folder = Path(tempfile.gettempdir()) / "nnrag-internal-errors"
         folder.mkdir(parents=True, exist_ok=True)
         evidence = folder / (re.sub(r"[^\w.-]", "_", block_id) + ".py")
         evidence.write_text(code, encoding="utf-8")
         raise InternalError(
-            f"the emitted file for {block_id} does not compile: {error}", evidence=evidence
-        ) from error
+            f"the emitted file for {block_id} does not compile: {problem}", evidence=evidence
+        )
