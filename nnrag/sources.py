@@ -675,42 +675,58 @@ _TEXTS = (
 )
 
 
+_ALIASES = {"MIT License": "MIT", "Apache 2.0": "Apache-2.0", "Apache License 2.0": "Apache-2.0"}
+_SPDX_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*")
+
+
 def license_of(tree: Path) -> str | None:
-    """SPDX id from metadata (License-Expression, License, classifiers) or a LICENSE file."""
-    for meta in (*tree.glob("*.dist-info/METADATA"), *tree.glob("*/PKG-INFO"), tree / "PKG-INFO"):
-        if meta.is_file():
-            found = _license_from_metadata(meta.read_text(encoding="utf-8", errors="replace"))
-            if found:
-                return found
+    """SPDX id of a tree's code, where found.
+
+    In order: ``License-Expression``; a ``License`` field that is an SPDX id; a LICENSE file's
+    text; a license classifier. A vague ``License: BSD`` alone gives no answer.
+    """
+    metas = [*tree.glob("*.dist-info/METADATA"), *tree.glob("*/PKG-INFO"), tree / "PKG-INFO"]
+    fields = [
+        _metadata_fields(meta.read_text(encoding="utf-8", errors="replace"))
+        for meta in metas
+        if meta.is_file()
+    ]
+    for values in fields:
+        for expression in values.get("license-expression", []):
+            if expression:
+                return expression
+    for values in fields:
+        for value in values.get("license", []):
+            if value in _ALIASES:
+                return _ALIASES[value]
+            if _SPDX_LIKE.fullmatch(value) and value.upper() not in {
+                "BSD",
+                "GPL",
+                "LGPL",
+                "UNKNOWN",
+            }:
+                return value
     for folder in (tree, *sorted(tree.glob("*.dist-info")), *sorted(tree.glob("*/"))):
         for candidate in sorted(folder.glob("*")):
             if candidate.is_file() and re.match(r"(LICEN[CS]E|COPYING)", candidate.name, re.I):
                 found = license_from_text(candidate.read_text(encoding="utf-8", errors="replace"))
                 if found:
                     return found
-    return None
-
-
-def _license_from_metadata(text: str) -> str | None:
-    headers = text.split("\n\n", 1)[0].splitlines()
-    values: dict[str, list[str]] = {}
-    for line in headers:
-        key, _, value = line.partition(":")
-        values.setdefault(key.strip().lower(), []).append(value.strip())
-    for expression in values.get("license-expression", []):
-        if expression:
-            return expression
-    for value in values.get("license", []):
-        if value and len(value) < 40 and re.fullmatch(r"[A-Za-z0-9.+\- ]+", value):
-            return {"MIT License": "MIT", "BSD": "BSD-3-Clause", "Apache 2.0": "Apache-2.0"}.get(
-                value, value
-            )
-    for classifier in values.get("classifier", []):
-        if classifier.startswith("License ::"):
+    for values in fields:
+        for classifier in values.get("classifier", []):
             name = classifier.rsplit("::", 1)[-1].strip()
-            if name in _CLASSIFIERS:
+            if classifier.startswith("License ::") and name in _CLASSIFIERS:
                 return _CLASSIFIERS[name]
     return None
+
+
+def _metadata_fields(text: str) -> dict[str, list[str]]:
+    """Header fields of a METADATA / PKG-INFO file, by lower-cased name."""
+    values: dict[str, list[str]] = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(":")
+        values.setdefault(key.strip().lower(), []).append(value.strip())
+    return values
 
 
 def license_from_text(text: str) -> str | None:

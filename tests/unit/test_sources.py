@@ -405,3 +405,14 @@ def test_git_unreachable_later_reuses_the_last_checkout(repo: Path, tmp_path: Pa
     first = materialize(spec, tmp_path / "cache")
     repo.rename(tmp_path / "moved")
     assert materialize(spec, tmp_path / "cache") == first
+
+
+def test_vague_license_field_defers_to_the_license_text(tmp_path: Path) -> None:
+    bsd2 = "Redistribution and use in source and binary forms ... this list of conditions"
+    make_tree(
+        tmp_path,
+        {"x-1.dist-info/METADATA": "Name: x\nLicense: BSD\n\n", "x-1.dist-info/LICENSE": bsd2},
+    )
+    assert license_of(tmp_path) == "BSD-2-Clause"
+    make_tree(tmp_path, {"x-1.dist-info/METADATA": "Name: x\nLicense: Apache-2.0\n\n"})
+    assert license_of(tmp_path) == "Apache-2.0"
