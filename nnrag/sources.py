@@ -676,6 +676,7 @@ _TEXTS = (
 
 
 _ALIASES = {"MIT License": "MIT", "Apache 2.0": "Apache-2.0", "Apache License 2.0": "Apache-2.0"}
+_VAGUE = frozenset({"BSD", "GPL", "LGPL", "UNKNOWN", "OTHER"})
 _SPDX_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*")
 
 
@@ -699,12 +700,7 @@ def license_of(tree: Path) -> str | None:
         for value in values.get("license", []):
             if value in _ALIASES:
                 return _ALIASES[value]
-            if _SPDX_LIKE.fullmatch(value) and value.upper() not in {
-                "BSD",
-                "GPL",
-                "LGPL",
-                "UNKNOWN",
-            }:
+            if _SPDX_LIKE.fullmatch(value) and value.upper() not in _VAGUE:
                 return value
     for folder in (tree, *sorted(tree.glob("*.dist-info")), *sorted(tree.glob("*/"))):
         for candidate in sorted(folder.glob("*")):
