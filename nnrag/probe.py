@@ -355,6 +355,31 @@ class Synth:
         return tuple(args), kwargs
 
 
+_DEPTH_NAMES = re.compile(r"^(depths?|num_layers|n_layers|layers|num_blocks|n_blocks|\w+_depths?)$")
+
+
+def shallow_defaults(cls: Any) -> dict[str, object]:
+    """Defaulted depth-like arguments cut to one layer per stage (same widths, much faster)."""
+    sig = signature_of(cls)
+    out: dict[str, object] = {}
+    for name, param in sig.parameters.items() if sig else ():
+        default = param.default
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            continue
+        if not _DEPTH_NAMES.match(name.lower()):
+            continue
+        if isinstance(default, int) and not isinstance(default, bool) and default > 2:
+            out[name] = 1
+        elif (
+            isinstance(default, tuple)
+            and default
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in default)
+            and any(v > 1 for v in default)
+        ):
+            out[name] = tuple(1 for _ in default)
+    return out
+
+
 class AutoConfig:
     """A stand-in config whose attributes are synthesized by name (a placeholder)."""
 
@@ -1002,11 +1027,13 @@ class Runner:
                 args, kwargs = synth.fill(cls)
             except Exception:
                 continue
-            key = repr((args, kwargs))
-            if key in seen:
-                continue
-            seen.append(key)
-            yield Ctor("synthesized", args, kwargs, synth.placeholders), None
+            shallow = {**kwargs, **shallow_defaults(cls)}
+            for candidate in (shallow, kwargs):
+                key = repr((args, candidate))
+                if key in seen:
+                    continue
+                seen.append(key)
+                yield Ctor("synthesized", args, candidate, synth.placeholders), None
 
     def search(self, module: Any, cls: type, depth: str) -> None:
         want_forward = depth in {"forward", "backward"}
