@@ -329,24 +329,15 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     import json
 
     from nnrag.config import load_settings
-    from nnrag.dedup import (
-        DedupParams,
-        dedup_blocks,
-        dedup_json,
-        format_report,
-        resolved_closure_code,
-    )
+    from nnrag.dedup import DedupParams, dedup_json, dedup_workspace, format_report
     from nnrag.workspace import Workspace
 
     if not 0.0 < args.threshold <= 1.0:
         print("nnrag dedup: error: --threshold must be in (0, 1]", file=sys.stderr)
         return 2
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
-    index = workspace.index()
-    report = dedup_blocks(
-        index,
-        workspace.blocks(),
-        closure_code=None if args.target_only else resolved_closure_code(index),
+    report = dedup_workspace(
+        Workspace(load_settings(args.repos, cache_dir=args.cache)),
+        closures=not args.target_only,
         params=DedupParams(lexical_threshold=args.threshold, structural_threshold=args.threshold),
     )
     if args.json:
