@@ -441,6 +441,8 @@ class _NameChecker:
     star_dependents: list[str] = field(default_factory=list)
     _used: dict[int, set[int]] = field(default_factory=dict)
     _children: dict[int, list[symtable.SymbolTable]] = field(default_factory=dict)
+    _inlined: list[tuple[set[str], bool]] = field(default_factory=list)
+    """Target names of the inlined comprehensions being walked, and whether in a class body."""
 
     def run(self) -> list[Finding]:
         self.future_annotations = any(
@@ -598,20 +600,21 @@ class _NameChecker:
         if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
             first, *rest = node.generators
             walk(first.iter, table, call_time=call_time, extra=extra)
-            inner = self._child_table(table, node) or table
-            walk(first.target, inner, call_time=call_time, extra=extra)
-            self._walk_all(first.ifs, inner, call_time=call_time, extra=extra)
-            for generator in rest:
-                self._walk_all(
-                    [generator.iter, generator.target, *generator.ifs],
-                    inner,
-                    call_time=call_time,
-                    extra=extra,
-                )
-            if isinstance(node, ast.DictComp):
-                self._walk_all([node.key, node.value], inner, call_time=call_time, extra=extra)
-            else:
-                walk(node.elt, inner, call_time=call_time, extra=extra)
+            inner = self._child_table(table, node)
+            if inner is None:  # inlined (PEP 709, Python 3.12+): scope it here
+                targets = {
+                    n.id
+                    for generator in node.generators
+                    for n in ast.walk(generator.target)
+                    if isinstance(n, ast.Name)
+                }
+                self._inlined.append((targets, table.get_type() == "class"))
+                try:
+                    self._comprehension_body(node, rest, table, call_time=call_time, extra=extra)
+                finally:
+                    self._inlined.pop()
+                return
+            self._comprehension_body(node, rest, inner, call_time=call_time, extra=extra)
             return
         if isinstance(node, ast.AnnAssign):
             evaluated = table.get_type() != "function"
@@ -636,12 +639,44 @@ class _NameChecker:
         for child in ast.iter_child_nodes(node):
             walk(child, table, call_time=call_time, extra=extra)
 
+    def _comprehension_body(
+        self,
+        node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp,
+        rest: list[ast.comprehension],
+        table: symtable.SymbolTable,
+        *,
+        call_time: bool,
+        extra: set[str],
+    ) -> None:
+        """Everything of a comprehension but its first iterable, in its own scope's table."""
+        first = node.generators[0]
+        self._walk_all([first.target, *first.ifs], table, call_time=call_time, extra=extra)
+        for generator in rest:
+            self._walk_all(
+                [generator.iter, generator.target, *generator.ifs],
+                table,
+                call_time=call_time,
+                extra=extra,
+            )
+        if isinstance(node, ast.DictComp):
+            self._walk_all([node.key, node.value], table, call_time=call_time, extra=extra)
+        else:
+            self._walk(node.elt, table, call_time=call_time, extra=extra)
+
     def _read(
         self, node: ast.Name, table: symtable.SymbolTable, *, call_time: bool, extra: set[str]
     ) -> None:
         name = node.id
         kind = table.get_type()
-        if kind != "module":
+        if any(name in targets for targets, _ in self._inlined):
+            return  # a variable of an enclosing inlined comprehension
+        if any(in_class for _, in_class in self._inlined):
+            kind = "function"  # class attributes are invisible in comprehensions
+        if kind == "function" and table.get_type() == "class":
+            symbol = table.lookup(name) if name in table.get_identifiers() else None
+            if symbol is not None and (symbol.is_free() or name in _CLASS_DUNDERS):
+                return  # from an enclosing function
+        elif kind != "module":
             try:
                 symbol = table.lookup(name)
             except KeyError:  # a scope symtable does not report (newer Pythons): be lenient
