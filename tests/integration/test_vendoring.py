@@ -168,3 +168,31 @@ def test_extract_into_refuses_a_hand_edited_file(
     assert block.read_text().endswith("EXTRA = 1\n")
     assert run(capsys, *argv, "--force")[0] == 0
     assert "EXTRA" not in block.read_text()
+
+
+KORNIA = Path("/work/corpora/src/kornia-0.9.0")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not KORNIA.is_dir(), reason="the kornia corpus is not unpacked here")
+def test_closed_real_extractions_pass_the_static_check() -> None:
+    """emit and checks agree: a block that closes has no finding (a sample of kornia's)."""
+    from nnrag.checks import check_code
+    from nnrag.discover import discover_blocks
+    from nnrag.extract import extract
+    from nnrag.index import index_tree
+
+    index = index_tree(KORNIA, source="kornia")
+    blocks = discover_blocks(index)
+    sample = blocks[:: max(1, len(blocks) // 60)]
+    checked = 0
+    disagreements = []
+    for block in sample:
+        extracted = extract(index, block)
+        if not extracted.closed:
+            continue
+        checked += 1
+        findings = check_code(extracted.code, filename=f"{block.name}.py")
+        disagreements += [f"{block.id}: {f.format('')}" for f in findings]
+    assert checked >= 40
+    assert disagreements == []

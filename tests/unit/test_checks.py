@@ -106,6 +106,48 @@ def test_clean_file_has_no_findings() -> None:
     assert check_code(block(CLEAN), filename="b.py") == ()
 
 
+def test_real_extraction_is_clean(tmp_path: Path) -> None:
+    from nnrag.discover import discover_blocks
+    from nnrag.extract import extract
+    from nnrag.index import index_tree
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(
+        "import math\nimport torch\n\nSCALE = math.sqrt(2.0)\n\n\n"
+        "def act(x):\n    return torch.relu(x) * SCALE\n"
+    )
+    (package / "layers.py").write_text(
+        textwrap.dedent(
+            """\
+            from torch import nn
+            from .helpers import act
+
+
+            class Block(nn.Module):
+                def __init__(self, dim: int = 4):
+                    super().__init__()
+                    self.fc = nn.Linear(dim, dim)
+
+                def forward(self, x):
+                    return act(self.fc(x))
+            """
+        )
+    )
+    index = index_tree(tmp_path)
+    (block,) = discover_blocks(index)
+    extracted = extract(index, block)
+    assert extracted.closed
+    assert "def act(x):" in extracted.code
+    assert check_code(extracted.code, filename="Block.py") == ()
+    # and the same file with the helper's import put back is caught
+    reopened = extracted.code.replace(
+        "import torch\n", "import torch\nfrom pkg.helpers import act\n"
+    )
+    assert [f.code for f in check_code(reopened, filename="Block.py")] == ["NNR202"]
+
+
 def test_every_code_is_documented_and_typed() -> None:
     import nnrag.checks
 
