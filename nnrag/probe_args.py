@@ -1,0 +1,414 @@
+"""Sandbox child: constructor arguments (size profiles, names, annotations, configs)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import math
+import re
+import sys
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+MISSING = object()
+"""No rule matched."""
+
+# --------------------------------------------------------------------------- values <-> JSON
+
+
+def encode(value: object, *, strict: bool = False) -> object:
+    """A JSON value describing ``value`` (tensors as specs, classes by qualified name)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, torch.Tensor):
+        spec: dict[str, object] = {"shape": list(value.shape), "dtype": str(value.dtype)[6:]}
+        if not value.is_floating_point() and value.dtype != torch.bool and value.numel():
+            spec["high"] = int(value.max()) + 1
+        return spec
+    if isinstance(value, (list, tuple)):
+        items = [encode(v, strict=strict) for v in value]
+        return items if isinstance(value, list) else {"__tuple__": items}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"__dict__": {k: encode(v, strict=strict) for k, v in value.items()}}
+    if isinstance(value, type) or inspect.isfunction(value) or inspect.isbuiltin(value):
+        return {"__ref__": f"{value.__module__}:{value.__qualname__}"}
+    if strict:
+        raise TypeError(f"cannot describe {type(value).__name__}")
+    return {"__repr__": repr(value)[:200]}
+
+
+def decode(value: object, module: object = None) -> object:
+    """Rebuild a value from :func:`encode` output (tensor specs become seeded tensors)."""
+    if isinstance(value, list):
+        return [decode(v, module) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__tuple__" in value:
+        return tuple(decode(v, module) for v in value["__tuple__"])
+    if "__dict__" in value:
+        return {k: decode(v, module) for k, v in value["__dict__"].items()}
+    if "__ref__" in value:
+        mod_name, _, qual = str(value["__ref__"]).partition(":")
+        target: Any = sys.modules.get(mod_name) or importlib.import_module(mod_name)
+        for part in qual.split("."):
+            target = getattr(target, part)
+        return target
+    if "shape" in value:
+        return make_tensor(value)
+    return value
+
+
+def make_tensor(spec: Mapping[str, Any]) -> torch.Tensor:
+    """A tensor for an input spec ``{"shape", "dtype", "high"}``."""
+    shape = [int(s) for s in spec["shape"]]
+    dtype = getattr(torch, str(spec.get("dtype", "float32")))
+    if dtype == torch.bool:
+        return torch.ones(shape, dtype=torch.bool)
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(shape, dtype=dtype)
+    return torch.randint(0, max(1, int(spec.get("high", 2))), shape, dtype=dtype)
+
+
+def tensor_spec(
+    shape: list[int], dtype: str = "float32", high: int | None = None
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"shape": shape, "dtype": dtype}
+    if high is not None:
+        spec["high"] = high
+    return spec
+
+
+# --------------------------------------------------------------------------- size profiles
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One consistent set of sizes: related names get related values, heads divide dims."""
+
+    dim: int = 32
+    heads: int = 2
+    hidden: int = 64
+    img: int = 32
+    seq: int = 16
+    norm: str = "layer"
+
+
+PROFILES = (
+    Profile(),
+    Profile(dim=64, heads=4, hidden=128, img=64, norm="batch"),
+    Profile(dim=16, heads=1, hidden=32, img=16),
+)
+
+_INT_RULES: tuple[tuple[str, Callable[[Profile], object]], ...] = (
+    (r"head_?dim|dim_?head|d_head|head_size|key_dim|d_k$|d_v$", lambda p: p.dim // p.heads),
+    (r"(^|_)(num_|n_)?heads?$|nhead|num_attention_heads", lambda p: p.heads),
+    (r"num_groups|gn_groups|norm_groups", lambda p: 4),
+    (r"classes|num_labels|n_class", lambda p: 10),
+    (r"vocab|num_embeddings|num_tokens|n_tokens|n_vocab|num_words", lambda p: 100),
+    (r"kernel|ksize|k_size", lambda p: 3),
+    (r"stride", lambda p: 1),
+    (r"dilation|groups", lambda p: 1),
+    (r"padding|^pad", lambda p: 1),
+    (r"patch", lambda p: 4),
+    (r"window", lambda p: 4),
+    (r"img|image|resolution|input_size|^size$|^hw$", lambda p: p.img),
+    (r"(seq|max|context|block)_?(len|length)|positions|n_ctx|max_len", lambda p: 64),
+    (r"depths?$|layers$|num_blocks|n_blocks|blocks$|repeats|stages", lambda p: 1),
+    (r"num_experts|experts", lambda p: 2),
+    (r"top_?k", lambda p: 1),
+    (r"reduction|ratio|expan", lambda p: 4),
+    (r"scale|factor", lambda p: 2),
+    (r"hidden|ffn|mlp|intermediate|inner|feedforward|d_ff|ff_dim|mid", lambda p: p.hidden),
+    (r"rd_|reduced|squeeze|bottleneck", lambda p: p.dim // 4),
+    (
+        r"chan|ch$|chs$|^c\d?$|planes|feat|dim|width|d_model|embed|emb|latent|units|^nc|^nf|size|out",
+        lambda p: p.dim,
+    ),
+    (r"^num_|^n_|^n$|count", lambda p: 2),
+)
+_FLOAT_RULES: tuple[tuple[str, float], ...] = (
+    (r"drop|prob|rate|^p$", 0.0),
+    (r"eps", 1e-5),
+    (r"momentum", 0.1),
+    (r"ratio|expan", 4.0),
+    (r"scale|alpha|beta|gamma|temp|tau|init|weight", 1.0),
+)
+
+
+def int_for(name: str, profile: Profile) -> object:
+    low = name.lower()
+    for pattern, make in _INT_RULES:
+        if re.search(pattern, low):
+            return make(profile)
+    return MISSING
+
+
+def float_for(name: str) -> float:
+    low = name.lower()
+    return next((v for pattern, v in _FLOAT_RULES if re.search(pattern, low)), 0.5)
+
+
+# --------------------------------------------------------------------------- constructor arguments
+
+
+@dataclass(slots=True)
+class Ctor:
+    """One constructor candidate."""
+
+    origin: str
+    args: tuple[object, ...] = ()
+    kwargs: dict[str, object] = field(default_factory=dict)
+    placeholders: list[str] = field(default_factory=list)
+
+
+def _hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(owner)
+    except Exception:
+        pass
+    out: dict[str, Any] = {}
+    if init is None:
+        return out
+    namespace = vars(sys.modules.get(getattr(owner, "__module__", ""), sys))
+    for name, param in init.parameters.items():
+        annotation = param.annotation
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(
+                    annotation, dict(namespace)
+                )  # annotations are the file's own code
+            except Exception:
+                continue
+        if annotation is not inspect.Parameter.empty:
+            out[name] = annotation
+    return out
+
+
+def signature_of(func: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+class Synth:
+    """Synthesizes values for required parameters from annotations and names."""
+
+    def __init__(self, module: Any, profile: Profile, depth: int = 0) -> None:
+        self.module = module
+        self.profile = profile
+        self.depth = depth
+        self.placeholders: list[str] = []
+
+    def value(self, name: str, annotation: Any) -> object:
+        origin = typing.get_origin(annotation)
+        args = typing.get_args(annotation)
+        if annotation is inspect.Parameter.empty or annotation is Any:
+            return self.by_name(name)
+        if origin is typing.Union or type(annotation).__name__ == "UnionType":
+            options = [a for a in args if a is not type(None)]
+            if not options:
+                return None
+            return self.value(name, options[0])
+        if origin is typing.Literal:
+            return args[0]
+        if origin in (tuple, typing.Tuple):  # noqa: UP006 - runtime check of old spellings
+            items = [a for a in args if a is not Ellipsis] or [int]
+            count = len(items) if Ellipsis not in args else 2
+            return tuple(self.value(name, items[min(i, len(items) - 1)]) for i in range(count))
+        if origin in (list, list, typing.Sequence) or (
+            origin is not None and getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
+        ):
+            inner = args[0] if args else int
+            return [self.value(name, inner) for _ in range(2)]
+        if (
+            origin is not None and getattr(origin, "__name__", "") == "Callable"
+        ) or annotation is Callable:
+            return self.layer_factory(name)
+        if origin is type and args:
+            return self.layer_factory(name) if args[0] is nn.Module else args[0]
+        if annotation is bool:
+            return False
+        if annotation is int:
+            value = int_for(name, self.profile)
+            return self.profile.dim if value is MISSING else value
+        if annotation is float:
+            return float_for(name)
+        if annotation is str:
+            return self.string_for(name)
+        if isinstance(annotation, type):
+            import enum
+
+            if issubclass(annotation, enum.Enum):
+                return next(iter(annotation))
+            if issubclass(annotation, nn.Module):
+                return self.submodule(name, annotation)
+            return self.config(name, annotation)
+        return self.by_name(name)
+
+    def by_name(self, name: str) -> object:
+        low = name.lower()
+        if re.search(r"config|cfg|conf$|args$|^opt|hparams|params$", low):
+            return self.config(name, None)
+        if re.search(r"act|norm|layer$|_fn$|fn$", low) and not low.startswith(("num", "n_")):
+            return self.layer_factory(name)
+        if re.search(r"^(use_|with_|has_|is_|no_|return_|enable|apply)|bias$|affine|inplace", low):
+            return False
+        if re.search(r"drop|eps|prob|momentum|temperature|^p$|alpha|beta|gamma", low):
+            return float_for(name)
+        value = int_for(name, self.profile)
+        if value is not MISSING:
+            return value
+        if re.search(r"block|module|net|encoder|decoder|backbone|model|layer|head", low):
+            return self.submodule(name, None)
+        return self.profile.dim
+
+    def string_for(self, name: str) -> str:
+        low = name.lower()
+        if "act" in low:
+            return "relu"
+        if "norm" in low:
+            return "batchnorm" if self.profile.norm == "batch" else "layernorm"
+        if "pad" in low:
+            return "same"
+        if "mode" in low:
+            return "nearest"
+        return ""
+
+    def layer_factory(self, name: str) -> object:
+        low = name.lower()
+        if "norm" in low:
+            return nn.BatchNorm2d if self.profile.norm == "batch" else nn.LayerNorm
+        if "act" in low:
+            return nn.ReLU
+        self.placeholders.append(name)
+        return nn.Identity
+
+    def submodule(self, name: str, cls: type[nn.Module] | None) -> object:
+        if (
+            cls is not None
+            and cls is not nn.Module
+            and not inspect.isabstract(cls)
+            and self.depth < 2
+        ):
+            inner = Synth(self.module, self.profile, self.depth + 1)
+            try:
+                args, kwargs = inner.fill(cls)
+                built = cls(*args, **kwargs)
+                self.placeholders.extend(inner.placeholders)
+                return built
+            except Exception:
+                pass
+        self.placeholders.append(name)
+        return nn.Identity()
+
+    def config(self, name: str, cls: type | None) -> object:
+        if cls is None:
+            cls = find_config_class(self.module)
+        if cls is not None and self.depth < 2:
+            inner = Synth(self.module, self.profile, self.depth + 1)
+            try:
+                args, kwargs = inner.fill(cls)
+                return shrink(cls(*args, **kwargs), self.profile)
+            except Exception:
+                pass
+        self.placeholders.append(name)
+        return AutoConfig(self.profile)
+
+    def fill(self, cls: Any) -> tuple[tuple[object, ...], dict[str, object]]:
+        """Positional and keyword arguments for every required parameter of ``cls``."""
+        sig = signature_of(cls)
+        if sig is None:
+            return (), {}
+        hints = _hints(sig, getattr(cls, "__init__", cls))
+        args: list[object] = []
+        kwargs: dict[str, object] = {}
+        for name, param in sig.parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            if param.default is not param.empty:
+                continue
+            value = self.value(name, hints.get(name, param.annotation))
+            if param.kind == param.POSITIONAL_ONLY:
+                args.append(value)
+            else:
+                kwargs[name] = value
+        return tuple(args), kwargs
+
+
+_DEPTH_NAMES = re.compile(r"^(depths?|num_layers|n_layers|layers|num_blocks|n_blocks|\w+_depths?)$")
+
+
+def shallow_defaults(cls: Any) -> dict[str, object]:
+    """Defaulted depth-like arguments cut to one layer per stage (same widths, much faster)."""
+    sig = signature_of(cls)
+    out: dict[str, object] = {}
+    for name, param in sig.parameters.items() if sig else ():
+        default = param.default
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            continue
+        if not _DEPTH_NAMES.match(name.lower()):
+            continue
+        if isinstance(default, int) and not isinstance(default, bool) and default > 2:
+            out[name] = 1
+        elif (
+            isinstance(default, tuple)
+            and default
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in default)
+            and any(v > 1 for v in default)
+        ):
+            out[name] = tuple(1 for _ in default)
+    return out
+
+
+class AutoConfig:
+    """A stand-in config whose attributes are synthesized by name (a placeholder)."""
+
+    def __init__(self, profile: Profile) -> None:
+        self._profile = profile
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Synth(None, self._profile).by_name(name)
+
+    def __repr__(self) -> str:
+        return "AutoConfig()"
+
+
+def find_config_class(module: Any) -> type | None:
+    if module is None:
+        return None
+    for name, value in vars(module).items():
+        if (
+            isinstance(value, type)
+            and value.__module__ == module.__name__
+            and re.search(r"(Config|Cfg|Args|Params)$", name)
+        ):
+            return value
+    return None
+
+
+def shrink(config: object, profile: Profile) -> object:
+    """Reduce big size-like integer attributes of a config object to the profile's sizes."""
+    try:
+        items = dict(vars(config))
+    except TypeError:
+        return config
+    for name, value in items.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value > 8:
+            new = int_for(name, profile)
+            if isinstance(new, int) and new < value:
+                with contextlib.suppress(Exception):
+                    setattr(config, name, new)
+        elif isinstance(value, int) and re.search(r"layers|depth|blocks", name) and value > 2:
+            setattr(config, name, 2)
+    return config

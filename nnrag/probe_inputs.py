@@ -1,0 +1,342 @@
+"""Sandbox child: forward inputs (first layers, graph rule, names) and shape repair."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from nnrag.probe_args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
+
+_INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def first_layer(module: nn.Module) -> tuple[str, int, list[int]]:
+    """(kind, size, extra) from the first shape-defining layer of ``module``."""
+    for layer in module.modules():
+        if isinstance(layer, (nn.Conv2d, nn.ConvTranspose2d)):
+            return "image", layer.in_channels, []
+        if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):
+            return "signal", layer.in_channels, []
+        if isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
+            return "volume", layer.in_channels, []
+        if isinstance(layer, (nn.BatchNorm2d, nn.InstanceNorm2d)) and layer.num_features:
+            return "image", layer.num_features, []
+        if isinstance(layer, nn.GroupNorm):
+            return "image", layer.num_channels, []
+        if isinstance(layer, nn.BatchNorm1d):
+            return "flat", layer.num_features, []
+        if isinstance(layer, nn.Linear):
+            return "tokens", layer.in_features, []
+        if isinstance(layer, nn.MultiheadAttention):
+            return "tokens", layer.embed_dim, []
+        if isinstance(layer, nn.LayerNorm):
+            shape = list(layer.normalized_shape)
+            return "tokens", shape[-1], shape[:-1]
+        if isinstance(layer, nn.Embedding):
+            return "ids", layer.num_embeddings, []
+    return "unknown", 0, []
+
+
+def model_side(module: nn.Module) -> int | None:
+    """The square input side a model declares (``img_size``, ``pretrained_cfg``), if any."""
+    for layer in module.modules():
+        for name in ("img_size", "image_size", "input_size", "resolution"):
+            value = getattr(layer, name, None)
+            if isinstance(value, (tuple, list)) and value and isinstance(value[-1], int):
+                value = value[-1]
+            if isinstance(value, int) and not isinstance(value, bool) and 4 <= value <= 512:
+                return value
+        cfg = getattr(layer, "pretrained_cfg", None) or getattr(layer, "default_cfg", None)
+        if isinstance(cfg, Mapping):
+            size = cfg.get("input_size")
+            if isinstance(size, (tuple, list)) and len(size) == 3 and isinstance(size[-1], int):
+                return int(size[-1])
+    return None
+
+
+def primary_specs(
+    module: nn.Module, profile: Profile, ctor: Mapping[str, object]
+) -> list[dict[str, Any]]:
+    """Candidate specs for the first input, best first."""
+    kind, size, extra = first_layer(module)
+    img = next(
+        (
+            v
+            for k, v in ctor.items()
+            if re.search(r"img|image|input_size|resolution", k) and isinstance(v, int)
+        ),
+        None,
+    )
+    side = img or model_side(module) or profile.img
+    s, n = side, profile.seq
+    if kind == "image":
+        sides = dict.fromkeys([s, 2 * s, 224] if s < 224 else [s])
+        return [tensor_spec([2, size, k, k]) for k in sides]
+    if kind == "signal":
+        return [tensor_spec([2, size, 64]), tensor_spec([2, size, 256])]
+    if kind == "volume":
+        return [tensor_spec([2, size, 8, 8, 8]), tensor_spec([2, size, 16, 16, 16])]
+    if kind == "flat":
+        return [tensor_spec([2, size]), tensor_spec([2, size, n])]
+    if kind == "tokens":
+        return [
+            tensor_spec([2, *extra, n, size]) if extra else tensor_spec([2, n, size]),
+            tensor_spec([2, size]),
+            tensor_spec([2, size, 4, 4]),
+        ]
+    if kind == "ids":
+        return [tensor_spec([2, n], "int64", min(size, 100))]
+    d = profile.dim
+    return [
+        tensor_spec([2, d, 8, 8]),
+        tensor_spec([2, n, d]),
+        tensor_spec([2, d]),
+        tensor_spec([2, 3, s, s]),
+    ]
+
+
+def is_graph(forward_params: list[str]) -> bool:
+    return "edge_index" in forward_params or "adj" in forward_params or "adj_t" in forward_params
+
+
+def forward_params(module: nn.Module) -> list[inspect.Parameter]:
+    sig = signature_of(module.forward)
+    return list(sig.parameters.values()) if sig else []
+
+
+def input_candidates(
+    module: nn.Module, profile: Profile, ctor: Mapping[str, object]
+) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    """Input spec lists (positional, keyword) to try, best first."""
+    params = forward_params(module)
+    names = [p.name for p in params]
+    if is_graph(names):
+        yield from graph_inputs(module, params, profile, ctor)
+        return
+    specs = primary_specs(module, profile, ctor)
+    d, side = profile.dim, profile.img
+    for extra in ([2, d, side, side], [2, profile.seq, d], [2, d]):
+        if all(spec["shape"] != extra for spec in specs):
+            specs.append(tensor_spec(extra))
+    for primary in specs:
+        yield fill_inputs(params, primary, profile)
+
+
+def graph_inputs(
+    module: nn.Module, params: list[inspect.Parameter], profile: Profile, ctor: Mapping[str, object]
+) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    n_nodes, n_edges = 10, 30
+    kind, size, _ = first_layer(module)
+    channels = [size] if kind == "tokens" and size else []
+    for key in ("in_channels", "in_dim", "in_feats", "channels", "dim", "hidden_channels"):
+        value = ctor.get(key)
+        if isinstance(value, int) and value > 0 and value not in channels:
+            channels.append(value)
+    channels.append(profile.dim)
+    for c in channels:
+        args: list[Any] = []
+        for p in params:
+            if p.kind in (p.VAR_KEYWORD,) or (
+                p.default is not p.empty and p.name not in {"edge_index"}
+            ):
+                continue
+            args.append(graph_value(p.name, c, n_nodes, n_edges))
+        yield args, {}
+
+
+def graph_value(name: str, channels: int, n_nodes: int, n_edges: int) -> Any:
+    if name in {"edge_index", "adj_t"}:
+        return tensor_spec([2, n_edges], "int64", n_nodes)
+    if name == "adj":
+        return tensor_spec([n_nodes, n_nodes])
+    if name in {"batch", "ptr"}:
+        return {"zeros": [n_nodes]}
+    if name == "edge_weight":
+        return tensor_spec([n_edges])
+    if name == "edge_attr":
+        return tensor_spec([n_edges, channels])
+    if name in {"pos", "coords"}:
+        return tensor_spec([n_nodes, 3])
+    if name in {"edge_type", "node_type"}:
+        return tensor_spec([n_edges if name == "edge_type" else n_nodes], "int64", 1)
+    return tensor_spec([n_nodes, channels])
+
+
+def fill_inputs(
+    params: list[inspect.Parameter], primary: dict[str, Any], profile: Profile
+) -> tuple[list[Any], dict[str, Any]]:
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    first = True
+    shape = primary["shape"]
+    for p in params:
+        if p.kind == p.VAR_KEYWORD:
+            continue
+        if p.kind == p.VAR_POSITIONAL:
+            if first:
+                args.append(primary)
+                first = False
+            continue
+        if p.default is not p.empty:
+            continue
+        if first:
+            value: Any = primary
+            first = False
+        else:
+            value = secondary(p.name, shape, p.annotation, profile)
+        if p.kind == p.KEYWORD_ONLY:
+            kwargs[p.name] = value
+        else:
+            args.append(value)
+    return args, kwargs
+
+
+def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
+    low = name.lower()
+    if "mask" in low:
+        return None
+    if low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w")):
+        return shape[-2] if len(shape) == 4 else math.isqrt(shape[1] if len(shape) > 2 else 16)
+    if re.search(r"hw|size|shape|resolution", low):
+        if len(shape) == 4:
+            return {"__tuple__": shape[-2:]}
+        side = math.isqrt(shape[1]) if len(shape) == 3 else 4
+        return {"__tuple__": [side, side]}
+    if re.search(r"^(t|time|times|timesteps?|noise_level|sigma)$", low):
+        return tensor_spec([shape[0]])
+    if _INDEX_NAMES.match(low):
+        return tensor_spec(shape[:2], "int64", 10)
+    if annotation in (int, "int"):
+        value = int_for(name, profile)
+        return 1 if value is MISSING else value
+    if annotation in (bool, "bool"):
+        return False
+    return dict(tensor_spec(list(shape)))
+
+
+def build_inputs(
+    args: list[Any], kwargs: dict[str, Any], seed: int
+) -> tuple[list[Any], dict[str, Any]]:
+    torch.manual_seed(seed)
+
+    def build(value: Any) -> Any:
+        if isinstance(value, dict) and "zeros" in value:
+            return torch.zeros(value["zeros"], dtype=torch.long)
+        return decode(value)
+
+    return [build(a) for a in args], {k: build(v) for k, v in kwargs.items()}
+
+
+SHAPE_WORDS = re.compile(
+    r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index"
+    r"|out of range|divisible",
+    re.I,
+)
+
+
+def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
+    """A new input list derived from a shape error message, or ``None``."""
+    if not args or not isinstance(args[0], dict) or "shape" not in args[0]:
+        return None
+    spec = dict(args[0])
+    shape = list(spec["shape"])
+    new: list[int] | None = None
+    if m := re.search(r"to have (\d+) channels, but got (\d+) channels", message):
+        new = [shape[0], int(m.group(1)), *shape[2:]] if len(shape) > 1 else None
+    elif m := re.search(
+        r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", message
+    ):
+        want = int(m.group(3))
+        if shape[-1] != want:
+            new = [*shape[:-1], want]
+    elif m := re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message):
+        tail = [int(v) for v in m.group(1).split(",")]
+        new = [shape[0], *shape[1 : max(1, len(shape) - len(tail))], *tail]
+    elif m := re.search(r"\d+D \(unbatched\) or (\d+)D \(batched\)", message):
+        new = reshape_rank(shape, int(m.group(1)), profile)
+    elif m := re.search(
+        r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim", message
+    ):
+        rank = int(next(g for g in m.groups() if g))
+        new = reshape_rank(shape, rank, profile)
+    elif m := re.search(
+        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+        r" at non-singleton dimension (\d+)",
+        message,
+    ):
+        a, b, dim = (int(g) for g in m.groups())
+        if dim < len(shape) and shape[dim] in (a, b):
+            new = list(shape)
+            new[dim] = b if shape[dim] == a else a
+    elif m := re.search(r"doesn't match model \((\d+)", message):
+        want = int(m.group(1))
+        new = [*shape[:-2], want, want] if len(shape) == 4 else None
+    elif m := re.search(r"divisible by (\d+)", message):
+        step = int(m.group(1))
+        if len(shape) == 4 and 1 < step <= 64:
+            side = -(-shape[-1] // step) * step
+            side = side if side != shape[-1] else side * 2
+            new = [*shape[:-2], side, side]
+    elif m := re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message):
+        got = int(m.group(3))
+        new = reshape_rank(shape, got + 1 if got >= 0 else -got, profile)
+    elif m := re.search(r"not enough values to unpack \(expected (\d+), got (\d+)\)", message):
+        if int(m.group(2)) == len(shape):
+            new = reshape_rank(shape, int(m.group(1)), profile)
+    elif m := re.search(r"too many values to unpack \(expected (\d+)\)", message):
+        if len(shape) > int(m.group(1)):
+            new = reshape_rank(shape, int(m.group(1)), profile)
+    elif re.search(
+        r"Kernel size can't be greater|Output size is too small|smaller than|too small"
+        r"|Padding size should be less",
+        message,
+    ):
+        new = (
+            [*shape[:-2], *(s * 4 for s in shape[-2:])]
+            if len(shape) >= 3 and shape[-1] < 224
+            else None
+        )
+    elif re.search(
+        r"Long, Int|scalar type Long|expected scalar type Long"
+        r"|Expected tensor for argument #1 'indices'",
+        message,
+    ):
+        spec.update(dtype="int64", high=10)
+        return [spec, *args[1:]]
+    if new is None or new == shape or any(v <= 0 for v in new) or math.prod(new) > 50_000_000:
+        return None
+    spec["shape"] = new
+    rest = [
+        dict(a, shape=list(new)) if isinstance(a, dict) and a.get("shape") == shape else a
+        for a in args[1:]
+    ]
+    return [spec, *rest]
+
+
+def reshape_rank(shape: list[int], rank: int, profile: Profile) -> list[int] | None:
+    """Re-shape a tensor spec to ``rank`` keeping the feature/channel size where it can."""
+    if rank == len(shape):
+        return None
+    if len(shape) == 4:  # B C H W
+        channels = shape[1]
+    elif len(shape) >= 2:
+        channels = shape[-1]
+    else:
+        channels = profile.dim
+    side = 8
+    return {
+        1: [channels],
+        2: [2, channels],
+        3: [2, profile.seq, channels],
+        4: [2, channels, side, side],
+        5: [2, channels, 4, side, side],
+    }.get(rank)
