@@ -38,6 +38,10 @@ def reached(result: ValidationResult, stage: Stage) -> bool:
     )
 
 
+def progress(result: ValidationResult) -> int:
+    return -1 if result.stage_reached is None else stage_index(result.stage_reached)
+
+
 def run_corpus(
     name: str, root: Path, *, limit: int | None, workers: int, depth: Stage, timeout_s: float
 ) -> dict[str, Any]:
@@ -112,9 +116,8 @@ def run_corpus(
             if not r.passed and files[i][0].name in harvest and r.failed_stage != "closed"
         ]
         for result in pool.map(validate, retry):
-            if result.passed or (result.stage_reached or "") > (
-                results[result.block_id].stage_reached or ""
-            ):
+            before = results[result.block_id]
+            if result.passed or progress(result) > progress(before):
                 results[result.block_id] = result
     validate_s = time.perf_counter() - started
     for box in boxes:
@@ -195,7 +198,19 @@ def main() -> None:
     parser.add_argument("--depth", default="forward", choices=STAGES)
     parser.add_argument("--timeout", type=float, default=30.0)
     parser.add_argument("--out", default="validate_bench")
+    parser.add_argument(
+        "--merge", action="store_true", help="combine results/validate_bench_*.json into one report"
+    )
     args = parser.parse_args()
+    if args.merge:
+        merged = [
+            report
+            for path in sorted(RESULTS.glob("validate_bench_*.json"))
+            for report in json.loads(path.read_text())
+        ]
+        (RESULTS / "validate_bench.md").write_text(markdown(merged))
+        print(markdown(merged))
+        return
     reports = []
     for name in args.corpus or sorted(CORPORA):
         report = run_corpus(
