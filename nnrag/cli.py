@@ -348,18 +348,26 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    """``nnrag check FILE|DIR...``: ``path:line:col: CODE message`` per finding, exit 1 if any.
+
+    A folder stands for the block files of its ``nnrag-blocks.json`` (else its ``*.py``
+    files); no argument means the current folder.
+    """
     from pathlib import Path
 
     from nnrag.checks import check_file, import_findings
+    from nnrag.vendor import read_manifest
 
-    files = [Path(name) for name in args.files]
+    files: list[Path] = []
+    for target in [Path(name) for name in args.files] or [Path(".")]:
+        if target.is_dir():
+            listed = [target / entry.file for entry in read_manifest(target)]
+            files += listed or sorted(target.glob("*.py"))
+        else:
+            files.append(target)
     if not files:
-        from nnrag.vendor import read_manifest
-
-        files = [Path(entry.file) for entry in read_manifest(Path("."))]
-        if not files:
-            print("nnrag check: no files given and no nnrag-blocks.json here", file=sys.stderr)
-            return 0
+        print("nnrag check: no block files to check", file=sys.stderr)
+        return 0
     failed = 0
     for path in files:
         try:
@@ -367,7 +375,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             if args.do_import and not findings:
                 findings = import_findings(path)
         except OSError as error:
-            print(f"{path}:0:0: NNR000 cannot read: {error.strerror}")
+            print(f"{path}: error: cannot read: {error.strerror or error}")
             failed += 1
             continue
         for finding in findings:

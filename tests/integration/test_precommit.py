@@ -119,6 +119,17 @@ def test_check_cli_output_and_exit_codes(tmp_path: Path) -> None:
         "block must be standalone; re-extract it or inline the definitions it needs"
     ]
     assert "1 of 2 file(s) failed" in bad.stderr
+    folder = subprocess.run(
+        [*NNRAG, "check", str(tmp_path), str(tmp_path / "Gone.py")],
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    assert folder.returncode == 1
+    assert folder.stdout.splitlines() == [
+        *bad.stdout.splitlines(),
+        f"{tmp_path / 'Gone.py'}: error: cannot read: No such file or directory",
+    ]
 
 
 def test_check_import_runs_the_block_in_the_sandbox(tmp_path: Path) -> None:
