@@ -272,9 +272,26 @@ def test_cached_rerun_gives_same_outcomes(
 def test_xdist_same_outcomes_and_one_report(
     pytester: pytest.Pytester, project: Path, cli: Cli
 ) -> None:
+    log = pytester.path / "writes.log"
+    pytester.makeconftest(
+        f"""
+        import os
+        import nnrag.report
+
+        _write = nnrag.report.write_report
+
+        def write_report(document, path):
+            with open({str(log)!r}, "a") as out:
+                out.write(os.environ.get("PYTEST_XDIST_WORKER", "controller") + "\\n")
+            return _write(document, path)
+
+        nnrag.report.write_report = write_report
+        """
+    )
     args = cli("-p", "no:cacheprovider", "--nnrag-report", "report.json", "--nnrag-badge", "b.svg")
     result = pytester.runpytest_subprocess(*args, "-n", "2")
     result.assert_outcomes(passed=2, failed=2)
+    assert log.read_text().splitlines() == ["controller"]
     assert result.stdout.str().count("nnrag summary") == 1
     result.stdout.fnmatch_lines(["nnrag: 2/3 blocks reached closed*"])
     report = json.loads((pytester.path / "report.json").read_text())
