@@ -30,30 +30,41 @@ def static_stages(
     code: str, *, filename: str, source_packages: frozenset[str], depth: Stage
 ) -> tuple[Stage | None, Stage | None, Category | None, str, dict[str, float]]:
     """Run parse, compile and closed: (reached, failed stage, category, message, timings)."""
-    started = time.perf_counter()
     from nnrag.checks import check_code
 
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    try:
+        tree = ast.parse(code, filename=filename)
+        timings["parse"] = time.perf_counter() - started
+        compile(tree, filename, "exec", dont_inherit=True)
+        timings["compile"] = time.perf_counter() - started - timings["parse"]
+    except (SyntaxError, ValueError):
+        pass  # check_code reports it with its location
+    started = time.perf_counter()
     findings = [
         f
         for f in check_code(code, filename=filename, source_packages=source_packages)
         if f.code not in _HEADER_CODES
     ]
-    elapsed = time.perf_counter() - started
+    timings["closed"] = time.perf_counter() - started
     reached: Stage | None = None
-    timings: dict[str, float] = {}
     for stage in ("parse", "compile", "closed"):
         if stage_index(stage) > stage_index(depth):
             break
-        timings[stage] = elapsed / 3
         failing = [f for f in findings if f.stage == stage]
         if failing:
             first = failing[0]
             message = "; ".join(f.format(filename) for f in failing[:5])
             if len(failing) > 5:
                 message += f"; and {len(failing) - 5} more"
-            return reached, stage, first.category, message, timings
+            return reached, stage, first.category, message, _upto(timings, stage)
         reached = stage
-    return reached, None, None, "", timings
+    return reached, None, None, "", _upto(timings, depth)
+
+
+def _upto(timings: dict[str, float], stage: Stage) -> dict[str, float]:
+    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]
 
 
 def hints_request(hints: BlockHints | None) -> dict[str, Any] | None:
