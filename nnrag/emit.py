@@ -71,6 +71,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     symbols = symbols_for(index)
     _assign_flat_names(index, symbols, closure, plan, modules)
     rewrites = _plan_rewrites(index, symbols, closure, plan)
+    plan.units = _load_order(symbols, plan.units)
 
     # `from __future__ import annotations` changes what annotations mean (lazy strings
     # instead of evaluated expressions). It is emitted only when every inlined module has
@@ -308,6 +309,48 @@ def _inner_imports(
         if flat is not None:
             found[(binding.module, attr)] = flat
     return found
+
+
+def _load_order(
+    symbols: Symbols, units: list[tuple[ModuleInfo, Unit]]
+) -> list[tuple[ModuleInfo, Unit]]:
+    """``units`` in closure order, except that a unit never precedes one it reads at load time.
+
+    Resolve already orders by load-time edges; this keeps the emitted file importable even
+    if it did not (a stable topological sort; units on a load-time cycle keep their order).
+    """
+    by_name: dict[tuple[str, str], list[int]] = {}
+    for n, (info, unit) in enumerate(units):
+        for name in unit.binds:
+            by_name.setdefault((info.module, name), []).append(n)
+    needs: list[set[int]] = []
+    for n, (info, unit) in enumerate(units):
+        found: set[int] = set()
+        for chain in unit.load_reads:
+            resolution = symbols.lookup(info, chain, before=unit.start_line)
+            if resolution.kind == "definition" and resolution.module is not None:
+                key = (resolution.module.module, resolution.name)
+                found.update(m for m in by_name.get(key, ()) if m != n)
+        needs.append(found)
+    if all(max(found, default=-1) < n for n, found in enumerate(needs)):
+        return units
+    order: list[int] = []
+    placed: set[int] = set()
+    visiting: set[int] = set()
+
+    def place(n: int) -> None:
+        if n in placed or n in visiting:
+            return  # placed already, or a load-time cycle: keep closure order
+        visiting.add(n)
+        for m in sorted(needs[n]):
+            place(m)
+        visiting.discard(n)
+        placed.add(n)
+        order.append(n)
+
+    for n in range(len(units)):
+        place(n)
+    return [units[n] for n in order]
 
 
 def _chain_map(

@@ -373,3 +373,17 @@ def test_uncompilable_output_is_an_internal_error_with_evidence() -> None:
     assert info.value.evidence is not None
     assert Path(info.value.evidence).read_text() == "def broken(:\n"
     assert "does not compile" in str(info.value)
+
+
+def test_load_time_dependencies_come_first_even_if_the_closure_order_is_wrong(
+    tmp_path: Path,
+) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/base.py": "from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n",
+        "pkg/model.py": "from .base import Base\n\n\nclass Net(Base):\n    pass\n",
+    }
+    index = index_tree(write_tree(tmp_path / "src", files))
+    wrong = closure_for(index, "pkg.model:Net", [("pkg.model", "Net"), ("pkg.base", "Base")])
+    body = split_header(emit(index, wrong).code)[1]
+    assert body.index("class Base(") < body.index("class Net(")
