@@ -587,6 +587,8 @@ def _audit_hook(
             )
             if (writes or (mode and any(c in str(mode) for c in "wax+"))) and not inside(path):
                 refuse(f"writing {os.fsdecode(path)}")
+            elif isinstance(path, (str, bytes)) and _other_process(os.fsdecode(path), pid):
+                refuse(f"reading {os.fsdecode(path)} (another process's environment and memory)")
         elif event in _WRITE_EVENTS:
             for arg in args[:2]:
                 if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg):
@@ -600,6 +602,12 @@ def _audit_hook(
             refuse(event)
 
     return hook
+
+
+def _other_process(path: str, pid: int) -> bool:
+    """``/proc/<pid>/...`` of a process other than the child itself."""
+    parts = os.path.normpath(path).split(os.sep)
+    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and int(parts[2]) != pid
 
 
 def _is_local_pair(args: tuple[Any, ...]) -> bool:

@@ -163,6 +163,11 @@ CASES = {
     "sys-exit-import": (HEADER + "sys.exit(3)\n" + TRIVIAL, "runtime-error", "import"),
     "os-exit-import": (HEADER + "os._exit(0)\n" + TRIVIAL, "crash", "import"),
     "keyboard-interrupt": (forward_block("raise KeyboardInterrupt"), "runtime-error", "forward"),
+    "read-parent-environ": (
+        forward_block("open(f'/proc/{os.getppid()}/environ', 'rb').read()"),
+        "sandbox-violation",
+        "forward",
+    ),
     "kill-parent": (forward_block("os.kill(os.getppid(), 9)"), "sandbox-violation", "forward"),
 }
 
