@@ -22,6 +22,7 @@ import importlib.metadata
 import re
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +72,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     symbols = symbols_for(index)
     _assign_flat_names(index, symbols, closure, plan, modules)
     rewrites = _plan_rewrites(index, symbols, closure, plan)
-    plan.units = _load_order(symbols, plan.units)
+    plan.units = _load_order(_cache_for(index), symbols, plan.units)
 
     # `from __future__ import annotations` changes what annotations mean (lazy strings
     # instead of evaluated expressions). It is emitted only when every inlined module has
@@ -87,7 +88,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     if imports:
         chunks.append(imports)
     emitted: dict[str, set[int]] = {}
-    texts: dict[str, list[str]] = {}
+    cache = _cache_for(index)
     for info, unit in plan.units:
         if unit.kind == "import":
             continue  # hoisted into the import section above
@@ -96,9 +97,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
         if span <= lines:
             continue  # several statements on one line: already emitted with the first
         lines |= span
-        if info.module not in texts:
-            texts[info.module] = index.text(info).split("\n")
-        text = _unit_text(texts[info.module], unit)
+        text = _unit_text(cache.lines(info), unit)
         rewrite = rewrites.get(id(unit), Rewrite())
         stringify = info.module in lazy and not all_lazy
         if stringify or rewrite:
@@ -222,6 +221,10 @@ def _assign_flat_names(
     for _, unit in plan.units:
         if unit.kind == "import":
             candidates += [b for b in unit.imports if index.source_of_module(b.module) is None]
+    cache = _cache_for(index)
+    renamed: dict[str, list[tuple[str, str]]] = {}
+    for (module, name), flat in sorted(closure.renames.items()):
+        renamed.setdefault(name, []).append((module, flat))
     for binding in sorted(candidates, key=_import_sort_key):
         if binding.module == "__future__":
             continue  # decided once for the whole file, see emit()
@@ -232,9 +235,10 @@ def _assign_flat_names(
         entity = _import_entity(binding)
         plan.imports.setdefault(entity, binding)
         wanted = binding.name
-        for module in sorted(modules):
-            if binding.name in _import_names(modules[module], binding):
-                wanted = closure.renames.get((module, binding.name), wanted)
+        form = (binding.module, binding.attr, binding.name)
+        for module, flat in renamed.get(binding.name, ()):
+            if module in modules and form in cache.import_forms(modules[module]):
+                wanted = flat
                 break
         claim(entity, wanted)
 
@@ -245,13 +249,62 @@ def _assign_flat_names(
             claim(("def", info.module, name), closure.renames.get((info.module, name), name))
 
 
-def _import_names(info: ModuleInfo, binding: ImportBinding) -> set[str]:
-    return {
-        b.name
-        for unit in info.units
-        for b in unit.imports
-        if (b.module, b.attr, b.name) == (binding.module, binding.attr, binding.name)
-    }
+class _IndexCache:
+    """What emit derives from one index and reuses across blocks (lives as long as it)."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._forms: dict[tuple[str, str], frozenset[tuple[str, str | None, str]]] = {}
+        self._lines: dict[tuple[str, str], list[str]] = {}
+        self._reads: dict[tuple[str, str, int], tuple[_Read, ...]] = {}
+
+    def import_forms(self, info: ModuleInfo) -> frozenset[tuple[str, str | None, str]]:
+        """``(module, attr, name)`` of every import written in ``info``."""
+        key = (info.source, info.module)
+        if key not in self._forms:
+            self._forms[key] = frozenset(
+                (b.module, b.attr, b.name) for unit in info.units for b in unit.imports
+            )
+        return self._forms[key]
+
+    def lines(self, info: ModuleInfo) -> list[str]:
+        key = (info.source, info.module)
+        if key not in self._lines:
+            self._lines[key] = self.index.text(info).split("\n")
+        return self._lines[key]
+
+    def reads(self, symbols: Symbols, info: ModuleInfo, unit: Unit) -> tuple[_Read, ...]:
+        """What each chain ``unit`` reads denotes: ``(prefix, entity, is_load)``, resolved
+        with Python's rules (a load-time read sees only bindings made before the unit)."""
+        key = (info.source, info.module, unit.index)
+        found = self._reads.get(key)
+        if found is None:
+            items: list[_Read] = []
+            for chains, before in ((unit.load_reads, unit.start_line), (unit.call_reads, 0)):
+                for chain in chains:
+                    parts = chain.split(".")
+                    resolution = symbols.lookup(info, parts, before=before)
+                    entity: Entity | None = None
+                    if resolution.kind == "definition" and resolution.module is not None:
+                        entity = ("def", resolution.module.module, resolution.name)
+                    elif resolution.kind == "external" and resolution.binding is not None:
+                        entity = _import_entity(resolution.binding)
+                    prefix = ".".join(parts[: resolution.consumed])
+                    items.append((chain, prefix, entity, bool(before)))
+            found = self._reads[key] = tuple(items)
+        return found
+
+
+_Read = tuple[str, str, "Entity | None", bool]
+"""(chain as read, prefix that denotes something, what it denotes, read at load time)."""
+_CACHES: weakref.WeakKeyDictionary[Index, _IndexCache] = weakref.WeakKeyDictionary()
+
+
+def _cache_for(index: Index) -> _IndexCache:
+    cache = _CACHES.get(index)
+    if cache is None:
+        cache = _CACHES[index] = _IndexCache(index)
+    return cache
 
 
 def _import_sort_key(binding: ImportBinding) -> tuple[str, str, str, int]:
@@ -267,11 +320,9 @@ def _plan_rewrites(
         if entity[0] == "def" and entity[2] != flat:
             defs.setdefault(entity[1], {})[entity[2]] = flat
     rewrites: dict[int, Rewrite] = {}
+    cache = _cache_for(index)
     for info, unit in plan.units:
-        load = _chain_map(
-            symbols, closure, plan=plan, info=info, chains=unit.load_reads, before=unit.start_line
-        )
-        call = _chain_map(symbols, closure, plan=plan, info=info, chains=unit.call_reads, before=0)
+        load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
         imported = _inner_imports(index, symbols, plan=plan, info=info, unit=unit)
         package = info.module if info.is_package else info.module.rpartition(".")[0]
         rewrite = Rewrite(
@@ -312,7 +363,7 @@ def _inner_imports(
 
 
 def _load_order(
-    symbols: Symbols, units: list[tuple[ModuleInfo, Unit]]
+    cache: _IndexCache, symbols: Symbols, units: list[tuple[ModuleInfo, Unit]]
 ) -> list[tuple[ModuleInfo, Unit]]:
     """``units`` in closure order, except that a unit never precedes one it reads at load time.
 
@@ -326,11 +377,9 @@ def _load_order(
     needs: list[set[int]] = []
     for n, (info, unit) in enumerate(units):
         found: set[int] = set()
-        for chain in unit.load_reads:
-            resolution = symbols.lookup(info, chain, before=unit.start_line)
-            if resolution.kind == "definition" and resolution.module is not None:
-                key = (resolution.module.module, resolution.name)
-                found.update(m for m in by_name.get(key, ()) if m != n)
+        for _, _, entity, at_load in cache.reads(symbols, info, unit):
+            if at_load and entity is not None and entity[0] == "def":
+                found.update(m for m in by_name.get((entity[1], entity[2]), ()) if m != n)
         needs.append(found)
     if all(max(found, default=-1) < n for n, found in enumerate(needs)):
         return units
@@ -353,43 +402,30 @@ def _load_order(
     return [units[n] for n in order]
 
 
-def _chain_map(
-    symbols: Symbols,
-    closure: Closure,
-    *,
-    plan: _Plan,
-    info: ModuleInfo,
-    chains: Iterable[str],
-    before: int,
-) -> dict[str, str]:
-    """Chain prefix as written -> flat name, for reads whose emitted spelling differs."""
-    found: dict[str, str] = {}
-    for chain in chains:
-        parts = chain.split(".")
-        hit: tuple[str, str] | None = None
-        for size in range(len(parts), 0, -1):
-            target = closure.references.get((info.module, ".".join(parts[:size])))
-            flat = None if target is None else plan.flat.get(("def", *target))
-            if flat is not None:
-                hit = (".".join(parts[:size]), flat)
-                break
-        if hit is None:
-            resolution = symbols.lookup(info, parts, before=before)
-            entity: Entity | None = None
-            if resolution.kind == "definition" and resolution.module is not None:
-                entity = ("def", resolution.module.module, resolution.name)
-            elif resolution.kind == "external" and resolution.binding is not None:
-                entity = _import_entity(resolution.binding)
-            flat = None if entity is None else plan.flat.get(entity)
-            if flat is not None:
-                hit = (".".join(parts[: resolution.consumed]), flat)
-        if hit is not None and hit[0] != hit[1]:
-            found[hit[0]] = hit[1]
-    return found
+def _chain_maps(
+    closure: Closure, plan: _Plan, info: ModuleInfo, reads: Iterable[_Read]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(load-time, call-time): chain prefix as written -> flat name, where they differ."""
+    load: dict[str, str] = {}
+    call: dict[str, str] = {}
+    for chain, resolved, entity, at_load in reads:
+        prefix = resolved
+        flat = None if entity is None else plan.flat.get(entity)
+        if flat is None:  # resolve may know better (it filled references)
+            parts = chain.split(".")
+            for size in range(len(parts), 0, -1):
+                target = closure.references.get((info.module, ".".join(parts[:size])))
+                flat = None if target is None else plan.flat.get(("def", *target))
+                if flat is not None:
+                    prefix = ".".join(parts[:size])
+                    break
+        if flat is not None and flat != prefix:
+            (load if at_load else call)[prefix] = flat
+    return load, call
 
 
 def _unit_text(lines: list[str], unit: Unit) -> str:
-    return "\n".join(line.rstrip("\r") for line in lines[unit.start_line - 1 : unit.end_line])
+    return "\n".join(lines[unit.start_line - 1 : unit.end_line])
 
 
 # --------------------------------------------------------------------------- imports
