@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from nnrag.errors import ExtractionError, InternalError
 from nnrag.model import STAGES, BlockHints, Category, Stage, ValidationResult, stage_index
 from nnrag.results import recipe_from_dict
 
@@ -262,7 +263,17 @@ def validate_block(
     settings = workspace.settings
     depth = depth or settings.depth
     block = workspace.find(query) if isinstance(query, str) else query
-    extracted = workspace.extract(block)
+    try:
+        extracted = workspace.extract(block)
+    except (ExtractionError, InternalError) as error:
+        return ValidationResult(
+            block_id=block.id,
+            depth=depth,
+            stage_reached=None,
+            failed_stage="parse",
+            category="internal-error",
+            message=str(error),
+        )
     hints = hints or config_hints(settings, block)
     digest = extracted.digest + (f"+hints:{_hints_digest(hints)}" if hints else "")
     key = cache_key(digest, depth)
