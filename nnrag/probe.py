@@ -303,7 +303,7 @@ class Runner:
                 if key in seen:
                     continue
                 seen.append(key)
-                yield Ctor("synthesized", args, candidate, synth.placeholders), None
+                yield Ctor("synthesized", args, candidate, synth.placeholders, profile), None
 
     def search(self, module: Any, cls: type, depth: str) -> None:
         want_forward = depth in {"forward", "backward"}
@@ -316,11 +316,8 @@ class Runner:
         output_error: OutputError | None = None
         built_any = False
         forward_started = 0.0
-        profile_index = 0
         for ctor, given in self.ctor_candidates(module, cls):
-            profile = PROFILES[min(profile_index, len(PROFILES) - 1)]
-            if ctor.origin == "synthesized":
-                profile_index += 1
+            profile = ctor.profile or PROFILES[0]
             if attempts >= MAX_ATTEMPTS or (time.monotonic() > self.deadline and built_any):
                 break
             attempts += 1

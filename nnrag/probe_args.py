@@ -167,6 +167,7 @@ class Ctor:
     args: tuple[object, ...] = ()
     kwargs: dict[str, object] = field(default_factory=dict)
     placeholders: list[str] = field(default_factory=list)
+    profile: Profile | None = None
 
 
 def _hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
