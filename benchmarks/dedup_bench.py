@@ -65,7 +65,7 @@ def main() -> None:
 
     started = time.perf_counter()
     closure_code = resolved_closure_code(index)
-    closures = {block.id: code for block in blocks if (code := closure_code(block))}
+    closures = {block.id: parts for block in blocks if (parts := closure_code(block))}
     resolve_s = time.perf_counter() - started
 
     report = DedupReport(
@@ -132,7 +132,8 @@ def main() -> None:
         f"shingles of {params.shingle} tokens, AST subtrees of >= {params.min_subtree} nodes.",
         "Levels are cumulative: 'structural' counts blocks left after merging exact, lexical",
         "and structural duplicates. 'class' = the target class statement alone; 'closure' = the",
-        "resolved closure (imports + every inlined definition, original text).",
+        "resolved closure (imports + every inlined definition, original text), whose features",
+        "are the union of its parts' features (each distinct definition analysed once).",
         "",
         f"- blocks: {len(blocks)}; closures resolved: {len(closures)}",
         f"- de-duplication time, all blocks, both scopes: **{dedup_s:.1f} s** (target <= 30 s)",

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
+import re
 import time
-import tokenize
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+from numpy.typing import NDArray
+
 if TYPE_CHECKING:
+    from datasketch import MinHash
+
     from nnrag.index import Index
     from nnrag.model import BlockRef, Closure, ImportBinding
     from nnrag.workspace import Workspace
@@ -19,7 +24,6 @@ if TYPE_CHECKING:
 Level = Literal["exact", "lexical", "structural"]
 LEVELS: tuple[Level, ...] = ("exact", "lexical", "structural")
 Scope = Literal["class", "closure"]
-Feature = str | int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,19 +128,53 @@ def exact_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_TOKEN_TYPES = frozenset({tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING})
+_TOKEN = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|\S"
+)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def shingles(text: str, size: int) -> frozenset[str]:
-    """Level 2 features: every run of ``size`` consecutive code tokens."""
-    tokens = [
-        tok.string
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline)
-        if tok.type in _TOKEN_TYPES
-    ]
-    if len(tokens) <= size:
-        return frozenset({"\x1f".join(tokens)})
-    return frozenset("\x1f".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1))
+def _mix(values: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """splitmix64 finalizer: spreads structured 64-bit values over all bits."""
+    with np.errstate(over="ignore"):
+        values = values ^ (values >> np.uint64(30))
+        values = values * np.uint64(0xBF58476D1CE4E5B9)
+        values = values ^ (values >> np.uint64(27))
+        values = values * np.uint64(0x94D049BB133111EB)
+        return values ^ (values >> np.uint64(31))
+
+
+class _Vocabulary:
+    """Token -> stable 64-bit id (CRC-32 based: the same in every process and run)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def encode(self, tokens: list[str]) -> NDArray[np.uint64]:
+        ids = self.ids
+        out = np.empty(len(tokens), dtype=np.uint64)
+        for position, token in enumerate(tokens):
+            found = ids.get(token)
+            if found is None:
+                found = ids[token] = zlib.crc32(token.encode("utf-8")) | (len(token) << 32)
+            out[position] = found
+        return out
+
+
+def _shingle_hashes(text: str, size: int, vocabulary: _Vocabulary) -> NDArray[np.uint64]:
+    """Sorted unique 64-bit hashes of every run of ``size`` consecutive code tokens."""
+    ids = vocabulary.encode(_TOKEN.findall(text))
+    count = max(len(ids) - size + 1, 1)
+    hashes = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for offset in range(min(size, len(ids))):
+            hashes = hashes * _GOLDEN + _mix(ids[offset : offset + count])
+    return np.unique(_mix(hashes))
+
+
+def shingles(text: str, size: int) -> frozenset[int]:
+    """Level 2 features of ``text``: hashes of its token shingles (for inspection and tests)."""
+    return frozenset(int(value) for value in _shingle_hashes(text, size, _Vocabulary()))
 
 
 _KINDS: dict[str, int] = {
@@ -158,7 +196,7 @@ def _leaf(value: object) -> int:
     return 1 + _LITERAL_TYPES.index(name) if name in _LITERAL_TYPES else 99
 
 
-def fingerprints(tree: ast.AST, min_size: int) -> frozenset[int]:
+def _fingerprint_list(tree: ast.AST, min_size: int) -> list[int]:
     """Level 3 features: hashes of AST subtrees with identifiers and literals normalized.
 
     A multiset: the n-th occurrence of a subtree is its own feature, so that repeated
@@ -166,7 +204,7 @@ def fingerprints(tree: ast.AST, min_size: int) -> frozenset[int]:
     count. Integer tuple hashes are deterministic across processes (unlike ``str`` hashes), so
     the fingerprints, and everything computed from them, are reproducible.
     """
-    found: set[int] = set()
+    found: list[int] = []
     seen: dict[int, int] = {}
 
     def visit(node: ast.AST) -> tuple[int, int]:
@@ -196,18 +234,85 @@ def fingerprints(tree: ast.AST, min_size: int) -> frozenset[int]:
         if size >= min_size:
             occurrence = seen.get(digest, 0)
             seen[digest] = occurrence + 1
-            found.add(hash((digest, occurrence)))
+            found.append(hash((digest, occurrence)))
         return digest, size
 
     visit(tree)
-    return frozenset(found)
+    return found
 
 
-def jaccard(first: frozenset[Feature], second: frozenset[Feature]) -> float:
-    """Exact Jaccard similarity of two sets (1.0 for two empty sets)."""
-    if not first and not second:
+def _fingerprint_hashes(tree: ast.AST, min_size: int) -> NDArray[np.uint64]:
+    values = np.array(_fingerprint_list(tree, min_size), dtype=np.int64).view(np.uint64)
+    return np.unique(_mix(values))
+
+
+def fingerprints(tree: ast.AST, min_size: int) -> frozenset[int]:
+    """Level 3 features of a tree (for inspection and tests)."""
+    return frozenset(int(value) for value in _fingerprint_hashes(tree, min_size))
+
+
+def _jaccard(first: NDArray[np.uint64], second: NDArray[np.uint64]) -> float:
+    """Exact Jaccard similarity of two sorted unique arrays (1.0 for two empty ones)."""
+    union = len(first) + len(second)
+    if union == 0:
         return 1.0
-    return len(first & second) / len(first | second)
+    common = len(np.intersect1d(first, second, assume_unique=True))
+    return common / (union - common)
+
+
+# --------------------------------------------------------------------------- features
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """Features of one piece of code (a unit), computed once however many blocks include it."""
+
+    key: str
+    lexical: NDArray[np.uint64]
+    structural: NDArray[np.uint64]
+    lexical_sketch: MinHash
+    structural_sketch: MinHash
+
+
+class _Features:
+    """Per-part feature cache with datasketch MinHash sketches.
+
+    MinHash(A | B) is MinHash(A) merged with MinHash(B) (element-wise minimum), so a block
+    made of several parts (a closure: imports and units) is sketched from its parts' sketches.
+    """
+
+    def __init__(self, params: DedupParams) -> None:
+        self.params = params
+        self.vocabulary = _Vocabulary()
+        self.parts: dict[str, _Part | None] = {}
+
+    def sketch(self, values: NDArray[np.uint64]) -> MinHash:
+        from datasketch import MinHash
+
+        # The features are already well-mixed 64-bit hashes: their top 32 bits are the
+        # 32-bit input datasketch's default scheme expects from its own hash function.
+        sketch = MinHash(num_perm=self.params.num_perm, seed=self.params.seed, hashfunc=int)
+        sketch.update_batch((values >> np.uint64(32)).tolist())
+        return sketch
+
+    def part(self, code: str) -> _Part | None:
+        if code in self.parts:
+            return self.parts[code]
+        try:
+            tree, text = normalize(code)
+        except (SyntaxError, ValueError, RecursionError):
+            self.parts[code] = None
+            return None
+        lexical = _shingle_hashes(text, self.params.shingle, self.vocabulary)
+        structural = _fingerprint_hashes(tree, self.params.min_subtree)
+        found = self.parts[code] = _Part(
+            key=exact_key(text),
+            lexical=lexical,
+            structural=structural,
+            lexical_sketch=self.sketch(lexical),
+            structural_sketch=self.sketch(structural),
+        )
+        return found
 
 
 # --------------------------------------------------------------------------- clustering
@@ -248,14 +353,32 @@ def _snapshot(level: Level, components: _Components, pairs: int) -> LevelResult:
     return LevelResult(level=level, unique=len(groups), pairs=pairs, clusters=tuple(clusters))
 
 
+@dataclass(slots=True)
+class _Doc:
+    parts: list[_Part]
+    key: str
+    union: dict[str, NDArray[np.uint64]] = field(default_factory=dict)
+
+    def features(self, level: str) -> NDArray[np.uint64]:
+        found = self.union.get(level)
+        if found is None:
+            arrays = [getattr(part, level) for part in self.parts]
+            found = arrays[0] if len(arrays) == 1 else np.unique(np.concatenate(arrays))
+            self.union[level] = found
+        return found
+
+    def sketch(self, level: str) -> MinHash:
+        from datasketch import MinHash
+
+        sketches: list[MinHash] = [getattr(part, f"{level}_sketch") for part in self.parts]
+        return sketches[0] if len(sketches) == 1 else MinHash.union(*sketches)
+
+
 def _verified_pairs(
-    features: Mapping[str, frozenset[Feature]],
-    *,
-    threshold: float,
-    params: DedupParams,
+    docs: Mapping[str, _Doc], level: str, *, threshold: float, params: DedupParams
 ) -> list[tuple[str, str]]:
     """Pairs with Jaccard >= threshold: MinHash LSH candidates, verified by exact Jaccard."""
-    from datasketch import MinHash, MinHashLSH
+    from datasketch import MinHashLSH
 
     try:
         lsh = MinHashLSH(threshold=threshold, num_perm=params.num_perm, weights=params.lsh_weights)
@@ -263,76 +386,79 @@ def _verified_pairs(
         bands = 4
         lsh = MinHashLSH(num_perm=params.num_perm, params=(bands, params.num_perm // bands))
     sketches: dict[str, MinHash] = {}
-    for key in sorted(features):
-        sketch = MinHash(num_perm=params.num_perm, seed=params.seed)
-        sketch.update_batch([_encode(value) for value in features[key]])
+    for key in sorted(docs):
+        sketch = docs[key].sketch(level)
         lsh.insert(key, sketch, check_duplication=False)
         sketches[key] = sketch
     pairs: list[tuple[str, str]] = []
-    for key in sorted(features):
+    for key in sorted(docs):
         for other in sorted(lsh.query(sketches[key])):
-            if other > key and jaccard(features[key], features[other]) >= threshold:
+            if other <= key:
+                continue
+            if _jaccard(docs[key].features(level), docs[other].features(level)) >= threshold:
                 pairs.append((key, other))
     return pairs
-
-
-def _encode(value: object) -> bytes:
-    if isinstance(value, int):
-        return value.to_bytes(8, "little", signed=True)
-    return str(value).encode("utf-8")
 
 
 # --------------------------------------------------------------------------- entry points
 
 
 def dedup(
-    codes: Mapping[str, str], *, scope: Scope = "class", params: DedupParams | None = None
+    codes: Mapping[str, str | Sequence[str]],
+    *,
+    scope: Scope = "class",
+    params: DedupParams | None = None,
 ) -> DedupResult:
-    """De-duplicate code strings keyed by block id at the three levels, cumulatively."""
+    """De-duplicate blocks at the three levels, cumulatively.
+
+    Each block is a code string, or a sequence of code parts (a closure: its imports and each
+    inlined unit); a block's features are the union of its parts' features, and each distinct
+    part is analysed once.
+    """
     params = params or DedupParams()
     import datasketch  # noqa: F401  (imported before the clock starts: a one-off cost)
 
     started = time.perf_counter()
-    trees: dict[str, ast.Module] = {}
-    texts: dict[str, str] = {}
+    features = _Features(params)
+    docs: dict[str, _Doc] = {}
     skipped: list[str] = []
-    for key in sorted(codes):
-        try:
-            trees[key], texts[key] = normalize(codes[key])
-        except (SyntaxError, ValueError, RecursionError):
-            skipped.append(key)
-    components = _Components(trees)
+    for block_id in sorted(codes):
+        code = codes[block_id]
+        pieces = [code] if isinstance(code, str) else list(code)
+        parts = [features.part(piece) for piece in pieces]
+        present = [part for part in parts if part is not None]
+        if len(present) != len(parts) or not present:
+            skipped.append(block_id)
+            continue
+        key = (
+            present[0].key
+            if len(present) == 1
+            else exact_key("\n".join(part.key for part in present))
+        )
+        docs[block_id] = _Doc(parts=present, key=key)
+    components = _Components(docs)
     levels: list[LevelResult] = []
 
     by_key: dict[str, str] = {}
     exact_pairs = 0
-    for key in sorted(trees):
-        digest = exact_key(texts[key])
-        if digest in by_key:
-            components.union(by_key[digest], key)
+    for block_id, doc in docs.items():
+        if doc.key in by_key:
+            components.union(by_key[doc.key], block_id)
             exact_pairs += 1
         else:
-            by_key[digest] = key
+            by_key[doc.key] = block_id
     levels.append(_snapshot("exact", components, exact_pairs))
 
     # Exact duplicates share every feature: only one representative per exact group goes on.
-    representatives = sorted(by_key.values())
-    lexical = {
-        key: frozenset[Feature](shingles(texts[key], params.shingle)) for key in representatives
-    }
-    pairs = _verified_pairs(lexical, threshold=params.lexical_threshold, params=params)
-    for first, second in pairs:
-        components.union(first, second)
-    levels.append(_snapshot("lexical", components, len(pairs)))
-
-    structural = {
-        key: frozenset[Feature](fingerprints(trees[key], params.min_subtree))
-        for key in representatives
-    }
-    pairs = _verified_pairs(structural, threshold=params.structural_threshold, params=params)
-    for first, second in pairs:
-        components.union(first, second)
-    levels.append(_snapshot("structural", components, len(pairs)))
+    representatives = {block_id: docs[block_id] for block_id in sorted(by_key.values())}
+    for level, threshold in (
+        ("lexical", params.lexical_threshold),
+        ("structural", params.structural_threshold),
+    ):
+        pairs = _verified_pairs(representatives, level, threshold=threshold, params=params)
+        for first, second in pairs:
+            components.union(first, second)
+        levels.append(_snapshot(level, components, len(pairs)))  # type: ignore[arg-type]
 
     return DedupResult(
         scope=scope,
@@ -366,13 +492,14 @@ def _import_line(binding: ImportBinding) -> str:
     return f"from {binding.module} import {binding.attr}{alias}"
 
 
-def closure_text(index: Index, closure: Closure) -> str:
-    """The closure's code as it is in its sources: its imports, then its units' original text.
+def closure_parts(index: Index, closure: Closure) -> list[str]:
+    """The closure's code as it is in its sources: its imports, then each unit's original text.
 
     What emission would write minus the provenance header and collision renames (which do
     not change what is compared here), without paying for the LibCST rewrite.
     """
-    lines = sorted({_import_line(binding) for binding in closure.imports})
+    imports = "\n".join(sorted({_import_line(binding) for binding in closure.imports}))
+    parts = [imports] if imports else []
     texts: dict[tuple[str, str], list[str]] = {}
     for ref in closure.units:
         info = index.module(ref.module, prefer=ref.source)
@@ -382,18 +509,18 @@ def closure_text(index: Index, closure: Closure) -> str:
         if key not in texts:
             texts[key] = index.text(info).splitlines()
         unit = info.units[ref.index]
-        lines.append("\n".join(texts[key][unit.start_line - 1 : unit.end_line]))
-    return "\n".join(lines) + "\n"
+        parts.append("\n".join(texts[key][unit.start_line - 1 : unit.end_line]) + "\n")
+    return parts
 
 
-def resolved_closure_code(index: Index) -> Callable[[BlockRef], str | None]:
+def resolved_closure_code(index: Index) -> Callable[[BlockRef], list[str] | None]:
     """A ``closure_code`` for :func:`dedup_blocks` from :func:`nnrag.resolve.resolve`."""
     from nnrag.errors import NnragError
     from nnrag.resolve import resolve
 
-    def code(block: BlockRef) -> str | None:
+    def code(block: BlockRef) -> list[str] | None:
         try:
-            return closure_text(index, resolve(index, block))
+            return closure_parts(index, resolve(index, block))
         except NnragError:
             return None
 
@@ -404,13 +531,13 @@ def dedup_blocks(
     index: Index,
     blocks: Sequence[BlockRef],
     *,
-    closure_code: Callable[[BlockRef], str | None] | None = None,
+    closure_code: Callable[[BlockRef], str | Sequence[str] | None] | None = None,
     params: DedupParams | None = None,
 ) -> DedupReport:
     """De-duplicate blocks on their class alone and, given ``closure_code``, on their closure.
 
-    ``closure_code`` returns the emitted file of a block (e.g. ``extract(index, b).code``), or
-    ``None`` when it cannot be extracted; the provenance header is ignored (comments).
+    ``closure_code`` returns a block's closure as code (the emitted file, whose header is only
+    comments) or as parts (:func:`resolved_closure_code`), or ``None`` when it has none.
     """
     targets: dict[str, str] = {}
     for block in blocks:
@@ -420,11 +547,11 @@ def dedup_blocks(
     target = dedup(targets, scope="class", params=params)
     closure = None
     if closure_code is not None:
-        closures: dict[str, str] = {}
+        closures: dict[str, str | Sequence[str]] = {}
         for block in blocks:
-            code = closure_code(block)
-            if code is not None:
-                closures[block.id] = code
+            parts = closure_code(block)
+            if parts is not None:
+                closures[block.id] = parts
         closure = dedup(closures, scope="closure", params=params)
     return DedupReport(target=target, closure=closure)
 
