@@ -10,7 +10,6 @@ checks (parse, compile, closed, header) and then validates the file in the sandb
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +56,62 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"--nnrag-vendored: {folder} is not a folder; pass the folder you vendored "
                 "blocks into with `nnrag extract ID --into DIR`"
             )
-    config.pluginmanager.register(VendoredSession(folders), SESSION_PLUGIN)
+    if _main_plugin_active(config):
+        # the repos.json session records these items' results in its own report
+        config.pluginmanager.register(VendoredSession(folders), SESSION_PLUGIN)
+    else:
+        config.pluginmanager.register(_reporting_session(config, folders), SESSION_PLUGIN)
+
+
+def _main_plugin_active(config: pytest.Config) -> bool:
+    try:
+        return bool(config.getoption("nnrag_repos") or str(config.getini("nnrag_repos")).strip())
+    except ValueError:  # the main nnrag plugin is disabled (-p no:nnrag)
+        return False
+
+
+def _reporting_session(config: pytest.Config, folders: list[Path]) -> VendoredSession:
+    """A session that also writes --nnrag-report/--nnrag-badge and the nnrag summary.
+
+    Reuses the main plugin's session (result gathering, report, badge, terminal summary);
+    only collection differs.
+    """
+    from nnrag.model import Settings
+    from pytest_nnrag.plugin import NnragSession
+    from pytest_nnrag.state import NnragState
+
+    def path(name: str) -> Path | None:
+        """A path option of the main plugin: the flag, else the ini value (None if absent)."""
+        try:
+            flag = config.getoption(name)
+            ini = str(config.getini(name) or "").strip()
+        except ValueError:  # the main nnrag plugin is disabled (-p no:nnrag)
+            return None
+        if flag:
+            return (config.invocation_params.dir / str(flag)).resolve()
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return (base / ini).resolve() if ini else None
+
+    depth: Stage = _option(config, "nnrag_depth") or "forward"
+    cache = path("nnrag_cache") or config.rootpath / ".nnrag-cache"
+    state = NnragState(
+        settings=Settings(sources=(), cache_dir=cache, depth=depth),
+        repos_file=folders[0] / "nnrag-blocks.json",
+        report_path=path("nnrag_report"),
+        badge_path=path("nnrag_badge"),
+    )
+
+    class ReportingSession(VendoredSession, NnragSession):
+        """Vendored collection plus the main session's report and summary hooks."""
+
+        def __init__(self) -> None:
+            VendoredSession.__init__(self, folders)
+            NnragSession.__init__(self, config, state)
+
+        def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> None:
+            return None  # no repos.json here: the vendored folders are added at collection
+
+    return ReportingSession()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -177,9 +231,12 @@ class VendoredFolder(pytest.Collector):
         return str(super().repr_failure(excinfo))
 
 
-@functools.cache
 def _item_class() -> type[ResultItem]:
-    """The item class, built on first use so that an inactive plugin imports nothing of nnrag."""
+    """The item class, built when collecting so that an inactive plugin imports nothing of nnrag.
+
+    Not cached in the module: pytester's in-process runs re-import the plugin's modules, and a
+    class kept from an earlier run would record results under that run's stash key.
+    """
     from pytest_nnrag.items import ResultItem, hints_from_hook
 
     class VendoredItem(ResultItem):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -95,6 +96,18 @@ def test_items_and_outcomes_at_closed(pytester: pytest.Pytester, vendored: Path)
             "FAILED vendor/blocks::Open.py*",
         ]
     )
+
+
+def test_report_and_summary(pytester: pytest.Pytester, vendored: Path) -> None:
+    result = pytester.runpytest(
+        "--nnrag-vendored", "vendor/blocks", "--nnrag-depth", "closed",
+        "--nnrag-report", "out/report.json",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*nnrag summary*", "nnrag wrote *report.json"])
+    report = json.loads((pytester.path / "out" / "report.json").read_text())
+    assert "src:pkg.layers:Good" in json.dumps(report)
+    assert "src:pkg.layers:Open" in json.dumps(report)
 
 
 def test_node_ids_are_sorted_and_selectable(pytester: pytest.Pytester, vendored: Path) -> None:
