@@ -316,7 +316,10 @@ class Runner:
         output_error: OutputError | None = None
         built_any = False
         forward_started = 0.0
-        for ctor, given in self.ctor_candidates(module, cls):
+        candidates = self.ctor_candidates(module, cls)
+        pending: list[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]] = []
+        while (item := pending.pop(0) if pending else next(candidates, None)) is not None:
+            ctor, given = item
             profile = ctor.profile or PROFILES[0]
             if attempts >= MAX_ATTEMPTS or (time.monotonic() > self.deadline and built_any):
                 break
@@ -329,6 +332,9 @@ class Runner:
                 break
             except BaseException as error:
                 ctor_error = error
+                relisted = listify(ctor, error)
+                if relisted is not None:
+                    pending.append((relisted, given))
                 continue
             self.record_ctor(ctor, block)
             if not built_any:
@@ -484,6 +490,33 @@ class Runner:
         if self.violated("backward", started):
             return
         self.finish()
+
+
+_NOT_A_LIST = re.compile(
+    r"'int' object is not (iterable|subscriptable)|object of type 'int' has no len"
+)
+
+
+_PLURAL = r"(_list|layers|sizes|dims|depths|blocks|strides|ratios|stages|widths|kernels|dilations)$"
+
+
+def listify(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: plural-named integer arguments become lists when an ``int`` was not iterable."""
+    if ctor.origin != "synthesized" or not _NOT_A_LIST.search(str(error)):
+        return None
+    plural = {
+        k: [v, v]
+        for k, v in ctor.kwargs.items()
+        if isinstance(v, int)
+        and not isinstance(v, bool)
+        and not k.startswith(("num_", "n_"))
+        and re.search(_PLURAL, k)
+    }
+    if not plural:
+        return None
+    return Ctor(
+        "synthesized", ctor.args, {**ctor.kwargs, **plural}, ctor.placeholders, ctor.profile
+    )
 
 
 def load(path: str) -> Any:

@@ -189,15 +189,27 @@ def fill_inputs(
         if p.default is not p.empty:
             continue
         if first:
-            value: Any = primary
+            value: Any = container(primary, p.annotation)
             first = False
         else:
-            value = secondary(p.name, shape, p.annotation, profile)
+            value = container(secondary(p.name, shape, p.annotation, profile), p.annotation)
         if p.kind == p.KEYWORD_ONLY:
             kwargs[p.name] = value
         else:
             args.append(value)
     return args, kwargs
+
+
+def container(spec: Any, annotation: Any) -> Any:
+    """Wrap a tensor spec into the list or dict of tensors that ``annotation`` asks for."""
+    if not (isinstance(spec, dict) and "shape" in spec):
+        return spec
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    if re.search(r"(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor", text):
+        return [spec, dict(spec)]
+    if re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
+        return {"__dict__": {"0": spec, "1": dict(spec)}}
+    return spec
 
 
 def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
@@ -245,6 +257,14 @@ SHAPE_WORDS = re.compile(
 
 def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     """A new input list derived from a shape error message, or ``None``."""
+    if args and isinstance(args[0], list) and args[0] and isinstance(args[0][0], dict):
+        fixed = repair(message, [args[0][0]], profile)
+        if fixed is None:
+            return None
+        return [
+            [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
+            *args[1:],
+        ]
     if not args or not isinstance(args[0], dict) or "shape" not in args[0]:
         return None
     spec = dict(args[0])
