@@ -365,6 +365,39 @@ _COMPREHENSION_SCOPES: dict[type[ast.expr], str] = {
     ast.GeneratorExp: "genexpr",
 }
 _TRY_NODES = (ast.Try, getattr(ast, "TryStar", ast.Try))
+_SCOPED: frozenset[type[ast.AST]] = frozenset(
+    {
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.Lambda,
+        ast.ClassDef,
+        *_COMPREHENSION_SCOPES,
+        ast.AnnAssign,
+        ast.If,
+    }
+)
+"""Nodes the name walk handles specially (scopes, annotations, TYPE_CHECKING blocks)."""
+_LEAVES: frozenset[type[ast.AST]] = frozenset(
+    {
+        ast.Constant,
+        ast.Load,
+        ast.Store,
+        ast.Del,
+        ast.Pass,
+        ast.Break,
+        ast.Continue,
+        ast.Global,
+        ast.Nonlocal,
+        ast.Import,
+        ast.ImportFrom,
+        *(
+            cls
+            for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+            for cls in base.__subclasses__()
+        ),
+    }
+)
+"""Nodes without a name read below them."""
 
 
 def _scope_key(node: ast.AST) -> tuple[str, int] | None:
@@ -555,6 +588,28 @@ class _NameChecker:
         self, node: ast.AST, table: symtable.SymbolTable, *, call_time: bool, extra: set[str]
     ) -> None:
         walk = self._walk
+        kind = type(node)
+        if kind is ast.Name:
+            assert isinstance(node, ast.Name)  # for mypy: `kind is` does not narrow
+            if not isinstance(node.ctx, ast.Store):
+                self._read(node, table, call_time=call_time, extra=extra)
+            return
+        if kind in _LEAVES:
+            return
+        if kind not in _SCOPED:  # the common case: just the children, in field order
+            if kind is ast.AugAssign:
+                assert isinstance(node, ast.AugAssign)
+                if isinstance(node.target, ast.Name):
+                    self._read(node.target, table, call_time=call_time, extra=extra)
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            walk(item, table, call_time=call_time, extra=extra)
+                elif isinstance(value, ast.AST):
+                    walk(value, table, call_time=call_time, extra=extra)
+            return
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             arguments = node.args
             self._walk_all(
@@ -630,11 +685,6 @@ class _NameChecker:
         ):
             walk(node.test, table, call_time=call_time, extra=extra)
             self._walk_all(node.orelse, table, call_time=call_time, extra=extra)
-            return
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            self._read(node.target, table, call_time=call_time, extra=extra)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load | ast.Del):
-            self._read(node, table, call_time=call_time, extra=extra)
             return
         for child in ast.iter_child_nodes(node):
             walk(child, table, call_time=call_time, extra=extra)
