@@ -54,8 +54,8 @@ def vendor_blocks(count: int) -> list[Path]:
     return files
 
 
-def run_child(command: list[str]) -> tuple[float, int, int, str]:
-    """(wall seconds, peak RSS in KiB, exit code, stdout) of one child process."""
+def run_child(command: list[str]) -> tuple[float, int, int, str, float]:
+    """(wall s, peak RSS in KiB, exit code, stdout, CPU s user+sys) of one child process."""
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert child.stdout is not None
@@ -63,7 +63,7 @@ def run_child(command: list[str]) -> tuple[float, int, int, str]:
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss, child.returncode, output
+    return wall, usage.ru_maxrss, child.returncode, output, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -78,17 +78,19 @@ def main() -> None:
     command = [nnrag, "check", *map(str, files)]
 
     runs = [run_child(command) for _ in range(args.runs)]
-    codes = {code for _, _, code, _ in runs}
-    walls = [wall for wall, _, _, _ in runs]
-    rss = [peak for _, peak, _, _ in runs]
+    codes = {run[2] for run in runs}
+    walls = [run[0] for run in runs]
+    rss = [run[1] for run in runs]
+    cpu = [run[4] for run in runs]
     baseline = [run_child([sys.executable, "-c", "pass"]) for _ in range(args.runs)]
-    base_walls = [wall for wall, _, _, _ in baseline]
+    base_walls = [run[0] for run in baseline]
+    base_cpu = [run[4] for run in baseline]
 
     probe = (
         "import sys; from nnrag.cli import main; code = main(sys.argv[1:]); "
         "print('TORCH', 'torch' in sys.modules, 'EXIT', code)"
     )
-    _, _, _, torch_output = run_child([sys.executable, "-c", probe, "check", *map(str, files)])
+    _, _, _, torch_output, _ = run_child([sys.executable, "-c", probe, "check", *map(str, files)])
 
     from nnrag.checks import check_file
 
@@ -109,6 +111,8 @@ def main() -> None:
             "min": min(walls),
             "max": max(walls),
         },
+        "cpu_s_median": statistics.median(cpu),
+        "python_startup_cpu_s_median": statistics.median(base_cpu),
         "peak_rss_mib": {"median": statistics.median(rss) / 1024, "max": max(rss) / 1024},
         "python_startup_s_median": statistics.median(base_walls),
         "in_process_check_s": in_process,
@@ -121,14 +125,17 @@ def main() -> None:
     md = f"""# nnrag check benchmark
 
 `python benchmarks/check_bench.py` — the pre-commit hook's command, `nnrag check FILE...`, on
-{len(files)} closed blocks extracted from timm 1.0.31 ({lines} lines in all), run
+{len(files)} closed blocks extracted from timm 1.0.31 ({lines} lines in all: timm blocks inline
+large closures, up to ~4,300 lines for one block), run
 {args.runs} times as a child process (wall time and the child's peak RSS from `os.wait4`).
 
 | measure | value |
 |---|---|
 | wall time, median (min-max) | {statistics.median(walls):.3f} s \
 ({min(walls):.3f}-{max(walls):.3f}) |
-| of which Python startup (`python -c pass`), median | {result["python_startup_s_median"]:.3f} s |
+| CPU time (user+sys) of the child, median | {statistics.median(cpu):.3f} s |
+| Python startup (`python -c pass`): wall / CPU, median | \
+{result["python_startup_s_median"]:.3f} s / {statistics.median(base_cpu):.3f} s |
 | checks alone, in process (20 files) | {in_process:.3f} s |
 | peak RSS of the child, median | {result["peak_rss_mib"]["median"]:.1f} MiB |
 | exit codes / findings | {sorted(codes)} / {len(findings)} |
