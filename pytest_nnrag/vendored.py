@@ -6,6 +6,8 @@ Each block file listed in ``DIR/nnrag-blocks.json`` (or, without a manifest, eac
 file in DIR with an nnrag header) becomes an item ``DIR::<file>`` that runs the static
 checks (parse, compile, closed, header) and then validates the file in the sandbox to
 ``--nnrag-depth`` (default ``forward``), with the same failure text as the block items.
+Without ``--nnrag-repos`` the main plugin's session hooks write ``--nnrag-report``,
+``--nnrag-badge`` and the nnrag summary for these items; with it, its session does.
 """
 
 from __future__ import annotations
