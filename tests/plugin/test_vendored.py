@@ -170,3 +170,16 @@ def test_forward_in_the_sandbox(pytester: pytest.Pytester, vendored: Path) -> No
         "--nnrag-vendored", "vendor/blocks", "--nnrag-depth", "backward", "-k", "Good"
     )
     result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_beside_repos_one_report(pytester: pytest.Pytester, vendored: Path, project: Path) -> None:
+    result = pytester.runpytest(
+        "--nnrag-repos", "repos.json", "--nnrag-cache", "cache", "--nnrag-depth", "closed",
+        "--nnrag-vendored", "vendor/blocks", "--nnrag-report", "report.json",
+    )  # fmt: skip
+    # repos.json: Good, Tiny pass; Broken and a file that does not parse fail. vendored: 1 + 1
+    result.assert_outcomes(passed=3, failed=3)
+    assert result.stdout.str().count("nnrag summary") == 1
+    text = (pytester.path / "report.json").read_text()
+    assert "src:pkg.layers:Open" in text  # the vendored block, in the one report
+    assert "zoo:zoo:Tiny" in text
