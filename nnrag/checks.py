@@ -47,7 +47,7 @@ import importlib.util
 import re
 import symtable
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +59,8 @@ __all__ = [
     "check_code",
     "check_file",
     "declared_imports",
+    "definition_digests",
+    "import_findings",
     "is_installed",
     "pristine_findings",
 ]
@@ -191,16 +193,58 @@ def check_code(
     return tuple(sorted(findings, key=_position))
 
 
-def check_file(path: Path, *, pristine: bool = False) -> tuple[Finding, ...]:
-    """:func:`check_code` on a file; with ``pristine``, also the body digest check."""
+def check_file(
+    path: Path, *, pristine: bool = False, definitions: Mapping[str, str] | None = None
+) -> tuple[Finding, ...]:
+    """:func:`check_code` on a file; with ``pristine``, also the body digest check.
+
+    ``definitions`` (from the vendoring manifest) lets the digest check name what changed.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         return (_finding("NNR001", f"not UTF-8 text: {error.reason} at byte {error.start}", 1, 1),)
     findings = check_code(text, filename=str(path))
     if pristine:
-        findings = tuple(sorted((*findings, *pristine_findings(text)), key=_position))
+        edited = pristine_findings(text, definitions=definitions)
+        findings = tuple(sorted((*findings, *edited), key=_position))
     return findings
+
+
+def definition_digests(body: str) -> dict[str, str]:
+    """``name -> sha256`` of each top-level definition's source text (def, class, assignment).
+
+    Recorded at vendoring time so that a hand edit can be reported by definition.
+    """
+    return {name: digest for name, (digest, _, _) in _definition_spans(body).items()}
+
+
+def _definition_spans(code: str) -> dict[str, tuple[str, int, int]]:
+    """``name -> (digest, first line, last line)`` of the top-level definitions of ``code``."""
+    import hashlib
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    lines = code.splitlines(keepends=True)
+    spans: dict[str, tuple[str, int, int]] = {}
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names:
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        last = node.end_lineno or node.lineno
+        text = "".join(lines[first - 1 : last])
+        digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+        for name in names:
+            spans[name] = (digest, first, last)
+    return spans
 
 
 def import_findings(path: Path, *, timeout_s: float = 60.0) -> tuple[Finding, ...]:
@@ -227,24 +271,49 @@ def import_findings(path: Path, *, timeout_s: float = 60.0) -> tuple[Finding, ..
     return (Finding(code="NNR301", category=category, stage=stage, message=message, line=1, col=1),)
 
 
-def pristine_findings(text: str) -> tuple[Finding, ...]:
-    """NNR012 when the body no longer matches the digest in the header (a hand edit)."""
+def pristine_findings(
+    text: str, *, definitions: Mapping[str, str] | None = None
+) -> tuple[Finding, ...]:
+    """NNR012 when the body no longer matches the digest in its header (a hand edit).
+
+    With the ``definitions`` recorded at vendoring (:func:`definition_digests`), the finding
+    names the changed, added and removed definitions and sits on the first changed one.
+    """
     header = parse_header(text)
     if header is None:
         return ()  # the header findings already say what is wrong
-    actual = body_digest(split_header(text)[1])
+    header_text, body = split_header(text)
+    actual = body_digest(body)
     if actual == header.digest:
         return ()
     line = next((n for n, t in enumerate(text.splitlines(), 1) if t.startswith("# digest:")), 1)
-    return (
-        _finding(
-            "NNR012",
-            f"body edited since extraction (header digest {header.digest[:15]}..., body now "
-            f"{actual[:15]}...); only the digest is recorded: `git diff` shows the changed lines",
-            line,
-            1,
-        ),
+    message = (
+        f"body edited since extraction (header digest {header.digest[:15]}..., "
+        f"body now {actual[:15]}...)"
     )
+    if not definitions:
+        message += "; only the digest is recorded: `git diff` shows the changed lines"
+        return (_finding("NNR012", message, line, 1),)
+    offset = len(header_text.splitlines()) + 1  # the header and its blank line
+    spans = _definition_spans(body)
+    changed = sorted(
+        (first + offset, last + offset, name)
+        for name, (digest, first, last) in spans.items()
+        if name in definitions and definitions[name] != digest
+    )
+    added = sorted(
+        (first + offset, name) for name, (_, first, _) in spans.items() if name not in definitions
+    )
+    removed = sorted(set(definitions) - set(spans))
+    parts = [f"{name} (lines {first}-{last})" for first, last, name in changed]
+    parts += [f"added {name} (line {first})" for first, name in added]
+    parts += [f"removed {name}" for name in removed]
+    if parts:
+        message += ": changed " + ", ".join(parts)
+        line = min([first for first, _, _ in changed] + [first for first, _ in added] or [line])
+    else:
+        message += ": no definition changed (comments, blank lines or imports did)"
+    return (_finding("NNR012", message, line, 1),)
 
 
 def _position(finding: Finding) -> tuple[int, int, str, str]:

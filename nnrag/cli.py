@@ -353,6 +353,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     A folder stands for the block files of its ``nnrag-blocks.json`` (else its ``*.py``
     files); no argument means the current folder.
     """
+    from collections.abc import Mapping
     from pathlib import Path
 
     from nnrag.checks import check_file, import_findings
@@ -368,10 +369,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
+    manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
     failed = 0
     for path in files:
         try:
-            findings = check_file(path, pristine=args.pristine)
+            if path.parent not in manifests:  # what each definition was, for --pristine
+                entries = read_manifest(path.parent) if args.pristine else []
+                manifests[path.parent] = {e.file: e.definitions for e in entries}
+            definitions = manifests[path.parent].get(path.name)
+            findings = check_file(path, pristine=args.pristine, definitions=definitions)
             if args.do_import and not findings:
                 findings = import_findings(path)
         except OSError as error:

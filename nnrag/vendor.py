@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from nnrag.checks import definition_digests
 from nnrag.errors import ConfigError, NnragError
 from nnrag.header import body_digest, parse_header, split_header
 from nnrag.model import Extracted, Problem, Settings, SourceSpec
@@ -73,12 +74,15 @@ class ManifestEntry:
     requirements: tuple[str, ...]
     digest: str
     """``sha256:<hex>`` of the body as nnrag wrote it (a different body is a hand edit)."""
+    definitions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Top-level name -> digest of its text, so ``check --pristine`` can say what was edited."""
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["files"] = [list(pair) for pair in self.files]
         data["requirements"] = list(self.requirements)
         data["source"] = dict(self.source)
+        data["definitions"] = dict(self.definitions)
         return data
 
 
@@ -113,12 +117,14 @@ def read_manifest(folder: Path) -> list[ManifestEntry]:
                     license=str(item.get("license", "UNKNOWN")),
                     requirements=tuple(str(r) for r in item.get("requirements", [])),
                     digest=str(item["digest"]),
+                    definitions={str(k): str(v) for k, v in item.get("definitions", {}).items()},
                 )
             )
         except (KeyError, TypeError, ValueError) as error:
             raise ConfigError(
                 f"malformed entry (missing or wrong {error}); allowed keys: "
-                "id, file, spec, source, origin, revision, files, license, requirements, digest",
+                "id, file, spec, source, origin, revision, files, license, requirements, digest, "
+                "definitions",
                 file=path,
                 entry=f"blocks[{number}]",
             ) from None
@@ -244,6 +250,7 @@ def _entry(
         license=header.license if header else "UNKNOWN",
         requirements=tuple(extracted.requirements),
         digest=extracted.digest,
+        definitions=definition_digests(split_header(extracted.code)[1]),
     )
 
 

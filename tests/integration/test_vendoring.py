@@ -145,6 +145,7 @@ def test_extract_into_check_and_refresh(
     assert code == 1
     assert [line.split(": ", 1)[1].split()[0] for line in out.splitlines()] == ["NNR012"]
     assert out.startswith(f"{other}:")
+    assert "changed Other (lines" in out
 
     code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache))
     assert code == 0

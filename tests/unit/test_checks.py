@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.checks import CODES, check_code, check_file, declared_imports, pristine_findings
+from nnrag.checks import (
+    CODES,
+    check_code,
+    check_file,
+    declared_imports,
+    definition_digests,
+    pristine_findings,
+)
 from nnrag.header import body_digest, render_header
 from nnrag.model import CATEGORIES, STAGES
 
@@ -578,6 +585,49 @@ def test_pristine_digest(tmp_path: Path) -> None:
     path.write_text(edited)
     assert check_file(path) == ()
     assert [f.code for f in check_file(path, pristine=True)] == ["NNR012"]
+
+
+def test_pristine_names_the_edited_definitions(tmp_path: Path) -> None:
+    body = textwrap.dedent(
+        """\
+        import math
+
+        SCALE = 2.0
+
+
+        def helper(x):
+            return x * SCALE
+
+
+        class Block:
+            def forward(self, x):
+                return helper(x)
+
+
+        def unused():
+            return math.pi
+        """
+    )
+    text = block(body)
+    recorded = definition_digests(body)
+    assert sorted(recorded) == ["Block", "SCALE", "helper", "unused"]
+    assert pristine_findings(text, definitions=recorded) == ()
+    edited = text.replace("return x * SCALE", "return x * SCALE + 1").replace(
+        "def unused():\n    return math.pi\n", "def extra():\n    return 1\n"
+    )
+    (finding,) = pristine_findings(edited, definitions=recorded)
+    first = body_line(edited, "def helper")
+    assert finding.line == first
+    assert finding.message.endswith(
+        f": changed helper (lines {first}-{first + 1}), "
+        f"added extra (line {body_line(edited, 'def extra')}), removed unused"
+    )
+    path = tmp_path / "Block.py"
+    path.write_text(edited)
+    assert check_file(path, pristine=True, definitions=recorded) == (finding,)
+    comment_only = text.replace("import math\n", "import math  # why\n")
+    (finding,) = pristine_findings(comment_only, definitions=recorded)
+    assert "no definition changed" in finding.message
 
 
 def test_non_utf8_file(tmp_path: Path) -> None:

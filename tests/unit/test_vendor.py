@@ -99,6 +99,8 @@ def test_vendor_writes_block_spec_and_manifest(tmp_path: Path) -> None:
     assert entry["origin"] == "/src/timm (path)"
     assert entry["revision"] == "rev1"
     assert entry["files"] == [["timm/layers/mlp.py", f"swh:1:cnt:{SHA}"]]
+    assert sorted(entry["definitions"]) == ["Mlp"]
+    assert entry["definitions"]["Mlp"].startswith("sha256:")
 
 
 def test_class_name_clash_gets_source_suffix(tmp_path: Path) -> None:
