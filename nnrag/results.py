@@ -66,6 +66,7 @@ def result_to_dict(result: ValidationResult) -> dict[str, Any]:
         "timings": dict(result.timings),
         "duration_s": result.duration_s,
         "passed": result.passed,
+        "cached": result.cached,
         "file": result.file,
     }
 
