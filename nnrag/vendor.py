@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -194,6 +195,7 @@ def source_spec(record: Mapping[str, Any], *, manifest: Path) -> SourceSpec:
 def _stem_for(block_id: str, taken: Mapping[str, str]) -> str:
     """``Class``, else ``Class_source``, else ``Class_source_module``: the first not taken."""
     source, module, name = block_id.split(":")
+    source = re.sub(r"\W+", "_", source).strip("_")  # names like owner/repo are allowed
     candidates = [name, f"{name}_{source}", f"{name}_{source}_{module.replace('.', '_')}"]
     for stem in candidates:
         owner = taken.get(f"{stem}.py")

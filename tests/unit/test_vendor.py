@@ -114,6 +114,13 @@ def test_class_name_clash_gets_source_suffix(tmp_path: Path) -> None:
     assert len(read_manifest(tmp_path)) == 2
 
 
+def test_source_names_are_file_name_safe(tmp_path: Path) -> None:
+    owner = "huggingface/pytorch-image-models:timm.layers.mlp:Mlp"
+    ws = FakeWorkspace({MLP: extracted(MLP, BODY), owner: extracted(owner, BODY)})
+    _, second = vendor(ws, [MLP, owner], tmp_path)
+    assert second.file == tmp_path / "Mlp_huggingface_pytorch_image_models.py"
+
+
 def test_pristine_file_is_updated(tmp_path: Path) -> None:
     ws = FakeWorkspace({MLP: extracted(MLP, BODY)})
     vendor(ws, [MLP], tmp_path)
