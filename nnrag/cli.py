@@ -432,7 +432,7 @@ def _cmd_refresh(args: argparse.Namespace) -> int:
     from nnrag.vendor import refresh
 
     cache = load_settings(None, cache_dir=args.cache, environ=None).cache_dir
-    outcomes = refresh(Path(args.dir), cache_dir=cache)
+    outcomes = refresh(Path(args.dir), cache_dir=cache, force=args.force)
     for outcome in outcomes:
         print(outcome.format())
         if outcome.diff:
@@ -521,6 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     refresh = commands.add_parser("refresh", help="re-extract vendored blocks from provenance")
     refresh.add_argument("dir", nargs="?", default=".", metavar="DIR")
     refresh.add_argument("--cache", metavar="DIR", help="cache folder")
+    refresh.add_argument("--force", action="store_true", help="overwrite hand-edited files too")
     refresh.set_defaults(handler=_cmd_refresh)
 
     return parser

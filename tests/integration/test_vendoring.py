@@ -151,6 +151,12 @@ def test_extract_into_check_and_refresh(
     assert code == 0
     assert "0 updated, 1 unchanged, 1 skipped, 0 failed" in err
 
+    code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache), "--force")
+    assert code == 0
+    assert "1 updated, 1 unchanged, 0 skipped, 0 failed" in err
+    assert "return x - 1" in other.read_text()
+    assert run(capsys, "check", "--pristine", str(vendor))[0] == 0
+
 
 def test_extract_into_refuses_a_hand_edited_file(
     tmp_path: Path, upstream: Path, capsys: pytest.CaptureFixture[str]
