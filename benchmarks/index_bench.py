@@ -26,7 +26,7 @@ from pathlib import Path
 
 from nnrag.config import load_settings
 from nnrag.index import build_index, decode_source, load_index
-from nnrag.sources import scan_tree
+from nnrag.scan import scan_tree
 
 CORPORA = {
     "timm": ("timm==1.0.31", Path("/work/corpora/src/timm-1.0.31"), "timm"),

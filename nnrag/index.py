@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from nnrag.errors import CacheError, SourceError
 from nnrag.model import Checkout, FileProblem, IndexStats, ModuleInfo, Settings, SourceSpec
-from nnrag.sources import materialize, scan_tree, tree_digest
+from nnrag.scan import scan_tree, tree_digest
+from nnrag.sources import materialize
 
 if TYPE_CHECKING:
     from nnrag.store import FileRow, Store

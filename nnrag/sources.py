@@ -1,259 +1,23 @@
-"""Sources on disk: the in-scope Python files of a tree; materializing path, git, pypi sources."""
+"""Sources on disk: materializing path, git and pypi sources into the cache, atomically."""
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nnrag.errors import SourceError
-from nnrag.model import Checkout, FileProblem, SourceSpec
-
-MAX_FILE_BYTES = 2 * 1024 * 1024
-"""Files larger than this are recorded as a problem (generated code) and not indexed."""
-
-_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", ".git", ".hg", ".svn"})
-_GLOB_CHARS = frozenset("*?[")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FileEntry:
-    """One in-scope ``.py`` file of a source tree."""
-
-    path: str
-    """POSIX path relative to the tree root."""
-    location: str
-    """The file's full path (a string: building Paths for every file slows warm runs)."""
-    size: int
-    mtime_ns: int
-
-    @property
-    def file(self) -> Path:
-        return Path(self.location)
-
-
-def in_scope(path: str, patterns: Sequence[str]) -> bool:
-    """Whether relative POSIX ``path`` is selected by ``patterns`` (globs or folder prefixes).
-
-    No patterns select everything. A prefix selects itself and everything below it; a glob
-    selects a file it matches or any file below a folder it matches.
-    """
-    if not patterns:
-        return True
-    for raw in patterns:
-        pattern = _normalized(raw)
-        if not pattern or pattern == ".":
-            return True
-        if _GLOB_CHARS.isdisjoint(pattern):
-            if path == pattern or path.startswith(pattern + "/"):
-                return True
-            continue
-        if fnmatch.fnmatchcase(path, pattern):
-            return True
-        parts = path.split("/")
-        for end in range(1, len(parts)):
-            if fnmatch.fnmatchcase("/".join(parts[:end]), pattern):
-                return True
-    return False
-
-
-def _normalized(pattern: str) -> str:
-    """``./timm/`` -> ``timm``; backslashes as slashes."""
-    text = pattern.replace("\\", "/").strip()
-    while text.startswith("./"):
-        text = text[2:]
-    return text.strip("/")
-
-
-def _walk_roots(patterns: Sequence[str]) -> list[str]:
-    """Top folders to walk: the literal part of every pattern (``""`` for the whole tree)."""
-    if not patterns:
-        return [""]
-    roots: set[str] = set()
-    for raw in patterns:
-        literal: list[str] = []
-        for part in _normalized(raw).split("/"):
-            if not part or part == "." or not _GLOB_CHARS.isdisjoint(part):
-                break
-            literal.append(part)
-        roots.add("/".join(literal))
-    ordered = sorted(roots, key=lambda r: (r.count("/"), r))
-    kept: list[str] = []
-    for root in ordered:
-        if not any(k in (root, "") or root.startswith(k + "/") for k in kept):
-            kept.append(root)
-    return kept
-
-
-def scan_tree(
-    root: Path, *, source: str, paths: Sequence[str] = ()
-) -> tuple[list[FileEntry], list[FileProblem]]:
-    """Every in-scope ``.py`` file under ``root`` (sorted by path), and the files that were skipped.
-
-    Symbolic links are followed, but a folder reached twice through links (a loop) is skipped
-    with a problem; files over :data:`MAX_FILE_BYTES` are skipped with a problem.
-    """
-    entries: dict[str, FileEntry] = {}
-    problems: list[FileProblem] = []
-    for start in _walk_roots(paths):
-        top = root / start if start else root
-        if top.is_file():
-            _add_file(root, start, entries, problems, source=source, patterns=paths)
-        elif top.is_dir():
-            _walk(root, start, entries, problems, source=source, patterns=paths, seen=set())
-    if paths:
-        _add_package_inits(root, entries, problems, source=source)
-    for pattern in paths:
-        if entries and not any(in_scope(path, [pattern]) for path in entries):
-            problems.append(
-                FileProblem(
-                    source=source,
-                    path=pattern,
-                    message="this 'paths' entry matches no .py file; check it (a folder or "
-                    "file prefix, or a glob, relative to the source root)",
-                )
-            )
-    return [entries[key] for key in sorted(entries)], sorted(
-        problems, key=lambda p: (p.path, p.message)
-    )
-
-
-def _add_package_inits(
-    root: Path, entries: dict[str, FileEntry], problems: list[FileProblem], *, source: str
-) -> None:
-    """Add the ``__init__.py`` of every package above an in-scope file (``paths: ["a/b"]``
-    still makes ``a/__init__.py`` part of the source: it names and re-exports the package)."""
-    checked: set[str] = set()
-    for rel in list(entries):
-        parts = rel.split("/")[:-1]
-        for end in range(1, len(parts) + 1):
-            folder = "/".join(parts[:end])
-            if folder in checked:
-                continue
-            checked.add(folder)
-            init = f"{folder}/__init__.py"
-            if init not in entries and (root / init).is_file():
-                _add_file(root, init, entries, problems, source=source, patterns=())
-
-
-def _walk(
-    root: Path,
-    rel: str,
-    entries: dict[str, FileEntry],
-    problems: list[FileProblem],
-    *,
-    source: str,
-    patterns: Sequence[str],
-    seen: set[tuple[int, int]],
-) -> None:
-    folder = root / rel if rel else root
-    try:
-        info = folder.stat()
-    except OSError as error:
-        problems.append(FileProblem(source=source, path=rel or ".", message=_os_message(error)))
-        return
-    key = (info.st_dev, info.st_ino)
-    if key in seen:
-        problems.append(
-            FileProblem(
-                source=source,
-                path=rel,
-                message=f"symlink loop: {rel} leads back to a folder already being indexed; "
-                "skipped (remove the link or exclude it with `paths`)",
-            )
-        )
-        return
-    seen = seen | {key}
-    try:
-        with os.scandir(folder) as listing:
-            children = sorted(listing, key=lambda e: e.name)
-    except OSError as error:
-        problems.append(FileProblem(source=source, path=rel or ".", message=_os_message(error)))
-        return
-    for child in children:
-        child_rel = f"{rel}/{child.name}" if rel else child.name
-        if child.name.startswith(".") or child.name in _SKIP_DIRS:
-            continue
-        try:
-            is_dir = child.is_dir()
-        except OSError:
-            is_dir = False
-        if is_dir:
-            _walk(root, child_rel, entries, problems, source=source, patterns=patterns, seen=seen)
-        elif child.name.endswith(".py"):
-            _add_file(
-                root, child_rel, entries, problems, source=source, patterns=patterns, entry=child
-            )
-
-
-def _add_file(
-    root: Path,
-    rel: str,
-    entries: dict[str, FileEntry],
-    problems: list[FileProblem],
-    *,
-    source: str,
-    patterns: Sequence[str],
-    entry: os.DirEntry[str] | None = None,
-) -> None:
-    if rel in entries or not rel.endswith(".py") or not in_scope(rel, patterns):
-        return
-    try:
-        info = entry.stat() if entry is not None else (root / rel).stat()
-    except OSError as error:
-        problems.append(FileProblem(source=source, path=rel, message=_os_message(error)))
-        return
-    if not stat.S_ISREG(info.st_mode):
-        return
-    if info.st_size > MAX_FILE_BYTES:
-        problems.append(
-            FileProblem(
-                source=source,
-                path=rel,
-                message=f"too large ({info.st_size / 1e6:.1f} MB > "
-                f"{MAX_FILE_BYTES / 1e6:.1f} MB), generated? skipped",
-            )
-        )
-        return
-    location = entry.path if entry is not None else str(root / rel)
-    entries[rel] = FileEntry(
-        path=rel, location=location, size=info.st_size, mtime_ns=info.st_mtime_ns
-    )
-
-
-def _os_message(error: OSError) -> str:
-    if error.errno == 40:  # ELOOP: a symlink that points (through links) at itself
-        return "symlink loop: the link points back at itself; skipped"
-    return f"cannot read: {error.strerror or error}"
-
-
-def tree_digest(pairs: Iterable[tuple[str, str]]) -> str:
-    """Content hash of a tree: sha1 over sorted ``path``/blob-sha1 pairs."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    for path, sha1 in sorted(pairs):
-        digest.update(f"{path}\0{sha1}\n".encode())
-    return digest.hexdigest()
-
-
-def iter_py_files(root: Path) -> Iterator[Path]:
-    """Every ``.py`` file under ``root`` (for tests and benchmarks), sorted."""
-    entries, _ = scan_tree(root, source="")
-    for entry in entries:
-        yield entry.file
-
-
-# --------------------------------------------------------------------------- materializing
+from nnrag.licenses import license_of
+from nnrag.model import Checkout, SourceSpec
+from nnrag.scan import FileEntry, normalized_pattern, scan_tree, tree_digest, walk_roots
 
 MARKER = ".nnrag-checkout.json"
 """Written last into a finished checkout, before it is renamed into place."""
@@ -482,7 +246,7 @@ def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
         run("fetch", "--quiet", "--depth", "1", "origin", commit)
     if spec.paths:
         patterns = ["/LICENSE*", "/LICENCE*", "/COPYING*"]
-        patterns += ["/" + _normalized(p) for p in spec.paths]
+        patterns += ["/" + normalized_pattern(p) for p in spec.paths]
         patterns += [f"/{folder}/__init__.py" for folder in _ancestors(spec.paths)]
         run("sparse-checkout", "set", "--no-cone", *patterns)
     run("checkout", "--quiet", "--detach", commit if by_commit else "HEAD")
@@ -502,7 +266,7 @@ def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
 def _ancestors(paths: Sequence[str]) -> list[str]:
     """Folders above each path's literal prefix (their ``__init__.py`` files are needed)."""
     found: set[str] = set()
-    for root in _walk_roots(paths):
+    for root in walk_roots(paths):
         parts = root.split("/") if root else []
         found.update("/".join(parts[:end]) for end in range(1, len(parts)))
     return sorted(found)
@@ -648,87 +412,3 @@ def _version_of(archive: Path, tree: Path) -> str:
                 return line.split(":", 1)[1].strip()
     match = re.match(r"[^-]+-([^-]+?)(?:\.tar\.gz|\.zip|-)", archive.name)
     return match.group(1) if match else "unknown"
-
-
-# --------------------------------------------------------------------------- licenses
-
-_CLASSIFIERS = {
-    "MIT License": "MIT",
-    "Apache Software License": "Apache-2.0",
-    "BSD License": "BSD-3-Clause",
-    "GNU General Public License v3 (GPLv3)": "GPL-3.0-only",
-    "GNU General Public License v2 (GPLv2)": "GPL-2.0-only",
-    "Mozilla Public License 2.0 (MPL 2.0)": "MPL-2.0",
-    "ISC License (ISCL)": "ISC",
-}
-_TEXTS = (
-    ("Apache-2.0", ("apache license", "version 2.0")),
-    ("MIT", ("permission is hereby granted, free of charge",)),
-    ("BSD-3-Clause", ("redistribution and use", "neither the name")),
-    ("BSD-2-Clause", ("redistribution and use", "this list of conditions")),
-    ("GPL-3.0-only", ("gnu general public license", "version 3")),
-    ("GPL-2.0-only", ("gnu general public license", "version 2")),
-    ("LGPL-3.0-only", ("gnu lesser general public license", "version 3")),
-    ("MPL-2.0", ("mozilla public license", "2.0")),
-    ("Unlicense", ("this is free and unencumbered software",)),
-    ("ISC", ("permission to use, copy, modify, and/or distribute",)),
-)
-
-
-_ALIASES = {"MIT License": "MIT", "Apache 2.0": "Apache-2.0", "Apache License 2.0": "Apache-2.0"}
-_VAGUE = frozenset({"BSD", "GPL", "LGPL", "UNKNOWN", "OTHER"})
-_SPDX_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*")
-
-
-def license_of(tree: Path) -> str | None:
-    """SPDX id of a tree's code, where found.
-
-    In order: ``License-Expression``; a ``License`` field that is an SPDX id; a LICENSE file's
-    text; a license classifier. A vague ``License: BSD`` alone gives no answer.
-    """
-    metas = [*tree.glob("*.dist-info/METADATA"), *tree.glob("*/PKG-INFO"), tree / "PKG-INFO"]
-    fields = [
-        _metadata_fields(meta.read_text(encoding="utf-8", errors="replace"))
-        for meta in metas
-        if meta.is_file()
-    ]
-    for values in fields:
-        for expression in values.get("license-expression", []):
-            if expression:
-                return expression
-    for values in fields:
-        for value in values.get("license", []):
-            if value in _ALIASES:
-                return _ALIASES[value]
-            if _SPDX_LIKE.fullmatch(value) and value.upper() not in _VAGUE:
-                return value
-    for folder in (tree, *sorted(tree.glob("*.dist-info")), *sorted(tree.glob("*/"))):
-        for candidate in sorted(folder.glob("*")):
-            if candidate.is_file() and re.match(r"(LICEN[CS]E|COPYING)", candidate.name, re.I):
-                found = license_from_text(candidate.read_text(encoding="utf-8", errors="replace"))
-                if found:
-                    return found
-    for values in fields:
-        for classifier in values.get("classifier", []):
-            name = classifier.rsplit("::", 1)[-1].strip()
-            if classifier.startswith("License ::") and name in _CLASSIFIERS:
-                return _CLASSIFIERS[name]
-    return None
-
-
-def _metadata_fields(text: str) -> dict[str, list[str]]:
-    """Header fields of a METADATA / PKG-INFO file, by lower-cased name."""
-    values: dict[str, list[str]] = {}
-    for line in text.split("\n\n", 1)[0].splitlines():
-        key, _, value = line.partition(":")
-        values.setdefault(key.strip().lower(), []).append(value.strip())
-    return values
-
-
-def license_from_text(text: str) -> str | None:
-    """SPDX id of a license text, by its distinctive phrases."""
-    lowered = " ".join(text.lower().split())
-    for spdx, phrases in _TEXTS:
-        if all(phrase in lowered for phrase in phrases):
-            return spdx
-    return None
