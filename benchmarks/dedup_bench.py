@@ -22,6 +22,7 @@ from nnrag.dedup import (
     DedupParams,
     DedupReport,
     DedupResult,
+    FeatureCache,
     class_code,
     dedup,
     dedup_json,
@@ -68,9 +69,10 @@ def main() -> None:
     closures = {block.id: parts for block in blocks if (parts := closure_code(block))}
     resolve_s = time.perf_counter() - started
 
+    cache = FeatureCache(params)  # shared: each distinct definition is analysed once
     report = DedupReport(
-        target=dedup(targets, scope="class", params=params),
-        closure=dedup(closures, scope="closure", params=params),
+        target=dedup(targets, scope="class", params=params, cache=cache),
+        closure=dedup(closures, scope="closure", params=params, cache=cache),
     )
     assert report.closure is not None
     dedup_s = report.target.seconds + report.closure.seconds
@@ -80,13 +82,18 @@ def main() -> None:
         prefix = source + ":"
         per_source[source] = {
             "class": figures(
-                dedup({k: v for k, v in targets.items() if k.startswith(prefix)}, params=params)
+                dedup(
+                    {k: v for k, v in targets.items() if k.startswith(prefix)},
+                    params=params,
+                    cache=cache,
+                )
             ),
             "closure": figures(
                 dedup(
                     {k: v for k, v in closures.items() if k.startswith(prefix)},
                     scope="closure",
                     params=params,
+                    cache=cache,
                 )
             ),
         }
@@ -144,6 +151,9 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
         *rows("all three", result["all"]),  # type: ignore[arg-type]
         *(line for name, data in per_source.items() for line in rows(name, data)),
+        "",
+        "Per-source rows reuse the features computed for the 'all three' rows (their time",
+        "is clustering only).",
         "",
         "For scale: the NN-RAG paper reports 80% of its validated blocks structurally unique",
         "at 0.90 (over all its candidates, not per level of the same definition).",

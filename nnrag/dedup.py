@@ -100,27 +100,88 @@ class DedupReport:
 # --------------------------------------------------------------------------- normalization
 
 
-def _strip_docstrings(tree: ast.AST) -> None:
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _strip_docstrings(tree: ast.AST) -> list[ast.Constant]:
+    """Remove module, class and function docstrings (walking statements only); return them."""
+    removed: list[ast.Constant] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            assert isinstance(body, list)
+            first = body[0] if body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                removed.append(first.value)
+                del body[0]
+                if not body and not isinstance(node, ast.Module):
+                    body.append(ast.Pass())
+        for field_name in _BODIES:
+            children = getattr(node, field_name, None)
+            if isinstance(children, list):
+                stack.extend(child for child in children if isinstance(child, ast.stmt | ast.AST))
+    return removed
+
+
+_TOKEN = re.compile(
+    r"#[^\n]*"
+    r'|[rRbBuUfF]{0,2}"""(?:\\.|[^\\])*?"""'
+    r"|[rRbBuUfF]{0,2}'''(?:\\.|[^\\])*?'''"
+    r'|[rRbBuUfF]{0,2}"(?:\\.|[^"\\\n])*"'
+    r"|[rRbBuUfF]{0,2}'(?:\\.|[^'\\\n])*'"
+    r"|[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\S",
+    re.DOTALL,
+)
+
+
+def _blank(code: str, spans: list[ast.Constant]) -> str:
+    """``code`` with the given nodes' source replaced by spaces (positions are kept)."""
+    if not spans:
+        return code
+    lines = code.splitlines(keepends=True)
+    for node in spans:
+        if node.end_lineno is None or node.end_col_offset is None:
             continue
-        body = node.body
-        if (
-            body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            del body[0]
-            if not body and not isinstance(node, ast.Module):
-                body.append(ast.Pass())
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if first == last:
+            line = lines[first].encode("utf-8")
+            line = (
+                line[: node.col_offset]
+                + b" " * (node.end_col_offset - node.col_offset)
+                + line[node.end_col_offset :]
+            )
+            lines[first] = line.decode("utf-8", "replace")
+            continue
+        head = lines[first].encode("utf-8")[: node.col_offset].decode("utf-8", "replace")
+        lines[first] = head + "\n"
+        for middle in range(first + 1, last):
+            lines[middle] = "\n"
+        lines[last] = lines[last].encode("utf-8")[node.end_col_offset :].decode("utf-8", "replace")
+    return "".join(lines)
+
+
+def code_tokens(code: str, tree: ast.AST | None = None) -> tuple[ast.Module, list[str]]:
+    """The parsed tree (docstrings removed) and the code's tokens without comments/docstrings."""
+    module = ast.parse(code) if tree is None else tree
+    assert isinstance(module, ast.Module)
+    docstrings = _strip_docstrings(module)
+    tokens = [token for token in _TOKEN.findall(_blank(code, docstrings)) if token[0] != "#"]
+    return module, tokens
 
 
 def normalize(code: str) -> tuple[ast.Module, str]:
-    """Parse ``code`` without docstrings; the tree and its canonical text (no comments)."""
-    tree = ast.parse(code)
-    _strip_docstrings(tree)
-    return tree, ast.unparse(tree)
+    """Parse ``code`` without docstrings; the tree and its canonical token text.
+
+    Whitespace, comments and docstrings do not change the text (tokens joined by spaces).
+    """
+    tree, tokens = code_tokens(code)
+    return tree, " ".join(tokens)
 
 
 def exact_key(text: str) -> str:
@@ -128,9 +189,6 @@ def exact_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_TOKEN = re.compile(
-    r"[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|\S"
-)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -161,9 +219,9 @@ class _Vocabulary:
         return out
 
 
-def _shingle_hashes(text: str, size: int, vocabulary: _Vocabulary) -> NDArray[np.uint64]:
+def _shingle_hashes(tokens: list[str], size: int, vocabulary: _Vocabulary) -> NDArray[np.uint64]:
     """Sorted unique 64-bit hashes of every run of ``size`` consecutive code tokens."""
-    ids = vocabulary.encode(_TOKEN.findall(text))
+    ids = vocabulary.encode(tokens)
     count = max(len(ids) - size + 1, 1)
     hashes = np.zeros(count, dtype=np.uint64)
     with np.errstate(over="ignore"):
@@ -174,7 +232,8 @@ def _shingle_hashes(text: str, size: int, vocabulary: _Vocabulary) -> NDArray[np
 
 def shingles(text: str, size: int) -> frozenset[int]:
     """Level 2 features of ``text``: hashes of its token shingles (for inspection and tests)."""
-    return frozenset(int(value) for value in _shingle_hashes(text, size, _Vocabulary()))
+    tokens = [token for token in _TOKEN.findall(text) if token[0] != "#"]
+    return frozenset(int(value) for value in _shingle_hashes(tokens, size, _Vocabulary()))
 
 
 _KINDS: dict[str, int] = {
@@ -187,6 +246,7 @@ _IDENTIFIER_FIELDS = frozenset({"id", "arg", "attr", "name", "module", "asname",
 _SKIPPED_FIELDS = frozenset({"ctx", "type_comment", "kind", "lineno", "col_offset"})
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
 _LITERAL_TYPES = ("NoneType", "bool", "int", "float", "complex", "str", "bytes", "ellipsis")
 
 
@@ -208,11 +268,16 @@ def _fingerprint_list(tree: ast.AST, min_size: int) -> list[int]:
     seen: dict[int, int] = {}
 
     def visit(node: ast.AST) -> tuple[int, int]:
-        parts: list[int] = [_KINDS.get(type(node).__name__, -3)]
+        kind = type(node)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = tuple(
+                name for name in kind._fields if name not in _SKIPPED_FIELDS
+            )
+        parts: list[int] = [_KINDS.get(kind.__name__, -3)]
         size = 1
-        for name, value in ast.iter_fields(node):
-            if name in _SKIPPED_FIELDS:
-                continue
+        for name in fields:
+            value = getattr(node, name, None)
             if name in _IDENTIFIER_FIELDS and not isinstance(value, list | ast.AST):
                 parts.append(0)
             elif isinstance(value, ast.AST):
@@ -274,7 +339,7 @@ class _Part:
     structural_sketch: MinHash
 
 
-class _Features:
+class FeatureCache:
     """Per-part feature cache with datasketch MinHash sketches.
 
     MinHash(A | B) is MinHash(A) merged with MinHash(B) (element-wise minimum), so a block
@@ -282,16 +347,25 @@ class _Features:
     """
 
     def __init__(self, params: DedupParams) -> None:
+        from datasketch import MinHash
+
         self.params = params
         self.vocabulary = _Vocabulary()
         self.parts: dict[str, _Part | None] = {}
+        self.template = MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=int)
 
     def sketch(self, values: NDArray[np.uint64]) -> MinHash:
         from datasketch import MinHash
 
         # The features are already well-mixed 64-bit hashes: their top 32 bits are the
         # 32-bit input datasketch's default scheme expects from its own hash function.
-        sketch = MinHash(num_perm=self.params.num_perm, seed=self.params.seed, hashfunc=int)
+        sketch = MinHash(
+            num_perm=self.params.num_perm,
+            seed=self.params.seed,
+            hashfunc=int,
+            permutations=self.template.permutations,
+            scheme=self.template.scheme,
+        )
         sketch.update_batch((values >> np.uint64(32)).tolist())
         return sketch
 
@@ -299,12 +373,13 @@ class _Features:
         if code in self.parts:
             return self.parts[code]
         try:
-            tree, text = normalize(code)
+            tree, tokens = code_tokens(code)
         except (SyntaxError, ValueError, RecursionError):
             self.parts[code] = None
             return None
-        lexical = _shingle_hashes(text, self.params.shingle, self.vocabulary)
+        lexical = _shingle_hashes(tokens, self.params.shingle, self.vocabulary)
         structural = _fingerprint_hashes(tree, self.params.min_subtree)
+        text = " ".join(tokens)
         found = self.parts[code] = _Part(
             key=exact_key(text),
             lexical=lexical,
@@ -408,18 +483,20 @@ def dedup(
     *,
     scope: Scope = "class",
     params: DedupParams | None = None,
+    cache: FeatureCache | None = None,
 ) -> DedupResult:
     """De-duplicate blocks at the three levels, cumulatively.
 
     Each block is a code string, or a sequence of code parts (a closure: its imports and each
     inlined unit); a block's features are the union of its parts' features, and each distinct
-    part is analysed once.
+    part is analysed once (per ``cache``: pass the same one to share work between calls with
+    the same parameters).
     """
     params = params or DedupParams()
     import datasketch  # noqa: F401  (imported before the clock starts: a one-off cost)
 
     started = time.perf_counter()
-    features = _Features(params)
+    features = cache if cache is not None and cache.params == params else FeatureCache(params)
     docs: dict[str, _Doc] = {}
     skipped: list[str] = []
     for block_id in sorted(codes):
@@ -544,7 +621,8 @@ def dedup_blocks(
         code = class_code(index, block)
         if code is not None:
             targets[block.id] = code
-    target = dedup(targets, scope="class", params=params)
+    cache = FeatureCache(params or DedupParams())
+    target = dedup(targets, scope="class", params=params, cache=cache)
     closure = None
     if closure_code is not None:
         closures: dict[str, str | Sequence[str]] = {}
@@ -552,7 +630,7 @@ def dedup_blocks(
             parts = closure_code(block)
             if parts is not None:
                 closures[block.id] = parts
-        closure = dedup(closures, scope="closure", params=params)
+        closure = dedup(closures, scope="closure", params=params, cache=cache)
     return DedupReport(target=target, closure=closure)
 
 
