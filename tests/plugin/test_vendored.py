@@ -183,3 +183,14 @@ def test_beside_repos_one_report(pytester: pytest.Pytester, vendored: Path, proj
     text = (pytester.path / "report.json").read_text()
     assert "src:pkg.layers:Open" in text  # the vendored block, in the one report
     assert "zoo:zoo:Tiny" in text
+
+
+def test_xdist_report(pytester: pytest.Pytester, vendored: Path) -> None:
+    result = pytester.runpytest_subprocess(
+        "--nnrag-vendored", "vendor/blocks", "--nnrag-depth", "closed", "-n", "2",
+        "--nnrag-report", "report.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1)
+    summary = json.loads((pytester.path / "report.json").read_text())["summary"]
+    assert (summary["blocks"], summary["passed"], summary["failed"]) == (2, 1, 1)
+    assert summary["categories"] == {"source-import": 1}
