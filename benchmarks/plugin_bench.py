@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=None, help="nnrag cache (default: nnrag's)")
     parser.add_argument("--depth", default="forward")
     parser.add_argument("--workers", default="2")
+    parser.add_argument("--note", default="", help="a line added to the markdown summary")
     args = parser.parse_args()
 
     env = dict(os.environ)
@@ -192,6 +193,8 @@ def main() -> None:
         "![badge](plugin_bench_badge.svg)",
         "",
     ]
+    if args.note:
+        md[2:2] = [args.note, ""]
     (RESULTS / "plugin_bench.md").write_text("\n".join(md))
     print(json.dumps(result, indent=2))
 
