@@ -25,8 +25,9 @@ NNR203   missing-external  closed   an import that is neither stdlib, nor instal
 NNR301   (its category)    import   ``nnrag check --import``: the sandboxed import failed
 =======  ================  =======  ===========================================================
 
-Scoping (:mod:`nnrag.scoping`) is the compiler's own (:mod:`symtable`): class scopes do not leak into methods or
-comprehensions, ``global``/``nonlocal`` and comprehension scopes are exact. Function bodies
+Scoping (:mod:`nnrag.scoping`) is the compiler's own (:mod:`symtable`): class scopes do not
+leak into methods or comprehensions, ``global``/``nonlocal`` and comprehension scopes are
+exact. Function bodies
 are checked against the module's final namespace (after top-level ``del``), module-level
 code against what earlier top-level statements bound. Annotations that are never evaluated
 (``from __future__ import annotations``, annotations of local variables) are ignored.
