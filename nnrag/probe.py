@@ -14,7 +14,15 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from nnrag.probe_args import PROFILES, Ctor, Synth, decode, encode, shallow_defaults
+from nnrag.probe_args import (
+    PROFILES,
+    Ctor,
+    Synth,
+    decode,
+    encode,
+    shallow_defaults,
+    signature_of,
+)
 from nnrag.probe_inputs import SHAPE_WORDS, build_inputs, input_candidates, repair
 
 Send = Callable[[dict[str, Any]], None]
@@ -332,9 +340,9 @@ class Runner:
                 break
             except BaseException as error:
                 ctor_error = error
-                relisted = listify(ctor, error)
-                if relisted is not None:
-                    pending.append((relisted, given))
+                for repaired in (listify(ctor, error), fill_none_layers(ctor, cls, error)):
+                    if repaired is not None:
+                        pending.append((repaired, given))
                 continue
             self.record_ctor(ctor, block)
             if not built_any:
@@ -516,6 +524,31 @@ def listify(ctor: Ctor, error: BaseException) -> Ctor | None:
         return None
     return Ctor(
         "synthesized", ctor.args, {**ctor.kwargs, **plural}, ctor.placeholders, ctor.profile
+    )
+
+
+_LAYER_NAMES = re.compile(r"(norm|act|conv)\w*(layer|_fn|_cls)$|^(norm|act|conv)$")
+
+
+def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: layer-factory arguments that default to ``None`` but were called anyway."""
+    if ctor.origin != "synthesized" or "'NoneType' object is not callable" not in str(error):
+        return None
+    sig = signature_of(cls)
+    synth = Synth(None, ctor.profile or PROFILES[0])
+    filled = {
+        name: synth.layer_factory(name)
+        for name, param in (sig.parameters.items() if sig else ())
+        if param.default is None and name not in ctor.kwargs and _LAYER_NAMES.search(name.lower())
+    }
+    if not filled:
+        return None
+    return Ctor(
+        "synthesized",
+        ctor.args,
+        {**ctor.kwargs, **filled},
+        [*ctor.placeholders, *synth.placeholders],
+        ctor.profile,
     )
 
 

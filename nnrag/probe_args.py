@@ -290,6 +290,8 @@ class Synth:
             return nn.BatchNorm2d if self.profile.norm == "batch" else nn.LayerNorm
         if "act" in low:
             return nn.ReLU
+        if "conv" in low:
+            return nn.Conv2d
         self.placeholders.append(name)
         return nn.Identity
 
