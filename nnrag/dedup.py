@@ -60,7 +60,7 @@ class LevelResult:
     unique: int
     """Distinct blocks left after merging the duplicates found up to this level."""
     pairs: int
-    """Duplicate pairs found at this level (verified), before merging."""
+    """Verified duplicate pairs at this level that joined two clusters (merges)."""
     clusters: tuple[Cluster, ...]
     """Groups of two or more blocks, largest first."""
 
@@ -449,10 +449,19 @@ class _Doc:
         return sketches[0] if len(sketches) == 1 else MinHash.union(*sketches)
 
 
-def _verified_pairs(
-    docs: Mapping[str, _Doc], level: str, *, threshold: float, params: DedupParams
-) -> list[tuple[str, str]]:
-    """Pairs with Jaccard >= threshold: MinHash LSH candidates, verified by exact Jaccard."""
+def _merge_near(
+    docs: Mapping[str, _Doc],
+    level: str,
+    components: _Components,
+    *,
+    threshold: float,
+    params: DedupParams,
+) -> int:
+    """Merge pairs with Jaccard >= threshold (MinHash LSH candidates, verified by exact
+    Jaccard); return how many merges joined two clusters.
+
+    A candidate pair already in one cluster is not verified: it cannot change the clusters.
+    """
     from datasketch import MinHashLSH
 
     try:
@@ -465,14 +474,15 @@ def _verified_pairs(
         sketch = docs[key].sketch(level)
         lsh.insert(key, sketch, check_duplication=False)
         sketches[key] = sketch
-    pairs: list[tuple[str, str]] = []
+    merges = 0
     for key in sorted(docs):
         for other in sorted(lsh.query(sketches[key])):
-            if other <= key:
+            if other <= key or components.find(key) == components.find(other):
                 continue
             if _jaccard(docs[key].features(level), docs[other].features(level)) >= threshold:
-                pairs.append((key, other))
-    return pairs
+                components.union(key, other)
+                merges += 1
+    return merges
 
 
 # --------------------------------------------------------------------------- entry points
@@ -532,10 +542,8 @@ def dedup(
         ("lexical", params.lexical_threshold),
         ("structural", params.structural_threshold),
     ):
-        pairs = _verified_pairs(representatives, level, threshold=threshold, params=params)
-        for first, second in pairs:
-            components.union(first, second)
-        levels.append(_snapshot(level, components, len(pairs)))  # type: ignore[arg-type]
+        merges = _merge_near(representatives, level, components, threshold=threshold, params=params)
+        levels.append(_snapshot(level, components, merges))  # type: ignore[arg-type]
 
     return DedupResult(
         scope=scope,
@@ -657,7 +665,7 @@ def _figures(result: DedupResult) -> dict[str, object]:
             level.level: {
                 "unique": level.unique,
                 "unique_fraction": round(level.unique / counted, 4) if counted else 0.0,
-                "duplicate_pairs": level.pairs,
+                "merges": level.pairs,
                 "clusters": len(level.clusters),
             }
             for level in result.levels
