@@ -59,7 +59,8 @@ def _summary(stdout: str) -> str:
     if start is None:
         return ""
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("===")), len(lines))
-    return "\n".join(lines[start:end]) + "\n"
+    kept = [line for line in lines[start:end] if not line.startswith("nnrag wrote ")]
+    return "\n".join(kept) + "\n"
 
 
 def _outcomes(report_path: Path) -> dict[str, tuple[Any, ...]]:
