@@ -316,12 +316,29 @@ def fingerprints(tree: ast.AST, min_size: int) -> frozenset[int]:
     return frozenset(int(value) for value in _fingerprint_hashes(tree, min_size))
 
 
+def _sorted_unique(values: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    values = np.sort(values)
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
 def _jaccard(first: NDArray[np.uint64], second: NDArray[np.uint64]) -> float:
     """Exact Jaccard similarity of two sorted unique arrays (1.0 for two empty ones)."""
     union = len(first) + len(second)
     if union == 0:
         return 1.0
-    common = len(np.intersect1d(first, second, assume_unique=True))
+    if len(first) > len(second):
+        first, second = second, first
+    if len(first) == 0:
+        return 0.0
+    # Both arrays are sorted: look each element of the smaller one up in the larger one.
+    where = np.searchsorted(second, first)
+    where[where == len(second)] = 0
+    common = int(np.count_nonzero(second[where] == first))
     return common / (union - common)
 
 
@@ -438,7 +455,7 @@ class _Doc:
         found = self.union.get(level)
         if found is None:
             arrays = [getattr(part, level) for part in self.parts]
-            found = arrays[0] if len(arrays) == 1 else np.unique(np.concatenate(arrays))
+            found = arrays[0] if len(arrays) == 1 else _sorted_unique(np.concatenate(arrays))
             self.union[level] = found
         return found
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import pytest
+
 from nnrag.dedup import (
     DedupParams,
     DedupReport,
@@ -239,3 +241,18 @@ def test_summary_and_json() -> None:
     text = format_report(report)
     assert "target class: 7 blocks" in text
     assert "whole closure" in text
+
+
+def test_exact_jaccard_matches_python_sets() -> None:
+    import numpy as np
+
+    from nnrag.dedup import _jaccard, _sorted_unique
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a = _sorted_unique(rng.integers(0, 50, rng.integers(0, 40)).astype(np.uint64))
+        b = _sorted_unique(rng.integers(0, 50, rng.integers(0, 40)).astype(np.uint64))
+        sa, sb = set(a.tolist()), set(b.tolist())
+        expected = len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+        assert _jaccard(a, b) == pytest.approx(expected)
+        assert a.tolist() == sorted(sa)
