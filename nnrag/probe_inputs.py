@@ -94,7 +94,8 @@ def primary_specs(
             tensor_spec([2, size, 4, 4]),
         ]
     if kind == "ids":
-        return [tensor_spec([2, n], "int64", min(size, 100))]
+        sizes = [e.num_embeddings for e in module.modules() if isinstance(e, nn.Embedding)]
+        return [tensor_spec([2, n], "int64", max(1, min([*sizes, 100])))]
     d = profile.dim
     return [
         tensor_spec([2, d, 8, 8]),
@@ -192,12 +193,19 @@ def fill_inputs(
             value: Any = container(primary, p.annotation)
             first = False
         else:
-            value = container(secondary(p.name, shape, p.annotation, profile), p.annotation)
+            value = secondary(p.name, shape, p.annotation, profile)
+            if _is_float_spec(value) and primary.get("dtype") == "int64":
+                value = dict(primary)  # index-like forward: every tensor argument indexes
+            value = container(value, p.annotation)
         if p.kind == p.KEYWORD_ONLY:
             kwargs[p.name] = value
         else:
             args.append(value)
     return args, kwargs
+
+
+def _is_float_spec(value: Any) -> bool:
+    return isinstance(value, dict) and "shape" in value and value.get("dtype") == "float32"
 
 
 def container(spec: Any, annotation: Any) -> Any:
