@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -151,6 +152,7 @@ def main() -> None:
         ms = sorted(latency * 1000 for latency in latencies)
         result = {
             "machine": platform.platform(),
+            "load_average_1m_at_end": round(os.getloadavg()[0], 1),
             "python": platform.python_version(),
             "sources": {name: str(root / package) for name, (root, package) in SOURCES.items()},
             "modules": sum(1 for _ in index.modules()),
@@ -179,6 +181,7 @@ def main() -> None:
         "",
         "`python benchmarks/search_bench.py` (run with `nice`, 2 shared cores): timm 1.0.31,",
         "torchvision 0.29.1, torch-geometric 2.8.1 (unpacked sources), cold search table.",
+        f"1-minute load average at the end: {result['load_average_1m_at_end']} (2 cores).",
         "",
         "| measure | value |",
         "|---|---|",
