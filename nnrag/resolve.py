@@ -205,6 +205,8 @@ class _Walk:
             message = f"{chain!r} comes from {found.target}, a compiled extension of the source"
         elif reason == "not-indexed":
             message = f"{chain!r} comes from {found.target}, which is not indexed"
+        elif found.binding is not None and found.target:
+            message = f"{chain!r} is imported from {found.target}, which does not exist"
         else:
             message = f"name {chain!r} is not defined anywhere"
             if found.module is not None and found.module.module != info.module:
@@ -266,29 +268,7 @@ class _Walk:
             keys.sort(key=self._sort_key)
             for earlier, later in itertools.pairwise(keys):
                 needs[later].add(earlier)
-        users: dict[UnitKey, set[UnitKey]] = {key: set() for key in self.units}
-        for key, wanted in needs.items():
-            for dep in wanted:
-                users[dep].add(key)
-        pending = {key: len(wanted) for key, wanted in needs.items()}
-        ready = [(self._sort_key(k), k) for k, n in pending.items() if n == 0]
-        heapq.heapify(ready)
-        order: list[UnitKey] = []
-        done: set[UnitKey] = set()
-        while len(order) < len(self.units):
-            if not ready:  # a load-time cycle: release the earliest remaining unit
-                rest = min((k for k in self.units if k not in done), key=self._sort_key)
-                ready.append((self._sort_key(rest), rest))
-            _, key = heapq.heappop(ready)
-            if key in done:
-                continue
-            done.add(key)
-            order.append(key)
-            for user in users[key]:
-                pending[user] -= 1
-                if pending[user] == 0 and user not in done:
-                    heapq.heappush(ready, (self._sort_key(user), user))
-        return order
+        return _topological(needs, self._sort_key)
 
     def _sort_key(self, key: UnitKey) -> tuple[str, str, int, int]:
         unit = self.units[key].unit
@@ -342,6 +322,82 @@ class _Walk:
             ):
                 found[binding.name] = ("def", target.module.module, target.name)
         return found
+
+
+SortKey = tuple[str, str, int, int]
+
+
+def _topological(
+    needs: Mapping[UnitKey, set[UnitKey]], sort_key: Callable[[UnitKey], SortKey]
+) -> list[UnitKey]:
+    """Dependencies first, ties broken by ``sort_key``; a cycle stays together, in file order.
+
+    The strongly connected components of the ``needs`` graph (Tarjan) are ordered with
+    Kahn's algorithm, smallest component key first; members of a component by their key.
+    """
+    components = _components(needs)
+    of = {key: number for number, members in enumerate(components) for key in members}
+    first = [min(sort_key(k) for k in members) for members in components]
+    users: list[set[int]] = [set() for _ in components]
+    pending = [0] * len(components)
+    for number, members in enumerate(components):
+        deps = {of[dep] for key in members for dep in needs[key]} - {number}
+        pending[number] = len(deps)
+        for dep in deps:
+            users[dep].add(number)
+    ready = [(first[n], n) for n in range(len(components)) if not pending[n]]
+    heapq.heapify(ready)
+    order: list[UnitKey] = []
+    while ready:
+        _, number = heapq.heappop(ready)
+        order.extend(sorted(components[number], key=sort_key))
+        for user in users[number]:
+            pending[user] -= 1
+            if not pending[user]:
+                heapq.heappush(ready, (first[user], user))
+    return order
+
+
+def _components(needs: Mapping[UnitKey, set[UnitKey]]) -> list[list[UnitKey]]:
+    """Strongly connected components (iterative Tarjan), in a deterministic order."""
+    index: dict[UnitKey, int] = {}
+    low: dict[UnitKey, int] = {}
+    stack: list[UnitKey] = []
+    on_stack: set[UnitKey] = set()
+    found: list[list[UnitKey]] = []
+    for root in sorted(needs):
+        if root in index:
+            continue
+        work: list[tuple[UnitKey, Iterator[UnitKey]]] = [(root, iter(sorted(needs[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(needs[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                members: list[UnitKey] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == node:
+                        break
+                found.append(members)
+    return found
 
 
 _CREATION_HOOKS = frozenset({"__init_subclass__", "__set_name__", "__new__", "__prepare__"})
@@ -437,6 +493,7 @@ _DYNAMIC_ROOTS |= frozenset({"importlib", "sys", "import_module"})
 _EMPTY_FACTORIES = frozenset({"dict", "OrderedDict", "defaultdict", "collections.OrderedDict"})
 _EMPTY_FACTORIES |= frozenset({"collections.defaultdict"})
 _WRITERS = frozenset({"update", "setdefault", "__setitem__"})
+_NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -701,7 +758,7 @@ class UnitScanner:
                     name in ("globals", "vars")
                     and not node.args
                     and name in reads
-                    and not _writes_namespace(node, parents)
+                    and _reads_namespace(node, parents)
                 ):
                     yield at(
                         node,
@@ -887,14 +944,17 @@ def _dotted(node: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
-def _writes_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
-    """``globals()[name] = value`` / ``globals().update(...)``: a write, not a lookup."""
+def _reads_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
+    """``globals()[name]``, ``globals().get(name)``, ``name in globals()``, iteration over it:
+    a lookup by string (not a write, not an identity check like ``f_globals is globals()``)."""
     parent = parents.get(id(call))
     if isinstance(parent, ast.Subscript):
-        return isinstance(parent.ctx, ast.Store)
+        return isinstance(parent.ctx, ast.Load)
     if isinstance(parent, ast.Attribute):
-        return parent.attr in _WRITERS
-    return False
+        return parent.attr in _NAMESPACE_READS
+    if isinstance(parent, ast.Compare):
+        return any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+    return isinstance(parent, (ast.For, ast.comprehension))
 
 
 def _is_empty_container(statement: ast.stmt) -> bool:

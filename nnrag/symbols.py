@@ -105,7 +105,7 @@ class Symbols:
         self._memo: dict[_Key, Resolution] = {}
         self._active: set[_Key] = set()
         self._cycles = 0
-        self._files: dict[str, Literal["native", "not-indexed"] | None] = {}
+        self._files: dict[str, Literal["native", "not-indexed", "unresolved"]] = {}
 
     # -- per-module tables -------------------------------------------------------------------
 
@@ -311,18 +311,29 @@ class Symbols:
         """Whether ``module`` lies in a package of some indexed source."""
         return self.index.source_of_module(module) is not None
 
-    def _file_kind(self, module: str, prefer: str | None) -> Literal["native", "not-indexed"]:
+    def _file_kind(
+        self, module: str, prefer: str | None
+    ) -> Literal["native", "not-indexed", "unresolved"]:
         """Why an internal module is not indexed: a compiled extension, or a file out of scope."""
         cached = self._files.get(module)
         if cached is not None:
             return cached
-        kind: Literal["native", "not-indexed"] = "native"
+        # a private name (``_C``, ``_ext``) is a compiled extension even when the checkout has
+        # no binary (wheels unpacked without them, sdists that build them); so is any module
+        # with a binary next to its would-be source; a public name that exists nowhere is not
+        kind: Literal["native", "not-indexed", "unresolved"] = (
+            "native" if module.rsplit(".", 1)[-1].startswith("_") else "unresolved"
+        )
         source = self.index.source_of_module(module)
         checkout = self.index.checkouts.get(source or prefer or "")
         if checkout is not None:
             base = Path(checkout.root, *module.split("."))
             if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
                 kind = "not-indexed"
+            elif base.parent.is_dir() and any(
+                path.suffix in (".so", ".pyd") for path in base.parent.glob(base.name + ".*")
+            ):
+                kind = "native"
         self._files[module] = kind
         return kind
 

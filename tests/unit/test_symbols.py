@@ -219,14 +219,20 @@ def test_compiled_extension_and_unindexed_modules(tmp_path: Path) -> None:
         tmp_path,
         {
             "nat/__init__.py": "",
-            "nat/ops.py": "from . import _ext\nfrom nat._C import kernel\nfrom .broken import y\n",
+            "nat/ops.py": (
+                "from . import _ext\nfrom nat._C import kernel\nfrom .broken import y\n"
+                "from .gone import z\nfrom .built import w\n"
+            ),
             "nat/broken.py": "def y(:\n",
         },
     )
-    (tmp_path / "nat" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\0")
+    (tmp_path / "nat" / "built.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\0")
     assert look(index, "nat.ops", "_ext").reason == "native"
     assert look(index, "nat.ops", "kernel").reason == "native"
     assert look(index, "nat.ops", "y").reason == "not-indexed"
+    assert look(index, "nat.ops", "w").reason == "native"  # a binary, whatever its name
+    gone = look(index, "nat.ops", "z")  # a public module that exists nowhere
+    assert (gone.reason, gone.target) == ("unresolved", "nat.gone")
 
 
 def test_same_source_preferred(tmp_path: Path) -> None:
