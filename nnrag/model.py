@@ -31,6 +31,13 @@ Category = Literal[
 ]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
 
+BLOCKING_CATEGORIES: frozenset[Category] = frozenset(
+    {"syntax", "unresolved-name", "source-import", "native-op"}
+)
+"""Closure problems that fail the ``closed`` stage. The others (``resource-file``,
+``dynamic-registry``) are reported with the block but only matter if a later stage fails:
+code often guards them (pyg's MessagePassing falls back when its templates are missing)."""
+
 SourceKind = Literal["path", "git", "pypi"]
 
 UnitKind = Literal["def", "class", "assign", "import", "if", "try", "with", "other"]
@@ -330,8 +337,14 @@ class Extracted:
     """Qualified names of the inlined definitions (``module.name``)."""
 
     @property
+    def blocking_problems(self) -> tuple[Problem, ...]:
+        """The problems that make the file not closed (see :data:`BLOCKING_CATEGORIES`)."""
+        return tuple(p for p in self.problems if p.category in BLOCKING_CATEGORIES)
+
+    @property
     def closed(self) -> bool:
-        return not self.problems
+        """No unresolved name, no import of a source package or of its compiled extensions."""
+        return not self.blocking_problems
 
 
 # --------------------------------------------------------------------------- validation

@@ -9,11 +9,20 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from nnrag.errors import ExtractionError, InternalError
-from nnrag.model import STAGES, BlockHints, Category, Stage, ValidationResult, stage_index
+from nnrag.model import (
+    STAGES,
+    BlockHints,
+    Category,
+    Problem,
+    Stage,
+    ValidationResult,
+    stage_index,
+)
 from nnrag.results import recipe_from_dict
 
 if TYPE_CHECKING:
@@ -284,10 +293,11 @@ def validate_block(
             return cached
     path = workspace.block_file(extracted)
     started = time.perf_counter()
-    if extracted.problems and stage_index(depth) >= stage_index("closed"):
-        first = extracted.problems[0]
-        shown = "; ".join(str(p) for p in extracted.problems[:5])
-        more = len(extracted.problems) - 5
+    blocking = extracted.blocking_problems
+    if blocking and stage_index(depth) >= stage_index("closed"):
+        first = blocking[0]
+        shown = "; ".join(str(p) for p in blocking[:5])
+        more = len(blocking) - 5
         result = ValidationResult(
             block_id=block.id,
             depth=depth,
@@ -312,8 +322,24 @@ def validate_block(
             harvested=cache.harvested(block.source, block.name),
         )
         cache.add_harvest(block.source, records)
+        result = _blame_advisory_problems(result, extracted.problems)
     cache.put(key, result)
     return result
+
+
+def _blame_advisory_problems(
+    result: ValidationResult, problems: tuple[Problem, ...]
+) -> ValidationResult:
+    """Name a known closure problem as the likely cause of a generic run-time failure."""
+    if result.category != "runtime-error" or not problems:
+        return result
+    cause = problems[0]
+    return replace(
+        result,
+        category=cause.category,
+        message=f"{result.message} (likely cause: {cause})",
+        dependency_path=result.dependency_path or cause.path,
+    )
 
 
 def class_names(code: str) -> list[str]:

@@ -284,8 +284,8 @@ def vendor_blocks(
             )
             continue
         block_id = extracted.block.id
-        if extracted.problems and not force:
-            listed = "; ".join(str(p) for p in extracted.problems)
+        if not extracted.closed and not force:
+            listed = "; ".join(str(p) for p in extracted.blocking_problems)
             outcomes.append(
                 VendorOutcome(
                     block_id=block_id,
@@ -432,8 +432,8 @@ def _refresh_one(
         return VendorOutcome(block_id=entry.id, file=path, action="unchanged"), None
     pristine = not old or _pristine(old, entry.digest)
     upstream = "upstream changed" if new_body != old_body else "provenance changed"
-    if extracted.problems and not force:
-        listed = "; ".join(str(p) for p in extracted.problems)
+    if not extracted.closed and not force:
+        listed = "; ".join(str(p) for p in extracted.blocking_problems)
         return (
             VendorOutcome(
                 block_id=entry.id,
