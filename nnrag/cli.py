@@ -96,36 +96,50 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    """``nnrag list [PATTERN]``: discovered block ids, sorted."""
+    """``nnrag list [PATTERN] [--category C]``: discovered block ids and categories, sorted."""
     import fnmatch
     import json
 
+    from nnrag.categorize import BLOCK_CATEGORIES
     from nnrag.config import load_settings
     from nnrag.workspace import Workspace
 
-    blocks = Workspace(load_settings(args.repos, cache_dir=args.cache)).blocks()
+    if args.category is not None and args.category not in BLOCK_CATEGORIES:
+        allowed = ", ".join(repr(name) for name in BLOCK_CATEGORIES)
+        print(
+            f"nnrag list: error: unknown category {args.category!r}; use one of: {allowed}",
+            file=sys.stderr,
+        )
+        return 2
+    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    blocks = workspace.blocks()
     if args.pattern:
         blocks = tuple(
             b
             for b in blocks
             if fnmatch.fnmatchcase(b.id, args.pattern) or fnmatch.fnmatchcase(b.name, args.pattern)
         )
+    listed = [(b, workspace.category(b)) for b in blocks]
+    if args.category is not None:
+        listed = [(b, category) for b, category in listed if category == args.category]
     if args.json:
         rows = [
             {
                 "id": b.id,
+                "category": category,
                 "source": b.source,
                 "module": b.module,
                 "name": b.name,
                 "path": b.path,
                 "line": b.line,
             }
-            for b in blocks
+            for b, category in listed
         ]
         print(json.dumps(rows, indent=2))
     else:
-        for block in blocks:
-            print(block.id)
+        width = max((len(b.id) for b, _ in listed), default=0)
+        for block, category in listed:
+            print(f"{block.id.ljust(width)}  {category}")
     return 0
 
 
@@ -465,6 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list discovered block ids, sorted")
     _add_repos_options(listing)
     listing.add_argument("pattern", nargs="?", help="fnmatch pattern on block ids")
+    listing.add_argument("--category", help="only blocks of this category (e.g. attention)")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_list)
 

@@ -28,7 +28,13 @@ def spec_path(block_path: Path) -> Path:
     return block_path.with_name(block_path.stem + ".spec.json")
 
 
-def write_block(extracted: Extracted, out_dir: Path, *, filename: str | None = None) -> Path:
+def write_block(
+    extracted: Extracted,
+    out_dir: Path,
+    *,
+    filename: str | None = None,
+    category: str | None = None,
+) -> Path:
     """Write ``<Class>.py`` (or ``filename``) and ``<Class>.spec.json`` into ``out_dir``.
 
     Writes are atomic (temp file + rename) and skipped when the content is unchanged, so
@@ -37,7 +43,7 @@ def write_block(extracted: Extracted, out_dir: Path, *, filename: str | None = N
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / (filename or f"{extracted.block.name}.py")
-    spec = json.dumps(block_spec(extracted), indent=2, sort_keys=True) + "\n"
+    spec = json.dumps(block_spec(extracted, category=category), indent=2, sort_keys=True) + "\n"
     _write_if_changed(path, extracted.code)
     _write_if_changed(spec_path(path), spec)
     return path

@@ -400,6 +400,39 @@ def search_path(cache_dir: Path) -> Path:
     return cache_dir / "search.db"
 
 
+def stored_categories(path: Path, index: Index) -> dict[str, str]:
+    """Block id -> category from the search database at ``path``, read-only.
+
+    Only blocks of modules whose stored file hash matches ``index`` count (a stale table
+    is never trusted); a missing, locked or foreign database gives ``{}``.
+    """
+    if not path.is_file():
+        return {}
+    current = {(info.source, info.module): info.sha1 for info in index.modules()}
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None or row[0] != str(SCHEMA_VERSION):
+                return {}
+            fresh = {
+                (source, module)
+                for source, module, sha1 in db.execute("SELECT source, module, sha1 FROM modules")
+                if current.get((source, module)) == sha1
+            }
+            return {
+                block_id: category
+                for block_id, source, module, category in db.execute(
+                    "SELECT id, source, module, category FROM blocks"
+                )
+                if (source, module) in fresh
+            }
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return {}
+
+
 def search(
     index: Index,
     blocks: Sequence[BlockRef],

@@ -17,8 +17,10 @@ def docstring_summary(docstring: str | None) -> str | None:
     return summary or None
 
 
-def block_spec(extracted: Extracted) -> dict[str, object]:
-    """The spec of ``extracted``: identity, signatures, dependencies, requirements, provenance.
+def block_spec(extracted: Extracted, *, category: str | None = None) -> dict[str, object]:
+    """The spec of ``extracted``: identity, category, signatures, dependencies, provenance.
+
+    ``category`` is the block's primary category (``Workspace.category``), ``null`` if unknown.
 
     Only JSON values; deterministic for the same extraction (the validator adds probed
     shapes and the parameter count under ``"probe"`` later).
@@ -31,6 +33,7 @@ def block_spec(extracted: Extracted) -> dict[str, object]:
         "source": block.source,
         "module": block.module,
         "class_name": block.name,
+        "category": category,
         "path": block.path,
         "line": block.line,
         "init_signature": block.init_signature,

@@ -227,13 +227,16 @@ def _edited_reason(path: Path, text: str, recorded: str | None) -> str | None:
     )
 
 
-def _write_block(extracted: Extracted, folder: Path, stem: str) -> tuple[Path, Path]:
+def _write_block(
+    extracted: Extracted, folder: Path, stem: str, *, category: str | None = None
+) -> tuple[Path, Path]:
     from nnrag.spec import block_spec
 
     path = folder / f"{stem}.py"
     spec = folder / f"{stem}.spec.json"
+    text = json.dumps(block_spec(extracted, category=category), indent=2, sort_keys=True)
     _write_atomic(path, extracted.code)
-    _write_atomic(spec, json.dumps(block_spec(extracted), indent=2, sort_keys=True) + "\n")
+    _write_atomic(spec, text + "\n")
     return path, spec
 
 
@@ -309,7 +312,8 @@ def vendor_blocks(
                 )
                 continue
             action = "unchanged" if old == extracted.code else "updated"
-        _, spec = _write_block(extracted, into, stem)
+        category = workspace.category(extracted.block)
+        _, spec = _write_block(extracted, into, stem, category=category)
         record = _record_for(workspace.settings, extracted.block.source)
         entries[block_id] = _entry(extracted, file=path.name, spec=spec.name, record=record)
         taken[path.name] = block_id
@@ -457,7 +461,7 @@ def _refresh_one(
             ),
             None,
         )
-    _write_block(extracted, folder, path.stem)
+    _write_block(extracted, folder, path.stem, category=workspace.category(extracted.block))
     detail = f"{upstream}: {summary}" if new_body != old_body else upstream
     if entry.revision and new_entry.revision != entry.revision:
         detail += f" (revision {entry.revision} -> {new_entry.revision})"

@@ -72,6 +72,27 @@ class Workspace:
 
         return find_block(self.blocks(), query)
 
+    # -- categories (owner: search) -------------------------------------------------------------
+
+    def category(self, block: BlockRef) -> str:
+        """The block's primary category (:func:`nnrag.categorize.category_of`), memoized.
+
+        Categories already in the search database (``nnrag search``) are reused when their
+        module is unchanged; the others are computed on first request.
+        """
+        memo: dict[str, str] | None = self.__dict__.get("_categories")
+        if memo is None:
+            from nnrag.search import search_path, stored_categories
+
+            memo = stored_categories(search_path(self.settings.cache_dir), self.index())
+            self.__dict__["_categories"] = memo
+        found = memo.get(block.id)
+        if found is None:
+            from nnrag.categorize import category_of
+
+            found = memo[block.id] = category_of(self.index(), block)
+        return found
+
     # -- extraction (owner: emit) --------------------------------------------------------------
 
     def extract(self, query: str | BlockRef) -> Extracted:
@@ -94,7 +115,7 @@ class Workspace:
 
         block = extracted.block
         folder = self.settings.cache_dir / "blocks" / block.source / block.module
-        return write_block(extracted, folder)
+        return write_block(extracted, folder, category=self.category(block))
 
     # -- validation (owner: validate) ------------------------------------------------------
 

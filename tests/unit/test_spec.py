@@ -78,3 +78,10 @@ def test_docstring_summary() -> None:
     assert docstring_summary(None) is None
     assert docstring_summary("   ") is None
     assert docstring_summary("One line\n  continued.\n\nMore.") == "One line continued."
+
+
+def test_spec_category_is_keyword_with_null_default() -> None:
+    assert block_spec(make_extracted())["category"] is None
+    spec = block_spec(make_extracted(), category="normalization")
+    assert spec["category"] == "normalization"
+    assert json.loads(json.dumps(spec))["category"] == "normalization"

@@ -41,7 +41,7 @@ def extracted(block_id: str, body: str, *, problems: tuple[Problem, ...] = ()) -
 
 @dataclass
 class FakeWorkspace:
-    """The two Workspace members vendoring uses: settings and extract."""
+    """The Workspace members vendoring uses: settings, extract, category, build."""
 
     blocks: dict[str, Extracted]
     settings: Settings = field(
@@ -59,6 +59,9 @@ class FakeWorkspace:
         if query not in self.blocks:
             raise BlockNotFoundError(query)
         return self.blocks[query]
+
+    def category(self, block: BlockRef) -> str:
+        return "head" if block.name.endswith("Head") else "utility"
 
     def build(self) -> None:
         self.built += 1
@@ -82,6 +85,7 @@ def test_vendor_writes_block_spec_and_manifest(tmp_path: Path) -> None:
     assert outcome.file.read_text() == ws.blocks[MLP].code
     spec = json.loads((tmp_path / "blocks" / "Mlp.spec.json").read_text())
     assert spec["id"] == MLP
+    assert spec["category"] == "utility"
     manifest = json.loads((tmp_path / "blocks" / MANIFEST).read_text())
     (entry,) = manifest["blocks"]
     assert entry["id"] == MLP
