@@ -381,8 +381,17 @@ def test_forward_in_the_sandbox(pytester: pytest.Pytester, project: Path, cli: C
             return None
         """
     )
+    pytester.makepyfile(  # runs after the blocks: the sandbox's torch stays out of this process
+        test_zz_after="""
+        import sys
+
+        def test_no_torch_here():
+            assert "torch" not in sys.modules
+        """
+    )
     result = pytester.runpytest_subprocess(*cli("--nnrag-report", "r.json", depth="forward"))
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines(["repos.json FF..*", "test_zz_after.py .*"])
     report = json.loads((pytester.path / "r.json").read_text())
     reached = {b["id"]: b["stage_reached"] for b in report["blocks"]}
     assert reached == {
