@@ -283,12 +283,24 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     else:
         passed = sum(r.passed for r in results)
         print(f"nnrag validate: {passed} of {len(results)} passed", file=sys.stderr)
-    _write_run_report(results, settings.depth, report=args.report, badge=args.badge)
+    kinds = (
+        {block.id: workspace.category(block) for block in blocks}
+        if args.report or args.badge
+        else None
+    )
+    _write_run_report(
+        results, settings.depth, report=args.report, badge=args.badge, block_categories=kinds
+    )
     return 0 if all(r.passed for r in results) else 1
 
 
 def _write_run_report(
-    results: list[ValidationResult], depth: Stage, *, report: str | None, badge: str | None
+    results: list[ValidationResult],
+    depth: Stage,
+    *,
+    report: str | None,
+    badge: str | None,
+    block_categories: dict[str, str] | None = None,
 ) -> None:
     """``--report`` / ``--badge``: the same JSON report and badge as the pytest plugin."""
     if report is None and badge is None:
@@ -297,7 +309,7 @@ def _write_run_report(
 
     from nnrag.report import build_report, write_badge, write_report
 
-    document = build_report(results, depth=depth)
+    document = build_report(results, depth=depth, block_categories=block_categories)
     written = [write_report(document, Path(report))] if report is not None else []
     if badge is not None:
         written.extend(write_badge(document, Path(badge)))

@@ -19,6 +19,9 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
           ...                                      # failed: stopped at exactly this stage
         },
         "categories": {"unresolved-name": 40, ...},   # failure categories, most frequent first
+        "block_categories": {                # what the blocks are (nnrag.categorize), by name
+          "attention": {"blocks": 120, "passed": 101}, ...   # blocks of unknown category: absent
+        },
         "sources": {"timm": {...the same keys as summary, without "sources"...}, ...}
       },
       "blocks": [                            # sorted by id
@@ -26,14 +29,19 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
          "outcome": "passed" | "failed",
          "stage_reached": "forward" | null,  # last stage that passed
          "failed_stage": null | "closed",    # first stage that failed
-         "category": null | "unresolved-name",
+         "category": null | "unresolved-name",   # the failure category
          "message": "",                      # why it failed ("" when it passed)
          "cached": true,                     # the result came from the result cache
          "duration_s": 0.12,
-         "file": "/path/to/extracted/block.py" | null},
+         "file": "/path/to/extracted/block.py" | null,
+         "block_category": "normalization" | null},   # the block's own category
         ...
-      ]
-    }
+      ],
+      "dedup": {...}                         # only with --nnrag-dedup: nnrag.dedup.dedup_summary,
+    }                                        # {"params", "class": {"blocks", "skipped", "seconds",
+                                             #  "exact"|"lexical"|"structural": {"unique",
+                                             #  "unique_fraction", "merges", "clusters"}},
+                                             #  "closure": {...same...}}
 
 The badge (``--nnrag-badge badge.svg``) reads ``nnrag | 87% (812/934)``, coloured by
 pass rate; beside it, ``badge.json`` (the SVG's name with a ``.json`` suffix) is a
@@ -65,6 +73,7 @@ BLOCK_KEYS = (
     "cached",
     "duration_s",
     "file",
+    "block_category",
 )
 
 # Shields.io's named colours, by the lowest pass rate that earns them.
@@ -103,8 +112,8 @@ def failed_stage_of(result: ValidationResult) -> Stage | None:
     return STAGES[min(following, stage_index(result.depth))]
 
 
-def block_entry(result: ValidationResult) -> dict[str, Any]:
-    """One entry of the report's ``blocks`` list."""
+def block_entry(result: ValidationResult, *, block_category: str | None = None) -> dict[str, Any]:
+    """One entry of the report's ``blocks`` list (``block_category``: what the block is)."""
     return {
         "id": result.block_id,
         "source": source_of(result.block_id),
@@ -116,6 +125,7 @@ def block_entry(result: ValidationResult) -> dict[str, Any]:
         "cached": result.cached,
         "duration_s": round(result.duration_s, 4),
         "file": result.file,
+        "block_category": block_category,
     }
 
 
@@ -136,6 +146,12 @@ def _summarize(entries: Sequence[Mapping[str, Any]], depth: Stage) -> dict[str, 
         entry["category"] or "uncategorized" for entry in entries if entry["outcome"] == "failed"
     )
     categories = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    kinds: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        if entry["block_category"] is not None:
+            kind = kinds.setdefault(entry["block_category"], {"blocks": 0, "passed": 0})
+            kind["blocks"] += 1
+            kind["passed"] += entry["outcome"] == "passed"
     return {
         "blocks": len(entries),
         "passed": passed,
@@ -143,6 +159,9 @@ def _summarize(entries: Sequence[Mapping[str, Any]], depth: Stage) -> dict[str, 
         "pass_rate": round(passed / len(entries), 4) if entries else 0.0,
         "stages": stages,
         "categories": categories,
+        "block_categories": dict(
+            sorted(kinds.items(), key=lambda item: (-item[1]["blocks"], item[0]))
+        ),
     }
 
 
@@ -152,13 +171,21 @@ def build_report(
     depth: Stage,
     nnrag_version: str | None = None,
     torch_version: str | None = None,
+    block_categories: Mapping[str, str] | None = None,
+    dedup: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report document (schema in this module's docstring) for ``results``.
 
     A block validated more than once (e.g. re-run by ``--lf``) counts once: its last result.
+    ``block_categories`` maps block ids to their category; ``dedup`` (a
+    :func:`nnrag.dedup.dedup_summary`) is added under ``"dedup"`` when given.
     """
     latest = {result.block_id: result for result in results}
-    entries = [block_entry(latest[block_id]) for block_id in sorted(latest)]
+    kinds = block_categories or {}
+    entries = [
+        block_entry(latest[block_id], block_category=kinds.get(block_id))
+        for block_id in sorted(latest)
+    ]
     summary = _summarize(entries, depth)
     by_source: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
@@ -166,13 +193,16 @@ def build_report(
     summary["sources"] = {
         name: _summarize(group, depth) for name, group in sorted(by_source.items())
     }
-    return {
+    report: dict[str, Any] = {
         "nnrag_version": nnrag_version or distribution_version("nnrag") or "unknown",
         "torch_version": torch_version if torch_version is not None else _torch_version(),
         "depth": depth,
         "summary": summary,
         "blocks": entries,
     }
+    if dedup is not None:
+        report["dedup"] = dict(dedup)
+    return report
 
 
 def _torch_version() -> str | None:
@@ -226,6 +256,33 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
         for name, count in categories:
             example = _example(report, name)
             lines.append(f"  {name.ljust(width)}  {count:>5}  e.g. {example}")
+    kinds = summary.get("block_categories") or {}
+    if kinds:
+        shown = ", ".join(
+            f"{name} {kind['passed']}/{kind['blocks']}" for name, kind in kinds.items()
+        )
+        lines.append(f"block categories (passed/blocks): {shown}")
+    lines.extend(dedup_lines(report.get("dedup")))
+    return lines
+
+
+def dedup_lines(dedup: Mapping[str, Any] | None) -> list[str]:
+    """One line per de-duplication level: unique blocks of the class and of the closure."""
+    if not dedup:
+        return []
+    scopes = [(name, dedup[name]) for name in ("class", "closure") if dedup.get(name)]
+    lines = []
+    for level in ("exact", "lexical", "structural"):
+        cells = []
+        for name, figures in scopes:
+            if level in figures:
+                found = figures[level]
+                cells.append(
+                    f"{name} {found['unique']}/{figures['blocks']} unique "
+                    f"({found['unique_fraction']:.1%}), {found['clusters']} clusters"
+                )
+        if cells:
+            lines.append(f"dedup {level + ':':<11} {'; '.join(cells)}")
     return lines
 
 

@@ -14,6 +14,7 @@ from nnrag.report import (
     badge_color,
     badge_message,
     build_report,
+    dedup_lines,
     failed_stage_of,
     shields_endpoint,
     summary_lines,
@@ -62,6 +63,7 @@ def test_report_has_exactly_the_documented_keys(results: list[ValidationResult])
         "pass_rate",
         "stages",
         "categories",
+        "block_categories",
         "sources",
     }
     assert json.loads(json.dumps(report)) == report
@@ -121,6 +123,68 @@ def test_summary_lines_show_table_and_top_categories(results: list[ValidationRes
         "unresolved-name" in line and "e.g. timm:timm.c:C: name 'foo' is not defined" in line
         for line in lines
     )
+
+
+KINDS = {
+    "timm:timm.a:A": "attention",
+    "timm:timm.b:B": "convolution",
+    "timm:timm.c:C": "attention",
+    "tv:tv.d:D": "attention",
+}
+DEDUP = {
+    "params": {"lexical_threshold": 0.9},
+    "class": {
+        "blocks": 5,
+        "skipped": 0,
+        "seconds": 0.01,
+        "exact": {"unique": 4, "unique_fraction": 0.8, "merges": 1, "clusters": 1},
+        "lexical": {"unique": 3, "unique_fraction": 0.6, "merges": 1, "clusters": 1},
+        "structural": {"unique": 3, "unique_fraction": 0.6, "merges": 0, "clusters": 1},
+    },
+    "closure": {
+        "blocks": 5,
+        "skipped": 0,
+        "seconds": 0.02,
+        "exact": {"unique": 5, "unique_fraction": 1.0, "merges": 0, "clusters": 0},
+        "lexical": {"unique": 5, "unique_fraction": 1.0, "merges": 0, "clusters": 0},
+        "structural": {"unique": 4, "unique_fraction": 0.8, "merges": 1, "clusters": 1},
+    },
+}
+
+
+def test_block_categories_per_entry_and_in_summary(results: list[ValidationResult]) -> None:
+    report = build_report(results, depth="forward", torch_version=None, block_categories=KINDS)
+    entries = {entry["id"]: entry for entry in report["blocks"]}
+    assert entries["timm:timm.b:B"]["block_category"] == "convolution"
+    assert entries["timm:timm.c:C"]["category"] == "unresolved-name"  # failure category stays
+    assert entries["timm:timm.c:C"]["block_category"] == "attention"
+    assert entries["tv:tv.e:E"]["block_category"] is None  # unknown: not counted
+    summary = report["summary"]
+    assert summary["block_categories"] == {
+        "attention": {"blocks": 3, "passed": 1},
+        "convolution": {"blocks": 1, "passed": 1},
+    }
+    assert list(summary["block_categories"]) == ["attention", "convolution"]
+    assert summary["sources"]["tv"]["block_categories"] == {"attention": {"blocks": 1, "passed": 0}}
+    assert "dedup" not in report
+    lines = summary_lines(report)
+    assert "block categories (passed/blocks): attention 1/3, convolution 1/1" in lines
+
+
+def test_dedup_figures_in_report_and_summary_lines(results: list[ValidationResult]) -> None:
+    report = build_report(results, depth="forward", torch_version=None, dedup=DEDUP)
+    assert report["dedup"] == DEDUP
+    assert tuple(report)[: len(REPORT_KEYS)] == REPORT_KEYS
+    assert dedup_lines(DEDUP) == [
+        "dedup exact:      class 4/5 unique (80.0%), 1 clusters; "
+        "closure 5/5 unique (100.0%), 0 clusters",
+        "dedup lexical:    class 3/5 unique (60.0%), 1 clusters; "
+        "closure 5/5 unique (100.0%), 0 clusters",
+        "dedup structural: class 3/5 unique (60.0%), 1 clusters; "
+        "closure 4/5 unique (80.0%), 1 clusters",
+    ]
+    assert summary_lines(report)[-3:] == dedup_lines(DEDUP)
+    assert dedup_lines(None) == []
 
 
 @pytest.mark.parametrize(
