@@ -6,7 +6,7 @@ import fnmatch
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,10 +236,3 @@ def tree_digest(pairs: Iterable[tuple[str, str]]) -> str:
     for path, sha1 in sorted(pairs):
         digest.update(f"{path}\0{sha1}\n".encode())
     return digest.hexdigest()
-
-
-def iter_py_files(root: Path) -> Iterator[Path]:
-    """Every ``.py`` file under ``root`` (for tests and benchmarks), sorted."""
-    entries, _ = scan_tree(root, source="")
-    for entry in entries:
-        yield entry.file

@@ -142,7 +142,7 @@ def analyzer_version() -> str:
     """
     digest = hashlib.sha1(usedforsecurity=False)
     digest.update(str(SCHEMA_VERSION).encode())
-    for name in ("units.py", "model.py"):
+    for name in ("units.py", "bindings.py", "model.py"):
         file = Path(__file__).with_name(name)
         digest.update(file.read_bytes() if file.exists() else b"")
     return digest.hexdigest()

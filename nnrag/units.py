@@ -8,22 +8,15 @@ import io
 import re
 import sys
 import tokenize
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from nnrag.model import ClassInfo, FileProblem, ImportBinding, ModuleInfo, Unit, UnitKind
+from nnrag.bindings import BindingWalker, chain, is_type_checking
+from nnrag.model import ClassInfo, FileProblem, ModuleInfo, Unit, UnitKind
 
 __all__ = ["analyze_module", "git_blob_sha1", "module_name_for"]
 
-_MODULE, _FUNCTION, _CLASS, _COMP = 0, 1, 2, 3
 _DEEP_RECURSION = 20_000
 _COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
-
-_Load = ast.Load
-_Store = ast.Store
-_Name = ast.Name
-_Attribute = ast.Attribute
 
 _KINDS: dict[type[ast.AST], UnitKind] = {
     ast.FunctionDef: "def",
@@ -46,12 +39,9 @@ if _TRY_STAR is not None:
 if _TYPE_ALIAS is not None:
     _KINDS[_TYPE_ALIAS] = "assign"
 
-_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "type_params"})
 _ABSTRACT = frozenset(
     {"abstractmethod", "abstractproperty", "abstractclassmethod", "abstractstaticmethod"}
 )
-_Item = tuple[str, str, bool]
-"""A pending read: (root name, dotted chain, read at call time)."""
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -122,9 +112,9 @@ def analyze_module(
     lines = decoded.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    analyzer = _Analyzer(module=module, is_package=is_package, tree=tree)
+    walker = BindingWalker(module=module, is_package=is_package, tree=tree)
     try:
-        units = analyzer.units(lines)
+        units = _units(walker, tree, lines)
     except RecursionError:
         if sys.version_info < (3, 11):
             return problem("too deeply nested to analyze; simplify the expression")
@@ -132,8 +122,8 @@ def analyze_module(
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
         try:
-            analyzer = _Analyzer(module=module, is_package=is_package, tree=tree)
-            units = analyzer.units(lines)
+            walker = BindingWalker(module=module, is_package=is_package, tree=tree)
+            units = _units(walker, tree, lines)
         except RecursionError:
             return problem(
                 "too deeply nested to analyze; simplify the expression or split the file"
@@ -147,9 +137,9 @@ def analyze_module(
         sha1=git_blob_sha1(data),
         is_package=is_package,
         lines=len(lines),
-        future=tuple(analyzer.future),
-        all_names=analyzer.all_names(),
-        star_imports=tuple(dict.fromkeys(analyzer.star_imports)),
+        future=tuple(walker.future),
+        all_names=walker.all_names(),
+        star_imports=tuple(dict.fromkeys(walker.star_imports)),
         units=units,
     )
 
@@ -174,41 +164,6 @@ def _decode(data: bytes) -> str | tuple[str, int, int]:
         return message, line, col
     except LookupError as error:
         return f"cannot decode: {error}", 1, 1
-
-
-def _chain(node: ast.expr) -> str:
-    """``a.b.c`` for a name/attribute chain, the value's chain for ``X[...]``, else ``""``."""
-    if type(node) is ast.Subscript:
-        node = node.value
-    attrs: list[str] = []
-    while type(node) is _Attribute:
-        attrs.append(node.attr)
-        node = node.value
-    if type(node) is not _Name:
-        return ""
-    attrs.append(node.id)
-    return ".".join(reversed(attrs))
-
-
-def _strings(node: ast.expr | None, current: list[str] | None = None) -> list[str] | None:
-    """The strings of a literal list/tuple (``+`` of such literals too), else ``None``."""
-    if isinstance(node, ast.List | ast.Tuple):
-        out: list[str] = []
-        for item in node.elts:
-            if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
-                return None
-            out.append(item.value)
-        return out
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _strings(node.left, current), _strings(node.right, current)
-        return None if left is None or right is None else left + right
-    if isinstance(node, ast.Name) and node.id == "__all__" and current is not None:
-        return list(current)  # __all__ = __all__ + [...]
-    return None
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return _chain(test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
 
 
 def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -242,18 +197,18 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             methods.append(stmt.name)
             defs[stmt.name] = stmt
-            if any(_chain(d).rpartition(".")[2] in _ABSTRACT for d in stmt.decorator_list):
+            if any(chain(d).rpartition(".")[2] in _ABSTRACT for d in stmt.decorator_list):
                 abstract.append(stmt.name)
         elif isinstance(stmt, ast.Assign) and (
             isinstance(stmt.value, ast.Lambda)
             or (isinstance(stmt.value, ast.Name) and stmt.value.id in defs)
         ):
             methods.extend(t.id for t in stmt.targets if isinstance(t, ast.Name))
-    metaclass = next((_chain(k.value) for k in node.keywords if k.arg == "metaclass"), None)
+    metaclass = next((chain(k.value) for k in node.keywords if k.arg == "metaclass"), None)
     init, forward = defs.get("__init__"), defs.get("forward")
     return ClassInfo(
         name=node.name,
-        bases=tuple(_chain(b) for b in node.bases),
+        bases=tuple(chain(b) for b in node.bases),
         metaclass=metaclass,
         methods=tuple(dict.fromkeys(methods)),
         abstract_methods=tuple(abstract),
@@ -264,536 +219,43 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     )
 
 
-class _Scope:
-    """One scope while walking: names bound so far, declarations, reads left to resolve."""
-
-    __slots__ = ("bound", "globals", "kind", "nonlocals", "parent", "pending")
-
-    def __init__(self, kind: int, parent: _Scope | None) -> None:
-        self.kind = kind
-        self.parent = parent
-        self.bound: set[str] = set()
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
-        self.pending: list[_Item] = []
-
-
-class _Analyzer:
-    """Walks a module once, resolving every name with the compiler's scoping rules.
-
-    Function and comprehension scopes collect their reads and resolve them when
-    they close (a name bound anywhere in a function is local to all of it);
-    unresolved names move to the enclosing scope, skipping class scopes. Class
-    bodies resolve in order: a name read before the body binds it is global.
-    """
-
-    def __init__(self, *, module: str, is_package: bool, tree: ast.Module) -> None:
-        self.module = module
-        self.is_package = is_package
-        self.tree = tree
-        self.future: list[str] = []
-        for stmt in tree.body:
-            if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
-                self.future.extend(a.name for a in stmt.names)
-        self.annotations = "annotations" not in self.future
-        self.star_imports: list[str] = []
-        self._all: list[str] | None = None
-        self._all_dynamic = False
-        self.scope = _Scope(_MODULE, None)
-        self.call = False
-        self.cond = False
-        self.tc = False
-        self._reset()
-        self.dispatch: dict[type[ast.AST], Callable[[Any], None]] = {
-            ast.Name: self._name,
-            ast.Attribute: self._attribute,
-            ast.Constant: self._nothing,
-            ast.FunctionDef: self._function,
-            ast.AsyncFunctionDef: self._function,
-            ast.Lambda: self._lambda,
-            ast.ClassDef: self._class,
-            ast.ListComp: self._comprehension,
-            ast.SetComp: self._comprehension,
-            ast.GeneratorExp: self._comprehension,
-            ast.DictComp: self._comprehension,
-            ast.NamedExpr: self._namedexpr,
-            ast.Global: self._global,
-            ast.Nonlocal: self._nonlocal,
-            ast.Import: self._import,
-            ast.ImportFrom: self._importfrom,
-            ast.Assign: self._assign,
-            ast.AnnAssign: self._annassign,
-            ast.AugAssign: self._augassign,
-            ast.For: self._for,
-            ast.AsyncFor: self._for,
-            ast.If: self._if,
-            ast.While: self._conditional,
-            ast.With: self._conditional,
-            ast.AsyncWith: self._conditional,
-            ast.Try: self._conditional,
-            ast.Match: self._conditional,
-            ast.ExceptHandler: self._handler,
-            ast.MatchAs: self._match_capture,
-            ast.MatchStar: self._match_capture,
-            ast.MatchMapping: self._match_mapping,
-            ast.Expr: self._expr,
-            ast.BinOp: self._binop,
-        }
-        if _TRY_STAR is not None:
-            self.dispatch[_TRY_STAR] = self._conditional
-        if _TYPE_ALIAS is not None:
-            self.dispatch[_TYPE_ALIAS] = self._type_alias
-        self.fields: dict[type[ast.AST], tuple[str, ...]] = {}
-
-    # ------------------------------------------------------------------ units
-
-    def _reset(self) -> None:
-        self.binds: set[str] = set()
-        self.load: set[str] = set()
-        self.calls: set[str] = set()
-        self.imports: list[ImportBinding] = []
-        self.local_imports: list[ImportBinding] = []
-        self.classes: list[ClassInfo] = []
-
-    def units(self, lines: list[str]) -> tuple[Unit, ...]:
-        """One unit per top-level statement; statements sharing a line form one unit."""
-        groups: list[list[ast.stmt]] = []
-        last_end = 0
-        for stmt in self.tree.body:
-            if groups and stmt.lineno <= last_end:
-                groups[-1].append(stmt)
-            else:
-                groups.append([stmt])
-            last_end = max(last_end, stmt.end_lineno or stmt.lineno)
-        units: list[Unit] = []
-        previous_end = 0
-        for index, group in enumerate(groups):
-            first = group[0]
-            self._reset()
-            type_checking = isinstance(first, ast.If) and _is_type_checking(first.test)
-            for stmt in group:
-                self.visit(stmt)
-            start = _start_line(first, lines, previous_end)
-            end = max(s.end_lineno or s.lineno for s in group)
-            previous_end = end
-            units.append(
-                Unit(
-                    index=index,
-                    kind=_KINDS.get(type(first), "other"),
-                    start_line=start,
-                    end_line=end,
-                    binds=tuple(sorted(self.binds)),
-                    load_reads=tuple(sorted(self.load)),
-                    call_reads=tuple(sorted(self.calls)),
-                    imports=tuple(self.imports),
-                    classes=tuple(self.classes),
-                    type_checking=type_checking,
-                    local_imports=tuple(self.local_imports),
-                )
-            )
-        return tuple(units)
-
-    def all_names(self) -> tuple[str, ...] | None:
-        if self._all is None or self._all_dynamic:
-            return None
-        return tuple(dict.fromkeys(self._all))
-
-    # ------------------------------------------------------------------ names
-
-    def _emit(self, chain: str, call: bool) -> None:
-        (self.calls if call else self.load).add(chain)
-
-    def _escalate(self, scope: _Scope | None, item: _Item) -> None:
-        """Hand an unresolved read to the enclosing scope (class scopes are not visible)."""
-        while scope is not None and scope.kind == _CLASS:
-            scope = scope.parent
-        if scope is None or scope.kind == _MODULE:
-            self._emit(item[1], item[2])
+def _units(walker: BindingWalker, tree: ast.Module, lines: list[str]) -> tuple[Unit, ...]:
+    """One unit per top-level statement; statements sharing a line form one unit."""
+    groups: list[list[ast.stmt]] = []
+    last_end = 0
+    for stmt in tree.body:
+        if groups and stmt.lineno <= last_end:
+            groups[-1].append(stmt)
         else:
-            scope.pending.append(item)
-
-    def _read(self, name: str, chain: str) -> None:
-        scope = self.scope
-        kind = scope.kind
-        if kind == _MODULE:
-            (self.calls if self.call else self.load).add(chain)
-        elif kind == _CLASS:
-            if name in scope.globals:
-                self._emit(chain, self.call)
-            elif name not in scope.bound:
-                self._escalate(scope.parent, (name, chain, self.call))
-        else:
-            scope.pending.append((name, chain, self.call))
-
-    def _store(self, name: str) -> None:
-        scope = self.scope
-        if scope.kind == _MODULE or name in scope.globals:
-            self.binds.add(name)
-        elif name not in scope.nonlocals:
-            scope.bound.add(name)
-
-    def _close(self, scope: _Scope) -> None:
-        parent = scope.parent
-        for item in scope.pending:
-            name = item[0]
-            if name in scope.globals:
-                self._emit(item[1], item[2])
-            elif not (
-                name in scope.bound
-                or name in scope.nonlocals
-                or (name == "__class__" and parent is not None and parent.kind == _CLASS)
-            ):
-                self._escalate(parent, item)
-
-    # ------------------------------------------------------------------ walking
-
-    def visit(self, node: ast.AST) -> None:
-        handler = self.dispatch.get(node.__class__)
-        if handler is None:
-            self.generic(node)
-        else:
-            handler(node)
-
-    def generic(self, node: ast.AST) -> None:
-        cls = node.__class__
-        fields = self.fields.get(cls)
-        if fields is None:
-            fields = self.fields[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
-        visit = self.visit
-        for field in fields:
-            value = getattr(node, field)
-            if value.__class__ is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        visit(item)
-            elif isinstance(value, ast.AST):
-                visit(value)
-
-    def _visit_all(self, nodes: list[ast.stmt] | list[ast.expr]) -> None:
-        visit = self.visit
-        for node in nodes:
-            visit(node)
-
-    def _nothing(self, node: ast.AST) -> None:
-        return
-
-    def _name(self, node: ast.Name) -> None:
-        ctx = node.ctx.__class__
-        if ctx is _Load or (ctx is not _Store and self.scope.kind == _MODULE):
-            self._read(node.id, node.id)
-        else:
-            self._store(node.id)
-
-    def _attribute(self, node: ast.Attribute) -> None:
-        attrs = [node.attr] if node.ctx.__class__ is _Load else []
-        value = node.value
-        while value.__class__ is _Attribute:
-            attrs.append(value.attr)
-            value = value.value
-        if value.__class__ is _Name:
-            name = value.id
-            if attrs:
-                attrs.append(name)
-                attrs.reverse()
-                self._read(name, ".".join(attrs))
-            else:
-                self._read(name, name)
-        else:
-            self.visit(value)
-
-    def _binop(self, node: ast.BinOp) -> None:
-        rights: list[ast.expr] = []
-        left: ast.expr = node
-        while isinstance(left, ast.BinOp):  # long concatenations nest deeply on the left
-            rights.append(left.right)
-            left = left.left
-        self.visit(left)
-        for right in reversed(rights):
-            self.visit(right)
-
-    def _expr(self, node: ast.Expr) -> None:
-        value = node.value
-        if (
-            self.scope.kind == _MODULE
-            and isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and _chain(value.func.value) == "__all__"
-        ):
-            method = value.func.attr
-            if method == "extend" and len(value.args) == 1:
-                self._add_all(_strings(value.args[0]))
-            elif method == "append" and len(value.args) == 1:
-                arg = value.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    self._add_all([arg.value])
-                else:
-                    self._add_all(None)
-        self.visit(value)
-
-    def _set_all(self, value: ast.expr | None) -> None:
-        names = _strings(value, self._all)
-        if names is None:
-            self._all_dynamic = True
-        else:
-            self._all = list(names)
-
-    def _add_all(self, names: list[str] | None) -> None:
-        if names is None:
-            self._all_dynamic = True
-        elif self._all is None:
-            self._all = names
-        else:
-            self._all.extend(names)
-
-    # ------------------------------------------------------------------ scopes
-
-    def _arguments(self, args: ast.arguments) -> list[str]:
-        """Visit defaults and annotations in the enclosing scope; return parameter names."""
-        visit = self.visit
-        for default in args.defaults:
-            visit(default)
-        for kw_default in args.kw_defaults:
-            if kw_default is not None:
-                visit(kw_default)
-        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        if args.vararg:
-            params.append(args.vararg)
-        if args.kwarg:
-            params.append(args.kwarg)
-        for param in params:
-            if param.annotation is not None:
-                self._annotation(param.annotation, evaluated=True)
-        return [p.arg for p in params]
-
-    def _annotation(self, node: ast.expr, *, evaluated: bool) -> None:
-        """Annotations that never run (PEP 563, local variables) are call-time reads.
-
-        They are kept as reads so the emitted file stays statically closed (linters,
-        ``typing.get_type_hints`` and TorchScript look the names up).
-        """
-        if evaluated and self.annotations:
-            self.visit(node)
-        else:
-            saved = self.call
-            self.call = True
-            self.visit(node)
-            self.call = saved
-
-    def _enter(self, kind: int, call: bool) -> tuple[_Scope, bool]:
-        scope = _Scope(kind, self.scope)
-        saved = self.call
-        self.scope = scope
-        self.call = call
-        return scope, saved
-
-    def _leave(self, scope: _Scope, saved_call: bool) -> None:
-        assert scope.parent is not None
-        self.scope = scope.parent
-        self.call = saved_call
-        if scope.kind != _CLASS:
-            self._close(scope)
-
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self._visit_all(node.decorator_list)
-        params = self._arguments(node.args)
-        if node.returns is not None:
-            self._annotation(node.returns, evaluated=True)
-        scope, saved = self._enter(_FUNCTION, True)
-        scope.bound.update(params)
-        self._visit_all(node.body)
-        self._leave(scope, saved)
-        self._store(node.name)
-
-    def _lambda(self, node: ast.Lambda) -> None:
-        params = self._arguments(node.args)
-        scope, saved = self._enter(_FUNCTION, True)
-        scope.bound.update(params)
-        self.visit(node.body)
-        self._leave(scope, saved)
-
-    def _class(self, node: ast.ClassDef) -> None:
-        self._visit_all(node.decorator_list)
-        self._visit_all(node.bases)
-        for keyword in node.keywords:
-            self.visit(keyword.value)
-        if self.scope.kind == _MODULE:
-            self.classes.append(_class_info(node))
-        scope, saved = self._enter(_CLASS, self.call)
-        self._visit_all(node.body)
-        self._leave(scope, saved)
-        self._store(node.name)
-
-    def _comprehension(
-        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
-    ) -> None:
-        generators = node.generators
-        self.visit(generators[0].iter)  # evaluated in the enclosing scope
-        scope, saved = self._enter(_COMP, self.call)
-        for position, generator in enumerate(generators):
-            if position:
-                self.visit(generator.iter)
-            self.visit(generator.target)
-            self._visit_all(generator.ifs)
-        if isinstance(node, ast.DictComp):
-            self.visit(node.key)
-            self.visit(node.value)
-        else:
-            self.visit(node.elt)
-        self._leave(scope, saved)
-
-    def _namedexpr(self, node: ast.NamedExpr) -> None:
-        self.visit(node.value)
-        scope = current = self.scope
-        while scope.kind == _COMP and scope.parent is not None:
-            scope = scope.parent  # a walrus in a comprehension binds in the enclosing scope
-        self.scope = scope
-        self._store(node.target.id)
-        self.scope = current
-
-    def _global(self, node: ast.Global) -> None:
-        if self.scope.kind != _MODULE:
-            self.scope.globals.update(node.names)
-
-    def _nonlocal(self, node: ast.Nonlocal) -> None:
-        self.scope.nonlocals.update(node.names)
-
-    # ------------------------------------------------------------------ statements
-
-    def _import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            local = alias.asname or alias.name.partition(".")[0]
-            self._binding(local, alias.name, None, 0, node.lineno)
-            self._store(local)
-
-    def _importfrom(self, node: ast.ImportFrom) -> None:
-        module = self._absolute(node.module, node.level)
-        for alias in node.names:
-            if alias.name == "*":
-                self._binding("*", module, "*", node.level, node.lineno)
-                if self.scope.kind == _MODULE:
-                    self.star_imports.append(module)
-                continue
-            local = alias.asname or alias.name
-            self._binding(local, module, alias.name, node.level, node.lineno)
-            self._store(local)
-
-    def _binding(self, name: str, module: str, attr: str | None, level: int, line: int) -> None:
-        target = self.imports if self.scope.kind == _MODULE else self.local_imports
-        target.append(
-            ImportBinding(
-                name=name,
-                module=module,
-                attr=attr,
-                level=level,
-                conditional=self.cond,
-                type_checking=self.tc,
-                line=line,
+            groups.append([stmt])
+        last_end = max(last_end, stmt.end_lineno or stmt.lineno)
+    units: list[Unit] = []
+    previous_end = 0
+    for index, group in enumerate(groups):
+        first = group[0]
+        walker.reset()
+        type_checking = isinstance(first, ast.If) and is_type_checking(first.test)
+        for stmt in group:
+            walker.visit(stmt)
+        start = _start_line(first, lines, previous_end)
+        end = max(s.end_lineno or s.lineno for s in group)
+        previous_end = end
+        units.append(
+            Unit(
+                index=index,
+                kind=_KINDS.get(type(first), "other"),
+                start_line=start,
+                end_line=end,
+                binds=tuple(sorted(walker.binds)),
+                load_reads=tuple(sorted(walker.load)),
+                call_reads=tuple(sorted(walker.calls)),
+                imports=tuple(walker.imports),
+                classes=tuple(_class_info(node) for node in walker.classes),
+                type_checking=type_checking,
+                local_imports=tuple(walker.local_imports),
             )
         )
-
-    def _absolute(self, name: str | None, level: int) -> str:
-        """Resolve ``from ..x import`` against this module; keep surplus dots when too high."""
-        if level == 0:
-            return name or ""
-        parts = self.module.split(".") if self.module else []
-        if not self.is_package:
-            parts = parts[:-1]
-        up = level - 1
-        if up >= len(parts):
-            return "." * (up - len(parts) + 1) + (name or "")
-        base = parts[: len(parts) - up]
-        if name:
-            base.append(name)
-        return ".".join(base)
-
-    def _assign(self, node: ast.Assign) -> None:
-        self.visit(node.value)
-        if self.scope.kind == _MODULE:
-            for target in node.targets:
-                if target.__class__ is _Name and target.id == "__all__":
-                    self._set_all(node.value)
-        self._visit_all(node.targets)
-
-    def _annassign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self.visit(node.value)
-        kind = self.scope.kind
-        self._annotation(node.annotation, evaluated=kind in (_MODULE, _CLASS))
-        target = node.target
-        if isinstance(target, ast.Name):
-            if node.value is not None or kind not in (_MODULE, _CLASS):
-                self._store(target.id)
-                if kind == _MODULE and target.id == "__all__":
-                    self._set_all(node.value)
-        else:
-            self.visit(target)
-
-    def _augassign(self, node: ast.AugAssign) -> None:
-        self.visit(node.value)
-        target = node.target
-        if isinstance(target, ast.Name):
-            if self.scope.kind == _MODULE and target.id == "__all__":
-                self._add_all(_strings(node.value))
-            self._read(target.id, target.id)
-            self._store(target.id)
-        else:
-            self.visit(target)
-
-    def _type_alias(self, node: ast.AST) -> None:
-        saved = self.call
-        self.call = True  # the value is evaluated lazily
-        self.visit(node.value)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
-        self.call = saved
-        self.visit(node.name)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
-
-    def _for(self, node: ast.For | ast.AsyncFor) -> None:
-        self.visit(node.iter)
-        saved = self.cond
-        self.cond = True
-        self.visit(node.target)
-        self._visit_all(node.body)
-        self._visit_all(node.orelse)
-        self.cond = saved
-
-    def _if(self, node: ast.If) -> None:
-        self.visit(node.test)
-        saved_cond, saved_tc = self.cond, self.tc
-        test = node.test
-        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        checking = _is_type_checking(test.operand if isinstance(test, ast.UnaryOp) else test)
-        self.cond = True
-        self.tc = saved_tc or (checking and not negated)
-        self._visit_all(node.body)
-        self.tc = saved_tc or (checking and negated)
-        self._visit_all(node.orelse)
-        self.cond, self.tc = saved_cond, saved_tc
-
-    def _conditional(self, node: ast.AST) -> None:
-        saved = self.cond
-        self.cond = True
-        self.generic(node)
-        self.cond = saved
-
-    def _handler(self, node: ast.ExceptHandler) -> None:
-        if node.type is not None:
-            self.visit(node.type)
-        if node.name:
-            self._store(node.name)
-        self._visit_all(node.body)
-
-    def _match_capture(self, node: ast.MatchAs | ast.MatchStar) -> None:
-        pattern = getattr(node, "pattern", None)
-        if pattern is not None:
-            self.visit(pattern)
-        if node.name:
-            self._store(node.name)
-
-    def _match_mapping(self, node: ast.MatchMapping) -> None:
-        self._visit_all(node.keys)
-        for pattern in node.patterns:
-            self.visit(pattern)
-        if node.rest:
-            self._store(node.rest)
+    return tuple(units)
 
 
 def _start_line(node: ast.stmt, lines: list[str], previous_end: int) -> int:
