@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -10,6 +11,8 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
+
+from filelock import FileLock
 
 from nnrag.errors import CacheError
 from nnrag.model import Recipe, Stage, ValidationResult
@@ -26,6 +29,7 @@ CREATE TABLE IF NOT EXISTS harvest (
 """
 
 
+@functools.cache
 def torch_version() -> str:
     """Installed torch version, read from package metadata (without importing torch)."""
     try:
@@ -114,9 +118,12 @@ class ResultCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
-            self._db.commit()
+            # Switching to WAL and creating tables need the database to themselves: two xdist
+            # workers opening a new cache at once would otherwise see "database is locked".
+            with FileLock(f"{path}.lock", timeout=120):
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(_SCHEMA)
+                self._db.commit()
         except (OSError, sqlite3.Error) as error:
             raise CacheError(
                 f"cannot open the result cache {path}: {error}; remove the file or choose "

@@ -245,7 +245,9 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> 
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
     mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
-    write_frame(resp_fd, {"ready": True, "torch": torch.__version__, "mode": mode, "netns": netns})
+    write_frame(
+        resp_fd, {"ready": True, "torch": str(torch.__version__), "mode": mode, "netns": netns}
+    )
     while True:
         request = read_frame(requests)
         if not isinstance(request, dict):
