@@ -506,8 +506,6 @@ class Finding:
     col: int
     registry: Registry | None = None
     """For a registry lookup: the registry (its home registrations are inlined)."""
-    chain: str = ""
-    """For ``getattr(module, ...)``: the module chain (not reported a second time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,7 +566,6 @@ class UnitScanner:
         builtins: set[tuple[str, str]] = set()
         others: list[Use] = []
         findings = self.findings(info, unit, symbols)
-        dynamic = {finding.chain for finding in findings if finding.chain}
         for use in self.uses(info, unit, symbols):
             found = use.found
             home = found.module
@@ -588,7 +585,7 @@ class UnitScanner:
             elif found.kind == "builtin":
                 builtins.add((info.module, found.name))
                 continue
-            elif found.kind == "typing" or (found.kind == "module" and use.chain in dynamic):
+            elif found.kind == "typing":
                 continue
             else:
                 others.append(use)
@@ -745,14 +742,11 @@ class UnitScanner:
                         and target is not None
                         and symbols.lookup(info, target).kind == "module"
                     ):
-                        found = at(
+                        yield at(
                             node,
                             "dynamic-registry",
                             f"getattr({target}, ...) looks a name up in a source module at "
                             "run time; only the definitions the closure found are inlined",
-                        )
-                        yield Finding(
-                            found.category, found.message, found.line, found.col, None, target or ""
                         )
                 elif (
                     name in ("globals", "vars")

@@ -445,6 +445,7 @@ def test_problems_have_categories_paths_and_locations(tmp_path: Path) -> None:
         "native-op",
         "resource-file",
         "source-import",
+        "source-import",
         "unresolved-name",
     ]
     unresolved = next(p for p in closure.problems if p.category == "unresolved-name")
