@@ -258,3 +258,23 @@ def test_in_scope_include_exclude() -> None:
     assert not in_scope(
         block, SourceSpec(name="s", kind="path", location="/x", exclude=("pkg.layers:*",))
     )
+
+
+def test_workspace_blocks_apply_include_exclude(tmp_path: Path) -> None:
+    from nnrag.model import Settings
+    from nnrag.workspace import Workspace
+
+    tree(
+        tmp_path / "src",
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": "from torch import nn\nclass A(nn.Module):\n" + FORWARD + "class B(A):\n"
+            "    pass\nclass C(A):\n    pass\n",
+        },
+    )
+    spec = SourceSpec(name="src", kind="path", location=str(tmp_path / "src"), exclude=("*:B",))
+    workspace = Workspace(Settings(sources=(spec,), cache_dir=tmp_path / "cache"))
+    assert [b.id for b in workspace.blocks()] == ["src:pkg.m:A", "src:pkg.m:C"]
+    assert workspace.find("C").id == "src:pkg.m:C"
+    with pytest.raises(BlockNotFoundError):
+        workspace.find("B")
