@@ -57,8 +57,10 @@ def _strings(node: ast.expr | None, current: list[str] | None = None) -> list[st
 
 
 def is_type_checking(test: ast.expr) -> bool:
-    """Whether an ``if`` test is ``TYPE_CHECKING`` (bare, ``typing.`` or ``t.``)."""
-    return chain(test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
+    """Whether an ``if`` test is ``TYPE_CHECKING``, bare or as any module's attribute."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
 class _Scope:

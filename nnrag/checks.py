@@ -50,9 +50,10 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from nnrag.bindings import is_type_checking
 from nnrag.header import body_digest, header_issues, parse_header, split_header
 from nnrag.model import Category, Finding, Stage
-from nnrag.scoping import is_type_checking, unresolved_names
+from nnrag.scoping import unresolved_names
 
 __all__ = [
     "CODES",

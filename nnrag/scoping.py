@@ -8,7 +8,9 @@ import symtable
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["Issue", "is_type_checking", "unresolved_names"]
+from nnrag.bindings import is_type_checking
+
+__all__ = ["Issue", "unresolved_names"]
 
 Issue = tuple[str, str, int, int]
 """``(code, message, line, col)``: the caller turns it into a :class:`~nnrag.model.Finding`."""
@@ -38,13 +40,6 @@ def _issue(code: str, message: str, line: int = 0, col: int = 0) -> Issue:
 def unresolved_names(tree: ast.Module, table: symtable.SymbolTable) -> list[Issue]:
     """NNR101-NNR105 issues of a parsed file and its top-level symbol table."""
     return _NameChecker(tree, table).run()
-
-
-def is_type_checking(test: ast.expr) -> bool:
-    """Whether an ``if`` test is ``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``."""
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
 _COMPREHENSION_SCOPES: dict[type[ast.expr], str] = {
