@@ -263,6 +263,12 @@ class UnitScanner:
         registries: Mapping[str, Registry],
     ) -> Iterator[Finding]:
         reads = set(unit.load_reads) | set(unit.call_reads)
+        local_modules = {
+            b.name
+            for b in unit.local_imports
+            if self.index.source_of_module(b.module) is not None
+            and symbols.follow(info, b, b.name, ()).kind == "module"
+        }
 
         def at(node: ast.expr, category: Category, message: str) -> Finding:
             return Finding(
@@ -275,17 +281,20 @@ class UnitScanner:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 name = _dotted(node.func)
-                if name == "getattr" and node.args and "getattr" in reads:
+                if name in ("getattr", "vars", "dir") and node.args and name in reads:
                     target = _dotted(node.args[0])
                     if target == "sys.modules[__name__]" or (
-                        target in reads
-                        and target is not None
-                        and symbols.lookup(info, target).kind == "module"
+                        target is not None
+                        and (
+                            target in local_modules
+                            or (target in reads and symbols.lookup(info, target).kind == "module")
+                        )
                     ):
                         yield at(
                             node,
                             "dynamic-registry",
-                            f"getattr({target}, ...) looks a name up in a source module at "
+                            f"{name}({target}{', ...' if name == 'getattr' else ''}) looks names "
+                            "up in a source module at "
                             "run time; only the definitions the closure found are inlined",
                         )
                 elif (
