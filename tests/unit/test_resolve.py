@@ -558,3 +558,36 @@ def test_resolution_is_deterministic(tmp_path: Path) -> None:
     first = close(index, "t.m:Net")
     second = resolve(index_tree(tmp_path, source="src"), block(index, "t.m:Net"))
     assert first == second
+
+
+def test_namespace_identity_checks_are_not_lookups(tmp_path: Path) -> None:
+    index = tree(
+        tmp_path,
+        {
+            "u/__init__.py": "",
+            "u/aggr.py": "class Sum:\n    pass\n",
+            "u/m.py": """
+                import inspect
+                from torch import nn
+                def caller():
+                    frame = inspect.currentframe()
+                    while frame is not None and frame.f_globals is globals():
+                        frame = frame.f_back
+                    globals()["cache"] = 1
+                    return frame
+                def resolver(name):
+                    import u.aggr as aggr
+                    return {k.lower(): v for k, v in vars(aggr).items()}[name]
+                class Net(nn.Module):
+                    def forward(self, x):
+                        return caller(), x
+                class Lookup(nn.Module):
+                    def forward(self, x):
+                        return resolver("sum")
+            """,
+        },
+    )
+    assert close(index, "u.m:Net").problems == ()
+    lookup = close(index, "u.m:Lookup")
+    assert categories(lookup) == ["dynamic-registry", "source-import"]
+    assert all(p.path == ("Lookup", "resolver") for p in lookup.problems)
