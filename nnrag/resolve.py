@@ -351,16 +351,19 @@ def _topological(
 
 
 def _components(needs: Mapping[UnitKey, set[UnitKey]]) -> list[list[UnitKey]]:
-    """Strongly connected components (iterative Tarjan), in a deterministic order."""
+    """Strongly connected components (iterative Tarjan).
+
+    Membership does not depend on visiting order; callers order components by their keys.
+    """
     index: dict[UnitKey, int] = {}
     low: dict[UnitKey, int] = {}
     stack: list[UnitKey] = []
     on_stack: set[UnitKey] = set()
     found: list[list[UnitKey]] = []
-    for root in sorted(needs):
+    for root in needs:
         if root in index:
             continue
-        work: list[tuple[UnitKey, Iterator[UnitKey]]] = [(root, iter(sorted(needs[root])))]
+        work: list[tuple[UnitKey, Iterator[UnitKey]]] = [(root, iter(needs[root]))]
         index[root] = low[root] = len(index)
         stack.append(root)
         on_stack.add(root)
@@ -372,7 +375,7 @@ def _components(needs: Mapping[UnitKey, set[UnitKey]]) -> list[list[UnitKey]]:
                     index[child] = low[child] = len(index)
                     stack.append(child)
                     on_stack.add(child)
-                    work.append((child, iter(sorted(needs[child]))))
+                    work.append((child, iter(needs[child])))
                 elif child in on_stack:
                     low[node] = min(low[node], index[child])
                 continue
