@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from nnrag.header import (
+    CODING_LINE,
     Header,
     body_digest,
     header_issues,
@@ -161,3 +162,25 @@ def test_empty_source_packages_parse() -> None:
     header = parse_header(make_file(source_packages=[]))
     assert header is not None
     assert header.source_packages == ()
+
+
+def test_block_id_that_looks_like_an_encoding_declaration() -> None:
+    # `...nn.encoding:PositionalEncoding` matches PEP 263's cookie pattern: without a real
+    # coding line first, Python refuses the file ("unknown encoding: PositionalEncoding").
+    text = make_file(block_id="pyg:torch_geometric.nn.encoding:PositionalEncoding")
+    assert text.startswith(CODING_LINE + "# nnrag block: pyg:torch_geometric.nn.encoding:")
+    compile(text, "PositionalEncoding.py", "exec")
+    compile(text.encode("utf-8"), "PositionalEncoding.py", "exec")
+    header = parse_header(text)
+    assert header is not None
+    assert header.block_id == "pyg:torch_geometric.nn.encoding:PositionalEncoding"
+    head, body = split_header(text)
+    assert body == BODY
+    assert head + "\n" + body == text
+    assert verify_digest(text)
+    broken = text.replace("# revision: 1.0.31\n", "")
+    assert [i.line for i in header_issues(broken)] == [11]  # counted in the file's lines
+
+
+def test_no_coding_line_when_not_needed() -> None:
+    assert not make_file().startswith(CODING_LINE)
