@@ -132,7 +132,8 @@ def emit(index: Index, closure: Closure) -> Extracted:
         body=body,
     )
     code = header + "\n" + body
-    _check_compiles(code, block.id, chunks=chunks)
+    # the header is compiled as bytes: only then does Python read a PEP 263 declaration
+    _check_compiles(code, block.id, chunks=[header.encode("utf-8"), *chunks])
     dependencies = _dependencies(plan, block.module, block.name)
     return Extracted(
         block=block,
@@ -590,7 +591,7 @@ def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) ->
 
 
 @functools.lru_cache(maxsize=8192)
-def _compile_error(chunk: str) -> str | None:
+def _compile_error(chunk: str | bytes) -> str | None:
     """Why one top-level chunk of a block file does not compile (``None``: it does)."""
     try:
         compile(chunk, "<nnrag chunk>", "exec", dont_inherit=True)
@@ -599,7 +600,9 @@ def _compile_error(chunk: str) -> str | None:
     return None
 
 
-def _check_compiles(code: str, block_id: str, *, chunks: Iterable[str] | None = None) -> None:
+def _check_compiles(
+    code: str, block_id: str, *, chunks: Iterable[str | bytes] | None = None
+) -> None:
     """Raise :class:`InternalError` (saving the file) if ``code`` does not compile.
 
     With ``chunks`` (the top-level pieces the body was joined from, each a complete
@@ -607,7 +610,7 @@ def _check_compiles(code: str, block_id: str, *, chunks: Iterable[str] | None = 
     statements compile independently, so this proves the same as compiling the file,
     without recompiling units that many blocks share.
     """
-    pieces = [code] if chunks is None else list(chunks)
+    pieces = [code.encode("utf-8")] if chunks is None else list(chunks)
     problem = next((error for error in map(_compile_error, pieces) if error), None)
     if problem is not None:
         folder = Path(tempfile.gettempdir()) / "nnrag-internal-errors"
