@@ -270,6 +270,8 @@ def dedup_lines(dedup: Mapping[str, Any] | None) -> list[str]:
     """One line per de-duplication level: unique blocks of the class and of the closure."""
     if not dedup:
         return []
+    if "error" in dedup:
+        return [f"dedup failed: {dedup['error']}"]
     scopes = [(name, dedup[name]) for name in ("class", "closure") if dedup.get(name)]
     lines = []
     for level in ("exact", "lexical", "structural"):

@@ -94,12 +94,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="Validate every block again, ignoring cached results.",
     )
+    group.addoption(
+        "--nnrag-dedup",
+        action="store_true",
+        default=False,
+        help="After the run, de-duplicate every block (exact, lexical, structural; class "
+        "and closure) and add the figures to the report and summary. Ini: nnrag_dedup.",
+    )
     parser.addini("nnrag_repos", "repos.json whose blocks are collected (relative to the ini file)")
     parser.addini("nnrag_cache", "nnrag cache folder (relative to the ini file)")
     parser.addini("nnrag_depth", f"stage every block must reach: {', '.join(STAGES)}")
     parser.addini("nnrag_timeout", "seconds per block in the sandbox")
     parser.addini("nnrag_report", "path of the JSON run report (relative to the ini file)")
     parser.addini("nnrag_badge", "path of the SVG pass-rate badge (relative to the ini file)")
+    parser.addini("nnrag_dedup", "add de-duplication figures to the report", type="bool")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -201,6 +209,7 @@ def _make_state(config: pytest.Config, repos: Path) -> NnragState:
         repos_file=repos,
         report_path=_path_option(config, "nnrag_report"),
         badge_path=_path_option(config, "nnrag_badge"),
+        dedup=bool(config.getoption("nnrag_dedup") or config.getini("nnrag_dedup")),
     )
 
 
@@ -251,7 +260,10 @@ class NnragSession:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        """Attach the block's result to the report (plain JSON: it crosses xdist)."""
+        """Attach the block's result and category to the report (plain JSON: it crosses xdist)."""
+        category = self._block_category(item) if call.when == "call" else None
+        if category is not None:
+            item.user_properties.append(("nnrag_block_category", category))
         report = yield
         if call.when == "call":
             from pytest_nnrag.items import REPORT_ATTR, RESULT_KEY, ProblemItem, result_to_json
@@ -259,6 +271,7 @@ class NnragSession:
             result = item.stash.get(RESULT_KEY, None)
             if result is not None:
                 setattr(report, REPORT_ATTR, result_to_json(result))
+                setattr(report, f"{REPORT_ATTR}_block_category", category)
             elif isinstance(item, ProblemItem):
                 setattr(report, f"{REPORT_ATTR}_problem", item.text)
         return report
@@ -270,6 +283,9 @@ class NnragSession:
         if isinstance(data, dict):
             result = result_from_json(data)
             self.state.results[result.block_id] = result
+            category = getattr(report, f"{REPORT_ATTR}_block_category", None)
+            if isinstance(category, str):
+                self.state.block_categories[result.block_id] = category
         problem = getattr(report, f"{REPORT_ATTR}_problem", None)
         if isinstance(problem, str):
             self.state.source_failures[report.nodeid] = " ".join(
@@ -282,11 +298,39 @@ class NnragSession:
             return
         from nnrag.report import build_report, write_badge, write_report
 
-        self.report = build_report(self.state.results.values(), depth=self.state.settings.depth)
+        self.report = build_report(
+            self.state.results.values(),
+            depth=self.state.settings.depth,
+            block_categories=self.state.block_categories,
+            dedup=self._dedup() if self.state.dedup else None,
+        )
         if self.state.report_path is not None:
             self.state.written.append(write_report(self.report, self.state.report_path))
         if self.state.badge_path is not None:
             self.state.written.extend(write_badge(self.report, self.state.badge_path))
+
+    def _block_category(self, item: pytest.Item) -> str | None:
+        """The category of a block item (computed where the block ran), else ``None``."""
+        from nnrag.errors import NnragError
+        from pytest_nnrag.items import BlockItem
+
+        if not isinstance(item, BlockItem):
+            return None
+        try:
+            return self.state.workspace.category(item.block)
+        except NnragError as error:  # the result already tells the story; keep the run going
+            self.state.source_failures[item.nodeid] = f"no category: {error}"
+            return None
+
+    def _dedup(self) -> dict[str, Any]:
+        """De-duplication figures of every block in scope (``--nnrag-dedup``; controller only)."""
+        from nnrag.dedup import dedup_summary, dedup_workspace
+        from nnrag.errors import NnragError
+
+        try:
+            return dedup_summary(dedup_workspace(self.state.workspace))
+        except NnragError as error:
+            return {"error": str(error)}
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_worker(self.config) or (self.report is None and not self.state.source_failures):

@@ -21,8 +21,12 @@ class NnragState:
     repos_file: Path
     report_path: Path | None = None
     badge_path: Path | None = None
+    dedup: bool = False
+    """--nnrag-dedup: add the de-duplication figures to the report and summary."""
     results: dict[str, ValidationResult] = field(default_factory=dict)
     """Results seen in this process's reports, by block id (the controller's are complete)."""
+    block_categories: dict[str, str] = field(default_factory=dict)
+    """Block id -> the block's category (``Workspace.category``), from the reports."""
     source_failures: dict[str, str] = field(default_factory=dict)
     """Failed source-level items (node id -> first line of the message)."""
     written: list[Path] = field(default_factory=list)
