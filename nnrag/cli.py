@@ -198,7 +198,7 @@ def _extract_files(args: argparse.Namespace) -> int:
             continue
         # two requested blocks with one class name: each goes into a folder named for its module
         folder = out / block.module if names.count(block.name) > 1 else out
-        path = write_block(extracted, folder)
+        path = write_block(extracted, folder, category=workspace.category(block))
         failed += not extracted.closed
         row.update(
             file=str(path),

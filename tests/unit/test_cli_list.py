@@ -1,4 +1,4 @@
-"""``nnrag list``: block ids with their category, ``--category`` filter, JSON rows."""
+"""Block categories on the command line: ``nnrag list`` (column, ``--category``, JSON), specs."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from nnrag.cli import main
+from nnrag.config import load_settings
+from nnrag.workspace import Workspace
 
 LAYERS = '''\
 """Blocks of three categories."""
@@ -114,3 +116,18 @@ def test_list_reuses_fresh_categories_stored_by_search(
     assert main(["list", *repos, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {row["id"]: row["category"] for row in rows} == EXPECTED
+
+
+def test_extract_and_block_file_write_the_category_into_the_spec(
+    tmp_path: Path, repos: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["extract", *repos, "RMSNorm", "--out", str(out)]) == 0
+    spec = json.loads((out / "RMSNorm.spec.json").read_text())
+    assert spec["category"] == "normalization"
+    workspace = Workspace(load_settings(Path(repos[1]), cache_dir=Path(repos[3])))
+    block = workspace.find("MultiHeadAttention")
+    assert workspace.category(block) == "attention"
+    path = workspace.block_file(workspace.extract(block))
+    spec = json.loads(path.with_name("MultiHeadAttention.spec.json").read_text())
+    assert spec["category"] == "attention"
