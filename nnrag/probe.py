@@ -344,7 +344,11 @@ class Runner:
                     if repaired is not None:
                         pending.append((repaired, given))
                 continue
-            self.record_ctor(ctor, block)
+            try:
+                self.record_ctor(ctor, block)
+            except Exception as error:  # e.g. a subclass that never called Module.__init__
+                ctor_error = error
+                continue
             if not built_any:
                 built_any = True
                 if self.violated("instantiate", started):
