@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import threading
 import time
@@ -150,6 +151,7 @@ def run_corpus(
         "workers": workers,
         "depth": depth,
         "timeout_s": timeout_s,
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "results": {
             i: [
                 r.stage_reached,
@@ -168,7 +170,12 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         "# validate_bench",
         "",
         "Every discovered block extracted from the local corpora and validated in the sandbox.",
-        "Command: `nice python benchmarks/validate_bench.py`",
+        "Command: `nice python benchmarks/validate_bench.py` (per corpus: `--corpus NAME --out",
+        "validate_bench_NAME`, then `--merge`). Rates are over all discovered blocks of the",
+        "package; `closed` failures come from extraction, `import/missing-external` from",
+        "packages not installable here (torchvision for timm.data, ogb, transformers, pyg-lib).",
+        "Environment: torch 2.13.0 CPU, pillow installed; 2 cores shared with other jobs",
+        "(load average in the JSON), 30 s timeout per block, 2 sandbox workers.",
         "",
         "| corpus | blocks | closed | import | instantiate (target) | forward (target) "
         "| validate s (workers) |",
