@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import json
+import os
 import re
 import sqlite3
+import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -431,6 +436,46 @@ def stored_categories(path: Path, index: Index) -> dict[str, str]:
             db.close()
     except sqlite3.Error:
         return {}
+
+
+@functools.cache
+def _categorizer_digest() -> str:
+    import nnrag.categorize
+
+    return hashlib.sha1(Path(nnrag.categorize.__file__).read_bytes()).hexdigest()
+
+
+def category_cache_path(cache_dir: Path, info: ModuleInfo) -> Path:
+    """The per-module category file: keyed by source, module, file hash and categorizer code."""
+    key = f"{info.source}\0{info.module}\0{info.sha1}\0{_categorizer_digest()}"
+    digest = hashlib.sha1(key.encode()).hexdigest()
+    return cache_dir / "categories" / digest[:2] / f"{digest}.json"
+
+
+def read_category_cache(path: Path) -> dict[str, str]:
+    """Class name -> category from a category file (``{}`` when absent or unreadable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(name): value for name, value in data.items() if isinstance(value, str)}
+
+
+def write_category_cache(path: Path, categories: Mapping[str, str]) -> None:
+    """Write a category file atomically (a cache: failing to write is not an error)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(dict(sorted(categories.items())), file)
+        os.replace(temp, path)
+    except OSError:
+        Path(temp).unlink(missing_ok=True)
 
 
 def search(

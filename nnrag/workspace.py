@@ -78,19 +78,33 @@ class Workspace:
         """The block's primary category (:func:`nnrag.categorize.category_of`), memoized.
 
         Categories already in the search database (``nnrag search``) are reused when their
-        module is unchanged; the others are computed on first request.
+        module is unchanged; the others come from the per-module category files of the
+        cache, or are computed once and stored there.
         """
+        from nnrag import search
+
         memo: dict[str, str] | None = self.__dict__.get("_categories")
         if memo is None:
-            from nnrag.search import search_path, stored_categories
-
-            memo = stored_categories(search_path(self.settings.cache_dir), self.index())
+            memo = search.stored_categories(
+                search.search_path(self.settings.cache_dir), self.index()
+            )
             self.__dict__["_categories"] = memo
         found = memo.get(block.id)
         if found is None:
             from nnrag.categorize import category_of
 
-            found = memo[block.id] = category_of(self.index(), block)
+            index = self.index()
+            info = index.module(block.module, prefer=block.source)
+            path = None
+            if info is not None and info.source == block.source:
+                path = search.category_cache_path(self.settings.cache_dir, info)
+            stored = search.read_category_cache(path) if path else {}
+            found = stored.get(block.name)
+            if found is None:
+                found = category_of(index, block)
+                if path:
+                    search.write_category_cache(path, {**stored, block.name: found})
+            memo[block.id] = found
         return found
 
     # -- extraction (owner: emit) --------------------------------------------------------------

@@ -131,3 +131,27 @@ def test_extract_and_block_file_write_the_category_into_the_spec(
     path = workspace.block_file(workspace.extract(block))
     spec = json.loads(path.with_name("MultiHeadAttention.spec.json").read_text())
     assert spec["category"] == "attention"
+
+
+def test_categories_are_stored_per_module_and_recomputed_when_it_changes(
+    tmp_path: Path, repos: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["list", *repos]) == 0
+    files = sorted((tmp_path / "cache" / "categories").glob("*/*.json"))
+    assert len(files) == 1  # one module
+    stored = json.loads(files[0].read_text())
+    assert stored == {
+        "ConvBnAct": "convolution",
+        "MultiHeadAttention": "attention",
+        "RMSNorm": "normalization",
+    }
+    files[0].write_text(json.dumps({**stored, "RMSNorm": "loss"}))  # nnrag would not say so
+    capsys.readouterr()
+    assert main(["list", *repos, "--category", "loss"]) == 0
+    assert capsys.readouterr().out.split() == ["src:pkg.layers:RMSNorm", "loss"]
+    layers = tmp_path / "tree" / "pkg" / "layers.py"
+    layers.write_text(LAYERS + "# changed\n")  # another file hash: another category file
+    assert main(["list", *repos, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["id"]: row["category"] for row in rows} == EXPECTED
+    assert len(list((tmp_path / "cache" / "categories").glob("*/*.json"))) == 2
