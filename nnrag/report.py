@@ -37,11 +37,15 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
          "block_category": "normalization" | null},   # the block's own category
         ...
       ],
-      "dedup": {...}                         # only with --nnrag-dedup: nnrag.dedup.dedup_summary,
-    }                                        # {"params", "class": {"blocks", "skipped", "seconds",
-                                             #  "exact"|"lexical"|"structural": {"unique",
-                                             #  "unique_fraction", "merges", "clusters"}},
-                                             #  "closure": {...same...}}
+      "dedup": {                             # only with --nnrag-dedup (nnrag.dedup.dedup_summary)
+        "params": {"lexical_threshold": 0.9, "structural_threshold": 0.9, ...},
+        "class": {"blocks": 934, "skipped": 0, "seconds": 7.2,   # the target classes alone
+                  "exact": {"unique": 880, "unique_fraction": 0.9422, "merges": 54,
+                            "clusters": 40},
+                  "lexical": {...same keys...}, "structural": {...same keys...}},
+        "closure": {...the same for the whole extracted closures...}
+      }
+    }
 
 The badge (``--nnrag-badge badge.svg``) reads ``nnrag | 87% (812/934)``, coloured by
 pass rate; beside it, ``badge.json`` (the SVG's name with a ``.json`` suffix) is a
