@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from filelock import FileLock
+
 from nnrag.categorize import BLOCK_CATEGORIES, categorize, features_from_source
 from nnrag.errors import CacheError, ConfigError
 
@@ -203,12 +205,17 @@ class SearchIndex:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = self._open(path)
-        except sqlite3.DatabaseError:
-            # A corrupt or foreign file: it is only a cache of the index, so rebuild it.
-            path.unlink(missing_ok=True)
-            self._db = self._open(path)
-        except OSError as error:
+            # Concurrent processes (xdist workers, two terminals) create and migrate it in turn.
+            with FileLock(f"{path}.lock", timeout=120):
+                try:
+                    self._db = self._open(path)
+                except sqlite3.OperationalError:
+                    raise  # locked or unreadable: not evidence of corruption, keep the file
+                except sqlite3.DatabaseError:
+                    # A corrupt or foreign file: it is only a cache of the index, so rebuild it.
+                    path.unlink(missing_ok=True)
+                    self._db = self._open(path)
+        except (OSError, sqlite3.OperationalError) as error:
             raise CacheError(
                 f"cannot open the search database {path}: {error}; "
                 "check that the cache folder is writable or pass --cache DIR"
@@ -216,7 +223,7 @@ class SearchIndex:
 
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path)
+        db = sqlite3.connect(path, timeout=60.0)
         db.execute("PRAGMA journal_mode=WAL")
         row = None
         with contextlib.suppress(sqlite3.OperationalError):  # a new, empty database
