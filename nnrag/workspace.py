@@ -24,7 +24,10 @@ class Workspace:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._index: Index | None = None
+        self._built = False
         self._blocks: tuple[BlockRef, ...] | None = None
+        self._categories: dict[str, str] | None = None
+        self._extracted: dict[str, Extracted] = {}
 
     # -- index (owner: index) ---------------------------------------------------------------
 
@@ -34,7 +37,7 @@ class Workspace:
 
         stats, self._index = build_and_load(self.settings, progress=progress)
         self._blocks = None
-        self.__dict__["_built"] = True
+        self._built = True
         return stats
 
     def index(self) -> Index:
@@ -42,7 +45,7 @@ class Workspace:
         if self._index is None:
             from nnrag.index import build_and_load, load_index
 
-            if not self.__dict__.get("_built"):
+            if not self._built:
                 _, self._index = build_and_load(self.settings)
             if self._index is None:
                 self._index = load_index(self.settings)
@@ -83,12 +86,11 @@ class Workspace:
         """
         from nnrag import search
 
-        memo: dict[str, str] | None = self.__dict__.get("_categories")
+        memo = self._categories
         if memo is None:
-            memo = search.stored_categories(
+            memo = self._categories = search.stored_categories(
                 search.search_path(self.settings.cache_dir), self.index()
             )
-            self.__dict__["_categories"] = memo
         found = memo.get(block.id)
         if found is None:
             from nnrag.categorize import category_of
@@ -114,10 +116,9 @@ class Workspace:
         from nnrag.extract import extract
 
         block = self.find(query) if isinstance(query, str) else query
-        memo: dict[str, Extracted] = self.__dict__.setdefault("_extracted", {})
-        found = memo.get(block.id)
+        found = self._extracted.get(block.id)
         if found is None:
-            found = memo[block.id] = extract(self.index(), block)
+            found = self._extracted[block.id] = extract(self.index(), block)
         return found
 
     def block_file(self, extracted: Extracted) -> Path:
