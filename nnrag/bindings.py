@@ -66,7 +66,7 @@ def is_type_checking(test: ast.expr) -> bool:
 class _Scope:
     """One scope while walking: names bound so far, declarations, reads left to resolve."""
 
-    __slots__ = ("bound", "globals", "kind", "nonlocals", "parent", "pending")
+    __slots__ = ("bound", "globals", "imported", "kind", "nonlocals", "parent", "pending")
 
     def __init__(self, kind: int, parent: _Scope | None) -> None:
         self.kind = kind
@@ -75,6 +75,8 @@ class _Scope:
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
         self.pending: list[_Item] = []
+        self.imported: dict[str, int] = {}
+        """Names bound here by an import (not at module level) -> the import's line."""
 
 
 class BindingWalker:
@@ -157,6 +159,7 @@ class BindingWalker:
         self.calls: set[str] = set()
         self.imports: list[ImportBinding] = []
         self.local_imports: list[ImportBinding] = []
+        self.local_reads: set[tuple[str, int]] = set()
         self.classes: list[ast.ClassDef] = []
 
     def all_names(self) -> tuple[str, ...] | None:
@@ -189,6 +192,8 @@ class BindingWalker:
                 self._emit(chain, self.call)
             elif name not in scope.bound:
                 self._escalate(scope.parent, (name, chain, self.call))
+            elif name in scope.imported:
+                self.local_reads.add((chain, scope.imported[name]))
         else:
             scope.pending.append((name, chain, self.call))
 
@@ -205,6 +210,8 @@ class BindingWalker:
             name = item[0]
             if name in scope.globals:
                 self._emit(item[1], item[2])
+            elif name in scope.imported and name in scope.bound:
+                self.local_reads.add((item[1], scope.imported[name]))
             elif not (
                 name in scope.bound
                 or name in scope.nonlocals
@@ -431,6 +438,7 @@ class BindingWalker:
             local = alias.asname or alias.name.partition(".")[0]
             self._binding(local, alias.name, None, 0, node.lineno)
             self._store(local)
+            self._imported(local, node.lineno)
 
     def _importfrom(self, node: ast.ImportFrom) -> None:
         module = self._absolute(node.module, node.level)
@@ -443,6 +451,13 @@ class BindingWalker:
             local = alias.asname or alias.name
             self._binding(local, module, alias.name, node.level, node.lineno)
             self._store(local)
+            self._imported(local, node.lineno)
+
+    def _imported(self, name: str, line: int) -> None:
+        """Remember a name a local import binds, so chains through it are reported."""
+        scope = self.scope
+        if scope.kind != _MODULE and name not in scope.globals and name not in scope.nonlocals:
+            scope.imported[name] = line
 
     def _binding(self, name: str, module: str, attr: str | None, level: int, line: int) -> None:
         target = self.imports if self.scope.kind == _MODULE else self.local_imports

@@ -39,6 +39,7 @@ from nnrag.model import (
     SourceFile,
     Unit,
 )
+from nnrag.namespaces import claim_namespaces, namespace_entity, place_namespaces
 from nnrag.rewrite import Rewrite, rewrite_unit
 
 if TYPE_CHECKING:
@@ -71,8 +72,12 @@ def emit(index: Index, closure: Closure) -> Extracted:
 
     symbols = symbols_for(index)
     _assign_flat_names(index, symbols, closure, plan, modules)
+    claim_namespaces(closure, plan.flat, plan.imports)
     rewrites = _plan_rewrites(index, symbols, closure, plan)
     plan.units = _load_order(_cache_for(index), symbols, plan.units)
+    namespaces = place_namespaces(
+        closure, plan.flat, plan.units, lambda m, n: _member_flat(index, symbols, plan, m, n)
+    )
 
     # `from __future__ import annotations` changes what annotations mean (lazy strings
     # instead of evaluated expressions). It is emitted only when every inlined module has
@@ -89,7 +94,8 @@ def emit(index: Index, closure: Closure) -> Extracted:
         chunks.append(imports)
     emitted: dict[str, set[int]] = {}
     cache = _cache_for(index)
-    for info, unit in plan.units:
+    for position, (info, unit) in enumerate(plan.units):
+        chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
         if unit.kind == "import":
             continue  # hoisted into the import section above
         lines = emitted.setdefault(info.module, set())
@@ -112,6 +118,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
                     )
                 )
         chunks.append(f"# from {info.module}\n{text}\n")
+    chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
     body = "\n\n".join(chunk.rstrip("\n") + "\n" for chunk in chunks)
 
@@ -346,6 +353,13 @@ def _inner_imports(
     found: dict[tuple[str, str], str] = {}
     for binding in inner:
         attr = binding.attr
+        if attr is None and index.source_of_module(binding.module) is not None:
+            # ``import a.b as m`` of an internal module used as an object: bind its namespace
+            module = symbols.follow(info, binding, binding.name, ())
+            space = plan.flat.get(namespace_entity(module.target))
+            if module.kind == "module" and space is not None:
+                found[(f"import {binding.module}", binding.name)] = space
+            continue
         if attr is None or attr == "*" or index.source_of_module(binding.module) is None:
             continue
         target = index.module(binding.module, prefer=info.source)
@@ -357,10 +371,23 @@ def _inner_imports(
             entity = ("def", resolution.module.module, resolution.name)
         elif resolution.kind == "external" and resolution.binding is not None:
             entity = _import_entity(resolution.binding)
+        elif resolution.kind == "module":
+            entity = namespace_entity(resolution.target)
         flat = None if entity is None else plan.flat.get(entity)
         if flat is not None:
             found[(binding.module, attr)] = flat
     return found
+
+
+def _member_flat(index: Index, symbols: Symbols, plan: _Plan, module: str, name: str) -> str | None:
+    """Flat name of ``name`` as bound in ``module``: an inlined definition or a kept import."""
+    flat = plan.flat.get(("def", module, name))
+    info = index.module(module) if flat is None else None
+    if info is not None:
+        resolution = symbols.lookup(info, name)
+        if resolution.kind == "external" and resolution.binding is not None:
+            flat = plan.flat.get(_import_entity(resolution.binding))
+    return flat
 
 
 def _load_order(

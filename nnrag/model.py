@@ -186,6 +186,10 @@ class Unit:
     """Imports inside function or class bodies of the unit: they bind local names only
     (not module names), run at call time (class bodies: at load time), and their text is
     copied with the unit, so relative or source-package imports here need rewriting."""
+    local_reads: tuple[tuple[str, int], ...] = ()
+    """Dotted chains rooted at names bound by :attr:`local_imports` (``aggr.Aggregation``,
+    bare ``aggr`` when the module object itself is used), each with the line of the local
+    import that binds its root. Read at call time (class bodies: at load time)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -306,6 +310,12 @@ class Closure:
     ``layers.Mlp`` or ``_Mlp``) -> (module, name) of the inlined definition it denotes. Emit
     rewrites the chain to that definition's flat name. When a chain is missing, emit resolves
     it itself through the index's import bindings."""
+    namespaces: Mapping[str, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
+    """Internal modules used as objects (a local ``import a.b as m``, ``vars(m)``, ``m`` passed
+    as a value) -> their members ``(attr, module, name)``: ``name`` of ``module`` is an inlined
+    definition, or ``name == ""`` for the namespace of the submodule ``module``. Emit writes one
+    ``types.SimpleNamespace`` per module after its members; ``references`` map a chain that
+    denotes the module object to ``(module, "")``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

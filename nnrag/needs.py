@@ -263,12 +263,6 @@ class UnitScanner:
         registries: Mapping[str, Registry],
     ) -> Iterator[Finding]:
         reads = set(unit.load_reads) | set(unit.call_reads)
-        local_modules = {
-            b.name
-            for b in unit.local_imports
-            if self.index.source_of_module(b.module) is not None
-            and symbols.follow(info, b, b.name, ()).kind == "module"
-        }
 
         def at(node: ast.expr, category: Category, message: str) -> Finding:
             return Finding(
@@ -282,14 +276,10 @@ class UnitScanner:
             if isinstance(node, ast.Call):
                 name = _dotted(node.func)
                 if name in ("getattr", "vars", "dir") and node.args and name in reads:
+                    # an internal module object (``vars(aggr)``) becomes a namespace of its
+                    # public names (see resolve); the module's own namespace cannot
                     target = _dotted(node.args[0])
-                    if target == "sys.modules[__name__]" or (
-                        target is not None
-                        and (
-                            target in local_modules
-                            or (target in reads and symbols.lookup(info, target).kind == "module")
-                        )
-                    ):
+                    if target == "sys.modules[__name__]":
                         yield at(
                             node,
                             "dynamic-registry",

@@ -66,6 +66,10 @@ class _Walk:
         self.references: dict[tuple[str, str], tuple[str, str]] = {}
         self.builtins: set[tuple[str, str]] = set()
         self.problems: dict[tuple[str, str, str], Problem] = {}
+        self.namespaces: dict[str, dict[str, tuple[str, str]]] = {}
+        """Internal modules used as objects -> attr -> (module, name) it denotes."""
+        self.escaped: set[str] = set()
+        """Modules whose object escapes (``vars(m)``): all their public names are members."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -97,6 +101,10 @@ class _Walk:
             renames=renames,
             problems=tuple(problems),
             references=dict(sorted(self.references.items())),
+            namespaces={
+                module: tuple(sorted((attr, *target) for attr, target in members.items()))
+                for module, members in sorted(self.namespaces.items())
+            },
         )
 
     def _target_units(self, info: ModuleInfo) -> tuple[Unit, ...]:
@@ -133,6 +141,8 @@ class _Walk:
         self.builtins.update(summary.builtins)
         for use in summary.others:
             self._use(key, info, use)
+        for chain, line in entry.unit.local_reads:
+            self._local_read(key, info, chain, line)
         for finding in summary.findings:
             registry = finding.registry
             if registry is not None:
@@ -168,18 +178,90 @@ class _Walk:
                     name=use.root,
                     line=use.line,
                 )
-        elif found.kind == "module":
-            where = "inside a function or conditional" if use.line else f"as {use.chain!r}"
-            self._problem(
-                key,
-                info,
-                "source-import",
-                f"uses module {found.target} of the source {where}; a module cannot be inlined",
-                name=use.root,
-                line=use.line,
-            )
+        elif found.kind == "module" and found.module is not None:
+            # an internal module used as an object becomes a namespace of inlined members
+            self.namespaces.setdefault(found.module.module, {})
+            if not use.line:  # the chain denotes the module object itself: it escapes
+                self.references[(info.module, use.prefix)] = (found.module.module, "")
+                self._module_object(key, (info, use.chain), found.module, (), load=use.load)
         elif found.kind == "missing":
             self._missing(key, info, use.chain, found, name=use.root, line=use.line)
+
+    # -- modules used as objects -------------------------------------------------------------
+
+    def _local_read(self, key: UnitKey, info: ModuleInfo, chain: str, line: int) -> None:
+        """A chain rooted at a name a local import binds (``aggr.MultiAggregation``)."""
+        parts = chain.split(".")
+        binding = next(
+            (
+                b
+                for b in self.units[key].unit.local_imports
+                if b.name == parts[0] and b.line == line
+            ),
+            None,
+        )
+        if binding is None or self.index.source_of_module(binding.module) is None:
+            return
+        found = self.symbols.follow(info, binding, parts[0], ())
+        if found.kind == "module" and found.module is not None:
+            self._module_object(key, (info, chain), found.module, tuple(parts[1:]), load=False)
+
+    def _module_object(
+        self,
+        key: UnitKey,
+        where: tuple[ModuleInfo, str],
+        module: ModuleInfo,
+        rest: tuple[str, ...],
+        *,
+        load: bool,
+    ) -> None:
+        """``module`` used as an object: its attribute ``rest[0]`` (then ``rest[1:]`` inside
+        it when that is a submodule) is a member; with no ``rest`` the object escapes, and
+        every public name (``__all__``, else public top-level names) is a member."""
+        self.namespaces.setdefault(module.module, {})
+        if rest:
+            self._member(key, where, module, rest[0], rest[1:], load=load, escape=False)
+            return
+        if module.module in self.escaped:
+            return
+        self.escaped.add(module.module)
+        for name in sorted(self.symbols.exports(module)):
+            self._member(key, where, module, name, (), load=load, escape=True)
+
+    def _member(
+        self,
+        key: UnitKey,
+        where: tuple[ModuleInfo, str],
+        module: ModuleInfo,
+        attr: str,
+        rest: tuple[str, ...],
+        *,
+        load: bool,
+        escape: bool,
+    ) -> None:
+        members = self.namespaces[module.module]
+        found = self.symbols.lookup(module, (attr,))
+        home = found.module
+        entry = self.units[key]
+        if found.kind == "definition" and home is not None:
+            for unit in found.units:
+                dep = self._include(home, unit, parent=key)
+                if dep != key:
+                    (entry.load if load else entry.call).add(dep)
+            members[attr] = (home.module, found.name)
+        elif found.kind == "external" and home is not None and found.binding is not None:
+            if escape and attr not in (module.all_names or ()):
+                return  # without ``__all__``, the public names are the module's definitions
+            self.imports.setdefault((home.module, found.name), (home, found.binding))
+            members[attr] = (home.module, found.name)
+        elif found.kind == "module" and home is not None:
+            if escape and attr not in (module.all_names or ()):
+                return  # submodules enumerate only when ``__all__`` lists them
+            members[attr] = (home.module, "")
+            self._module_object(key, where, home, rest, load=load)
+        elif found.kind == "missing" and not escape:
+            info, chain = where
+            self._missing(key, info, chain, found, name=chain.split(".", 1)[0])
 
     def _missing(
         self,

@@ -30,7 +30,8 @@ class Rewrite:
     """Module-level name bound here (``class Mlp``, ``global x``) -> flat name."""
     imported: Mapping[tuple[str, str], str] = field(default_factory=dict)
     """(absolute module, name) of an internal ``from m import name`` written inside the
-    unit (in a function, class body, ``try`` or ``if``) -> flat name of what it imports."""
+    unit (in a function, class body, ``try`` or ``if``) -> flat name of what it imports;
+    (``"import a.b"``, local name) of an ``import a.b [as m]`` there -> a namespace's flat name."""
     package: str = ""
     """Package of the unit's module, to make relative imports absolute."""
 
@@ -380,7 +381,8 @@ class _Editor:
             target = (
                 self.rewrite.defs.get(local, local) if scope.binds_module_name(local) else local
             )
-            flat = None if module is None else self.rewrite.imported.get((module, alias.name))
+            key = (f"import {alias.name}", local) if module is None else (module, alias.name)
+            flat = self.rewrite.imported.get(key)
             if flat is not None:
                 if target != flat:
                     assigns.append(f"{target} = {flat}")

@@ -253,6 +253,7 @@ def _units(walker: BindingWalker, tree: ast.Module, lines: list[str]) -> tuple[U
                 classes=tuple(_class_info(node) for node in walker.classes),
                 type_checking=type_checking,
                 local_imports=tuple(walker.local_imports),
+                local_reads=tuple(sorted(walker.local_reads)),
             )
         )
     return tuple(units)

@@ -729,6 +729,37 @@ def test_local_imports_are_recorded_separately() -> None:
     )
 
 
+def test_chains_through_local_imports_are_local_reads() -> None:
+    info = analyze(
+        """\
+        def resolver(query):
+            import pkg.aggr as aggr
+            from pkg import functional as F
+            if query:
+                return aggr.Multi(query)
+            found = [aggr for aggr in vars(aggr).values()]
+            def inner():
+                return F.resize.__name__
+            return found, inner
+        def other():
+            import pkg.aggr
+            aggr = 1
+            return pkg.aggr.Sum, aggr
+        class K:
+            import pkg.layers as layers
+            conv = layers.Conv
+        """
+    )
+    assert unit(info, "resolver").local_reads == (
+        ("F.resize.__name__", 3),
+        ("aggr", 2),
+        ("aggr.Multi", 2),
+    )
+    assert unit(info, "resolver").call_reads == ("vars",)
+    assert unit(info, "other").local_reads == (("pkg.aggr.Sum", 11),)
+    assert unit(info, "K").local_reads == (("layers.Conv", 15),)
+
+
 def test_negated_type_checking() -> None:
     info = analyze(
         """\

@@ -1,0 +1,2 @@
+from ._geometry import pad, resize
+from ._color import invert

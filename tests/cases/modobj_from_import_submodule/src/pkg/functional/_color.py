@@ -1,0 +1,2 @@
+def invert(x):
+    return 1 - x

@@ -1,0 +1,2 @@
+def lookup(module, name):
+    return getattr(module, name)

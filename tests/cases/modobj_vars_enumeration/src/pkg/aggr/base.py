@@ -1,0 +1,6 @@
+from torch import nn
+
+
+class Aggregation(nn.Module):
+    def forward(self, x):
+        return self.reduce(x)
