@@ -342,10 +342,10 @@ def _locked(cache_dir: Path) -> Iterator[None]:
 def _state(counts: Sequence[_Counts]) -> str:
     """Identifies what was indexed (and by which code), so cached counts can be trusted."""
     from nnrag.store import analyzer_version
+    from nnrag.versions import code_fingerprint
 
     digest = hashlib.sha1(analyzer_version().encode(), usedforsecurity=False)
-    discover = Path(__file__).with_name("discover.py")
-    digest.update(discover.read_bytes() if discover.exists() else b"")
+    digest.update(code_fingerprint("discover", "symbols").encode())
     for count in counts:
         digest.update(f"{count.state}\n".encode())
     return digest.hexdigest()

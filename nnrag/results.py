@@ -17,11 +17,15 @@ from filelock import FileLock
 from nnrag.errors import CacheError
 from nnrag.model import Recipe, Stage, ValidationResult
 
-VALIDATOR_VERSION = "1"
-"""Bump when validation changes so that cached results are recomputed."""
+VALIDATOR_VERSION = "2"
+"""Epoch of the result format; the validator's code fingerprint is added to it."""
 CacheKey = tuple[str, str, str, str]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS extractions (
+    block_id TEXT NOT NULL, state TEXT NOT NULL, digest TEXT NOT NULL, file TEXT NOT NULL,
+    PRIMARY KEY (block_id, state)
+);
 CREATE TABLE IF NOT EXISTS harvest (
     source TEXT NOT NULL, name TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (source, name, record)
@@ -38,9 +42,17 @@ def torch_version() -> str:
         return "none"
 
 
+@functools.cache
+def validator_version() -> str:
+    """:data:`VALIDATOR_VERSION` plus a fingerprint of the validation code."""
+    from nnrag.versions import VALIDATION_MODULES, code_fingerprint
+
+    return f"{VALIDATOR_VERSION}-{code_fingerprint(*VALIDATION_MODULES)[:16]}"
+
+
 def cache_key(digest: str, depth: Stage, *, torch: str | None = None) -> CacheKey:
     """(body digest, depth, validator version, torch version)."""
-    return (digest, depth, VALIDATOR_VERSION, torch or torch_version())
+    return (digest, depth, validator_version(), torch or torch_version())
 
 
 def result_to_dict(result: ValidationResult) -> dict[str, Any]:
@@ -159,6 +171,24 @@ class ResultCache:
                 (self._key(key), value),
             )
 
+    def extraction(self, block_id: str, state: str) -> tuple[str, str] | None:
+        """(digest, file) of the block as last extracted from the same sources and code."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT digest, file FROM extractions WHERE block_id = ? AND state = ?",
+                (block_id, state),
+            ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    def put_extraction(self, block_id: str, state: str, digest: str, file: str) -> None:
+        """Remember what extracting ``block_id`` gave for ``state`` (see :meth:`extraction`)."""
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO extractions (block_id, state, digest, file) "
+                "VALUES (?, ?, ?, ?)",
+                (block_id, state, digest, file),
+            )
+
     def harvested(self, source: str, name: str, *, limit: int = 3) -> list[dict[str, Any]]:
         """Recipes recorded for class ``name`` of ``source`` while composite blocks ran."""
         with self._lock:
@@ -192,4 +222,5 @@ __all__ = [
     "result_from_dict",
     "result_to_dict",
     "torch_version",
+    "validator_version",
 ]

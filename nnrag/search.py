@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -21,6 +20,7 @@ from filelock import FileLock
 
 from nnrag.categorize import BLOCK_CATEGORIES, categorize, features_from_source
 from nnrag.errors import CacheError, ConfigError
+from nnrag.versions import code_fingerprint
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -445,16 +445,9 @@ def stored_categories(path: Path, index: Index) -> dict[str, str]:
         return {}
 
 
-@functools.cache
-def _categorizer_digest() -> str:
-    import nnrag.categorize
-
-    return hashlib.sha1(Path(nnrag.categorize.__file__).read_bytes()).hexdigest()
-
-
 def category_cache_path(cache_dir: Path, info: ModuleInfo) -> Path:
     """The per-module category file: keyed by source, module, file hash and categorizer code."""
-    key = f"{info.source}\0{info.module}\0{info.sha1}\0{_categorizer_digest()}"
+    key = f"{info.source}\0{info.module}\0{info.sha1}\0{code_fingerprint('categorize')}"
     digest = hashlib.sha1(key.encode()).hexdigest()
     return cache_dir / "categories" / digest[:2] / f"{digest}.json"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import sqlite3
 import zlib
@@ -140,12 +139,9 @@ def analyzer_version() -> str:
 
     Computed once per process, so one run sees one version.
     """
-    digest = hashlib.sha1(usedforsecurity=False)
-    digest.update(str(SCHEMA_VERSION).encode())
-    for name in ("units.py", "bindings.py", "model.py"):
-        file = Path(__file__).with_name(name)
-        digest.update(file.read_bytes() if file.exists() else b"")
-    return digest.hexdigest()
+    from nnrag.versions import ANALYSIS_MODULES, code_fingerprint
+
+    return f"{SCHEMA_VERSION}-{code_fingerprint(*ANALYSIS_MODULES)}"
 
 
 # --------------------------------------------------------------------------- rows

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import atexit
 import fnmatch
 import hashlib
 import json
@@ -11,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.model import (
@@ -27,7 +26,6 @@ from nnrag.results import recipe_from_dict
 
 if TYPE_CHECKING:
     from nnrag.model import BlockRef, Settings
-    from nnrag.results import ResultCache
     from nnrag.sandbox import Sandbox
     from nnrag.workspace import Workspace
 
@@ -236,29 +234,6 @@ def _hints_digest(hints: BlockHints) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def workspace_sandbox(workspace: Workspace) -> Sandbox:
-    """The workspace's one sandbox, started lazily and closed at interpreter exit."""
-    box = workspace.__dict__.get("_sandbox")
-    if box is None:
-        from nnrag.sandbox import Sandbox
-
-        box = workspace.__dict__["_sandbox"] = Sandbox()
-        atexit.register(box.close)
-    return cast("Sandbox", box)
-
-
-def workspace_results(workspace: Workspace) -> ResultCache:
-    """The workspace's result cache (``<cache>/results.sqlite``)."""
-    cache = workspace.__dict__.get("_results")
-    if cache is None:
-        from nnrag.results import ResultCache
-
-        cache = workspace.__dict__["_results"] = ResultCache(
-            workspace.settings.cache_dir / "results.sqlite"
-        )
-    return cast("ResultCache", cache)
-
-
 def validate_block(
     workspace: Workspace,
     query: str | BlockRef,
@@ -272,6 +247,16 @@ def validate_block(
     settings = workspace.settings
     depth = depth or settings.depth
     block = workspace.find(query) if isinstance(query, str) else query
+    hints = hints or config_hints(settings, block)
+    suffix = f"+hints:{_hints_digest(hints)}" if hints else ""
+    cache = workspace.results()
+    state = workspace.extraction_state()
+    if not settings.revalidate:
+        # Same sources, same nnrag code: the block's digest is known without extracting it.
+        known = cache.extraction(block.id, state)
+        cached = cache.get(cache_key(known[0] + suffix, depth)) if known else None
+        if cached is not None:
+            return cached
     try:
         extracted = workspace.extract(block)
     except (ExtractionError, InternalError) as error:
@@ -283,15 +268,14 @@ def validate_block(
             category="internal-error",
             message=str(error),
         )
-    hints = hints or config_hints(settings, block)
-    digest = extracted.digest + (f"+hints:{_hints_digest(hints)}" if hints else "")
-    key = cache_key(digest, depth)
-    cache = workspace_results(workspace)
+    key = cache_key(extracted.digest + suffix, depth)
     if not settings.revalidate:
         cached = cache.get(key)
         if cached is not None:
+            cache.put_extraction(block.id, state, extracted.digest, cached.file or "")
             return cached
     path = workspace.block_file(extracted)
+    cache.put_extraction(block.id, state, extracted.digest, str(path))
     started = time.perf_counter()
     blocking = extracted.blocking_problems
     if blocking and stage_index(depth) >= stage_index("closed"):
@@ -318,7 +302,7 @@ def validate_block(
             timeout_s=settings.timeout_s,
             hints=hints,
             source_packages=workspace.index().source_packages(block.source),
-            sandbox=workspace_sandbox(workspace),
+            sandbox=workspace.sandbox(),
             harvested=cache.harvested(block.source, block.name),
         )
         cache.add_harvest(block.source, records)

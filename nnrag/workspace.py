@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
         Stage,
         ValidationResult,
     )
+    from nnrag.results import ResultCache
+    from nnrag.sandbox import Sandbox
 
 
 class Workspace:
@@ -28,6 +31,9 @@ class Workspace:
         self._blocks: tuple[BlockRef, ...] | None = None
         self._categories: dict[str, str] | None = None
         self._extracted: dict[str, Extracted] = {}
+        self._extraction_state: str | None = None
+        self._sandbox: Sandbox | None = None
+        self._results: ResultCache | None = None
 
     # -- index (owner: index) ---------------------------------------------------------------
 
@@ -121,6 +127,19 @@ class Workspace:
             found = self._extracted[block.id] = extract(self.index(), block)
         return found
 
+    def extraction_state(self) -> str:
+        """Identifies everything an extraction depends on: every source's revision and scope,
+        and nnrag's extraction code. Equal states give byte-identical block files."""
+        if self._extraction_state is None:
+            from nnrag.versions import EXTRACTION_MODULES, code_fingerprint
+
+            digest = hashlib.sha256(code_fingerprint(*EXTRACTION_MODULES).encode())
+            for name, checkout in sorted(self.index().checkouts.items()):
+                scope = "\0".join(checkout.spec.paths)
+                digest.update(f"{name}\0{checkout.revision}\0{scope}\n".encode())
+            self._extraction_state = digest.hexdigest()
+        return self._extraction_state
+
     def block_file(self, extracted: Extracted) -> Path:
         """Write the extracted block (and its spec) under the cache; return the .py path.
 
@@ -133,6 +152,34 @@ class Workspace:
         return write_block(extracted, folder, category=self.category(block))
 
     # -- validation (owner: validate) ------------------------------------------------------
+
+    def sandbox(self) -> Sandbox:
+        """The workspace's one sandbox, started lazily, closed by :meth:`close` or at exit."""
+        if self._sandbox is None:
+            import atexit
+
+            from nnrag.sandbox import Sandbox
+
+            self._sandbox = Sandbox()
+            atexit.register(self._sandbox.close)
+        return self._sandbox
+
+    def results(self) -> ResultCache:
+        """The result cache, ``<cache>/results.sqlite``."""
+        if self._results is None:
+            from nnrag.results import ResultCache
+
+            self._results = ResultCache(self.settings.cache_dir / "results.sqlite")
+        return self._results
+
+    def close(self) -> None:
+        """Stop the sandbox and close the result cache (both reopen on next use)."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+        if self._results is not None:
+            self._results.close()
+            self._results = None
 
     def validate(
         self,

@@ -11,6 +11,7 @@ import pytest
 from nnrag.model import Stage, ValidationResult
 from nnrag.sandbox import Sandbox
 from nnrag.validate import validate_file
+from nnrag.workspace import Workspace
 
 pytestmark = pytest.mark.integration
 
@@ -148,6 +149,8 @@ class FakeWorkspace:
             files=(),
         )
         self.written = 0
+        self._sandbox = None
+        self._results = None
 
     def find(self, query: str) -> object:
         return self.block
@@ -159,12 +162,19 @@ class FakeWorkspace:
         self.written += 1
         return self.path
 
+    def extraction_state(self) -> str:
+        return "fake-state"
+
+    sandbox = Workspace.sandbox
+    results = Workspace.results
+    close = Workspace.close
+
     def index(self) -> FakeIndex:
         return FakeIndex()
 
 
 def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None:
-    from nnrag.validate import validate_block, workspace_sandbox
+    from nnrag.validate import validate_block
 
     workspace = FakeWorkspace(tmp_path, block())
     try:
@@ -178,12 +188,12 @@ def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None
         fresh = FakeWorkspace(tmp_path, block(), revalidate=True)
         assert not validate_block(fresh, "Block", depth="forward").cached  # type: ignore[arg-type]
     finally:
-        workspace_sandbox(workspace).close()  # type: ignore[arg-type]
+        workspace.close()
 
 
 def test_workspace_uses_config_hints(tmp_path: Path) -> None:
     from nnrag.model import BlockHints, SourceSpec
-    from nnrag.validate import validate_block, workspace_sandbox
+    from nnrag.validate import validate_block
 
     code = IMPORTS + textwrap.dedent(
         """
@@ -207,4 +217,4 @@ def test_workspace_uses_config_hints(tmp_path: Path) -> None:
         assert result.recipe.origin == "hinted"
         assert result.recipe.init_args == ("3x5",)
     finally:
-        workspace_sandbox(workspace).close()  # type: ignore[arg-type]
+        workspace.close()

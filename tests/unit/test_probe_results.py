@@ -9,11 +9,11 @@ import pytest
 from nnrag.errors import CacheError
 from nnrag.model import Recipe, ValidationResult
 from nnrag.results import (
-    VALIDATOR_VERSION,
     ResultCache,
     cache_key,
     result_from_dict,
     result_to_dict,
+    validator_version,
 )
 
 RESULT = ValidationResult(
@@ -40,7 +40,7 @@ RESULT = ValidationResult(
 
 def test_key_has_digest_depth_validator_and_torch() -> None:
     key = cache_key("sha256:abc", "forward", torch="2.13.0")
-    assert key == ("sha256:abc", "forward", VALIDATOR_VERSION, "2.13.0")
+    assert key == ("sha256:abc", "forward", validator_version(), "2.13.0")
     assert cache_key("sha256:abc", "backward", torch="2.13.0") != key
 
 
