@@ -117,6 +117,7 @@ def result_from_dict(data: Mapping[str, Any]) -> ValidationResult:
         recipe=None if recipe is None else recipe_from_dict(recipe),
         timings=dict(data.get("timings") or {}),
         duration_s=float(data.get("duration_s") or 0.0),
+        cached=bool(data.get("cached", False)),
         file=data.get("file"),
     )
 

@@ -8,7 +8,7 @@ Reusable pieces (``pytest_nnrag.vendored`` builds on them):
   and prints :func:`format_result` instead of a traceback.
 - :class:`ProblemItem`: an item that always fails with a fixed message (a source that
   could not be materialized, files that did not parse), so nothing is silent.
-- :func:`result_to_json` / :func:`result_from_json`: how a result crosses xdist.
+- Results cross xdist as :func:`nnrag.results.result_to_dict` JSON.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 RESULT_KEY = pytest.StashKey[ValidationResult]()
 REPORT_ATTR = "nnrag"
-"""Name of the TestReport attribute carrying :func:`result_to_json` (survives xdist)."""
+"""Name of the TestReport attribute carrying :func:`nnrag.results.result_to_dict` JSON."""
 HINT_KEYS = frozenset({"args", "kwargs", "inputs", "input_kwargs"})
 
 
@@ -99,38 +99,6 @@ def _short(value: object) -> str:
         return f"tensor({list(value['shape'])}, {dtype})"
     text = json.dumps(value, default=repr)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def result_to_json(result: ValidationResult) -> dict[str, Any]:
-    """The fields of ``result`` the report needs, as JSON values."""
-    return {
-        "block_id": result.block_id,
-        "depth": result.depth,
-        "stage_reached": result.stage_reached,
-        "failed_stage": result.failed_stage,
-        "category": result.category,
-        "message": result.message,
-        "dependency_path": list(result.dependency_path),
-        "duration_s": result.duration_s,
-        "cached": result.cached,
-        "file": result.file,
-    }
-
-
-def result_from_json(data: Mapping[str, Any]) -> ValidationResult:
-    """Rebuild the result sent by :func:`result_to_json` (recipe and timings are not sent)."""
-    return ValidationResult(
-        block_id=data["block_id"],
-        depth=data["depth"],
-        stage_reached=data["stage_reached"],
-        failed_stage=data["failed_stage"],
-        category=data["category"],
-        message=data["message"],
-        dependency_path=tuple(data["dependency_path"]),
-        duration_s=float(data["duration_s"]),
-        cached=bool(data["cached"]),
-        file=data["file"],
-    )
 
 
 def error_result(block_id: str, depth: Stage, error: BaseException) -> ValidationResult:

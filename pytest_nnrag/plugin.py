@@ -266,22 +266,24 @@ class NnragSession:
             item.user_properties.append(("nnrag_block_category", category))
         report = yield
         if call.when == "call":
-            from pytest_nnrag.items import REPORT_ATTR, RESULT_KEY, ProblemItem, result_to_json
+            from nnrag.results import result_to_dict
+            from pytest_nnrag.items import REPORT_ATTR, RESULT_KEY, ProblemItem
 
             result = item.stash.get(RESULT_KEY, None)
             if result is not None:
-                setattr(report, REPORT_ATTR, result_to_json(result))
+                setattr(report, REPORT_ATTR, result_to_dict(result))
                 setattr(report, f"{REPORT_ATTR}_block_category", category)
             elif isinstance(item, ProblemItem):
                 setattr(report, f"{REPORT_ATTR}_problem", item.text)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from pytest_nnrag.items import REPORT_ATTR, result_from_json
+        from nnrag.results import result_from_dict
+        from pytest_nnrag.items import REPORT_ATTR
 
         data = getattr(report, REPORT_ATTR, None)
         if isinstance(data, dict):
-            result = result_from_json(data)
+            result = result_from_dict(data)
             self.state.results[result.block_id] = result
             category = getattr(report, f"{REPORT_ATTR}_block_category", None)
             if isinstance(category, str):

@@ -10,6 +10,7 @@ import pytest
 
 from nnrag.errors import ConfigError, ExtractionError
 from nnrag.model import Recipe, ValidationResult
+from nnrag.results import result_from_dict, result_to_dict
 from pytest_nnrag.items import (
     BlockFailure,
     error_result,
@@ -17,8 +18,6 @@ from pytest_nnrag.items import (
     format_result,
     hints_from_hook,
     repos_node_id,
-    result_from_json,
-    result_to_json,
 )
 
 FAILED = ValidationResult(
@@ -66,8 +65,8 @@ def test_recipe_of_one_attempt_and_long_values() -> None:
 
 
 def test_result_crosses_json_unchanged() -> None:
-    data = json.loads(json.dumps(result_to_json(FAILED)))
-    back = result_from_json(data)
+    data = json.loads(json.dumps(result_to_dict(FAILED)))
+    back = result_from_dict(data)
     assert back.block_id == FAILED.block_id
     assert (back.stage_reached, back.failed_stage, back.category) == (
         "instantiate",
