@@ -136,7 +136,20 @@ def hints_from_hook(block_id: str, value: object) -> BlockHints:
 # --------------------------------------------------------------------------- items
 
 
-class ResultItem(pytest.Item):
+class NnragItem(pytest.Item):
+    """An nnrag item: its failures print their own text, never nnrag's traceback."""
+
+    def repr_failure(
+        self,
+        excinfo: ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, NnragFailure):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style=style)
+
+
+class ResultItem(NnragItem):
     """An item whose outcome is a ValidationResult (subclasses implement :meth:`validate`)."""
 
     block_id: str
@@ -171,15 +184,6 @@ class ResultItem(pytest.Item):
         )
         self.ihook.pytest_nnrag_result(item=self, result=result)
 
-    def repr_failure(
-        self,
-        excinfo: ExceptionInfo[BaseException],
-        style: Any = None,
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, NnragFailure):
-            return excinfo.value.text
-        return super().repr_failure(excinfo, style=style)
-
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"[nnrag] {self.block_id}"
 
@@ -203,7 +207,7 @@ class BlockItem(ResultItem):
         return workspace.validate(self.block, depth=self.depth, hints=hints)
 
 
-class ProblemItem(pytest.Item):
+class ProblemItem(NnragItem):
     """A source-level problem shown as one failing test (never silently dropped)."""
 
     def __init__(self, *, text: str, **kwargs: Any) -> None:
@@ -213,15 +217,6 @@ class ProblemItem(pytest.Item):
 
     def runtest(self) -> None:
         raise NnragFailure(self.text)
-
-    def repr_failure(
-        self,
-        excinfo: ExceptionInfo[BaseException],
-        style: Any = None,
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, NnragFailure):
-            return excinfo.value.text
-        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"[nnrag] {self.nodeid}"
