@@ -312,8 +312,9 @@ class Closure:
     it itself through the index's import bindings."""
     namespaces: Mapping[str, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
     """Internal modules used as objects (a local ``import a.b as m``, ``vars(m)``, ``m`` passed
-    as a value) -> their members ``(attr, module, name)``: ``name`` of ``module`` is an inlined
-    definition, or ``name == ""`` for the namespace of the submodule ``module``. Emit writes one
+    as a value) -> their members ``(attr, module, name)``: ``name`` as bound in ``module`` (an
+    inlined definition or a kept import), ``""`` for the namespace of the submodule ``module``,
+    or ``"__name__"`` for the module's name. Emit writes one
     ``types.SimpleNamespace`` per module after its members; ``references`` map a chain that
     denotes the module object to ``(module, "")``."""
 

@@ -86,7 +86,10 @@ def place_namespaces(
         position = -1
         args: list[str] = []
         for attr, home, name in closure.namespaces.get(module, ()):
-            if name:
+            value: str | None
+            if name == "__name__":
+                value = repr(home)
+            elif name:
                 value = member_flat(home, name)
                 position = max(position, last.get((home, name), -1))
             elif home in visiting or home not in closure.namespaces:

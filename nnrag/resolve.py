@@ -259,6 +259,18 @@ class _Walk:
                 return  # submodules enumerate only when ``__all__`` lists them
             members[attr] = (home.module, "")
             self._module_object(key, where, home, rest, load=load)
+        elif found.kind == "dunder" and attr == "__name__":
+            members[attr] = (module.module, attr)  # emitted as the module's name
+        elif found.kind == "dunder" and attr in _RESOURCE_DUNDERS and not escape:
+            info, chain = where
+            self._problem(
+                key,
+                info,
+                "resource-file",
+                f"reads {chain!r}: a file of the source module, absent from the standalone "
+                "block (ship the resource or pass its path in)",
+                name=chain.split(".", 1)[0],
+            )
         elif found.kind == "missing" and not escape:
             info, chain = where
             self._missing(key, info, chain, found, name=chain.split(".", 1)[0])

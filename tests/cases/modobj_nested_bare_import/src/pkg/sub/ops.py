@@ -1,0 +1,5 @@
+def f(x):
+    return x + 1
+
+class Z:
+    pass
