@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -204,7 +205,23 @@ class _Walk:
             return
         found = self.symbols.follow(info, binding, parts[0], ())
         if found.kind == "module" and found.module is not None:
-            self._module_object(key, (info, chain), found.module, tuple(parts[1:]), load=False)
+            load = self._in_class_body(info, self.units[key].unit, line)
+            self._module_object(key, (info, chain), found.module, tuple(parts[1:]), load=load)
+
+    def _in_class_body(self, info: ModuleInfo, unit: Unit, line: int) -> bool:
+        """Whether the import at ``line`` runs at load time (directly in a class body)."""
+        if unit.kind != "class":
+            return False
+        tree = self.scanner.tree(info, unit)
+        relative = line - unit.start_line + 1
+        return tree is not None and any(
+            isinstance(node, ast.ClassDef)
+            and any(
+                isinstance(stmt, ast.Import | ast.ImportFrom) and stmt.lineno == relative
+                for stmt in node.body
+            )
+            for node in ast.walk(tree)
+        )
 
     def _module_object(
         self,
