@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import math
 import re
 import sys
 import time
@@ -20,6 +21,7 @@ from nnrag.probe_args import (
     Synth,
     decode,
     encode,
+    int_for,
     shallow_defaults,
     signature_of,
 )
@@ -340,7 +342,12 @@ class Runner:
                 break
             except BaseException as error:
                 ctor_error = error
-                for repaired in (listify(ctor, error), fill_none_layers(ctor, cls, error)):
+                for repaired in (
+                    listify(ctor, error),
+                    fill_none_layers(ctor, cls, error),
+                    fill_none_sizes(ctor, cls),
+                    scale_sizes(ctor, error),
+                ):
                     if repaired is not None:
                         pending.append((repaired, given))
                 continue
@@ -553,6 +560,60 @@ def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         {**ctor.kwargs, **filled},
         [*ctor.placeholders, *synth.placeholders],
         ctor.profile,
+    )
+
+
+_SIZE_NAMES = re.compile(
+    r"feat_?size|feature_size|grid_size|img_size|image_size|input_size|resolution|window_size"
+)
+
+
+def fill_none_sizes(ctor: Ctor, cls: type) -> Ctor | None:
+    """Repair: spatial sizes defaulting to ``None`` (``feat_size``) get a concrete side."""
+    if ctor.origin != "synthesized":
+        return None
+    sig = signature_of(cls)
+    profile = ctor.profile or PROFILES[0]
+    filled = {
+        name: int_for(name, profile)
+        for name, param in (sig.parameters.items() if sig else ())
+        if param.default is None and name not in ctor.kwargs and _SIZE_NAMES.search(name.lower())
+    }
+    if not filled:
+        return None
+    return Ctor(
+        "synthesized", ctor.args, {**ctor.kwargs, **filled}, ctor.placeholders, ctor.profile
+    )
+
+
+_DIVISIBLE = re.compile(
+    r"\((\d+)\) must be divisible by \w+ \((\d+)\)|(\d+) is not divisible by (\d+)"
+)
+
+
+def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: "channels (8) must be divisible by groups (32)" scales every width-like argument."""
+    m = _DIVISIBLE.search(str(error))
+    if ctor.origin != "synthesized" or m is None:
+        return None
+    got, step = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+    factor = step // math.gcd(got, step) if got else 0
+    if not 1 < factor <= 16:
+        return None
+    profile = ctor.profile or PROFILES[0]
+    widths = {profile.dim, profile.hidden, profile.dim // 4}
+    scaled = {
+        k: v * factor
+        for k, v in ctor.kwargs.items()
+        if isinstance(v, int)
+        and not isinstance(v, bool)
+        and v in widths
+        and int_for(k, profile) in widths
+    }
+    if not scaled:
+        return None
+    return Ctor(
+        "synthesized", ctor.args, {**ctor.kwargs, **scaled}, ctor.placeholders, ctor.profile
     )
 
 

@@ -63,20 +63,29 @@ def model_side(module: nn.Module) -> int | None:
     return None
 
 
+_SIDE_NAMES = re.compile(
+    r"img|image|input_size|resolution|feat_?size|feature_size|grid_size|^size$|^hw$"
+)
+
+
+def ctor_side(ctor: Mapping[str, object]) -> int | None:
+    """The spatial side a constructor argument fixes (``img_size``, ``feat_size``), if any."""
+    for key, value in ctor.items():
+        if not _SIDE_NAMES.search(key.lower()):
+            continue
+        last = value[-1] if isinstance(value, (tuple, list)) and value else value
+        if isinstance(last, int) and not isinstance(last, bool) and 2 <= last <= 512:
+            return last
+    return None
+
+
 def primary_specs(
     module: nn.Module, profile: Profile, ctor: Mapping[str, object]
 ) -> list[dict[str, Any]]:
     """Candidate specs for the first input, best first."""
     kind, size, extra = first_layer(module)
-    img = next(
-        (
-            v
-            for k, v in ctor.items()
-            if re.search(r"img|image|input_size|resolution", k) and isinstance(v, int)
-        ),
-        None,
-    )
-    side = img or model_side(module) or profile.img
+    known = ctor_side(ctor) or model_side(module)
+    side = known or profile.img
     s, n = side, profile.seq
     if kind == "image":
         sides = dict.fromkeys([s, 2 * s, 224] if s < 224 else [s])
@@ -87,8 +96,10 @@ def primary_specs(
         return [tensor_spec([2, size, 8, 8, 8]), tensor_spec([2, size, 16, 16, 16])]
     if kind == "flat":
         return [tensor_spec([2, size]), tensor_spec([2, size, n])]
+    grid = [tensor_spec([2, s * s, size or profile.dim])] if known and s * s <= 4096 else []
     if kind == "tokens":
         return [
+            *grid,
             tensor_spec([2, *extra, n, size]) if extra else tensor_spec([2, n, size]),
             tensor_spec([2, size]),
             tensor_spec([2, size, 4, 4]),
@@ -98,6 +109,8 @@ def primary_specs(
         return [tensor_spec([2, n], "int64", max(1, min([*sizes, 100])))]
     d = profile.dim
     return [
+        *([tensor_spec([2, d, s, s])] if known else []),
+        *grid,
         tensor_spec([2, d, 8, 8]),
         tensor_spec([2, n, d]),
         tensor_spec([2, d]),
@@ -143,15 +156,26 @@ def graph_inputs(
         if isinstance(value, int) and value > 0 and value not in channels:
             channels.append(value)
     channels.append(profile.dim)
+    edge_dim = ctor.get("edge_dim")
+    names = {p.name for p in params}
     for c in channels:
         args: list[Any] = []
+        kwargs: dict[str, Any] = {}
         for p in params:
             if p.kind in (p.VAR_KEYWORD,) or (
                 p.default is not p.empty and p.name not in {"edge_index"}
             ):
                 continue
-            args.append(graph_value(p.name, c, n_nodes, n_edges))
-        yield args, {}
+            width = edge_dim if p.name == "edge_attr" and isinstance(edge_dim, int) else c
+            value = graph_value(p.name, width, n_nodes, n_edges)
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = value
+            else:
+                args.append(value)
+        required = {p.name for p in params if p.default is p.empty}
+        if isinstance(edge_dim, int) and edge_dim > 0 and "edge_attr" in names - required:
+            yield args, {**kwargs, "edge_attr": tensor_spec([n_edges, edge_dim])}
+        yield args, kwargs
 
 
 def graph_value(name: str, channels: int, n_nodes: int, n_edges: int) -> Any:
@@ -361,6 +385,10 @@ def reshape_rank(shape: list[int], rank: int, profile: Profile) -> list[int] | N
     else:
         channels = profile.dim
     side = 8
+    if len(shape) == 4 and rank == 3:  # B C H W -> B (H W) C
+        return [shape[0], shape[2] * shape[3], shape[1]]
+    if len(shape) == 3 and rank == 4 and math.isqrt(shape[1]) ** 2 == shape[1] > 1:
+        return [shape[0], shape[2], math.isqrt(shape[1]), math.isqrt(shape[1])]
     return {
         1: [channels],
         2: [2, channels],
