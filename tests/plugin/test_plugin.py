@@ -270,8 +270,11 @@ def test_cached_rerun_gives_same_outcomes(
 
 
 def test_xdist_same_outcomes_and_one_report(
-    pytester: pytest.Pytester, project: Path, cli: Cli
+    pytester: pytest.Pytester, project: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # When this suite itself runs under xdist, the inner run's controller would inherit
+    # the outer worker's name: only the inner workers may have one.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     log = pytester.path / "writes.log"
     pytester.makeconftest(
         f"""
