@@ -328,6 +328,7 @@ class Runner:
         forward_started = 0.0
         candidates = self.ctor_candidates(module, cls)
         pending: list[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]] = []
+        widened_seen: set[str] = set()
         while (item := pending.pop(0) if pending else next(candidates, None)) is not None:
             ctor, given = item
             profile = ctor.profile or PROFILES[0]
@@ -373,6 +374,7 @@ class Runner:
                 else list(input_candidates(block, profile, ctor.kwargs))
             )
             tried: list[str] = []
+            forward_messages: list[str] = []
             while queue and attempts < MAX_ATTEMPTS and time.monotonic() < self.deadline:
                 args, kwargs = queue.pop(0)
                 key = repr((args, kwargs))
@@ -388,6 +390,7 @@ class Runner:
                     break
                 except BaseException as error:
                     forward_error = error
+                    forward_messages.append(str(error))
                     fixed = repair(str(error), args, profile) if given is None else None
                     if fixed is not None:
                         queue.insert(0, (fixed, kwargs))
@@ -425,6 +428,10 @@ class Runner:
                 return
             if isinstance(forward_error, (KeyboardInterrupt, SystemExit, MemoryError)):
                 break
+            widened = match_residual(ctor, forward_messages)
+            if widened is not None and repr(widened.kwargs) not in widened_seen:
+                widened_seen.add(repr(widened.kwargs))
+                pending.insert(0, (widened, given))
         self.recipe["attempts"] = attempts
         if not built_any:
             assert ctor_error is not None or attempts == 0
@@ -561,6 +568,41 @@ def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         [*ctor.placeholders, *synth.placeholders],
         ctor.profile,
     )
+
+
+_RESIDUAL = re.compile(
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+    r" at non-singleton dimension 1"
+)
+_IN_NAMES = re.compile(r"^(in|inp|input)(_|planes|chs|channels|features|dim)|_in$|^dim$")
+
+
+def match_residual(ctor: Ctor, messages: list[str]) -> Ctor | None:
+    """Repair: a residual add of ``a`` and ``b`` channels sets the input width to the output's.
+
+    ``Bottleneck(inplanes, planes)`` expands ``planes`` by 4, so the identity shortcut only fits
+    when ``inplanes`` equals the expanded width: the input-named argument takes the other size.
+    """
+    if ctor.origin != "synthesized":
+        return None
+    for message in messages:
+        m = _RESIDUAL.search(message)
+        if m is None:
+            continue
+        a, b = int(m.group(1)), int(m.group(2))
+        for name, value in ctor.kwargs.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value not in (a, b):
+                continue
+            if _IN_NAMES.search(name.lower()):
+                other = b if value == a else a
+                return Ctor(
+                    "synthesized",
+                    ctor.args,
+                    {**ctor.kwargs, name: other},
+                    ctor.placeholders,
+                    ctor.profile,
+                )
+    return None
 
 
 _SIZE_NAMES = re.compile(

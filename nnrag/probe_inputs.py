@@ -84,7 +84,13 @@ def primary_specs(
 ) -> list[dict[str, Any]]:
     """Candidate specs for the first input, best first."""
     kind, size, extra = first_layer(module)
-    known = ctor_side(ctor) or model_side(module)
+    sig = signature_of(type(module))
+    defaults = {
+        name: param.default
+        for name, param in (sig.parameters.items() if sig else ())
+        if param.default is not param.empty
+    }
+    known = ctor_side(ctor) or model_side(module) or ctor_side(defaults)
     side = known or profile.img
     s, n = side, profile.seq
     if kind == "image":
