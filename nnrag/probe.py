@@ -344,7 +344,7 @@ class Runner:
             except BaseException as error:
                 ctor_error = error
                 for repaired in (
-                    listify(ctor, error),
+                    listify(ctor, cls, error),
                     fill_none_layers(ctor, cls, error),
                     fill_none_sizes(ctor, cls),
                     scale_sizes(ctor, error),
@@ -519,25 +519,36 @@ class Runner:
 
 
 _NOT_A_LIST = re.compile(
-    r"'int' object is not (iterable|subscriptable)|object of type 'int' has no len"
+    r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
 )
+_RATE_NAMES = re.compile(r"drop|dpr|rate")
 
 
 _PLURAL = r"(_list|layers|sizes|dims|depths|blocks|strides|ratios|stages|widths|kernels|dilations)$"
 
 
-def listify(ctor: Ctor, error: BaseException) -> Ctor | None:
+def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     """Repair: plural-named integer arguments become lists when an ``int`` was not iterable."""
     if ctor.origin != "synthesized" or not _NOT_A_LIST.search(str(error)):
         return None
-    plural = {
-        k: [v, v]
-        for k, v in ctor.kwargs.items()
-        if isinstance(v, int)
-        and not isinstance(v, bool)
-        and not k.startswith(("num_", "n_"))
-        and re.search(_PLURAL, k)
-    }
+    if "'float'" in str(error):  # per-block rates: drop_path=[0.0, 0.0]
+        sig = signature_of(cls)
+        given = {
+            **{n: p.default for n, p in (sig.parameters.items() if sig else ())},
+            **ctor.kwargs,
+        }
+        plural = {
+            k: [v, v] for k, v in given.items() if isinstance(v, float) and _RATE_NAMES.search(k)
+        }
+    else:
+        plural = {
+            k: [v, v]
+            for k, v in ctor.kwargs.items()
+            if isinstance(v, int)
+            and not isinstance(v, bool)
+            and not k.startswith(("num_", "n_"))
+            and re.search(_PLURAL, k)
+        }
     if not plural:
         return None
     return Ctor(
@@ -554,11 +565,16 @@ def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         return None
     sig = signature_of(cls)
     synth = Synth(None, ctor.profile or PROFILES[0])
+    params = sig.parameters if sig else {}
     filled = {
         name: synth.layer_factory(name)
-        for name, param in (sig.parameters.items() if sig else ())
+        for name, param in params.items()
         if param.default is None and name not in ctor.kwargs and _LAYER_NAMES.search(name.lower())
     }
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):  # layers passed on in **kwargs
+        for name in ("act_layer", "norm_layer"):
+            if name not in ctor.kwargs and name not in params:
+                filled[name] = synth.layer_factory(name)
     if not filled:
         return None
     return Ctor(
