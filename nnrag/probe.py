@@ -348,6 +348,7 @@ class Runner:
                     fill_none_layers(ctor, cls, error),
                     fill_none_sizes(ctor, cls),
                     scale_sizes(ctor, error),
+                    lengthen(ctor, cls, error),
                 ):
                     if repaired is not None:
                         pending.append((repaired, given))
@@ -452,7 +453,11 @@ class Runner:
             origin=ctor.origin,
             init_args=encode(list(ctor.args)),
             init_kwargs={k: encode(v) for k, v in ctor.kwargs.items()},
-            parameters=sum(p.numel() for p in block.parameters()),
+            parameters=sum(
+                p.numel()
+                for p in block.parameters()
+                if not isinstance(p, nn.parameter.UninitializedParameter)  # lazy until forward
+            ),
         )
         if ctor.placeholders:
             self.recipe["placeholders"] = list(ctor.placeholders)
@@ -619,6 +624,47 @@ def match_residual(ctor: Ctor, messages: list[str]) -> Ctor | None:
                     ctor.profile,
                 )
     return None
+
+
+def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: "tuple index out of range" doubles per-stage sequences and fills empty defaults.
+
+    ``widths=()``/``depths=()`` defaults get four stages of the profile's width (one block
+    each); synthesized two-item tuples such as ``levels`` repeat their last item up to 8.
+    """
+    if ctor.origin != "synthesized" or not re.search(
+        r"(tuple|list) index out of range", str(error)
+    ):
+        return None
+    sig = signature_of(cls)
+    profile = ctor.profile or PROFILES[0]
+    given = {
+        **{
+            n: p.default
+            for n, p in (sig.parameters.items() if sig else ())
+            if isinstance(p.default, tuple) and not p.default
+        },
+        **ctor.kwargs,
+    }
+    longer: dict[str, object] = {}
+    for name, value in given.items():
+        if not isinstance(value, (tuple, list)) or len(value) >= 8:
+            continue
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            continue
+        if value:
+            items = [*value, *[value[-1]] * len(value)]
+        else:
+            size = int_for(name, profile)
+            items = [size if isinstance(size, int) and size > 1 else profile.dim] * 4
+            if re.search(r"depth|layers|blocks|repeats|levels", name.lower()):
+                items = [1] * 4
+        longer[name] = tuple(items) if isinstance(value, tuple) else items
+    if not longer:
+        return None
+    return Ctor(
+        "synthesized", ctor.args, {**ctor.kwargs, **longer}, ctor.placeholders, ctor.profile
+    )
 
 
 _SIZE_NAMES = re.compile(

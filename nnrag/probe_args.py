@@ -201,6 +201,9 @@ def signature_of(func: Any) -> inspect.Signature | None:
         return None
 
 
+_LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
+
+
 class Synth:
     """Synthesizes values for required parameters from annotations and names."""
 
@@ -266,6 +269,8 @@ class Synth:
             return False
         if re.search(r"drop|eps|prob|momentum|temperature|^p$|alpha|beta|gamma", low):
             return float_for(name)
+        if re.search(r"^(\w+_)?nn$", low):
+            return self.linear(name)
         value = int_for(name, self.profile)
         if value is not MISSING:
             return value
@@ -293,10 +298,19 @@ class Synth:
             return nn.ReLU
         if "conv" in low:
             return nn.Conv2d
+        if _LINEAR_NAMES.search(low):
+            return self.linear(name)
         self.placeholders.append(name)
         return nn.Identity
 
+    def linear(self, name: str) -> object:
+        """A real lazy ``Linear`` to the profile width for ``nn``/``mlp``/``gate_nn`` arguments."""
+        del name
+        return nn.LazyLinear(self.profile.dim)
+
     def submodule(self, name: str, cls: type[nn.Module] | None) -> object:
+        if cls in (None, nn.Module) and _LINEAR_NAMES.search(name.lower()):
+            return self.linear(name)
         if (
             cls is not None
             and cls is not nn.Module

@@ -124,8 +124,13 @@ def primary_specs(
     ]
 
 
-def is_graph(forward_params: list[str]) -> bool:
-    return "edge_index" in forward_params or "adj" in forward_params or "adj_t" in forward_params
+def is_graph(forward_params: list[str], required: frozenset[str] = frozenset()) -> bool:
+    """Graph layers: ``forward(x, edge_index, ...)``, dense ``adj``, or a scatter ``index``."""
+    return bool(
+        {"adj", "adj_t"} & set(forward_params)
+        or any(name.endswith("edge_index") for name in forward_params)
+        or "index" in required
+    )
 
 
 def forward_params(module: nn.Module) -> list[inspect.Parameter]:
@@ -139,7 +144,8 @@ def input_candidates(
     """Input spec lists (positional, keyword) to try, best first."""
     params = forward_params(module)
     names = [p.name for p in params]
-    if is_graph(names):
+    required = frozenset(p.name for p in params if p.default is p.empty)
+    if is_graph(names, required):
         yield from graph_inputs(module, params, profile, ctor)
         return
     specs = primary_specs(module, profile, ctor)
@@ -169,7 +175,7 @@ def graph_inputs(
         kwargs: dict[str, Any] = {}
         for p in params:
             if p.kind in (p.VAR_KEYWORD,) or (
-                p.default is not p.empty and p.name not in {"edge_index"}
+                p.default is not p.empty and not p.name.endswith("edge_index")
             ):
                 continue
             width = edge_dim if p.name == "edge_attr" and isinstance(edge_dim, int) else c
@@ -182,6 +188,8 @@ def graph_inputs(
         if isinstance(edge_dim, int) and edge_dim > 0 and "edge_attr" in names - required:
             yield args, {**kwargs, "edge_attr": tensor_spec([n_edges, edge_dim])}
         yield args, kwargs
+        if "edge_attr" in names - required and not isinstance(edge_dim, int):
+            yield args, {**kwargs, "edge_attr": tensor_spec([n_edges, c])}  # edge_dim=None
 
 
 def graph_value(name: str, channels: int, n_nodes: int, n_edges: int) -> Any:
@@ -191,6 +199,10 @@ def graph_value(name: str, channels: int, n_nodes: int, n_edges: int) -> Any:
         return tensor_spec([n_nodes, n_nodes])
     if name in {"batch", "ptr"}:
         return {"zeros": [n_nodes]}
+    if name.endswith("_index") and "edge" in name:
+        return tensor_spec([2, n_edges], "int64", n_nodes)
+    if name == "index" or name.endswith(("_index", "_idx")) or name.startswith("idx"):
+        return tensor_spec([n_nodes], "int64", 3)  # a scatter index over the nodes
     if name == "edge_weight":
         return tensor_spec([n_edges])
     if name == "edge_attr":
