@@ -120,6 +120,66 @@ class GraphConv(nn.Module):
         return self.lin(out + x)
 
 
+class PosAttn(nn.Module):
+    """Relative positions need a concrete feature size and (B, H*W, C) tokens."""
+
+    def __init__(self, dim: int, feat_size: Optional[int] = None):
+        super().__init__()
+        assert feat_size is not None, "A concrete feature size is required"
+        self.side = feat_size
+        self.pos = nn.Parameter(torch.zeros(feat_size * feat_size, dim))
+
+    def forward(self, x):
+        b, n, c = x.shape
+        return x.reshape(b, self.side, self.side, c).flatten(1, 2) + self.pos
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes, planes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 1)
+        self.conv2 = nn.Conv2d(planes, planes * self.expansion, 1)
+
+    def forward(self, x):
+        return self.conv2(self.conv1(x)) + x
+
+
+class GroupNormBlock(nn.Module):
+    def __init__(self, out_chs):
+        super().__init__()
+        self.conv = nn.Conv2d(out_chs, out_chs // 4, 1)
+        self.norm = nn.GroupNorm(32, out_chs // 4)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Stages(nn.Module):
+    def __init__(self, in_chans=3, widths=(), depths=()):
+        super().__init__()
+        self.stem = nn.Conv2d(in_chans, widths[0], 3, padding=1)
+        self.last = nn.Conv2d(widths[0], widths[3], 1)
+
+    def forward(self, x):
+        return self.last(self.stem(x))
+
+
+class EdgeLayer(nn.Module):
+    """GINE style: an ``nn`` argument and edge features whose width follows ``edge_dim``."""
+
+    def __init__(self, nn, edge_dim=None):
+        super().__init__()
+        self.nn = nn
+        self.edge_dim = edge_dim
+
+    def forward(self, x, edge_index, edge_attr=None):
+        src, dst = edge_index
+        message = x[src] + edge_attr.sum(-1, keepdim=True)
+        return self.nn(torch.zeros_like(x).index_add_(0, dst, message) + x)
+
+
 class Odd(nn.Module):
     def __init__(self, spec):
         super().__init__()
@@ -226,6 +286,29 @@ def test_graph_layer_gets_nodes_and_edge_index(sandbox: Sandbox, blocks: Path) -
     assert len(x["shape"]) == 2
     assert edges["shape"][0] == 2
     assert edges["dtype"] == "int64"
+
+
+@pytest.mark.parametrize("name", ["PosAttn", "Bottleneck", "GroupNormBlock", "Stages"])
+def test_constructor_and_input_repairs(sandbox: Sandbox, blocks: Path, name: str) -> None:
+    result, _ = check(sandbox, blocks, name)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    kwargs = result.recipe.init_kwargs
+    if name == "PosAttn":  # concrete feat_size and tokens of (B, side * side, C)
+        side = kwargs["feat_size"]
+        assert isinstance(side, int)
+        first = result.recipe.inputs[0]
+        assert isinstance(first, dict)
+        assert first["shape"][1] == side * side
+    if name == "Bottleneck":  # input width widened to the expanded output width
+        assert kwargs["inplanes"] == 4 * kwargs["planes"]  # type: ignore[operator]
+
+
+def test_graph_layer_gets_edge_attr_and_a_real_nn(sandbox: Sandbox, blocks: Path) -> None:
+    result, _ = check(sandbox, blocks, "EdgeLayer")
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert "edge_attr" in result.recipe.input_kwargs  # passed: so no placeholder for nn
 
 
 def test_hints_win(sandbox: Sandbox, blocks: Path) -> None:
