@@ -62,7 +62,9 @@ def run_corpus(
             files[block.id] = (block, None, f"internal-error: {error!r}"[:300])
             continue
         path = write_block(extracted, out, filename=f"{block.module}.{block.name}.py")
-        problem = str(extracted.problems[0]) if extracted.problems else ""
+        # As in the product (nnrag.validate): only blocking problems stop a block at `closed`.
+        blocking = extracted.blocking_problems
+        problem = str(blocking[0]) if blocking else ""
         files[block.id] = (block, path, problem)
     extract_s = time.perf_counter() - started
 
