@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
-import math
 import re
 import sys
 import time
@@ -21,11 +20,17 @@ from nnrag.probe_args import (
     Synth,
     decode,
     encode,
-    int_for,
     shallow_defaults,
-    signature_of,
 )
 from nnrag.probe_inputs import SHAPE_WORDS, build_inputs, input_candidates, repair
+from nnrag.probe_repair import (
+    fill_none_layers,
+    fill_none_sizes,
+    lengthen,
+    listify,
+    match_residual,
+    scale_sizes,
+)
 
 Send = Callable[[dict[str, Any]], None]
 MAX_ATTEMPTS = 40
@@ -521,204 +526,6 @@ class Runner:
         if self.violated("backward", started):
             return
         self.finish()
-
-
-_NOT_A_LIST = re.compile(
-    r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
-)
-_RATE_NAMES = re.compile(r"drop|dpr|rate")
-
-
-_PLURAL = r"(_list|layers|sizes|dims|depths|blocks|strides|ratios|stages|widths|kernels|dilations)$"
-
-
-def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
-    """Repair: plural-named integer arguments become lists when an ``int`` was not iterable."""
-    if ctor.origin != "synthesized" or not _NOT_A_LIST.search(str(error)):
-        return None
-    if "'float'" in str(error):  # per-block rates: drop_path=[0.0, 0.0]
-        sig = signature_of(cls)
-        given = {
-            **{n: p.default for n, p in (sig.parameters.items() if sig else ())},
-            **ctor.kwargs,
-        }
-        plural = {
-            k: [v, v] for k, v in given.items() if isinstance(v, float) and _RATE_NAMES.search(k)
-        }
-    else:
-        plural = {
-            k: [v, v]
-            for k, v in ctor.kwargs.items()
-            if isinstance(v, int)
-            and not isinstance(v, bool)
-            and not k.startswith(("num_", "n_"))
-            and re.search(_PLURAL, k)
-        }
-    if not plural:
-        return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **plural}, ctor.placeholders, ctor.profile
-    )
-
-
-_LAYER_NAMES = re.compile(r"(norm|act|conv)\w*(layer|_fn|_cls)$|^(norm|act|conv)$")
-
-
-def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
-    """Repair: layer-factory arguments that default to ``None`` but were called anyway."""
-    if ctor.origin != "synthesized" or "'NoneType' object is not callable" not in str(error):
-        return None
-    sig = signature_of(cls)
-    synth = Synth(None, ctor.profile or PROFILES[0])
-    params = sig.parameters if sig else {}
-    filled = {
-        name: synth.layer_factory(name)
-        for name, param in params.items()
-        if param.default is None and name not in ctor.kwargs and _LAYER_NAMES.search(name.lower())
-    }
-    if any(p.kind == p.VAR_KEYWORD for p in params.values()):  # layers passed on in **kwargs
-        for name in ("act_layer", "norm_layer"):
-            if name not in ctor.kwargs and name not in params:
-                filled[name] = synth.layer_factory(name)
-    if not filled:
-        return None
-    return Ctor(
-        "synthesized",
-        ctor.args,
-        {**ctor.kwargs, **filled},
-        [*ctor.placeholders, *synth.placeholders],
-        ctor.profile,
-    )
-
-
-_RESIDUAL = re.compile(
-    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
-    r" at non-singleton dimension 1"
-)
-_IN_NAMES = re.compile(r"^(in|inp|input)(_|planes|chs|channels|features|dim)|_in$|^dim$")
-
-
-def match_residual(ctor: Ctor, messages: list[str]) -> Ctor | None:
-    """Repair: a residual add of ``a`` and ``b`` channels sets the input width to the output's.
-
-    ``Bottleneck(inplanes, planes)`` expands ``planes`` by 4, so the identity shortcut only fits
-    when ``inplanes`` equals the expanded width: the input-named argument takes the other size.
-    """
-    if ctor.origin != "synthesized":
-        return None
-    for message in messages:
-        m = _RESIDUAL.search(message)
-        if m is None:
-            continue
-        a, b = int(m.group(1)), int(m.group(2))
-        for name, value in ctor.kwargs.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value not in (a, b):
-                continue
-            if _IN_NAMES.search(name.lower()):
-                other = b if value == a else a
-                return Ctor(
-                    "synthesized",
-                    ctor.args,
-                    {**ctor.kwargs, name: other},
-                    ctor.placeholders,
-                    ctor.profile,
-                )
-    return None
-
-
-def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
-    """Repair: "tuple index out of range" doubles per-stage sequences and fills empty defaults.
-
-    ``widths=()``/``depths=()`` defaults get four stages of the profile's width (one block
-    each); synthesized two-item tuples such as ``levels`` repeat their last item up to 8.
-    """
-    if ctor.origin != "synthesized" or not re.search(
-        r"(tuple|list) index out of range", str(error)
-    ):
-        return None
-    sig = signature_of(cls)
-    profile = ctor.profile or PROFILES[0]
-    given = {
-        **{
-            n: p.default
-            for n, p in (sig.parameters.items() if sig else ())
-            if isinstance(p.default, tuple) and not p.default
-        },
-        **ctor.kwargs,
-    }
-    longer: dict[str, object] = {}
-    for name, value in given.items():
-        if not isinstance(value, (tuple, list)) or len(value) >= 8:
-            continue
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            continue
-        if value:
-            items = [*value, *[value[-1]] * len(value)]
-        else:
-            size = int_for(name, profile)
-            items = [size if isinstance(size, int) and size > 1 else profile.dim] * 4
-            if re.search(r"depth|layers|blocks|repeats|levels", name.lower()):
-                items = [1] * 4
-        longer[name] = tuple(items) if isinstance(value, tuple) else items
-    if not longer:
-        return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **longer}, ctor.placeholders, ctor.profile
-    )
-
-
-_SIZE_NAMES = re.compile(
-    r"feat_?size|feature_size|grid_size|img_size|image_size|input_size|resolution|window_size"
-)
-
-
-def fill_none_sizes(ctor: Ctor, cls: type) -> Ctor | None:
-    """Repair: spatial sizes defaulting to ``None`` (``feat_size``) get a concrete side."""
-    if ctor.origin != "synthesized":
-        return None
-    sig = signature_of(cls)
-    profile = ctor.profile or PROFILES[0]
-    filled = {
-        name: int_for(name, profile)
-        for name, param in (sig.parameters.items() if sig else ())
-        if param.default is None and name not in ctor.kwargs and _SIZE_NAMES.search(name.lower())
-    }
-    if not filled:
-        return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **filled}, ctor.placeholders, ctor.profile
-    )
-
-
-_DIVISIBLE = re.compile(
-    r"\((\d+)\) must be divisible by \w+ \((\d+)\)|(\d+) is not divisible by (\d+)"
-)
-
-
-def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
-    """Repair: "channels (8) must be divisible by groups (32)" scales every width-like argument."""
-    m = _DIVISIBLE.search(str(error))
-    if ctor.origin != "synthesized" or m is None:
-        return None
-    got, step = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
-    factor = step // math.gcd(got, step) if got else 0
-    if not 1 < factor <= 16:
-        return None
-    profile = ctor.profile or PROFILES[0]
-    widths = {profile.dim, profile.hidden, profile.dim // 4}
-    scaled = {
-        k: v * factor
-        for k, v in ctor.kwargs.items()
-        if isinstance(v, int)
-        and not isinstance(v, bool)
-        and v in widths
-        and int_for(k, profile) in widths
-    }
-    if not scaled:
-        return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **scaled}, ctor.placeholders, ctor.profile
-    )
 
 
 def load(path: str) -> Any:
