@@ -1,4 +1,4 @@
-"""Sandbox child: forward inputs (first layers, graph rule, names) and shape repair."""
+"""Sandbox child: forward inputs (first layers, names) and shape repair."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from nnrag.probe_args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
+from nnrag.probe_graph import graph_inputs, is_graph
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
 
@@ -124,15 +125,6 @@ def primary_specs(
     ]
 
 
-def is_graph(forward_params: list[str], required: frozenset[str] = frozenset()) -> bool:
-    """Graph layers: ``forward(x, edge_index, ...)``, dense ``adj``, or a scatter ``index``."""
-    return bool(
-        {"adj", "adj_t"} & set(forward_params)
-        or any(name.endswith("edge_index") for name in forward_params)
-        or "index" in required
-    )
-
-
 def forward_params(module: nn.Module) -> list[inspect.Parameter]:
     sig = signature_of(module.forward)
     return list(sig.parameters.values()) if sig else []
@@ -146,7 +138,7 @@ def input_candidates(
     names = [p.name for p in params]
     required = frozenset(p.name for p in params if p.default is p.empty)
     if is_graph(names, required):
-        yield from graph_inputs(module, params, profile, ctor)
+        yield from graph_inputs(params, profile, ctor, first_layer(module))
         return
     specs = primary_specs(module, profile, ctor)
     d, side = profile.dim, profile.img
@@ -155,63 +147,6 @@ def input_candidates(
             specs.append(tensor_spec(extra))
     for primary in specs:
         yield fill_inputs(params, primary, profile)
-
-
-def graph_inputs(
-    module: nn.Module, params: list[inspect.Parameter], profile: Profile, ctor: Mapping[str, object]
-) -> Iterator[tuple[list[Any], dict[str, Any]]]:
-    n_nodes, n_edges = 10, 30
-    kind, size, _ = first_layer(module)
-    channels = [size] if kind == "tokens" and size else []
-    for key in ("in_channels", "in_dim", "in_feats", "channels", "dim", "hidden_channels"):
-        value = ctor.get(key)
-        if isinstance(value, int) and value > 0 and value not in channels:
-            channels.append(value)
-    channels.append(profile.dim)
-    edge_dim = ctor.get("edge_dim")
-    names = {p.name for p in params}
-    for c in channels:
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for p in params:
-            if p.kind in (p.VAR_KEYWORD,) or (
-                p.default is not p.empty and not p.name.endswith("edge_index")
-            ):
-                continue
-            width = edge_dim if p.name == "edge_attr" and isinstance(edge_dim, int) else c
-            value = graph_value(p.name, width, n_nodes, n_edges)
-            if p.kind == p.KEYWORD_ONLY:
-                kwargs[p.name] = value
-            else:
-                args.append(value)
-        required = {p.name for p in params if p.default is p.empty}
-        if isinstance(edge_dim, int) and edge_dim > 0 and "edge_attr" in names - required:
-            yield args, {**kwargs, "edge_attr": tensor_spec([n_edges, edge_dim])}
-        yield args, kwargs
-        if "edge_attr" in names - required and not isinstance(edge_dim, int):
-            yield args, {**kwargs, "edge_attr": tensor_spec([n_edges, c])}  # edge_dim=None
-
-
-def graph_value(name: str, channels: int, n_nodes: int, n_edges: int) -> Any:
-    if name in {"edge_index", "adj_t"}:
-        return tensor_spec([2, n_edges], "int64", n_nodes)
-    if name == "adj":
-        return tensor_spec([n_nodes, n_nodes])
-    if name in {"batch", "ptr"}:
-        return {"zeros": [n_nodes]}
-    if name.endswith("_index") and "edge" in name:
-        return tensor_spec([2, n_edges], "int64", n_nodes)
-    if name == "index" or name.endswith(("_index", "_idx")) or name.startswith("idx"):
-        return tensor_spec([n_nodes], "int64", 3)  # a scatter index over the nodes
-    if name == "edge_weight":
-        return tensor_spec([n_edges])
-    if name == "edge_attr":
-        return tensor_spec([n_edges, channels])
-    if name in {"pos", "coords"}:
-        return tensor_spec([n_nodes, 3])
-    if name in {"edge_type", "node_type"}:
-        return tensor_spec([n_edges if name == "edge_type" else n_nodes], "int64", 1)
-    return tensor_spec([n_nodes, channels])
 
 
 def fill_inputs(

@@ -33,6 +33,7 @@ VALIDATION_MODULES = (
     "probe",
     "probe_args",
     "probe_inputs",
+    "probe_graph",
     "probe_repair",
 )
 """Modules whose code decides a validation verdict."""
