@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from nnrag.discover import discover_blocks
 from nnrag.index import Index, index_tree
@@ -150,7 +151,7 @@ def main() -> None:
                     }
                 )
         ms = sorted(latency * 1000 for latency in latencies)
-        result = {
+        result: dict[str, Any] = {
             "machine": platform.platform(),
             "load_average_1m_at_end": round(os.getloadavg()[0], 1),
             "python": platform.python_version(),

@@ -7,16 +7,14 @@ import textwrap
 
 import pytest
 
+from nnrag.code_features import fingerprints, normalize, shingles
 from nnrag.dedup import (
     DedupParams,
     DedupReport,
     dedup,
     dedup_json,
     dedup_summary,
-    fingerprints,
     format_report,
-    normalize,
-    shingles,
 )
 
 MLP = textwrap.dedent(
@@ -246,13 +244,13 @@ def test_summary_and_json() -> None:
 def test_exact_jaccard_matches_python_sets() -> None:
     import numpy as np
 
-    from nnrag.dedup import _jaccard, _sorted_unique
+    from nnrag.code_features import jaccard, sorted_unique
 
     rng = np.random.default_rng(0)
     for _ in range(200):
-        a = _sorted_unique(rng.integers(0, 50, rng.integers(0, 40)).astype(np.uint64))
-        b = _sorted_unique(rng.integers(0, 50, rng.integers(0, 40)).astype(np.uint64))
+        a = sorted_unique(rng.integers(0, 50, rng.integers(0, 40)).astype(np.uint64))
+        b = sorted_unique(rng.integers(0, 50, rng.integers(0, 40)).astype(np.uint64))
         sa, sb = set(a.tolist()), set(b.tolist())
         expected = len(sa & sb) / len(sa | sb) if sa | sb else 1.0
-        assert _jaccard(a, b) == pytest.approx(expected)
+        assert jaccard(a, b) == pytest.approx(expected)
         assert a.tolist() == sorted(sa)
