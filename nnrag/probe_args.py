@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import enum
 import importlib.util
 import inspect
 import math
+import numbers
 import re
 import sys
+import textwrap
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -136,6 +140,7 @@ _INT_RULES: tuple[tuple[str, Callable[[Profile], object]], ...] = (
     (r"^num_|^n_|^n$|count", lambda p: 2),
 )
 _FLOAT_RULES: tuple[tuple[str, float], ...] = (
+    (r"mult", 1.0),
     (r"drop|prob|rate|^p$", 0.0),
     (r"eps", 1e-5),
     (r"momentum", 0.1),
@@ -171,7 +176,7 @@ class Ctor:
     profile: Profile | None = None
 
 
-def _hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
+def type_hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
     try:
         return typing.get_type_hints(owner)
     except Exception:
@@ -204,6 +209,92 @@ def signature_of(func: Any) -> inspect.Signature | None:
 _LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
 
+def _preferred(options: list[Any]) -> Any:
+    """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest."""
+    for option in options:
+        if typing.get_origin(option) is typing.Literal or (
+            isinstance(option, type) and issubclass(option, enum.Enum)
+        ):
+            return option
+    return options[0]
+
+
+def init_signature(cls: Any) -> tuple[inspect.Signature | None, Any]:
+    """The constructor signature, from the first base whose ``__init__`` names its parameters.
+
+    ``class Quantizable(Base): def __init__(self, *args, **kwargs)`` forwards everything to
+    ``Base.__init__``, so ``Base``'s parameters are the ones to synthesize.
+    """
+    sig = signature_of(cls)
+    owner = getattr(cls, "__init__", cls)
+    if sig is None or not _only_var(sig) or not isinstance(cls, type):
+        return sig, owner
+    for base in cls.__mro__[1:]:
+        init = base.__dict__.get("__init__")
+        if init is None or base in (nn.Module, object):
+            continue
+        base_sig = signature_of(init)
+        if base_sig is None:
+            continue
+        params = list(base_sig.parameters.values())[1:]
+        if params and not _only_var(base_sig.replace(parameters=params)):
+            return base_sig.replace(parameters=params), init
+    return sig, owner
+
+
+def _only_var(sig: inspect.Signature) -> bool:
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return all(p.kind in kinds for p in sig.parameters.values())
+
+
+def string_choices(cls: Any) -> dict[str, str]:
+    """First string a parameter is compared with in the class source (``mode in ('cat', ...)``)."""
+    out: dict[str, str] = {}
+    for klass in getattr(cls, "__mro__", ())[:4]:
+        if klass.__module__.split(".")[0] in {"torch", "builtins"}:
+            break
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            left = node.left
+            name = (
+                left.id
+                if isinstance(left, ast.Name)
+                else left.attr
+                if isinstance(left, ast.Attribute)
+                else None
+            )
+            if name is None:
+                continue
+            for op, right in zip(node.ops, node.comparators, strict=False):
+                if not isinstance(op, (ast.Eq, ast.In)):
+                    continue
+                items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
+                strings = [
+                    i.value
+                    for i in items
+                    if isinstance(i, ast.Constant) and isinstance(i.value, str)
+                ]
+                if strings and strings[0]:
+                    out.setdefault(name, strings[0])
+    return out
+
+
+def named_class(module: Any, name: str) -> type | None:
+    """The class of ``module`` named ``name`` in CamelCase (``flow_head`` -> ``FlowHead``)."""
+    if module is None:
+        return None
+    camel = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
+    found = vars(module).get(camel)
+    if isinstance(found, type) and found.__module__ == module.__name__:
+        return found
+    return None
+
+
 class Synth:
     """Synthesizes values for required parameters from annotations and names."""
 
@@ -222,9 +313,9 @@ class Synth:
             options = [a for a in args if a is not type(None)]
             if not options:
                 return None
-            return self.value(name, options[0])
+            return self.value(name, _preferred(options))
         if origin is typing.Literal:
-            return args[0]
+            return next((a for a in args if a is not None), args[0])
         if origin in (tuple, typing.Tuple):  # noqa: UP006 - runtime check of old spellings
             items = [a for a in args if a is not Ellipsis] or [int]
             count = len(items) if Ellipsis not in args else 2
@@ -239,7 +330,10 @@ class Synth:
         ) or annotation is Callable:
             return self.layer_factory(name)
         if origin is type and args:
-            return self.layer_factory(name) if args[0] is nn.Module else args[0]
+            return self.class_for(name, args[0])
+        if origin is not None and getattr(origin, "__name__", "") in {"dict", "Mapping"}:
+            key, item = args if len(args) == 2 else (str, int)
+            return {self.value(name, key) if key is not str else "0": self.value(name, item)}
         if annotation is bool:
             return False
         if annotation is int:
@@ -249,9 +343,16 @@ class Synth:
             return float_for(name)
         if annotation is str:
             return self.string_for(name)
+        if annotation is torch.dtype:
+            return torch.float32
+        if annotation is torch.device:
+            return torch.device("cpu")
+        if isinstance(annotation, type) and issubclass(annotation, torch.Tensor):
+            return self.tensor(name)
+        if isinstance(annotation, type) and issubclass(annotation, numbers.Number):
+            value = int_for(name, self.profile)
+            return float_for(name) if value is MISSING else value
         if isinstance(annotation, type):
-            import enum
-
             if issubclass(annotation, enum.Enum):
                 return next(iter(annotation))
             if issubclass(annotation, nn.Module):
@@ -271,12 +372,59 @@ class Synth:
             return float_for(name)
         if re.search(r"^(\w+_)?nn$", low):
             return self.linear(name)
+        if re.search(r"matrix|vector|tensor", low):
+            return self.tensor(name)
+        found = named_class(self.module, name)
+        if found is not None and (issubclass(found, nn.Module) or self.depth < 1):
+            built = self.build(found)
+            if built is not MISSING:
+                return built
         value = int_for(name, self.profile)
         if value is not MISSING:
             return value
         if re.search(r"block|module|net|encoder|decoder|backbone|model|layer|head", low):
             return self.submodule(name, None)
         return self.profile.dim
+
+    def build(self, cls: type) -> object:
+        """An instance of ``cls`` with synthesized arguments, one level deeper, or MISSING."""
+        if self.depth >= 2 or inspect.isabstract(cls):
+            return MISSING
+        inner = Synth(self.module, self.profile, self.depth + 1)
+        try:
+            args, kwargs = inner.fill(cls)
+            built = cls(*args, **kwargs)
+        except Exception:
+            return MISSING
+        self.placeholders.extend(inner.placeholders)
+        return built
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """A small tensor for a tensor-typed argument: index pairs, masks, square matrices."""
+        low = name.lower()
+        size = self.profile.dim
+        if "index" in low:
+            return torch.randint(0, 8, (2, 16))
+        if "mask" in low:
+            return torch.ones(size, dtype=torch.bool)
+        if re.search(r"matrix|weight|adj", low):
+            return torch.eye(size)
+        return torch.ones(size)
+
+    def class_for(self, name: str, inner: Any) -> object:
+        """A class for a ``type[...]`` argument: the first class of a union, else a factory."""
+        options = (
+            [a for a in typing.get_args(inner) if isinstance(a, type)]
+            if typing.get_origin(inner) is typing.Union or type(inner).__name__ == "UnionType"
+            else [inner]
+        )
+        first = next((o for o in options if isinstance(o, type)), nn.Module)
+        if first is nn.Module or not isinstance(first, type):
+            found = named_class(self.module, name)
+            if found is not None and issubclass(found, nn.Module):
+                return found
+            return self.layer_factory(name)
+        return first
 
     def string_for(self, name: str) -> str:
         low = name.lower()
@@ -311,20 +459,14 @@ class Synth:
     def submodule(self, name: str, cls: type[nn.Module] | None) -> object:
         if cls in (None, nn.Module) and _LINEAR_NAMES.search(name.lower()):
             return self.linear(name)
-        if (
-            cls is not None
-            and cls is not nn.Module
-            and not inspect.isabstract(cls)
-            and self.depth < 2
-        ):
-            inner = Synth(self.module, self.profile, self.depth + 1)
-            try:
-                args, kwargs = inner.fill(cls)
-                built = cls(*args, **kwargs)
-                self.placeholders.extend(inner.placeholders)
+        if cls in (None, nn.Module):
+            found = named_class(self.module, name)
+            if found is not None and issubclass(found, nn.Module):
+                cls = found
+        if cls is not None and cls is not nn.Module:
+            built = self.build(cls)
+            if built is not MISSING:
                 return built
-            except Exception:
-                pass
         self.placeholders.append(name)
         return nn.Identity()
 
@@ -343,10 +485,11 @@ class Synth:
 
     def fill(self, cls: Any) -> tuple[tuple[object, ...], dict[str, object]]:
         """Positional and keyword arguments for every required parameter of ``cls``."""
-        sig = signature_of(cls)
+        sig, owner = init_signature(cls)
         if sig is None:
             return (), {}
-        hints = _hints(sig, getattr(cls, "__init__", cls))
+        hints = type_hints(sig, owner)
+        choices: dict[str, str] | None = None
         args: list[object] = []
         kwargs: dict[str, object] = {}
         for name, param in sig.parameters.items():
@@ -354,7 +497,13 @@ class Synth:
                 continue
             if param.default is not param.empty:
                 continue
-            value = self.value(name, hints.get(name, param.annotation))
+            annotation = hints.get(name, param.annotation)
+            if annotation in (str, inspect.Parameter.empty, str | None):
+                choices = string_choices(cls) if choices is None else choices
+            if choices and name in choices:
+                value: object = choices[name]
+            else:
+                value = self.value(name, annotation)
             if param.kind == param.POSITIONAL_ONLY:
                 args.append(value)
             else:
@@ -422,7 +571,12 @@ def shrink(config: object, profile: Profile) -> object:
     except TypeError:
         return config
     for name, value in items.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value > 8:
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            size = int_for(name, profile)  # dim_in = -1: "set me" sizes
+            if isinstance(size, int) and size > 0:
+                with contextlib.suppress(Exception):
+                    setattr(config, name, size)
+        elif isinstance(value, int) and not isinstance(value, bool) and value > 8:
             new = int_for(name, profile)
             if isinstance(new, int) and new < value:
                 with contextlib.suppress(Exception):

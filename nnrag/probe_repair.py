@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
+import sys
 
-from nnrag.probe_args import PROFILES, Ctor, Synth, int_for, signature_of
+from torch import nn
+
+from nnrag.probe_args import (
+    PROFILES,
+    Ctor,
+    Synth,
+    init_signature,
+    int_for,
+    signature_of,
+    type_hints,
+)
 
 _NOT_A_LIST = re.compile(
     r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
@@ -203,3 +215,169 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
     return Ctor(
         "synthesized", ctor.args, {**ctor.kwargs, **scaled}, ctor.placeholders, ctor.profile
     )
+
+
+# ------------------------------------------------------------------- repairs that read names
+
+
+def _with(ctor: Ctor, changed: dict[str, object], placeholders: list[str] | None = None) -> Ctor:
+    return Ctor(
+        "synthesized",
+        ctor.args,
+        {**ctor.kwargs, **changed},
+        [*ctor.placeholders, *(placeholders or [])],
+        ctor.profile,
+    )
+
+
+def _takes_kwargs(sig: inspect.Signature | None) -> bool:
+    return sig is not None and any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
+
+_MISSING_ARGS = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.+)")
+
+
+def add_missing(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: "missing 1 required positional argument: 'kernel_size'" of a layer built from
+    ``**kwargs`` adds the named arguments, synthesized by name."""
+    m = _MISSING_ARGS.search(str(error))
+    if ctor.origin != "synthesized" or m is None:
+        return None
+    sig, _ = init_signature(cls)
+    params = sig.parameters if sig else {}
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    added = {
+        name: synth.by_name(name)
+        for name in re.findall(r"'(\w+)'", m.group(1))
+        if name not in ctor.kwargs and (name in params or _takes_kwargs(sig))
+    }
+    return _with(ctor, added, synth.placeholders) if added else None
+
+
+def fill_mentioned(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: arguments the message names that were left at ``None`` or ``0`` get a value.
+
+    "norm_layer must be provided if qk_norm ..." sets ``norm_layer``; a quoted name that the
+    class only takes through ``**kwargs`` ("Argument `num_layers` must be given") is added too.
+    """
+    if ctor.origin != "synthesized":
+        return None
+    text = str(error)
+    sig, owner = init_signature(cls)
+    params = sig.parameters if sig else {}
+    hints = type_hints(sig, owner)
+    words = set(re.findall(r"[A-Za-z_]\w*", text))
+    quoted = set(re.findall(r"[`'\"](\w+)[`'\"]", text)) if _takes_kwargs(sig) else set()
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    added: dict[str, object] = {}
+    for name in sorted(words & set(params)):
+        default = params[name].default
+        if name in ctor.kwargs or not (default is None or (default == 0 and default is not False)):
+            continue
+        value = synth.value(name, hints.get(name, params[name].annotation))
+        if value is not None:
+            added[name] = value
+    for name in sorted(quoted - set(params) - set(ctor.kwargs)):
+        if "_" in name:  # argument-like names only, not words of the sentence
+            added[name] = synth.by_name(name)
+    return _with(ctor, added, synth.placeholders) if added else None
+
+
+_CHOICE = re.compile(r"(?:must be|one of|either|expected|choose from|valid|supported)(.*)", re.I)
+
+
+def choose_option(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: "partition_type must be either 'grid' or 'window'" sets the named string argument
+    to the first option the message lists."""
+    if ctor.origin != "synthesized":
+        return None
+    text = str(error)
+    m = _CHOICE.search(text)
+    if m is None:
+        return None
+    tail = re.split(r"\bgot\b|\bbut\b", m.group(1))[0]
+    options = [o for o in re.findall(r"'([^']*)'|\"([^\"]*)\"", tail) for o in o if o]
+    if not options:
+        options = [w for w in re.findall(r"[A-Za-z_][\w-]*", tail) if w not in {"or", "and"}]
+    for name, value in ctor.kwargs.items():
+        if not isinstance(value, str) or not re.search(rf"\b{re.escape(name)}\b", text):
+            continue
+        fresh = [o for o in options if o != value and o not in {"None", "be", "a", "the"}]
+        if fresh:
+            return _with(ctor, {name: fresh[0]})
+    return None
+
+
+_LENGTH = re.compile(r"(?:length|list of|len\w*|size)\D{0,24}?(\d+)")
+
+
+def resize(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: "p_stochastic must have length n_layers=1" resizes the named list arguments."""
+    text = str(error)
+    m = _LENGTH.search(text)
+    if ctor.origin != "synthesized" or m is None:
+        return None
+    want = int(m.group(1))
+    changed: dict[str, object] = {}
+    for name, value in ctor.kwargs.items():
+        if not isinstance(value, (list, tuple)) or not value:
+            continue
+        if not re.search(rf"\b{re.escape(name)}\b", text):
+            continue
+        size = want if len(value) != want else len(value) + 1
+        if not 0 < size <= 8:
+            continue
+        items = [*value[:size], *[value[-1]] * (size - len(value))]
+        changed[name] = tuple(items) if isinstance(value, tuple) else items
+    return _with(ctor, changed) if changed else None
+
+
+_NO_ATTR = re.compile(r"type object '(\w+)' has no attribute '(\w+)'")
+_CALLED = re.compile(r"(\w+)\.forward\(\) got an unexpected keyword argument")
+
+
+def swap_class(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: a class argument that lacks a class attribute (``block.expansion``) becomes a
+    module class of the file that has it; an instance called like a class becomes its class."""
+    if ctor.origin != "synthesized":
+        return None
+    text = str(error)
+    changed: dict[str, object] = {}
+    called = _CALLED.search(text)
+    if called is not None:
+        changed = {
+            k: type(v)
+            for k, v in ctor.kwargs.items()
+            if isinstance(v, nn.Module) and type(v).__name__ == called.group(1)
+        }
+    missing = _NO_ATTR.search(text)
+    module = sys.modules.get(cls.__module__)
+    if missing is not None and module is not None:
+        owner, attr = missing.groups()
+        having = [
+            v
+            for v in vars(module).values()
+            if isinstance(v, type)
+            and issubclass(v, nn.Module)
+            and v.__module__ == module.__name__
+            and any(attr in vars(k) for k in v.__mro__ if k is not nn.Module)
+        ]
+        if having:
+            changed = {
+                k: having[0]
+                for k, v in ctor.kwargs.items()
+                if isinstance(v, type) and v.__name__ == owner
+            }
+    return _with(ctor, changed) if changed else None
+
+
+def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
+    """Every repair above that applies to ``error``."""
+    found = (
+        add_missing(ctor, cls, error),
+        fill_mentioned(ctor, cls, error),
+        choose_option(ctor, cls, error),
+        resize(ctor, error),
+        swap_class(ctor, cls, error),
+    )
+    return [c for c in found if c is not None]
