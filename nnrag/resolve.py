@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,10 +46,50 @@ class _Included:
     info: ModuleInfo
     unit: Unit
     parent: UnitKey | None
-    load: set[UnitKey] = field(default_factory=set)
+    effect: _Effect | None = None
+
+
+_Located = tuple[Category, str, str]
+"""(category, location, message) of a problem; the walk adds the dependency path."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Effect:
+    """What including one unit adds to any closure: it does not depend on the block, so it
+    is computed once per unit and index and replayed by every walk that reaches the unit."""
+
+    deps: tuple[tuple[UnitKey, ModuleInfo, Unit], ...]
+    """Units to include, in the order the walk queues them."""
+    load: frozenset[UnitKey]
     """Units that must run before this one (its load-time reads)."""
-    call: set[UnitKey] = field(default_factory=set)
+    call: frozenset[UnitKey]
     """Units its functions use when called."""
+    imports: tuple[tuple[tuple[str, str], tuple[ModuleInfo, ImportBinding]], ...]
+    references: tuple[tuple[tuple[str, str], tuple[str, str]], ...]
+    builtins: tuple[tuple[str, str], ...]
+    members: tuple[tuple[str, str, tuple[str, str] | None], ...]
+    """(module used as an object, attr, what it denotes); ``None``: the module only."""
+    problems: tuple[_Located, ...]
+    sort_key: SortKey
+
+
+@dataclass(slots=True)
+class _Memo:
+    """Per-index memos of the walk (they live as long as the index)."""
+
+    effects: dict[UnitKey, _Effect] = field(default_factory=dict)
+    needs: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
+    same: dict[UnitKey, dict[str, object]] = field(default_factory=dict)
+
+
+_MEMOS: weakref.WeakKeyDictionary[Index, _Memo] = weakref.WeakKeyDictionary()
+
+
+def _memo_for(index: Index) -> _Memo:
+    found = _MEMOS.get(index)
+    if found is None:
+        found = _MEMOS[index] = _Memo()
+    return found
 
 
 class _Walk:
@@ -60,17 +101,17 @@ class _Walk:
         self.index = index
         self.symbols = symbols
         self.scanner = scanner
+        self.memo = _memo_for(index)
         self.block = block
         self.units: dict[UnitKey, _Included] = {}
         self.queue: list[UnitKey] = []
         self.imports: dict[tuple[str, str], tuple[ModuleInfo, ImportBinding]] = {}
         self.references: dict[tuple[str, str], tuple[str, str]] = {}
         self.builtins: set[tuple[str, str]] = set()
-        self.problems: dict[tuple[str, str, str], Problem] = {}
+        self.problems: dict[_Located, UnitKey] = {}
+        """Each problem, with the unit whose inclusion found it first."""
         self.namespaces: dict[str, dict[str, tuple[str, str]]] = {}
         """Internal modules used as objects -> attr -> (module, name) it denotes."""
-        self.escaped: set[str] = set()
-        """Modules whose object escapes (``vars(m)``): all their public names are members."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -83,7 +124,10 @@ class _Walk:
             )
         roots = self._target_units(info)
         for unit in roots:
-            self._include(info, unit, parent=None)
+            key = (info.source, info.module, unit.index)
+            if key not in self.units:
+                self.units[key] = _Included(info=info, unit=unit, parent=None)
+                self.queue.append(key)
         while self.queue:
             self._visit(self.queue.pop())
         order = self._order()
@@ -94,7 +138,13 @@ class _Walk:
                 self.imports.items(), key=lambda item: (item[0][0], item[1][1].line, item[0][1])
             )
         )
-        problems = sorted(self.problems.values(), key=lambda p: (p.category, p.location, p.message))
+        problems = sorted(
+            (
+                Problem(category=category, message=message, path=self._path(key), location=where)
+                for (category, where, message), key in self.problems.items()
+            ),
+            key=lambda p: (p.category, p.location, p.message),
+        )
         return Closure(
             block=self.block,
             units=tuple(UnitRef(source=k[0], module=k[1], index=k[2]) for k in order),
@@ -121,224 +171,32 @@ class _Walk:
             )
         return units[-1:]
 
-    def _include(self, info: ModuleInfo, unit: Unit, parent: UnitKey | None) -> UnitKey:
-        key = (info.source, info.module, unit.index)
-        if key not in self.units:
-            self.units[key] = _Included(info=info, unit=unit, parent=parent)
-            self.queue.append(key)
-        return key
-
     def _visit(self, key: UnitKey) -> None:
         entry = self.units[key]
-        info = entry.info
-        summary = self.scanner.summary(info, entry.unit, self.symbols)
-        for home, unit, load in summary.deps:
-            dep = self._include(home, unit, parent=key)
-            if dep != key:
-                (entry.load if load else entry.call).add(dep)
-        for local, home, binding in summary.imports:
-            self.imports.setdefault(local, (home, binding))
-        self.references.update(summary.references)
-        self.builtins.update(summary.builtins)
-        for use in summary.others:
-            self._use(key, info, use)
-        for chain, line in entry.unit.local_reads:
-            self._local_read(key, info, chain, line)
-        for finding in summary.findings:
-            registry = finding.registry
-            if registry is not None:
-                for registration in registry.registrations:
-                    entry.call.add(self._include(registry.home, registration, parent=key))
-                if not registry.elsewhere:
-                    continue  # every registration is in the home module, now inlined
-            self._problem(
-                key, info, finding.category, finding.message, line=finding.line, col=finding.col
-            )
-
-    def _use(self, key: UnitKey, info: ModuleInfo, use: Use) -> None:
-        """A read that becomes a problem (see :meth:`UnitScanner.summary`)."""
-        found = use.found
-        if found.kind == "external":
-            self._problem(
-                key,
-                info,
-                "native-op",
-                f"calls {found.target}, an operator registered by a compiled extension "
-                "of the source",
-                name=use.root,
-                line=use.line,
-            )
-        elif found.kind == "dunder":
-            if found.name in _RESOURCE_DUNDERS:
-                self._problem(
-                    key,
-                    info,
-                    "resource-file",
-                    f"reads {use.chain!r}: a file next to the source module, absent from the "
-                    "standalone block (ship the resource or pass its path in)",
-                    name=use.root,
-                    line=use.line,
-                )
-        elif found.kind == "module" and found.module is not None:
-            # an internal module used as an object becomes a namespace of inlined members
-            self.namespaces.setdefault(found.module.module, {})
-            if not use.line:  # the chain denotes the module object itself: it escapes
-                self.references[(info.module, use.prefix)] = (found.module.module, "")
-                self._module_object(key, (info, use.chain), found.module, (), load=use.load)
-        elif found.kind == "missing":
-            self._missing(key, info, use.chain, found, name=use.root, line=use.line)
-
-    # -- modules used as objects -------------------------------------------------------------
-
-    def _local_read(self, key: UnitKey, info: ModuleInfo, chain: str, line: int) -> None:
-        """A chain rooted at a name a local import binds (``aggr.MultiAggregation``)."""
-        parts = chain.split(".")
-        binding = next(
-            (
-                b
-                for b in self.units[key].unit.local_imports
-                if b.name == parts[0] and b.line == line
-            ),
-            None,
-        )
-        if binding is None or self.index.source_of_module(binding.module) is None:
-            return
-        found = self.symbols.follow(info, binding, parts[0], ())
-        if found.kind == "module" and found.module is not None:
-            load = self._in_class_body(info, self.units[key].unit, line)
-            self._module_object(key, (info, chain), found.module, tuple(parts[1:]), load=load)
-
-    def _in_class_body(self, info: ModuleInfo, unit: Unit, line: int) -> bool:
-        """Whether the import at ``line`` runs at load time (directly in a class body)."""
-        if unit.kind != "class":
-            return False
-        tree = self.scanner.tree(info, unit)
-        relative = line - unit.start_line + 1
-        return tree is not None and any(
-            isinstance(node, ast.ClassDef)
-            and any(
-                isinstance(stmt, ast.Import | ast.ImportFrom) and stmt.lineno == relative
-                for stmt in node.body
-            )
-            for node in ast.walk(tree)
-        )
-
-    def _module_object(
-        self,
-        key: UnitKey,
-        where: tuple[ModuleInfo, str],
-        module: ModuleInfo,
-        rest: tuple[str, ...],
-        *,
-        load: bool,
-    ) -> None:
-        """``module`` used as an object: its attribute ``rest[0]`` (then ``rest[1:]`` inside
-        it when that is a submodule) is a member; with no ``rest`` the object escapes, and
-        every public name (``__all__``, else public top-level names) is a member."""
-        self.namespaces.setdefault(module.module, {})
-        if rest:
-            self._member(key, where, module, rest[0], rest[1:], load=load, escape=False)
-            return
-        if module.module in self.escaped:
-            return
-        self.escaped.add(module.module)
-        for name in sorted(self.symbols.exports(module)):
-            self._member(key, where, module, name, (), load=load, escape=True)
-
-    def _member(
-        self,
-        key: UnitKey,
-        where: tuple[ModuleInfo, str],
-        module: ModuleInfo,
-        attr: str,
-        rest: tuple[str, ...],
-        *,
-        load: bool,
-        escape: bool,
-    ) -> None:
-        members = self.namespaces[module.module]
-        found = self.symbols.lookup(module, (attr,))
-        home = found.module
-        entry = self.units[key]
-        if found.kind == "definition" and home is not None:
-            for unit in found.units:
-                dep = self._include(home, unit, parent=key)
-                if dep != key:
-                    (entry.load if load else entry.call).add(dep)
-            members[attr] = (home.module, found.name)
-        elif found.kind == "external" and home is not None and found.binding is not None:
-            if escape and attr not in (module.all_names or ()):
-                return  # without ``__all__``, the public names are the module's definitions
-            self.imports.setdefault((home.module, found.name), (home, found.binding))
-            members[attr] = (home.module, found.name)
-        elif found.kind == "module" and home is not None:
-            if escape and attr not in (module.all_names or ()):
-                return  # submodules enumerate only when ``__all__`` lists them
-            members[attr] = (home.module, "")
-            self._module_object(key, where, home, rest, load=load)
-        elif found.kind == "dunder" and attr == "__name__":
-            members[attr] = (module.module, attr)  # emitted as the module's name
-        elif found.kind == "dunder" and attr in _RESOURCE_DUNDERS and not escape:
-            info, chain = where
-            self._problem(
-                key,
-                info,
-                "resource-file",
-                f"reads {chain!r}: a file of the source module, absent from the standalone "
-                "block (ship the resource or pass its path in)",
-                name=chain.split(".", 1)[0],
-            )
-        elif found.kind == "missing" and not escape:
-            info, chain = where
-            self._missing(key, info, chain, found, name=chain.split(".", 1)[0])
-
-    def _missing(
-        self,
-        key: UnitKey,
-        info: ModuleInfo,
-        chain: str,
-        found: Resolution,
-        *,
-        name: str,
-        line: int = 0,
-    ) -> None:
-        reason = found.reason or "unresolved"
-        category = _MISSING[reason]
-        if reason == "native":
-            message = f"{chain!r} comes from {found.target}, a compiled extension of the source"
-        elif reason == "not-indexed":
-            message = f"{chain!r} comes from {found.target}, which is not indexed"
-        elif found.binding is not None and found.target:
-            message = f"{chain!r} is imported from {found.target}, which does not exist"
-        else:
-            message = f"name {chain!r} is not defined anywhere"
-            if found.module is not None and found.module.module != info.module:
-                message += f" (looked up in {found.module.module})"
-        self._problem(key, info, category, message, name=name, line=line)
-
-    # -- problems ----------------------------------------------------------------------------
-
-    def _problem(
-        self,
-        key: UnitKey,
-        info: ModuleInfo,
-        category: Category,
-        message: str,
-        *,
-        name: str = "",
-        line: int = 0,
-        col: int = 0,
-    ) -> None:
-        unit = self.units[key].unit
-        if not line:
-            line, col = self.scanner.position(info, unit, name)
-        location = f"{info.path}:{line}:{col or 1}"
-        path = self._path(key)
-        ident = (category, location, message)
-        if ident not in self.problems:
-            self.problems[ident] = Problem(
-                category=category, message=message, path=path, location=location
-            )
+        effect = self.memo.effects.get(key)
+        if effect is None:
+            effect = _UnitEffect(self, key, entry.info, entry.unit).build()
+            self.memo.effects[key] = effect
+        entry.effect = effect
+        units, queue = self.units, self.queue
+        for dep, home, unit in effect.deps:
+            if dep not in units:
+                units[dep] = _Included(info=home, unit=unit, parent=key)
+                queue.append(dep)
+        imports = self.imports
+        for local, pair in effect.imports:
+            if local not in imports:
+                imports[local] = pair
+        if effect.references:
+            self.references.update(effect.references)
+        if effect.builtins:
+            self.builtins.update(effect.builtins)
+        for module, attr, target in effect.members:
+            members = self.namespaces.setdefault(module, {})
+            if target is not None:
+                members[attr] = target
+        for problem in effect.problems:
+            self.problems.setdefault(problem, key)
 
     def _path(self, key: UnitKey | None) -> tuple[str, ...]:
         labels: list[str] = []
@@ -354,28 +212,36 @@ class _Walk:
 
     def _order(self) -> list[UnitKey]:
         """Topological over load-time needs (stable by source, module, line); cycles broken."""
-        needs: dict[UnitKey, set[UnitKey]] = {}
-        calls = _CallClosure(self.units, self.scanner.reach)
+        units = self.units
+        memo = self.memo.needs
+        needs: dict[UnitKey, frozenset[UnitKey]] = {}
+        calls: _CallClosure | None = None
         by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
-        for key, entry in self.units.items():
-            wanted = set()
-            for dep in entry.load:
-                wanted.add(dep)
-                if _runs_at_load(self.units[dep].unit, reader=entry.unit):
-                    wanted |= calls.of(dep)
-            wanted.discard(key)
+        for key, entry in units.items():
+            wanted = memo.get(key)
+            if wanted is None:
+                # what must run before this unit: its load-time reads, and all they call
+                # when they run then; the same in every closure, so memoized per index
+                calls = calls or _CallClosure(self.memo.effects, self.scanner.reach)
+                found = set(_effect(entry).load)
+                for dep in _effect(entry).load:
+                    if _runs_at_load(units[dep].unit, reader=entry.unit):
+                        found |= calls.of(dep)
+                found.discard(key)
+                wanted = memo[key] = frozenset(found)
             needs[key] = wanted
             for name in entry.unit.binds:
                 by_name.setdefault((key[0], key[1], name), []).append(key)
+        sort_key = self._sort_key
         for keys in by_name.values():
-            keys.sort(key=self._sort_key)
-            for earlier, later in itertools.pairwise(keys):
-                needs[later].add(earlier)
-        return _topological(needs, self._sort_key)
+            if len(keys) > 1:
+                keys.sort(key=sort_key)
+                for earlier, later in itertools.pairwise(keys):
+                    needs[later] = needs[later] | {earlier}
+        return _topological(needs, sort_key)
 
-    def _sort_key(self, key: UnitKey) -> tuple[str, str, int, int]:
-        unit = self.units[key].unit
-        return (key[0], key[1], unit.start_line, unit.index)
+    def _sort_key(self, key: UnitKey) -> SortKey:
+        return _effect(self.units[key]).sort_key
 
     # -- renames -----------------------------------------------------------------------------
 
@@ -392,7 +258,7 @@ class _Walk:
             wanted.append(((module, local), local, _import_identity(binding)))
         for key in order:
             entry = self.units[key]
-            same = self._same_objects(entry) if entry.unit.kind in COMPOUND else {}
+            same = self._same_objects(key, entry) if entry.unit.kind in COMPOUND else {}
             for name in entry.unit.binds:
                 if name.startswith("__") and name.endswith("__"):
                     continue
@@ -410,10 +276,13 @@ class _Walk:
             renames[(module, name)] = new
         return renames
 
-    def _same_objects(self, entry: _Included) -> dict[str, object]:
+    def _same_objects(self, key: UnitKey, entry: _Included) -> dict[str, object]:
         """Names a conditional unit binds by importing an inlined definition of the same name
         (``try: from .fast import fused``): one object, so one flat name, not a collision."""
-        found: dict[str, object] = {}
+        found = self.memo.same.get(key)
+        if found is not None:
+            return found
+        found = self.memo.same[key] = {}
         for binding in entry.unit.imports:
             if binding.type_checking or binding.attr in (None, "*"):
                 continue
@@ -427,11 +296,218 @@ class _Walk:
         return found
 
 
+class _UnitEffect:
+    """Computes the :class:`_Effect` of one unit (what ``_Walk._visit`` replays)."""
+
+    def __init__(self, walk: _Walk, key: UnitKey, info: ModuleInfo, unit: Unit) -> None:
+        self.index = walk.index
+        self.symbols = walk.symbols
+        self.scanner = walk.scanner
+        self.key = key
+        self.info = info
+        self.unit = unit
+        self.deps: list[tuple[UnitKey, ModuleInfo, Unit]] = []
+        self.load: set[UnitKey] = set()
+        self.call: set[UnitKey] = set()
+        self.imports: list[tuple[tuple[str, str], tuple[ModuleInfo, ImportBinding]]] = []
+        self.references: list[tuple[tuple[str, str], tuple[str, str]]] = []
+        self.members: list[tuple[str, str, tuple[str, str] | None]] = []
+        self.problems: list[_Located] = []
+        self.escaped: set[str] = set()
+        """Modules whose object escapes (``vars(m)``): all their public names are members."""
+
+    def build(self) -> _Effect:
+        info, key = self.info, self.key
+        summary = self.scanner.summary(info, self.unit, self.symbols)
+        for home, unit, load in summary.deps:
+            dep = self._include(home, unit)
+            if dep != key:
+                (self.load if load else self.call).add(dep)
+        self.imports.extend((local, (home, binding)) for local, home, binding in summary.imports)
+        self.references.extend(summary.references)
+        for use in summary.others:
+            self._use(use)
+        for chain, line in self.unit.local_reads:
+            self._local_read(chain, line)
+        for finding in summary.findings:
+            registry = finding.registry
+            if registry is not None:
+                for registration in registry.registrations:
+                    self.call.add(self._include(registry.home, registration))
+                if not registry.elsewhere:
+                    continue  # every registration is in the home module, now inlined
+            self._problem(finding.category, finding.message, line=finding.line, col=finding.col)
+        return _Effect(
+            deps=tuple(self.deps),
+            load=frozenset(self.load),
+            call=frozenset(self.call),
+            imports=tuple(self.imports),
+            references=tuple(self.references),
+            builtins=summary.builtins,
+            members=tuple(self.members),
+            problems=tuple(dict.fromkeys(self.problems)),
+            sort_key=(key[0], key[1], self.unit.start_line, self.unit.index),
+        )
+
+    def _include(self, info: ModuleInfo, unit: Unit) -> UnitKey:
+        key = (info.source, info.module, unit.index)
+        self.deps.append((key, info, unit))
+        return key
+
+    def _use(self, use: Use) -> None:
+        """A read that becomes a problem (see :meth:`UnitScanner.summary`)."""
+        info = self.info
+        found = use.found
+        if found.kind == "external":
+            self._problem(
+                "native-op",
+                f"calls {found.target}, an operator registered by a compiled extension "
+                "of the source",
+                name=use.root,
+                line=use.line,
+            )
+        elif found.kind == "dunder":
+            if found.name in _RESOURCE_DUNDERS:
+                self._problem(
+                    "resource-file",
+                    f"reads {use.chain!r}: a file next to the source module, absent from the "
+                    "standalone block (ship the resource or pass its path in)",
+                    name=use.root,
+                    line=use.line,
+                )
+        elif found.kind == "module" and found.module is not None:
+            # an internal module used as an object becomes a namespace of inlined members
+            self.members.append((found.module.module, "", None))
+            if not use.line:  # the chain denotes the module object itself: it escapes
+                self.references.append(((info.module, use.prefix), (found.module.module, "")))
+                self._module_object((info, use.chain), found.module, (), load=use.load)
+        elif found.kind == "missing":
+            self._missing(use.chain, found, name=use.root, line=use.line)
+
+    # -- modules used as objects -------------------------------------------------------------
+
+    def _local_read(self, chain: str, line: int) -> None:
+        """A chain rooted at a name a local import binds (``aggr.MultiAggregation``)."""
+        parts = chain.split(".")
+        binding = next(
+            (b for b in self.unit.local_imports if b.name == parts[0] and b.line == line),
+            None,
+        )
+        if binding is None or self.index.source_of_module(binding.module) is None:
+            return
+        found = self.symbols.follow(self.info, binding, parts[0], ())
+        if found.kind == "module" and found.module is not None:
+            load = self._in_class_body(line)
+            self._module_object((self.info, chain), found.module, tuple(parts[1:]), load=load)
+
+    def _in_class_body(self, line: int) -> bool:
+        """Whether the import at ``line`` runs at load time (directly in a class body)."""
+        unit = self.unit
+        if unit.kind != "class":
+            return False
+        tree = self.scanner.tree(self.info, unit)
+        relative = line - unit.start_line + 1
+        return tree is not None and any(
+            isinstance(node, ast.ClassDef)
+            and any(
+                isinstance(stmt, ast.Import | ast.ImportFrom) and stmt.lineno == relative
+                for stmt in node.body
+            )
+            for node in ast.walk(tree)
+        )
+
+    def _module_object(
+        self,
+        where: tuple[ModuleInfo, str],
+        module: ModuleInfo,
+        rest: tuple[str, ...],
+        *,
+        load: bool,
+    ) -> None:
+        """``module`` used as an object: its attribute ``rest[0]`` (then ``rest[1:]`` inside
+        it when that is a submodule) is a member; with no ``rest`` the object escapes, and
+        every public name (``__all__``, else public top-level names) is a member."""
+        self.members.append((module.module, "", None))
+        if rest:
+            self._member(where, module, rest[0], rest[1:], load=load, escape=False)
+            return
+        if module.module in self.escaped:
+            return
+        self.escaped.add(module.module)
+        for name in sorted(self.symbols.exports(module)):
+            self._member(where, module, name, (), load=load, escape=True)
+
+    def _member(
+        self,
+        where: tuple[ModuleInfo, str],
+        module: ModuleInfo,
+        attr: str,
+        rest: tuple[str, ...],
+        *,
+        load: bool,
+        escape: bool,
+    ) -> None:
+        found = self.symbols.lookup(module, (attr,))
+        home = found.module
+        if found.kind == "definition" and home is not None:
+            for unit in found.units:
+                dep = self._include(home, unit)
+                if dep != self.key:
+                    (self.load if load else self.call).add(dep)
+            self.members.append((module.module, attr, (home.module, found.name)))
+        elif found.kind == "external" and home is not None and found.binding is not None:
+            if escape and attr not in (module.all_names or ()):
+                return  # without ``__all__``, the public names are the module's definitions
+            self.imports.append(((home.module, found.name), (home, found.binding)))
+            self.members.append((module.module, attr, (home.module, found.name)))
+        elif found.kind == "module" and home is not None:
+            if escape and attr not in (module.all_names or ()):
+                return  # submodules enumerate only when ``__all__`` lists them
+            self.members.append((module.module, attr, (home.module, "")))
+            self._module_object(where, home, rest, load=load)
+        elif found.kind == "dunder" and attr == "__name__":
+            self.members.append((module.module, attr, (module.module, attr)))
+        elif found.kind == "dunder" and attr in _RESOURCE_DUNDERS and not escape:
+            _, chain = where
+            self._problem(
+                "resource-file",
+                f"reads {chain!r}: a file of the source module, absent from the standalone "
+                "block (ship the resource or pass its path in)",
+                name=chain.split(".", 1)[0],
+            )
+        elif found.kind == "missing" and not escape:
+            _, chain = where
+            self._missing(chain, found, name=chain.split(".", 1)[0])
+
+    def _missing(self, chain: str, found: Resolution, *, name: str, line: int = 0) -> None:
+        info = self.info
+        reason = found.reason or "unresolved"
+        category = _MISSING[reason]
+        if reason == "native":
+            message = f"{chain!r} comes from {found.target}, a compiled extension of the source"
+        elif reason == "not-indexed":
+            message = f"{chain!r} comes from {found.target}, which is not indexed"
+        elif found.binding is not None and found.target:
+            message = f"{chain!r} is imported from {found.target}, which does not exist"
+        else:
+            message = f"name {chain!r} is not defined anywhere"
+            if found.module is not None and found.module.module != info.module:
+                message += f" (looked up in {found.module.module})"
+        self._problem(category, message, name=name, line=line)
+
+    def _problem(
+        self, category: Category, message: str, *, name: str = "", line: int = 0, col: int = 0
+    ) -> None:
+        if not line:
+            line, col = self.scanner.position(self.info, self.unit, name)
+        self.problems.append((category, f"{self.info.path}:{line}:{col or 1}", message))
+
+
 SortKey = tuple[str, str, int, int]
 
 
 def _topological(
-    needs: Mapping[UnitKey, set[UnitKey]], sort_key: Callable[[UnitKey], SortKey]
+    needs: Mapping[UnitKey, frozenset[UnitKey]], sort_key: Callable[[UnitKey], SortKey]
 ) -> list[UnitKey]:
     """Dependencies first, ties broken by ``sort_key``; a cycle stays together, in file order.
 
@@ -461,7 +537,7 @@ def _topological(
     return order
 
 
-def _components(needs: Mapping[UnitKey, set[UnitKey]]) -> list[list[UnitKey]]:
+def _components(needs: Mapping[UnitKey, frozenset[UnitKey]]) -> list[list[UnitKey]]:
     """Strongly connected components (iterative Tarjan).
 
     Membership does not depend on visiting order; callers order components by their keys.
@@ -558,9 +634,9 @@ class _CallClosure:
     """
 
     def __init__(
-        self, units: Mapping[UnitKey, _Included], memo: dict[UnitKey, frozenset[UnitKey]]
+        self, effects: Mapping[UnitKey, _Effect], memo: dict[UnitKey, frozenset[UnitKey]]
     ) -> None:
-        self.units = units
+        self.effects = effects
         self.memo = memo
 
     def of(self, start: UnitKey) -> frozenset[UnitKey]:
@@ -576,7 +652,8 @@ class _CallClosure:
                 seen |= known
                 seen.add(key)
                 continue
-            for dep in _edges(self.units[key]):
+            effect = self.effects[key]
+            for dep in itertools.chain(effect.call, effect.load):
                 if dep not in seen:
                     seen.add(dep)
                     stack.append(dep)
@@ -586,6 +663,6 @@ class _CallClosure:
         return result
 
 
-def _edges(entry: _Included) -> Iterable[UnitKey]:
-    yield from entry.call
-    yield from entry.load
+def _effect(entry: _Included) -> _Effect:
+    assert entry.effect is not None, "every included unit is visited before ordering"
+    return entry.effect
