@@ -21,33 +21,13 @@ from types import TracebackType
 from typing import Any, BinaryIO
 
 from nnrag.errors import SandboxError
+from nnrag.lockdown import ENV_ALLOW, PR_SET_PDEATHSIG, lock_down, prctl
 
 Message = dict[str, Any]
 
-ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "SYSTEMROOT")
-"""Environment variables a block may see; everything else (tokens, credentials) is dropped."""
 CLONE_NEWNET = 0x40000000
-PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _HEADER = struct.Struct("!Q")
-_OUTPUT_LIMIT = 64 * 1024 * 1024
-_WRITE_EVENTS = {
-    "os.remove",
-    "os.rename",
-    "os.rmdir",
-    "os.mkdir",
-    "os.symlink",
-    "os.link",
-    "os.truncate",
-    "os.chmod",
-    "os.chown",
-    "os.utime",
-    "shutil.rmtree",
-    "shutil.copyfile",
-    "shutil.move",
-}
-_REFUSED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
-_REFUSED_EVENTS = {"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile"}
 
 
 # --------------------------------------------------------------------------- framing
@@ -232,8 +212,8 @@ def _kill_group(pgid: int) -> None:
 
 def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> None:
     """Warm server main loop: import torch once, then fork a child per request."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     # One empty network namespace for the server, inherited by every child (no per-block cost).
     unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
     netns = unshare is not None and unshare(CLONE_NEWNET) == 0
@@ -292,12 +272,6 @@ def _run_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], 
     _reap_leftovers(pid)
     stderr_tail = _tail(tmp / "stderr.txt")
     return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
-
-
-def _prctl(option: int, value: int) -> None:
-    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
-    if prctl is not None:
-        prctl(option, value)
 
 
 def _spawn_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], None]]:
@@ -495,29 +469,9 @@ def summarize(
 
 def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
     """Lock the process down, then run the probe, reporting progress over ``fd``."""
-    with contextlib.suppress(OSError):  # already a session leader when spawned
-        os.setsid()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    os.chdir(tmp)
-    environ = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
-    os.environ.clear()
-    os.environ.update(environ)
-    os.environ.update(HOME=str(tmp), TMPDIR=str(tmp), CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
-    tempfile.tempdir = str(tmp)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    err = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(err, 2)
-    import faulthandler
-
-    faulthandler.enable()
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    _set_limits(float(request.get("timeout_s", 60.0)), memory_mb)
-    sys.dont_write_bytecode = True
-    violations: list[str] = []
-    sys.addaudithook(_audit_hook(tmp, violations, os.getpid()))
+    violations = lock_down(
+        tmp, timeout_s=float(request.get("timeout_s", 60.0)), memory_mb=memory_mb
+    )
 
     def send(message: Message) -> None:
         write_frame(fd, message)
@@ -525,98 +479,6 @@ def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
     from nnrag import probe
 
     probe.run_block(request, send=send, violations=violations)
-
-
-def _set_limits(timeout_s: float, memory_mb: int) -> None:
-    import resource
-
-    cpu = int(timeout_s) + 5
-    limits = [
-        (resource.RLIMIT_CPU, cpu, cpu + 5),
-        (resource.RLIMIT_FSIZE, _OUTPUT_LIMIT, _OUTPUT_LIMIT),
-        (resource.RLIMIT_NOFILE, 1024, 1024),
-    ]
-    try:
-        vm_kb = int(
-            next(
-                line.split()[1]
-                for line in Path("/proc/self/status").read_text().splitlines()
-                if line.startswith("VmSize:")
-            )
-        )
-        limit = vm_kb * 1024 + memory_mb * 1024 * 1024
-        limits.append((resource.RLIMIT_AS, limit, limit))
-    except (OSError, StopIteration):
-        limit = memory_mb * 1024 * 1024
-        limits.append((resource.RLIMIT_DATA, limit, limit))
-    if os.path.isdir("/proc"):
-        running = sum(1 for entry in os.listdir("/proc") if entry.isdigit())
-        limits.append((resource.RLIMIT_NPROC, running + 64, running + 64))
-    for kind, want_soft, want_hard in limits:
-        try:
-            _, old_hard = resource.getrlimit(kind)
-            hard = want_hard if old_hard == resource.RLIM_INFINITY else min(want_hard, old_hard)
-            resource.setrlimit(kind, (min(want_soft, hard), hard))
-        except (ValueError, OSError):
-            pass
-
-
-def _audit_hook(
-    tmp: Path, violations: list[str], pid: int
-) -> Callable[[str, tuple[Any, ...]], None]:
-    """An audit hook refusing network, processes, signals to others and writes outside ``tmp``."""
-    root = str(tmp)
-
-    def inside(path: object) -> bool:
-        if isinstance(path, int):
-            return True
-        try:
-            text = os.fsdecode(path)  # type: ignore[arg-type]
-        except TypeError:
-            return False
-        real = os.path.realpath(os.path.join(root if not os.path.isabs(text) else "", text))
-        return real in (os.devnull, root) or real.startswith(root + os.sep)
-
-    def refuse(what: str) -> None:
-        violations.append(what)
-        raise PermissionError(f"nnrag sandbox: {what} is not allowed")
-
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event == "open":
-            path, mode, flags = args
-            writes = bool(
-                (flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC)
-            )
-            if (writes or (mode and any(c in str(mode) for c in "wax+"))) and not inside(path):
-                refuse(f"writing {os.fsdecode(path)}")
-            elif isinstance(path, (str, bytes)) and _other_process(os.fsdecode(path), pid):
-                refuse(f"reading {os.fsdecode(path)} (another process's environment and memory)")
-        elif event in _WRITE_EVENTS:
-            for arg in args[:2]:
-                if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg):
-                    refuse(f"{event} on {os.fsdecode(arg)}")
-        elif event in {"os.kill", "os.killpg"}:
-            if args and args[0] not in (pid, 0):
-                refuse(f"{event}{args}")
-        elif (event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES)) and (
-            event != "socket.__new__" or not _is_local_pair(args)
-        ):
-            refuse(event)
-
-    return hook
-
-
-def _other_process(path: str, pid: int) -> bool:
-    """``/proc/<pid>/...`` of a process other than the child itself."""
-    parts = os.path.normpath(path).split(os.sep)
-    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and int(parts[2]) != pid
-
-
-def _is_local_pair(args: tuple[Any, ...]) -> bool:
-    """``socket.socketpair`` (used by asyncio and multiprocessing internals) stays local."""
-    import socket
-
-    return len(args) > 1 and args[1] == getattr(socket, "AF_UNIX", -1)
 
 
 __all__ = ["ENV_ALLOW", "Sandbox", "read_frame", "serve", "summarize", "write_frame"]

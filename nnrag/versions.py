@@ -30,6 +30,7 @@ VALIDATION_MODULES = (
     "scoping",
     "validate",
     "sandbox",
+    "lockdown",
     "probe",
     "probe_args",
     "probe_inputs",

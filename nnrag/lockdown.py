@@ -1,0 +1,168 @@
+"""Locks a sandbox child down: session, environment, rlimits and an audit hook."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "SYSTEMROOT")
+"""Environment variables a block may see; everything else (tokens, credentials) is dropped."""
+_OUTPUT_LIMIT = 64 * 1024 * 1024
+_WRITE_EVENTS = {
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.mkdir",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "os.utime",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "shutil.move",
+}
+_REFUSED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
+_REFUSED_EVENTS = {"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile"}
+
+
+def prctl(option: int, value: int) -> None:
+    """Linux ``prctl(2)``; a no-op where libc has none."""
+    call = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
+    if call is not None:
+        call(option, value)
+
+
+def lock_down(tmp: Path, *, timeout_s: float, memory_mb: int) -> list[str]:
+    """Lock this (child) process down inside ``tmp``; return the list the audit hook fills.
+
+    New session, parent-death signal, working folder and HOME in ``tmp``, an environment
+    reduced to :data:`ENV_ALLOW`, stdio redirected, rlimits, and an audit hook that refuses
+    network, processes and writes outside ``tmp`` (each refusal is appended to the list).
+    """
+    with contextlib.suppress(OSError):  # already a session leader when spawned
+        os.setsid()
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.chdir(tmp)
+    environ = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+    os.environ.clear()
+    os.environ.update(environ)
+    os.environ.update(HOME=str(tmp), TMPDIR=str(tmp), CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    tempfile.tempdir = str(tmp)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    err = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    import faulthandler
+
+    faulthandler.enable()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    set_limits(timeout_s, memory_mb)
+    sys.dont_write_bytecode = True
+    violations: list[str] = []
+    sys.addaudithook(audit_hook(tmp, violations, os.getpid()))
+    return violations
+
+
+def set_limits(timeout_s: float, memory_mb: int) -> None:
+    """CPU time, file size, open files, address space (or data) and process-count limits."""
+    import resource
+
+    cpu = int(timeout_s) + 5
+    limits = [
+        (resource.RLIMIT_CPU, cpu, cpu + 5),
+        (resource.RLIMIT_FSIZE, _OUTPUT_LIMIT, _OUTPUT_LIMIT),
+        (resource.RLIMIT_NOFILE, 1024, 1024),
+    ]
+    try:
+        vm_kb = int(
+            next(
+                line.split()[1]
+                for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith("VmSize:")
+            )
+        )
+        limit = vm_kb * 1024 + memory_mb * 1024 * 1024
+        limits.append((resource.RLIMIT_AS, limit, limit))
+    except (OSError, StopIteration):
+        limit = memory_mb * 1024 * 1024
+        limits.append((resource.RLIMIT_DATA, limit, limit))
+    if os.path.isdir("/proc"):
+        running = sum(1 for entry in os.listdir("/proc") if entry.isdigit())
+        limits.append((resource.RLIMIT_NPROC, running + 64, running + 64))
+    for kind, want_soft, want_hard in limits:
+        try:
+            _, old_hard = resource.getrlimit(kind)
+            hard = want_hard if old_hard == resource.RLIM_INFINITY else min(want_hard, old_hard)
+            resource.setrlimit(kind, (min(want_soft, hard), hard))
+        except (ValueError, OSError):
+            pass
+
+
+def audit_hook(
+    tmp: Path, violations: list[str], pid: int
+) -> Callable[[str, tuple[Any, ...]], None]:
+    """An audit hook refusing network, processes, signals to others and writes outside ``tmp``."""
+    root = str(tmp)
+
+    def inside(path: object) -> bool:
+        if isinstance(path, int):
+            return True
+        try:
+            text = os.fsdecode(path)  # type: ignore[arg-type]
+        except TypeError:
+            return False
+        real = os.path.realpath(os.path.join(root if not os.path.isabs(text) else "", text))
+        return real in (os.devnull, root) or real.startswith(root + os.sep)
+
+    def refuse(what: str) -> None:
+        violations.append(what)
+        raise PermissionError(f"nnrag sandbox: {what} is not allowed")
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = args
+            writes = bool(
+                (flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC)
+            )
+            if (writes or (mode and any(c in str(mode) for c in "wax+"))) and not inside(path):
+                refuse(f"writing {os.fsdecode(path)}")
+            elif isinstance(path, (str, bytes)) and _other_process(os.fsdecode(path), pid):
+                refuse(f"reading {os.fsdecode(path)} (another process's environment and memory)")
+        elif event in _WRITE_EVENTS:
+            for arg in args[:2]:
+                if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg):
+                    refuse(f"{event} on {os.fsdecode(arg)}")
+        elif event in {"os.kill", "os.killpg"}:
+            if args and args[0] not in (pid, 0):
+                refuse(f"{event}{args}")
+        elif (event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES)) and (
+            event != "socket.__new__" or not _is_local_pair(args)
+        ):
+            refuse(event)
+
+    return hook
+
+
+def _other_process(path: str, pid: int) -> bool:
+    """``/proc/<pid>/...`` of a process other than the child itself."""
+    parts = os.path.normpath(path).split(os.sep)
+    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and int(parts[2]) != pid
+
+
+def _is_local_pair(args: tuple[Any, ...]) -> bool:
+    """``socket.socketpair`` (used by asyncio and multiprocessing internals) stays local."""
+    import socket
+
+    return len(args) > 1 and args[1] == getattr(socket, "AF_UNIX", -1)
