@@ -80,6 +80,7 @@ class _Memo:
     effects: dict[UnitKey, _Effect] = field(default_factory=dict)
     needs: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
     same: dict[UnitKey, dict[str, object]] = field(default_factory=dict)
+    previous: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
     components: dict[UnitKey, _Components] = field(default_factory=dict)
 
 
@@ -212,12 +213,18 @@ class _Walk:
     # -- order -------------------------------------------------------------------------------
 
     def _order(self) -> list[UnitKey]:
-        """Topological over load-time needs (stable by source, module, line); cycles broken."""
+        """Topological over load-time needs (stable by source, module, line); cycles broken.
+
+        Units of one module binding the same name keep their file order (each needs the
+        previous binder). When every such previous binder is in the closure, these edges are
+        the same in every closure and the memoized components order it; otherwise this
+        closure's graph is ordered as it is.
+        """
         units = self.units
-        memo = self.memo.needs
+        memo, previous = self.memo.needs, self.memo.previous
         needs: dict[UnitKey, frozenset[UnitKey]] = {}
         calls: _CallClosure | None = None
-        by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
+        closed = True
         for key, entry in units.items():
             wanted = memo.get(key)
             if wanted is None:
@@ -230,20 +237,45 @@ class _Walk:
                         found |= calls.of(dep)
                 found.discard(key)
                 wanted = memo[key] = frozenset(found)
+            before = previous.get(key)
+            if before is None:
+                before = previous[key] = self._previous_binders(key, entry)
+            if before:
+                closed = closed and all(other in units for other in before)
+                wanted = wanted | before
             needs[key] = wanted
+        if closed:
+            return _Components.order(self.memo.components, needs, self._sort_key)
+        return _topological(self._closure_needs(), self._sort_key)
+
+    def _previous_binders(self, key: UnitKey, entry: _Included) -> frozenset[UnitKey]:
+        """For each name ``entry`` binds, the unit of its module binding it just before."""
+        found: set[UnitKey] = set()
+        binders = self.symbols.binders(entry.info)
+        for name in entry.unit.binds:
+            earlier = None
+            for unit in binders.get(name, ()):
+                if unit.index == key[2]:
+                    break
+                earlier = unit
+            if earlier is not None:
+                found.add((key[0], key[1], earlier.index))
+        return frozenset(found)
+
+    def _closure_needs(self) -> dict[UnitKey, frozenset[UnitKey]]:
+        """Memoized needs plus, per name bound by several units of a module in this
+        closure, each such unit after the previous one in it."""
+        needs = {key: self.memo.needs[key] for key in self.units}
+        by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
+        for key, entry in self.units.items():
             for name in entry.unit.binds:
                 by_name.setdefault((key[0], key[1], name), []).append(key)
-        sort_key = self._sort_key
-        redefined = False
         for keys in by_name.values():
             if len(keys) > 1:
-                redefined = True
-                keys.sort(key=sort_key)
+                keys.sort(key=self._sort_key)
                 for earlier, later in itertools.pairwise(keys):
                     needs[later] = needs[later] | {earlier}
-        if redefined:  # edges that exist only in this closure: order this graph as it is
-            return _topological(needs, sort_key)
-        return _Components.order(self.memo.components, needs, sort_key)
+        return needs
 
     def _sort_key(self, key: UnitKey) -> SortKey:
         return _effect(self.units[key]).sort_key
