@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import functools
 import importlib.metadata
+import itertools
 import re
 import sys
 import tempfile
@@ -95,32 +96,37 @@ def emit(index: Index, closure: Closure) -> Extracted:
     emitted: dict[str, set[int]] = {}
     cache = _cache_for(index)
     for position, (info, unit) in enumerate(plan.units):
-        chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
+        if namespaces:
+            chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
         if unit.kind == "import":
             continue  # hoisted into the import section above
-        lines = emitted.setdefault(info.module, set())
-        span = set(range(unit.start_line, unit.end_line + 1))
-        if span <= lines:
-            continue  # several statements on one line: already emitted with the first
-        lines |= span
-        text = _unit_text(cache.lines(info), unit)
-        rewrite = rewrites.get(id(unit), Rewrite())
+        if cache.shares_lines(info):
+            lines = emitted.setdefault(info.module, set())
+            span = set(range(unit.start_line, unit.end_line + 1))
+            if span <= lines:
+                continue  # several statements on one line: already emitted with the first
+            lines |= span
+        rewrite = rewrites.get(id(unit))
         stringify = info.module in lazy and not all_lazy
-        if stringify or rewrite:
-            try:
-                text = _rewrite_cached(text, _rewrite_key(rewrite), stringify)
-            except (SyntaxError, ValueError) as error:  # keep the text, say so
-                plan.problems.append(
-                    Problem(
-                        category="internal-error",
-                        message=f"could not rewrite unit: {error}",
-                        location=f"{info.path}:{unit.start_line}:1",
-                    )
+        if not stringify and rewrite is None:
+            chunks.append(cache.chunk(info, unit))  # the same string object in every block
+            continue
+        text = _unit_text(cache.lines(info), unit)
+        try:
+            text = _rewrite_cached(text, _rewrite_key(rewrite or Rewrite()), stringify)
+        except (SyntaxError, ValueError) as error:  # keep the text, say so
+            plan.problems.append(
+                Problem(
+                    category="internal-error",
+                    message=f"could not rewrite unit: {error}",
+                    location=f"{info.path}:{unit.start_line}:1",
                 )
-        chunks.append(f"# from {info.module}\n{text}\n")
+            )
+        chunks.append(_chunk(info.module, text))
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
-    body = "\n\n".join(chunk.rstrip("\n") + "\n" for chunk in chunks)
+    body = "\n\n".join(chunk if _normal(chunk) else chunk.rstrip("\n") + "\n" for chunk in chunks)
+    digest = body_digest(body)
 
     requirements = external_requirements(
         [b for b in plan.imports.values() if not b.conditional],
@@ -136,7 +142,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
         modules=modules,
         files=files,
         requirements=requirements,
-        body=body,
+        digest=digest,
     )
     code = header + "\n" + body
     # the header is compiled as bytes: only then does Python read a PEP 263 declaration
@@ -145,7 +151,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     return Extracted(
         block=block,
         code=code,
-        digest=body_digest(body),
+        digest=digest,
         requirements=requirements,
         files=tuple(SourceFile(source=s, path=p, sha1=h) for s, p, h in files),
         problems=tuple(closure.problems) + tuple(plan.problems),
@@ -158,22 +164,25 @@ def emit(index: Index, closure: Closure) -> Extracted:
 
 def _collect_units(index: Index, closure: Closure, plan: _Plan) -> dict[str, ModuleInfo]:
     modules: dict[str, ModuleInfo] = {}
+    cache = _cache_for(index)
     for ref in closure.units:
-        info = index.module(ref.module, prefer=ref.source)
-        if info is None or info.source != ref.source:
-            raise ExtractionError(
-                f"module {ref.module} of source {ref.source!r} is not in the index; "
-                "run `nnrag index` again",
-                block_id=closure.block.id,
-            )
-        unit = next((u for u in info.units if u.index == ref.index), None)
-        if unit is None:
+        found = cache.unit(ref.source, ref.module, ref.index)
+        if found is None:
+            info = index.module(ref.module, prefer=ref.source)
+            if info is None or info.source != ref.source:
+                raise ExtractionError(
+                    f"module {ref.module} of source {ref.source!r} is not in the index; "
+                    "run `nnrag index` again",
+                    block_id=closure.block.id,
+                )
             raise ExtractionError(
                 f"unit {ref.index} of {ref.module} is not in the index; run `nnrag index` again",
                 block_id=closure.block.id,
             )
-        modules.setdefault(info.module, info)
-        plan.units.append((info, unit))
+        info = found[0]
+        if info.module not in modules:
+            modules[info.module] = info
+        plan.units.append(found)
     return modules
 
 
@@ -215,12 +224,10 @@ def _assign_flat_names(
         plan.flat[entity] = name
 
     claim(("def", block.module, block.name), block.name)
+    cache = _cache_for(index)
     for info, unit in plan.units:
-        bound = symbols.binders(info)
-        for chain in (*unit.load_reads, *unit.call_reads):
-            root = chain.split(".", 1)[0]
-            if root in _BUILTINS and root not in bound:
-                claim(("builtin", root), root)
+        for root in cache.builtins(symbols, info, unit):
+            claim(("builtin", root), root)
 
     # Kept imports: closure.imports, plus external bindings of any inlined import unit
     # (conditional imports kept whole inside their try/if unit are not hoisted).
@@ -229,7 +236,6 @@ def _assign_flat_names(
     for _, unit in plan.units:
         if unit.kind == "import":
             candidates += [b for b in unit.imports if index.source_of_module(b.module) is None]
-    cache = _cache_for(index)
     renamed: dict[str, list[tuple[str, str]]] = {}
     for (module, name), flat in sorted(closure.renames.items()):
         renamed.setdefault(name, []).append((module, flat))
@@ -265,6 +271,12 @@ class _IndexCache:
         self._forms: dict[tuple[str, str], frozenset[tuple[str, str | None, str]]] = {}
         self._lines: dict[tuple[str, str], list[str]] = {}
         self._reads: dict[tuple[str, str, int], tuple[_Read, ...]] = {}
+        self._units: dict[tuple[str, str, int], tuple[ModuleInfo, Unit]] = {}
+        self._chunks: dict[tuple[str, str, int], str] = {}
+        self._shared: dict[tuple[str, str], bool] = {}
+        self._builtins: dict[tuple[str, str, int], tuple[str, ...]] = {}
+        self._inner: dict[tuple[str, str, int], tuple[tuple[tuple[str, str], Entity | None], ...]]
+        self._inner = {}
 
     def import_forms(self, info: ModuleInfo) -> frozenset[tuple[str, str | None, str]]:
         """``(module, attr, name)`` of every import written in ``info``."""
@@ -280,6 +292,59 @@ class _IndexCache:
         if key not in self._lines:
             self._lines[key] = self.index.text(info).split("\n")
         return self._lines[key]
+
+    def builtins(self, symbols: Symbols, info: ModuleInfo, unit: Unit) -> tuple[str, ...]:
+        """Builtins ``unit`` reads (roots its module does not bind), first read first."""
+        key = (info.source, info.module, unit.index)
+        found = self._builtins.get(key)
+        if found is None:
+            bound = symbols.binders(info)
+            roots = (chain.split(".", 1)[0] for chain in (*unit.load_reads, *unit.call_reads))
+            found = tuple(dict.fromkeys(r for r in roots if r in _BUILTINS and r not in bound))
+            self._builtins[key] = found
+        return found
+
+    def inner_imports(
+        self, symbols: Symbols, info: ModuleInfo, unit: Unit
+    ) -> tuple[tuple[tuple[str, str], Entity | None], ...]:
+        """:func:`_inner_imports`, memoized."""
+        key = (info.source, info.module, unit.index)
+        found = self._inner.get(key)
+        if found is None:
+            found = self._inner[key] = _inner_imports(self.index, symbols, info, unit)
+        return found
+
+    def unit(self, source: str, module: str, number: int) -> tuple[ModuleInfo, Unit] | None:
+        """Unit ``number`` of ``module`` in ``source`` (``None``: not in the index)."""
+        key = (source, module, number)
+        found = self._units.get(key)
+        if found is None:
+            info = self.index.module(module, prefer=source)
+            if info is None or info.source != source:
+                return None
+            unit = next((u for u in info.units if u.index == number), None)
+            if unit is None:
+                return None
+            found = self._units[key] = (info, unit)
+        return found
+
+    def chunk(self, info: ModuleInfo, unit: Unit) -> str:
+        """The verbatim chunk of ``unit`` (see :func:`_chunk`), one string per unit."""
+        key = (info.source, info.module, unit.index)
+        found = self._chunks.get(key)
+        if found is None:
+            found = self._chunks[key] = _chunk(info.module, _unit_text(self.lines(info), unit))
+        return found
+
+    def shares_lines(self, info: ModuleInfo) -> bool:
+        """Whether two units of ``info`` share a line (``a = 1; b = 2``)."""
+        key = (info.source, info.module)
+        found = self._shared.get(key)
+        if found is None:
+            spans = sorted((u.start_line, u.end_line) for u in info.units)
+            found = any(a[1] >= b[0] for a, b in itertools.pairwise(spans))
+            self._shared[key] = found
+        return found
 
     def reads(self, symbols: Symbols, info: ModuleInfo, unit: Unit) -> tuple[_Read, ...]:
         """What each chain ``unit`` reads denotes: ``(prefix, entity, is_load)``, resolved
@@ -329,36 +394,40 @@ def _plan_rewrites(
             defs.setdefault(entity[1], {})[entity[2]] = flat
     rewrites: dict[int, Rewrite] = {}
     cache = _cache_for(index)
+    empty: dict[str, str] = {}
     for info, unit in plan.units:
         load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
-        imported = _inner_imports(index, symbols, plan=plan, info=info, unit=unit)
-        package = info.module if info.is_package else info.module.rpartition(".")[0]
-        rewrite = Rewrite(
-            load=load,
-            call=call,
-            defs=defs.get(info.module, {}),
-            imported=imported,
-            package=package,
-        )
-        if load or call or imported or any(name in rewrite.defs for name in unit.binds):
-            rewrites[id(unit)] = rewrite
+        imported: dict[tuple[str, str], str] = {}
+        for inner, target in cache.inner_imports(symbols, info, unit):
+            named = None if target is None else plan.flat.get(target)
+            if named is not None:
+                imported[inner] = named
+        renamed = defs.get(info.module, empty)
+        if load or call or imported or any(name in renamed for name in unit.binds):
+            package = info.module if info.is_package else info.module.rpartition(".")[0]
+            rewrites[id(unit)] = Rewrite(
+                load=load, call=call, defs=renamed, imported=imported, package=package
+            )
     return rewrites
 
 
 def _inner_imports(
-    index: Index, symbols: Symbols, *, plan: _Plan, info: ModuleInfo, unit: Unit
-) -> dict[tuple[str, str], str]:
-    """Internal ``from m import x`` inside the unit's text -> flat name of the inlined ``x``."""
+    index: Index, symbols: Symbols, info: ModuleInfo, unit: Unit
+) -> tuple[tuple[tuple[str, str], Entity | None], ...]:
+    """Internal imports inside the unit's text: the key :class:`Rewrite` ``imported`` uses
+    for each, and the entity whose flat name it binds (``None``: none).
+
+    ``from m import x`` -> ``(m, x)`` and what ``x`` is; ``import a.b as m`` of an internal
+    module used as an object -> ``("import a.b", m)`` and the module's namespace.
+    """
     inner = [*unit.local_imports, *(unit.imports if unit.kind != "import" else ())]
-    found: dict[tuple[str, str], str] = {}
+    found: list[tuple[tuple[str, str], Entity | None]] = []
     for binding in inner:
         attr = binding.attr
         if attr is None and index.source_of_module(binding.module) is not None:
-            # ``import a.b as m`` of an internal module used as an object: bind its namespace
             module = symbols.follow(info, binding, binding.name, ())
-            space = plan.flat.get(namespace_entity(module.target))
-            if module.kind == "module" and space is not None:
-                found[(f"import {binding.module}", binding.name)] = space
+            space = namespace_entity(module.target) if module.kind == "module" else None
+            found.append(((f"import {binding.module}", binding.name), space))
             continue
         if attr is None or attr == "*" or index.source_of_module(binding.module) is None:
             continue
@@ -373,10 +442,8 @@ def _inner_imports(
             entity = _import_entity(resolution.binding)
         elif resolution.kind == "module":
             entity = namespace_entity(resolution.target)
-        flat = None if entity is None else plan.flat.get(entity)
-        if flat is not None:
-            found[(binding.module, attr)] = flat
-    return found
+        found.append(((binding.module, attr), entity))
+    return tuple(found)
 
 
 def _member_flat(index: Index, symbols: Symbols, plan: _Plan, module: str, name: str) -> str | None:
@@ -454,6 +521,16 @@ def _chain_maps(
 
 def _unit_text(lines: list[str], unit: Unit) -> str:
     return "\n".join(lines[unit.start_line - 1 : unit.end_line])
+
+
+def _chunk(module: str, text: str) -> str:
+    """A unit's text as it goes into the body: its origin comment, one final newline."""
+    return f"# from {module}\n{text}".rstrip("\n") + "\n"
+
+
+def _normal(chunk: str) -> bool:
+    """Whether ``chunk`` ends in exactly one newline (as the body joins chunks)."""
+    return chunk.endswith("\n") and not chunk.endswith("\n\n")
 
 
 # --------------------------------------------------------------------------- imports
@@ -560,7 +637,7 @@ def _header(
     modules: Mapping[str, ModuleInfo],
     files: Iterable[tuple[str, str, str]],
     requirements: Iterable[str],
-    body: str,
+    digest: str,
 ) -> str:
     block = closure.block
     checkout = index.checkouts.get(block.source)
@@ -581,7 +658,7 @@ def _header(
         files=[(path, f"swh:1:cnt:{sha1}") for _, path, sha1 in files],
         license=license_,
         requires=requirements,
-        digest=body_digest(body),
+        digest=digest,
     )
 
 
