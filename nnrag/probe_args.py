@@ -119,6 +119,7 @@ _INT_RULES: tuple[tuple[str, Callable[[Profile], object]], ...] = (
     (r"vocab|num_embeddings|num_tokens|n_tokens|n_vocab|num_words", lambda p: 100),
     (r"kernel|ksize|k_size", lambda p: 3),
     (r"stride", lambda p: 1),
+    (r"index$|idx$", lambda p: 0),
     (r"dilation|groups", lambda p: 1),
     (r"padding|^pad", lambda p: 1),
     (r"patch", lambda p: 4),
@@ -318,13 +319,15 @@ class Synth:
             return next((a for a in args if a is not None), args[0])
         if origin in (tuple, typing.Tuple):  # noqa: UP006 - runtime check of old spellings
             items = [a for a in args if a is not Ellipsis] or [int]
+            if len(items) == 3 and Ellipsis not in args and all(i is str for i in items):
+                return ("a", "to", "a")  # a (source, relation, target) key
             count = len(items) if Ellipsis not in args else 2
-            return tuple(self.value(name, items[min(i, len(items) - 1)]) for i in range(count))
+            return tuple(self.item(name, items[min(i, len(items) - 1)], i) for i in range(count))
         if origin in (list, list, typing.Sequence) or (
             origin is not None and getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
         ):
             inner = args[0] if args else int
-            return [self.value(name, inner) for _ in range(2)]
+            return [self.item(name, inner, i) for i in range(2)]
         if (
             origin is not None and getattr(origin, "__name__", "") == "Callable"
         ) or annotation is Callable:
@@ -360,8 +363,23 @@ class Synth:
             return self.config(name, annotation)
         return self.by_name(name)
 
+    def item(self, name: str, annotation: Any, index: int) -> object:
+        """Item ``index`` of a synthesized sequence: strings are distinct keys ("a", "b")."""
+        if annotation is str or (
+            typing.get_origin(annotation) is typing.Union
+            and str in typing.get_args(annotation)
+            and not any(
+                isinstance(a, type) and issubclass(a, enum.Enum)
+                for a in typing.get_args(annotation)
+            )
+        ):
+            return "ab"[index % 2]
+        return self.value(name, annotation)
+
     def by_name(self, name: str) -> object:
         low = name.lower()
+        if re.search(r"^(\w+_)?(types|keys|names)$", low):
+            return ["a", "b"]
         if re.search(r"config|cfg|conf$|args$|^opt|hparams|params$", low):
             return self.config(name, None)
         if re.search(r"act|norm|layer$|_fn$|fn$", low) and not low.startswith(("num", "n_")):

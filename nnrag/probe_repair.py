@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import inspect
 import math
 import re
 import sys
+import typing
+from typing import Any
 
 from torch import nn
 
 from nnrag.probe_args import (
+    MISSING,
     PROFILES,
     Ctor,
     Synth,
@@ -138,7 +143,7 @@ def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         **{
             n: p.default
             for n, p in (sig.parameters.items() if sig else ())
-            if isinstance(p.default, tuple) and not p.default
+            if isinstance(p.default, (tuple, list))
         },
         **ctor.kwargs,
     }
@@ -146,7 +151,7 @@ def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     for name, value in given.items():
         if not isinstance(value, (tuple, list)) or len(value) >= 8:
             continue
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             continue
         if value:
             items = [*value, *[value[-1]] * len(value)]
@@ -194,20 +199,26 @@ _DIVISIBLE = re.compile(
 def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
     """Repair: "channels (8) must be divisible by groups (32)" scales every width-like argument."""
     m = _DIVISIBLE.search(str(error))
-    if ctor.origin != "synthesized" or m is None:
+    if ctor.origin != "synthesized":
         return None
-    got, step = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
-    factor = step // math.gcd(got, step) if got else 0
+    if m is not None:
+        got, step = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+        factor = step // math.gcd(got, step) if got else 0
+    elif re.search(r"divisible|multiple of", str(error)):
+        factor = 2  # no sizes in the message: double the widths (bounded below)
+    else:
+        return None
     if not 1 < factor <= 16:
         return None
     profile = ctor.profile or PROFILES[0]
-    widths = {profile.dim, profile.hidden, profile.dim // 4}
+    widths = {w * k for w in (profile.dim, profile.hidden, profile.dim // 4) for k in (1, 2, 4)}
     scaled = {
         k: v * factor
         for k, v in ctor.kwargs.items()
         if isinstance(v, int)
         and not isinstance(v, bool)
         and v in widths
+        and v * factor <= 8 * profile.hidden
         and int_for(k, profile) in widths
     }
     if not scaled:
@@ -221,11 +232,13 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
 
 
 def _with(ctor: Ctor, changed: dict[str, object], placeholders: list[str] | None = None) -> Ctor:
+    """``ctor`` with ``changed`` arguments; a real value replaces a placeholder of that name."""
+    kept = [p for p in ctor.placeholders if p not in changed]
     return Ctor(
         "synthesized",
         ctor.args,
         {**ctor.kwargs, **changed},
-        [*ctor.placeholders, *(placeholders or [])],
+        [*kept, *(placeholders or [])],
         ctor.profile,
     )
 
@@ -267,7 +280,8 @@ def fill_mentioned(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     params = sig.parameters if sig else {}
     hints = type_hints(sig, owner)
     words = set(re.findall(r"[A-Za-z_]\w*", text))
-    quoted = set(re.findall(r"[`'\"](\w+)[`'\"]", text)) if _takes_kwargs(sig) else set()
+    asks = re.search(r"must be (given|provided|set|specified)|required|please|pass ", text, re.I)
+    quoted = set(re.findall(r"[`'\"](\w+)[`'\"]", text)) if asks and _takes_kwargs(sig) else set()
     synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
     added: dict[str, object] = {}
     for name in sorted(words & set(params)):
@@ -371,9 +385,139 @@ def swap_class(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return _with(ctor, changed) if changed else None
 
 
+_SET = re.compile(r"set [`'\"]?(\w+)\s*=\s*(True|False|None|-?\d+(?:\.\d+)?|'\w*')")
+
+
+def set_value(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: "... set `add_self_loops=False`" sets the argument the message asks for."""
+    m = _SET.search(str(error))
+    if ctor.origin != "synthesized" or m is None:
+        return None
+    name, value = m.group(1), ast.literal_eval(m.group(2))
+    sig, _ = init_signature(cls)
+    if sig is None or (name not in sig.parameters and not _takes_kwargs(sig)):
+        return None
+    return _with(ctor, {name: value}) if ctor.kwargs.get(name, MISSING) != value else None
+
+
+_ORDER = re.compile(r"\(?(\w+)\)? must be (smaller|less|lower|larger|greater|bigger) than")
+
+
+def order_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: "(dim_pe_out) must be smaller than ... (dim_emb)" halves (or doubles) the first."""
+    text = str(error)
+    m = _ORDER.search(text)
+    if ctor.origin != "synthesized" or m is None:
+        return None
+    name = m.group(1)
+    value = ctor.kwargs.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+        return None
+    smaller = m.group(2) in {"smaller", "less", "lower"}
+    return _with(ctor, {name: value // 2 if smaller else value * 2})
+
+
+_NONE_USED = re.compile(
+    r"'NoneType' object is not (subscriptable|iterable)|'NoneType' has no len|"
+    r"type\(s\) for [^:]*: 'NoneType'"
+)
+
+
+def fill_none_sequences(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: sequence arguments that default to ``None`` but were indexed get a value."""
+    if ctor.origin != "synthesized" or not _NONE_USED.search(str(error)):
+        return None
+    sig, owner = init_signature(cls)
+    hints = type_hints(sig, owner)
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    added: dict[str, object] = {}
+    for name, param in sig.parameters.items() if sig else ():
+        if dataclasses.is_dataclass(param.default) and name not in ctor.kwargs:
+            config = _filled_config(param.default, synth)
+            if config is not None:
+                added[name] = config
+        if param.default is not None or name in ctor.kwargs:
+            continue
+        annotation = hints.get(name, param.annotation)
+        if not re.search(r"List|Tuple|Sequence|list|tuple|int|float", str(annotation)):
+            continue
+        value = synth.value(name, annotation)
+        if value is not None and not isinstance(value, bool):
+            added[name] = value
+    return _with(ctor, added, synth.placeholders) if added else None
+
+
+def _filled_config(config: Any, synth: Synth) -> object | None:
+    """A copy of a defaulted config dataclass with its ``None`` size fields filled."""
+    try:
+        hints = typing.get_type_hints(type(config))
+    except Exception:
+        hints = {}
+    filled: dict[str, object] = {}
+    for item in dataclasses.fields(config):
+        if getattr(config, item.name) is None and _SIZE_NAMES_WIDE.search(item.name):
+            value = synth.value(item.name, hints.get(item.name, inspect.Parameter.empty))
+            if value is not None:
+                filled[item.name] = value
+    if not filled:
+        return None
+    try:
+        copy: object = dataclasses.replace(config, **filled)
+    except Exception:
+        return None
+    return copy
+
+
+_SIZE_NAMES_WIDE = re.compile(r"size|window|grid|partition|dim|resolution|len")
+
+
+def whole_floats(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: "must be tuple of ints, but found element of type float" makes whole floats ints."""
+    if ctor.origin != "synthesized" or not re.search(
+        r"of ints, but found element of type float|'float' object cannot be interpreted as an int",
+        str(error),
+    ):
+        return None
+    changed: dict[str, object] = {
+        k: int(v) for k, v in ctor.kwargs.items() if isinstance(v, float) and v.is_integer() and v
+    }
+    return _with(ctor, changed) if changed else None
+
+
+_UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
+
+
+def unpack_items(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: "not enough values to unpack (expected 5, got 2)" pads the innermost lists."""
+    m = _UNPACK.search(str(error))
+    if ctor.origin != "synthesized" or m is None:
+        return None
+    want, got = int(m.group(1)), int(m.group(2))
+
+    def pad(value: object) -> object:
+        if not isinstance(value, (list, tuple)):
+            return value
+        if value and all(not isinstance(v, (list, tuple)) for v in value):
+            if len(value) != got:
+                return value
+            items = [*value, *[value[-1]] * (want - got)]
+            return tuple(items) if isinstance(value, tuple) else items
+        padded = [pad(v) for v in value]
+        return tuple(padded) if isinstance(value, tuple) else padded
+
+    changed = {k: pad(v) for k, v in ctor.kwargs.items() if isinstance(v, (list, tuple))}
+    changed = {k: v for k, v in changed.items() if v != ctor.kwargs[k]}
+    return _with(ctor, changed) if changed else None
+
+
 def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     """Every repair above that applies to ``error``."""
     found = (
+        set_value(ctor, cls, error),
+        order_sizes(ctor, error),
+        fill_none_sequences(ctor, cls, error),
+        whole_floats(ctor, error),
+        unpack_items(ctor, error),
         add_missing(ctor, cls, error),
         fill_mentioned(ctor, cls, error),
         choose_option(ctor, cls, error),

@@ -1,0 +1,396 @@
+"""Constructor-argument rules on hand-made modules: annotations, names, source and repairs."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nnrag.model import ValidationResult
+from nnrag.sandbox import Sandbox
+from nnrag.validate import run_validation
+
+pytestmark = pytest.mark.integration
+
+BLOCKS = """
+import enum
+import numbers
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple, Type, Union
+
+import torch
+from torch import nn
+
+
+class Base(nn.Module):
+    def __init__(self, in_chs: int, out_chs: int, stride: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_chs, out_chs, 3, stride, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Forwarding(Base):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+
+
+class Kind(enum.Enum):
+    NODE = "node"
+    EDGE = "edge"
+
+
+class EnumArg(nn.Module):
+    def __init__(self, kind: Union[str, Kind], dim: int) -> None:
+        super().__init__()
+        self.kind = Kind(kind)
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Small(nn.Module):
+    expansion = 2
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(dim, dim * self.expansion)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Large(Small):
+    expansion = 4
+
+
+class TypeUnion(nn.Module):
+    def __init__(self, block: Type[Union[Small, Large]], dim: int) -> None:
+        super().__init__()
+        self.body = block(dim)
+        self.out = nn.Linear(dim * block.expansion, dim)
+
+    def forward(self, x):
+        return self.out(self.body(x))
+
+
+class Choice(nn.Module):
+    def __init__(self, mode: str, dim: int) -> None:
+        super().__init__()
+        assert mode in ("cat", "max"), mode
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class FlowHead(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class NamedPart(nn.Module):
+    def __init__(self, *, flow_head) -> None:
+        super().__init__()
+        self.flow_head = flow_head
+
+    def forward(self, x):
+        return self.flow_head(x)
+
+
+class TensorArgs(nn.Module):
+    def __init__(self, weight_matrix: torch.Tensor, dtype: torch.dtype, degrees: numbers.Number):
+        super().__init__()
+        assert weight_matrix.shape[0] == weight_matrix.shape[1]
+        assert isinstance(dtype, torch.dtype) and degrees < 1000
+        self.lin = nn.Linear(weight_matrix.shape[0], 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+@dataclass
+class LayerCfg:
+    has_bias: bool = True
+    dim_in: int = -1
+    dim_out: int = -1
+
+
+class ConfigSizes(nn.Module):
+    def __init__(self, layer_config: LayerCfg) -> None:
+        super().__init__()
+        self.lin = nn.Linear(layer_config.dim_in, layer_config.dim_out)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Keys(nn.Module):
+    def __init__(self, types: List[str], edges: List[Tuple[str, str, str]], dim: int) -> None:
+        super().__init__()
+        self.lins = nn.ModuleDict({t: nn.Linear(dim, dim) for t in types})
+        assert len(self.lins) == 2 and all(e[0] in self.lins for e in edges)
+
+    def forward(self, x):
+        return sum(lin(x) for lin in self.lins.values())
+
+
+class KwargsConv(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, **kwargs) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, **kwargs)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Mentioned(nn.Module):
+    def __init__(self, dim: int, norm_layer=None, qk_norm: bool = True) -> None:
+        super().__init__()
+        if qk_norm and norm_layer is None:
+            raise AssertionError("norm_layer must be provided if qk_norm is True")
+        self.norm = norm_layer(dim)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class Options(nn.Module):
+    def __init__(self, partition_type: str, dim: int) -> None:
+        super().__init__()
+        if partition_type not in {"grid", "window"}:  # a set: no order to read from the source
+            raise ValueError("partition_type must be either 'grid' or 'window'")
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Lengths(nn.Module):
+    def __init__(self, dim: int, rates: List[float]) -> None:
+        super().__init__()
+        if len(rates) != 3:
+            raise ValueError(f"rates must have length 3, got {rates}")
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class SetFlag(nn.Module):
+    def __init__(self, dim: int, self_loops: bool = True) -> None:
+        super().__init__()
+        if self_loops:
+            raise ValueError("self loops are not supported; set `self_loops=False`")
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Smaller(nn.Module):
+    def __init__(self, dim_out: int, dim_emb: int) -> None:
+        super().__init__()
+        assert dim_out < dim_emb, "(dim_out) must be smaller than the embedding (dim_emb)"
+        self.lin = nn.Linear(dim_emb, dim_out)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class NoneSequence(nn.Module):
+    def __init__(self, dim: int, widths: Optional[List[int]] = None) -> None:
+        super().__init__()
+        self.lin = nn.Linear(dim, widths[0])
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class WholeFloat(nn.Module):
+    def __init__(self, dim: int, mlp_ratio: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty((dim * mlp_ratio, dim)))
+        nn.init.normal_(self.weight)
+
+    def forward(self, x):
+        return x @ self.weight.t()
+
+
+class Unpack(nn.Module):
+    def __init__(self, cfgs: List[List[int]]) -> None:
+        super().__init__()
+        layers = []
+        for k, c, s in cfgs:
+            layers.append(nn.Linear(c, c))
+        self.body = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+@dataclass
+class AttnCfg:
+    dim_head: int = 8
+    window_size: Optional[Tuple[int, int]] = None
+
+
+class DefaultCfg(nn.Module):
+    def __init__(self, dim: int, cfg: AttnCfg = AttnCfg()) -> None:
+        super().__init__()
+        self.area = cfg.window_size[0] * cfg.window_size[1]
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Divisible(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        assert dim % 128 == 0, "dim should be divisible by head_dim"
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class WithExpansion(nn.Module):
+    expansion = 2
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(dim, dim * 2)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class NeedsAttribute(nn.Module):
+    def __init__(self, block: Type[nn.Module], dim: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(dim, dim * block.expansion)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox() as box:
+        yield box
+
+
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("probe_args") / "blocks.py"
+    path.write_text(textwrap.dedent(BLOCKS))
+    return path
+
+
+def check(sandbox: Sandbox, blocks: Path, name: str) -> ValidationResult:
+    result, _ = run_validation(
+        blocks,
+        block_id=f"t:blocks:{name}",
+        class_name=name,
+        depth="forward",
+        timeout_s=30.0,
+        sandbox=sandbox,
+    )
+    return result
+
+
+def kwargs_of(sandbox: Sandbox, blocks: Path, name: str) -> dict[str, object]:
+    result = check(sandbox, blocks, name)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.origin == "synthesized"
+    return dict(result.recipe.init_kwargs)
+
+
+def test_forwarding_init_takes_the_base_signature(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "Forwarding")
+    assert set(kwargs) == {"in_chs", "out_chs", "stride"}
+
+
+def test_union_with_str_prefers_the_enum(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "EnumArg")
+    assert kwargs["kind"] == {"__repr__": "<Kind.NODE: 'node'>"}
+
+
+def test_type_of_union_is_its_first_class(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "TypeUnion")
+    assert kwargs["block"] == {"__ref__": "nnrag_block:Small"}
+
+
+def test_string_argument_from_a_comparison_in_the_source(sandbox: Sandbox, blocks: Path) -> None:
+    assert kwargs_of(sandbox, blocks, "Choice")["mode"] == "cat"
+
+
+def test_module_argument_built_from_the_class_it_names(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "NamedPart")  # forward passes: no placeholder
+    assert "FlowHead(" in str(kwargs["flow_head"])
+
+
+def test_tensor_dtype_and_number_annotations(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "TensorArgs")
+    matrix = kwargs["weight_matrix"]
+    assert isinstance(matrix, dict)
+    assert len(matrix["shape"]) == 2
+
+
+def test_config_sizes_of_minus_one_are_set(sandbox: Sandbox, blocks: Path) -> None:
+    result = check(sandbox, blocks, "ConfigSizes")
+    assert result.passed, result.message
+
+
+def test_string_keys_are_distinct(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "Keys")
+    assert kwargs["types"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "expected"),
+    [
+        ("KwargsConv", "kernel_size", 3),  # "missing 1 required positional argument"
+        ("Options", "partition_type", "grid"),  # options listed by the message
+        ("SetFlag", "self_loops", False),  # "set `self_loops=False`"
+        ("Divisible", "dim", 128),  # "divisible" without sizes doubles the widths
+        # the first class of the file with an ``expansion`` attribute replaces the placeholder
+        ("NeedsAttribute", "block", {"__ref__": "nnrag_block:Small"}),
+    ],
+)
+def test_repairs_that_read_names(
+    sandbox: Sandbox, blocks: Path, name: str, key: str, expected: object
+) -> None:
+    assert kwargs_of(sandbox, blocks, name)[key] == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Mentioned", "Lengths", "Smaller", "NoneSequence", "WholeFloat", "Unpack", "DefaultCfg"],
+)
+def test_repairs_from_the_message(sandbox: Sandbox, blocks: Path, name: str) -> None:
+    kwargs = kwargs_of(sandbox, blocks, name)
+    if name == "Lengths":
+        assert isinstance(kwargs["rates"], list)
+        assert len(kwargs["rates"]) == 3
+    if name == "Smaller":
+        assert isinstance(kwargs["dim_out"], int)
+        assert isinstance(kwargs["dim_emb"], int)
+        assert kwargs["dim_out"] < kwargs["dim_emb"]
+    if name == "WholeFloat":
+        assert isinstance(kwargs["mlp_ratio"], int)
+    if name == "Unpack":
+        cfgs = kwargs["cfgs"]
+        assert isinstance(cfgs, list)
+        assert all(isinstance(item, list) and len(item) == 3 for item in cfgs)
