@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from nnrag.probe_args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
-from nnrag.probe_graph import graph_inputs, is_graph
+from nnrag.probe_graph import build_graph, graph_inputs, graph_repair, is_graph, is_graph_spec
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
 
@@ -226,8 +226,8 @@ def build_inputs(
     torch.manual_seed(seed)
 
     def build(value: Any) -> Any:
-        if isinstance(value, dict) and "zeros" in value:
-            return torch.zeros(value["zeros"], dtype=torch.long)
+        if isinstance(value, dict) and ("zeros" in value or "graph" in value):
+            return build_graph(value)
         return decode(value)
 
     return [build(a) for a in args], {k: build(v) for k, v in kwargs.items()}
@@ -242,6 +242,8 @@ SHAPE_WORDS = re.compile(
 
 def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     """A new input list derived from a shape error message, or ``None``."""
+    if is_graph_spec(args):
+        return graph_repair(message, args)
     if args and isinstance(args[0], list) and args[0] and isinstance(args[0][0], dict):
         fixed = repair(message, [args[0][0]], profile)
         if fixed is None:
