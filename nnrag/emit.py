@@ -277,6 +277,11 @@ class _IndexCache:
         self._builtins: dict[tuple[str, str, int], tuple[str, ...]] = {}
         self._inner: dict[tuple[str, str, int], tuple[tuple[tuple[str, str], Entity | None], ...]]
         self._inner = {}
+        self._kinds: dict[
+            tuple[str, str, int],
+            tuple[tuple[_Read, ...], frozenset[Entity], frozenset[tuple[str, str]]],
+        ] = {}
+        self._load_defs: dict[tuple[str, str, int], tuple[tuple[str, str], ...]] = {}
 
     def import_forms(self, info: ModuleInfo) -> frozenset[tuple[str, str | None, str]]:
         """``(module, attr, name)`` of every import written in ``info``."""
@@ -302,6 +307,41 @@ class _IndexCache:
             roots = (chain.split(".", 1)[0] for chain in (*unit.load_reads, *unit.call_reads))
             found = tuple(dict.fromkeys(r for r in roots if r in _BUILTINS and r not in bound))
             self._builtins[key] = found
+        return found
+
+    def read_kinds(
+        self, symbols: Symbols, info: ModuleInfo, unit: Unit
+    ) -> tuple[tuple[_Read, ...], frozenset[Entity], frozenset[tuple[str, str]]]:
+        """:meth:`reads` split for :func:`_plan_rewrites`: the reads spelled otherwise than
+        the name of what they denote (``layers.Mlp``, an alias), the entities read by their
+        own name, and every (module, chain prefix) ``closure.references`` could map."""
+        key = (info.source, info.module, unit.index)
+        found = self._kinds.get(key)
+        if found is None:
+            reads = self.reads(symbols, info, unit)
+            crossing = tuple(r for r in reads if r[2] is not None and r[1] != r[2][-1])
+            plain = frozenset(r[2] for r in reads if r[2] is not None and r[1] == r[2][-1])
+            prefixes = frozenset(
+                (info.module, ".".join(parts[:size]))
+                for parts in (r[0].split(".") for r in reads)
+                for size in range(1, len(parts) + 1)
+            )
+            found = self._kinds[key] = (crossing, plain, prefixes)
+        return found
+
+    def load_defs(
+        self, symbols: Symbols, info: ModuleInfo, unit: Unit
+    ) -> tuple[tuple[str, str], ...]:
+        """(module, name) of every definition ``unit`` reads at load time."""
+        key = (info.source, info.module, unit.index)
+        found = self._load_defs.get(key)
+        if found is None:
+            found = tuple(
+                (entity[1], entity[2])
+                for _, _, entity, at_load in self.reads(symbols, info, unit)
+                if at_load and entity is not None and entity[0] == "def"
+            )
+            self._load_defs[key] = found
         return found
 
     def inner_imports(
@@ -395,8 +435,16 @@ def _plan_rewrites(
     rewrites: dict[int, Rewrite] = {}
     cache = _cache_for(index)
     empty: dict[str, str] = {}
+    # entities whose flat name is not the name they are read by where they are defined
+    respelled = {entity for entity, flat in plan.flat.items() if entity[-1] != flat}
+    references = set(closure.references)
     for info, unit in plan.units:
-        load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
+        crossing, plain, prefixes = cache.read_kinds(symbols, info, unit)
+        if plain.isdisjoint(respelled) and prefixes.isdisjoint(references):
+            # only chains spelled otherwise than their flat name can change (same result)
+            load, call = _chain_maps(closure, plan, info, crossing)
+        else:
+            load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
         imported: dict[tuple[str, str], str] = {}
         for inner, target in cache.inner_imports(symbols, info, unit):
             named = None if target is None else plan.flat.get(target)
@@ -469,15 +517,20 @@ def _load_order(
     for n, (info, unit) in enumerate(units):
         for name in unit.binds:
             by_name.setdefault((info.module, name), []).append(n)
+    later = any(
+        m > n
+        for n, (info, unit) in enumerate(units)
+        for defined in cache.load_defs(symbols, info, unit)
+        for m in by_name.get(defined, ())
+    )
+    if not later:
+        return units
     needs: list[set[int]] = []
     for n, (info, unit) in enumerate(units):
         found: set[int] = set()
-        for _, _, entity, at_load in cache.reads(symbols, info, unit):
-            if at_load and entity is not None and entity[0] == "def":
-                found.update(m for m in by_name.get((entity[1], entity[2]), ()) if m != n)
+        for defined in cache.load_defs(symbols, info, unit):
+            found.update(m for m in by_name.get(defined, ()) if m != n)
         needs.append(found)
-    if all(max(found, default=-1) < n for n, found in enumerate(needs)):
-        return units
     order: list[int] = []
     placed: set[int] = set()
     visiting: set[int] = set()
