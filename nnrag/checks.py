@@ -38,12 +38,20 @@ source-package imports are findings wherever they are. Installed means
 ``importlib.util.find_spec`` finds the top-level module (nothing is imported); declared means
 a ``requires:`` line names the distribution (import name and distribution name compared
 normalized, plus a few well-known aliases such as ``PIL`` -> ``pillow``).
+
+:class:`CheckCache` keeps the findings of a file's content for repeated runs (the pre-commit
+hook): keyed by the file's bytes, this module's code and the Python version, and re-checking
+on every hit whether the third-party modules looked up are still (not) installed.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import hashlib
 import importlib.util
+import json
+import os
 import re
 import symtable
 import sys
@@ -56,7 +64,9 @@ from nnrag.model import Category, Finding, Stage
 from nnrag.scoping import unresolved_names
 
 __all__ = [
+    "CHECK_MODULES",
     "CODES",
+    "CheckCache",
     "check_code",
     "check_file",
     "declared_imports",
@@ -100,6 +110,10 @@ CODES: dict[str, tuple[Category, Stage]] = {
     "NNR203": ("missing-external", "closed"),
 }
 """Category and stage of every static finding code."""
+
+
+CHECK_MODULES = ("checks", "scoping", "bindings", "header", "model")
+"""Modules whose code decides the static findings (the :class:`CheckCache` key)."""
 
 
 def _finding(code: str, message: str, line: int = 0, col: int = 0) -> Finding:
@@ -147,17 +161,25 @@ def check_code(
     ``source_packages`` defaults to the header's ``source-packages:`` line. Never imports
     the code or anything it imports.
     """
+    return _check(code, filename=filename, source_packages=source_packages)[0]
+
+
+def _check(
+    code: str, *, filename: str, source_packages: frozenset[str] | None
+) -> tuple[tuple[Finding, ...], dict[str, bool]]:
+    """:func:`check_code`, plus whether each third-party module it looked up is installed."""
+    probes: dict[str, bool] = {}
     try:
         tree = ast.parse(code, filename=filename)
     except SyntaxError as error:
-        return (_syntax_finding("NNR001", error),)
+        return (_syntax_finding("NNR001", error),), probes
     except ValueError as error:  # source code string cannot contain null bytes
-        return (_finding("NNR001", f"does not parse: {error}", 1, 1),)
-    try:
-        compile(tree, filename, "exec", dont_inherit=True)
+        return (_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
+    try:  # from the text: the C parser is cheaper than converting the ast back
+        compile(code, filename, "exec", dont_inherit=True)
         table = symtable.symtable(code, filename, "exec")
     except SyntaxError as error:
-        return (_syntax_finding("NNR002", error),)
+        return (_syntax_finding("NNR002", error),), probes
 
     findings: list[Finding] = []
     findings += [
@@ -173,23 +195,40 @@ def check_code(
     if source_packages is None:
         source_packages = frozenset(header.source_packages) if header else frozenset()
     declared = declared_imports(header.requires if header else ())
-    findings += _check_imports(tree, source_packages=source_packages, declared=declared)
+    findings += _check_imports(
+        tree, source_packages=source_packages, declared=declared, probes=probes
+    )
     findings += [_finding(*issue) for issue in unresolved_names(tree, table)]
-    return tuple(sorted(findings, key=_position))
+    return tuple(sorted(findings, key=_position)), probes
 
 
 def check_file(
-    path: Path, *, pristine: bool = False, definitions: Mapping[str, str] | None = None
+    path: Path,
+    *,
+    pristine: bool = False,
+    definitions: Mapping[str, str] | None = None,
+    cache: CheckCache | None = None,
 ) -> tuple[Finding, ...]:
     """:func:`check_code` on a file; with ``pristine``, also the body digest check.
 
     ``definitions`` (from the vendoring manifest) lets the digest check name what changed.
+    ``cache`` returns the findings of content already checked (same findings, less time).
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        return (_finding("NNR001", f"not UTF-8 text: {error.reason} at byte {error.start}", 1, 1),)
-    findings = check_code(text, filename=str(path))
+    data = path.read_bytes()
+    try:  # what read_text does: UTF-8, universal newlines
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError:
+        try:  # the text layer's own error, whose position the finding reports
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            message = f"not UTF-8 text: {error.reason} at byte {error.start}"
+            return (_finding("NNR001", message, 1, 1),)
+    key = cache.key(data) if cache is not None else ""
+    findings = cache.get(key) if cache is not None else None
+    if findings is None:
+        findings, probes = _check(text, filename=str(path), source_packages=None)
+        if cache is not None:
+            cache.put(key, findings, probes)
     if pristine:
         edited = pristine_findings(text, definitions=definitions)
         findings = tuple(sorted((*findings, *edited), key=_position))
@@ -356,7 +395,11 @@ def _imports(
 
 
 def _check_imports(
-    tree: ast.Module, *, source_packages: frozenset[str], declared: frozenset[str]
+    tree: ast.Module,
+    *,
+    source_packages: frozenset[str],
+    declared: frozenset[str],
+    probes: dict[str, bool],
 ) -> list[Finding]:
     findings: list[Finding] = []
     stdlib = sys.stdlib_module_names
@@ -392,7 +435,7 @@ def _check_imports(
                 )
             elif top in stdlib or top == "__future__" or optional:
                 continue
-            elif not (_is_declared(top, declared) or is_installed(top)):
+            elif not (_is_declared(top, declared) or _installed(top, probes)):
                 findings.append(
                     _finding(
                         "NNR203",
@@ -403,3 +446,62 @@ def _check_imports(
                     )
                 )
     return findings
+
+
+def _installed(top: str, probes: dict[str, bool]) -> bool:
+    if top not in probes:
+        probes[top] = is_installed(top)
+    return probes[top]
+
+
+# --------------------------------------------------------------------------- cache
+
+
+class CheckCache:
+    """The static findings of file contents already checked, one JSON file each in a folder.
+
+    A key is the SHA-256 of the file's bytes, the source of :data:`CHECK_MODULES` and the
+    Python version (its standard library). An entry also records which third-party modules
+    the import check looked up and whether they were installed; a hit whose lookups now
+    answer differently is a miss, so a cached result is always what a fresh check returns.
+    Unreadable or unwritable entries are misses, never errors.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        from nnrag.versions import code_fingerprint
+
+        self.folder = folder
+        self._salt = "\0".join(
+            (code_fingerprint(*CHECK_MODULES), sys.version, sys.implementation.cache_tag or "")
+        ).encode()
+
+    def key(self, data: bytes) -> str:
+        """The entry name of a file's content."""
+        return hashlib.sha256(self._salt + b"\0" + data).hexdigest()
+
+    def get(self, key: str) -> tuple[Finding, ...] | None:
+        """The findings stored under ``key``, if any and still exact."""
+        try:
+            entry = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+            probes: dict[str, bool] = entry["installed"]
+            if any(is_installed(top) != installed for top, installed in probes.items()):
+                return None
+            return tuple(_finding(*fields) for fields in entry["findings"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, findings: tuple[Finding, ...], probes: Mapping[str, bool]) -> None:
+        """Store the findings of a fresh check (atomically; silently skipped if impossible)."""
+        entry = {
+            "findings": [[f.code, f.message, f.line, f.col] for f in findings],
+            "installed": dict(probes),
+        }
+        path = self.folder / f"{key}.json"
+        partial = path.with_name(f"{key}.{os.getpid()}.tmp")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            partial.write_text(json.dumps(entry), encoding="utf-8")
+            os.replace(partial, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)

@@ -377,17 +377,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
     """``nnrag check FILE|DIR...``: ``path:line:col: CODE message`` per finding, exit 1 if any.
 
     A folder stands for the block files of its ``nnrag-blocks.json`` (else its ``*.py``
-    files); no argument means the current folder.
+    files); no argument means the current folder. Findings of file contents checked before
+    come from the check cache (``--cache``/$NNRAG_CACHE_DIR/user cache dir, ``checks/``).
     """
+    import os
     from collections.abc import Mapping
     from pathlib import Path
 
-    from nnrag.checks import check_file, import_findings
-    from nnrag.vendor import read_manifest
+    from nnrag.checks import CheckCache, check_file, import_findings
 
+    cache: CheckCache | None = None
+    if not args.no_cache:
+        folder = args.cache or os.environ.get("NNRAG_CACHE_DIR")
+        if not folder:
+            import platformdirs
+
+            folder = platformdirs.user_cache_dir("nnrag", appauthor=False)
+        cache = CheckCache(Path(folder).expanduser() / "checks")
     files: list[Path] = []
     for target in [Path(name) for name in args.files] or [Path(".")]:
         if target.is_dir():
+            from nnrag.vendor import read_manifest
+
             listed = [target / entry.file for entry in read_manifest(target)]
             files += listed or sorted(target.glob("*.py"))
         else:
@@ -400,10 +411,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for path in files:
         try:
             if path.parent not in manifests:  # what each definition was, for --pristine
-                entries = read_manifest(path.parent) if args.pristine else []
-                manifests[path.parent] = {e.file: e.definitions for e in entries}
+                if args.pristine:
+                    from nnrag.vendor import read_manifest
+
+                    entries = read_manifest(path.parent)
+                    manifests[path.parent] = {e.file: e.definitions for e in entries}
+                else:
+                    manifests[path.parent] = {}
             definitions = manifests[path.parent].get(path.name)
-            findings = check_file(path, pristine=args.pristine, definitions=definitions)
+            findings = check_file(
+                path, pristine=args.pristine, definitions=definitions, cache=cache
+            )
             if args.do_import and not findings:
                 findings = import_findings(path)
         except OSError as error:
@@ -543,6 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="*", metavar="FILE")
     check.add_argument("--pristine", action="store_true", help="body must match its digest")
     check.add_argument("--import", dest="do_import", action="store_true", help="sandboxed import")
+    check.add_argument("--cache", metavar="DIR", help="cache folder (findings in DIR/checks)")
+    check.add_argument("--no-cache", action="store_true", help="always check from scratch")
     check.set_defaults(handler=_cmd_check)
 
     refresh = commands.add_parser("refresh", help="re-extract vendored blocks from provenance")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import builtins
 import symtable
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from nnrag.bindings import is_type_checking
@@ -32,14 +33,62 @@ _MODULE_DUNDERS = frozenset(
 )
 _CLASS_DUNDERS = frozenset({"__module__", "__qualname__"})
 
+# The compiler's symbol flags, as `symtable.Symbol` decodes them (re-exported from _symtable).
+_SCOPE_OFF: int = symtable.SCOPE_OFF  # type: ignore[attr-defined]  # typeshed omits the flags
+_SCOPE_MASK: int = symtable.SCOPE_MASK  # type: ignore[attr-defined]  # typeshed omits the flags
+_DEF_LOCAL: int = symtable.DEF_LOCAL  # type: ignore[attr-defined]  # typeshed omits the flags
+_GLOBAL_EXPLICIT: int = symtable.GLOBAL_EXPLICIT  # type: ignore[attr-defined]  # idem
+_GLOBAL_IMPLICIT: int = symtable.GLOBAL_IMPLICIT  # type: ignore[attr-defined]  # idem
+_FREE: int = symtable.FREE  # type: ignore[attr-defined]  # typeshed omits the flags
+_LOCAL: int = symtable.LOCAL  # type: ignore[attr-defined]  # typeshed omits the flags
+_GLOBAL = frozenset({_GLOBAL_EXPLICIT, _GLOBAL_IMPLICIT})
+_INLINED_COMPREHENSIONS = sys.version_info >= (3, 12)
+"""PEP 709: comprehensions have no symbol table of their own; their names live in the
+enclosing one (a class body's attributes included)."""
+
+
+def _raw_symbols(table: symtable.SymbolTable) -> Mapping[str, int] | None:
+    """``name -> flags`` of a table, what ``Symbol`` wraps (None if this Python hides it).
+
+    ``SymbolTable.lookup`` builds a ``Symbol`` and scans every child table per name; reading
+    the flags directly is what makes the scan of every scope affordable.
+    """
+    symbols = getattr(getattr(table, "_table", None), "symbols", None)
+    return symbols if isinstance(symbols, dict) else None
+
+
+def _scope(table: symtable.SymbolTable, name: str) -> int | None:
+    """The compiler's scope of ``name`` in a function or class table (None: not there).
+
+    From the flags, not ``Symbol.is_global``: Python 3.11 takes the table of a function named
+    ``top`` for the module's and calls every name bound in it global.
+    """
+    symbols = _raw_symbols(table)
+    if symbols is not None:
+        flags = symbols.get(name)
+        return None if flags is None else (flags >> _SCOPE_OFF) & _SCOPE_MASK
+    try:
+        symbol = table.lookup(name)
+    except KeyError:
+        return None
+    if symbol.is_free():
+        return _FREE
+    return _GLOBAL_IMPLICIT if symbol.is_global() else _LOCAL
+
 
 def _issue(code: str, message: str, line: int = 0, col: int = 0) -> Issue:
     return code, message, line, col
 
 
-def unresolved_names(tree: ast.Module, table: symtable.SymbolTable) -> list[Issue]:
-    """NNR101-NNR105 issues of a parsed file and its top-level symbol table."""
-    return _NameChecker(tree, table).run()
+def unresolved_names(
+    tree: ast.Module, table: symtable.SymbolTable, *, shortcut: bool = True
+) -> list[Issue]:
+    """NNR101-NNR105 issues of a parsed file and its top-level symbol table.
+
+    With ``shortcut``, function bodies are walked only if the symbol tables leave a name read
+    at call time unresolved (same issues, less work); without, always.
+    """
+    return _NameChecker(tree, table, shortcut=shortcut).run()
 
 
 _COMPREHENSION_SCOPES: dict[type[ast.expr], str] = {
@@ -142,6 +191,7 @@ class _NameChecker:
 
     tree: ast.Module
     table: symtable.SymbolTable
+    shortcut: bool = True
     findings: list[Issue] = field(default_factory=list)
     future_annotations: bool = False
     runtime: set[str] = field(default_factory=set)
@@ -150,15 +200,22 @@ class _NameChecker:
     """Module-level names bound once the module has run (what function bodies see)."""
     type_checking_only: set[str] = field(default_factory=set)
     ever_bound: set[str] = field(default_factory=set)
-    class_locals: set[str] = field(default_factory=set)
-    """Names bound in some class body (for a hint when a method reads one as a global)."""
     """Module-level names bound by any top-level statement (some may be deleted later)."""
+    class_locals: set[str] | None = None
+    """Names bound in some class body (for a hint when a method reads one as a global);
+    computed on the first NNR101."""
+    walk_bodies: bool = True
+    """Whether function bodies must be walked: False once the symbol tables show that no
+    name read at call time can be unresolved (every such read is a local, a free variable,
+    a builtin or in :attr:`final`), the common case of a closed block."""
     star_modules: list[tuple[str, int, int]] = field(default_factory=list)
     star_dependents: list[str] = field(default_factory=list)
     _used: dict[int, set[int]] = field(default_factory=dict)
     _children: dict[int, list[symtable.SymbolTable]] = field(default_factory=dict)
     _inlined: list[tuple[set[str], bool]] = field(default_factory=list)
     """Target names of the inlined comprehensions being walked, and whether in a class body."""
+    _bindings: list[tuple[set[str], set[str]]] = field(default_factory=list)
+    """What each top-level statement binds and deletes (:meth:`_statement_bindings`)."""
 
     def run(self) -> list[Issue]:
         self.future_annotations = any(
@@ -168,9 +225,16 @@ class _NameChecker:
             for s in self.tree.body
         )
         self._module_namespace()
-        self.final |= self._call_time_globals(self.table)
-        for statement in self.tree.body:
-            bound, deleted = self._statement_bindings(statement)
+        candidates = self._scan_tables()
+        self.walk_bodies = (
+            not self.shortcut
+            or candidates is None
+            or any(
+                name not in self.final and name not in _BUILTINS and name not in _MODULE_DUNDERS
+                for name in candidates
+            )
+        )
+        for statement, (bound, deleted) in zip(self.tree.body, self._bindings, strict=True):
             self._walk(statement, self.table, call_time=False, extra=bound)
             self.runtime |= bound
             self.runtime -= deleted
@@ -206,6 +270,7 @@ class _NameChecker:
                 for child in statement.body:
                     checking |= _bound_names(child)[0]
             bound, deleted = self._statement_bindings(statement)
+            self._bindings.append((bound, deleted))
             self.final |= bound
             self.final -= deleted
             self.ever_bound |= bound
@@ -216,15 +281,46 @@ class _NameChecker:
                 self.star_modules.append((written, statement.lineno, statement.col_offset + 1))
         self.type_checking_only = checking - self.final
 
-    def _call_time_globals(self, table: symtable.SymbolTable) -> set[str]:
+    def _scan_tables(self) -> set[str] | None:
+        """Add names assigned under ``global`` in any scope to :attr:`final`; return the names
+        a scope run at call time may read as globals (None: unknown, walk every body).
+
+        The candidates are a superset: a call-time read reaches the namespace check only if
+        its scope's table says it is global (or, with inlined comprehensions, it is a class
+        body's name).
+        """
+        candidates: set[str] | None = set()
+        pending = [(child, False) for child in self.table.get_children()]
+        while pending:
+            table, outer_call_time = pending.pop()
+            kind = table.get_type()
+            call_time = outer_call_time or kind != "class"  # a function body runs when called
+            symbols = _raw_symbols(table)
+            if symbols is None:  # a Python whose symtable hides the flags: the public API
+                candidates = None
+                for symbol in table.get_symbols():
+                    if symbol.is_declared_global() and symbol.is_assigned():
+                        self.final.add(symbol.get_name())
+            else:
+                every = call_time and kind == "class" and _INLINED_COMPREHENSIONS
+                for name, flags in symbols.items():
+                    scope = (flags >> _SCOPE_OFF) & _SCOPE_MASK
+                    if scope == _GLOBAL_EXPLICIT and flags & _DEF_LOCAL:
+                        self.final.add(name)
+                    if candidates is not None and call_time and (every or scope in _GLOBAL):
+                        candidates.add(name)
+            pending += [(child, call_time) for child in table.get_children()]
+        return candidates
+
+    def _class_names(self) -> set[str]:
+        """Names assigned in any class body, at any depth."""
         names: set[str] = set()
-        if table.get_type() == "class":
-            self.class_locals |= {s.get_name() for s in table.get_symbols() if s.is_assigned()}
-        for child in table.get_children():
-            for symbol in child.get_symbols():
-                if symbol.is_declared_global() and symbol.is_assigned():
-                    names.add(symbol.get_name())
-            names |= self._call_time_globals(child)
+        pending = [self.table]
+        while pending:
+            table = pending.pop()
+            if table.get_type() == "class":
+                names |= {s.get_name() for s in table.get_symbols() if s.is_assigned()}
+            pending += table.get_children()
         return names
 
     # -- walk --------------------------------------------------------------------------------
@@ -317,7 +413,7 @@ class _NameChecker:
                         )
                 self._annotation(node.returns, table, call_time=call_time, extra=extra)
             inner = self._child_table(table, node)
-            if inner is None:
+            if inner is None or not self.walk_bodies:
                 return
             body = [node.body] if isinstance(node, ast.Lambda) else node.body
             for statement in body:
@@ -406,22 +502,20 @@ class _NameChecker:
         if any(in_class for _, in_class in self._inlined):
             kind = "function"  # class attributes are invisible in comprehensions
         if kind == "function" and table.get_type() == "class":
-            symbol = table.lookup(name) if name in table.get_identifiers() else None
-            if symbol is not None and (symbol.is_free() or name in _CLASS_DUNDERS):
+            scope = _scope(table, name)
+            if scope is not None and (scope == _FREE or name in _CLASS_DUNDERS):
                 return  # from an enclosing function
         elif kind != "module":
-            try:
-                symbol = table.lookup(name)
-            except KeyError:  # a scope symtable does not report (newer Pythons): be lenient
+            scope = _scope(table, name)
+            if scope is None:  # a scope symtable does not report (newer Pythons): be lenient
                 return
-            if not symbol.is_global():
+            if scope not in _GLOBAL:
                 return  # local, free or cell: bound in a function scope the compiler found
             if kind == "class" and name in _CLASS_DUNDERS:
                 return
         if name in _BUILTINS or name in _MODULE_DUNDERS:
             return
-        namespace = self.final if call_time else self.runtime | extra
-        if name in namespace:
+        if name in self.final if call_time else (name in self.runtime or name in extra):
             return
         line, col = node.lineno, node.col_offset + 1
         if name in self.type_checking_only:
@@ -447,6 +541,8 @@ class _NameChecker:
             message = (
                 f"undefined name {name!r}: not defined in the block, not imported, not a builtin"
             )
+            if self.class_locals is None:
+                self.class_locals = self._class_names()
             if name in self.class_locals:
                 message += (
                     " (class attributes are not visible in methods or comprehensions; "

@@ -1,0 +1,167 @@
+"""Exact free-name resolution: the symbol-table shortcut changes the work, never the issues."""
+
+from __future__ import annotations
+
+import ast
+import symtable
+import textwrap
+
+import pytest
+
+from nnrag.scoping import Issue, _NameChecker, unresolved_names
+
+SNIPPETS = {
+    "closed": """
+        import math
+
+        def area(r):
+            return math.pi * r * r
+
+        class Circle:
+            scale = 2
+
+            def grow(self, k):
+                return [self.scale * k for _ in range(3)]
+    """,
+    "undefined_in_method": """
+        class A:
+            def f(self):
+                return helper(self) + len(self.x)
+    """,
+    "class_attribute_in_method": """
+        class A:
+            limit = 3
+
+            def f(self):
+                return limit
+    """,
+    "class_in_function": """
+        def make():
+            class Local:
+                size = 4
+                double = size * 2
+
+                def get(self):
+                    return self.size
+            return Local
+    """,
+    "global_declared_in_function": """
+        def setup():
+            global CONFIG
+            CONFIG = {}
+
+        def use():
+            return CONFIG
+    """,
+    "deleted_before_call": """
+        import os
+
+        def f():
+            return os.sep
+
+        del os
+    """,
+    "type_checking_only": """
+        from typing import TYPE_CHECKING
+
+        if TYPE_CHECKING:
+            from collections import OrderedDict
+
+        def f():
+            return OrderedDict()
+    """,
+    "star_import": """
+        from os.path import *
+
+        def f(p):
+            return join(p, "x")
+    """,
+    "closures_and_lambdas": """
+        def outer(a):
+            b = 2
+
+            def inner(c):
+                nonlocal b
+                b += c
+                return a + b + missing
+
+            key = lambda item: item[a] + other
+            return inner, key
+    """,
+    "import_time_order": """
+        value = later + 1
+
+        def later():
+            return 0
+
+        class B(Base):
+            pass
+    """,
+    "function_named_top": """
+        class Pop:
+            def top(self, which, howmuch):
+                return self.cmd(which, howmuch)
+
+        def g():
+            return undefined_name
+    """,
+}
+
+
+def _issues(code: str, *, shortcut: bool) -> list[Issue]:
+    code = textwrap.dedent(code)
+    return unresolved_names(
+        ast.parse(code), symtable.symtable(code, "b.py", "exec"), shortcut=shortcut
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SNIPPETS))
+def test_shortcut_gives_the_same_issues(name: str) -> None:
+    assert _issues(SNIPPETS[name], shortcut=True) == _issues(SNIPPETS[name], shortcut=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "walks"),
+    [
+        ("closed", False),
+        ("class_in_function", False),
+        ("global_declared_in_function", False),
+        ("undefined_in_method", True),
+        ("class_attribute_in_method", True),
+        ("deleted_before_call", True),
+        ("type_checking_only", True),
+        ("star_import", True),
+        ("closures_and_lambdas", True),
+    ],
+)
+def test_bodies_are_walked_only_when_a_call_time_read_may_be_unresolved(
+    name: str, walks: bool
+) -> None:
+    code = textwrap.dedent(SNIPPETS[name])
+    checker = _NameChecker(ast.parse(code), symtable.symtable(code, "b.py", "exec"))
+    checker.run()
+    assert checker.walk_bodies is walks
+
+
+def test_expected_issues_with_the_shortcut() -> None:
+    assert _issues(SNIPPETS["closed"], shortcut=True) == []
+    assert [
+        (c, line) for c, _, line, _ in _issues(SNIPPETS["closures_and_lambdas"], shortcut=True)
+    ] == [
+        ("NNR101", 8),
+        ("NNR101", 10),
+    ]
+    assert [
+        (c, line) for c, _, line, _ in _issues(SNIPPETS["import_time_order"], shortcut=True)
+    ] == [
+        ("NNR102", 2),
+        ("NNR101", 7),
+    ]
+
+
+def test_function_named_top_keeps_its_locals() -> None:
+    """Python 3.11's ``Symbol.is_global`` calls the locals of a function named ``top`` global."""
+    issues = _issues(SNIPPETS["function_named_top"], shortcut=False)
+    assert [(code, line, message.split(":")[0]) for code, message, line, _ in issues] == [
+        ("NNR101", 7, "undefined name 'undefined_name'")
+    ]
