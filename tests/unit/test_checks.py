@@ -9,6 +9,7 @@ import pytest
 
 from nnrag.checks import (
     CODES,
+    CheckCache,
     check_code,
     check_file,
     declared_imports,
@@ -636,6 +637,62 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     (finding,) = check_file(path)
     assert finding.code == "NNR001"
     assert "UTF-8" in finding.message
+
+
+def test_crlf_file_reads_as_text(tmp_path: Path) -> None:
+    text = block("def f():\n    return missing\n")
+    path = tmp_path / "b.py"
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    assert check_file(path) == check_code(text, filename=str(path))
+
+
+# --------------------------------------------------------------------------- cache
+
+OPEN = "import nnrag_surely_missing_pkg\n\n\ndef f():\n    return missing + len([])\n"
+
+
+def test_cache_returns_the_findings_of_a_fresh_check(tmp_path: Path) -> None:
+    path = tmp_path / "b.py"
+    path.write_text(block(OPEN))
+    cache = CheckCache(tmp_path / "cache")
+    fresh = check_file(path)
+    assert [f.code for f in fresh] == ["NNR203", "NNR101"]
+    assert check_file(path, cache=cache) == fresh  # a miss: checked and stored
+    (entry,) = (tmp_path / "cache").glob("*.json")
+    assert check_file(path, cache=cache) == fresh  # a hit
+    path.write_text(block(OPEN.replace("missing +", "")))  # new content, new key
+    assert [f.code for f in check_file(path, cache=cache)] == ["NNR203"]
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2
+    entry.write_text("{not json")  # a broken entry is a miss, never an error
+    path.write_text(block(OPEN))
+    assert check_file(path, cache=cache) == fresh
+
+
+def test_cache_hit_rechecks_installed_modules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nnrag.checks
+
+    path = tmp_path / "b.py"
+    path.write_text(block(OPEN))
+    cache = CheckCache(tmp_path / "cache")
+    assert [f.code for f in check_file(path, cache=cache)] == ["NNR203", "NNR101"]
+    monkeypatch.setattr(nnrag.checks, "is_installed", lambda top: True)  # now installed
+    assert [f.code for f in check_file(path, cache=cache)] == ["NNR101"]
+
+
+def test_cache_key_covers_content_and_code(tmp_path: Path) -> None:
+    cache = CheckCache(tmp_path)
+    assert cache.key(b"a") == CheckCache(tmp_path / "other").key(b"a")
+    assert cache.key(b"a") != cache.key(b"b")
+
+
+def test_unwritable_cache_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "b.py"
+    path.write_text(block(OPEN))
+    (tmp_path / "file").write_text("")
+    cache = CheckCache(tmp_path / "file" / "cache")  # cannot be created
+    assert check_file(path, cache=cache) == check_file(path)
 
 
 @pytest.mark.parametrize("code", sorted(CODES))
