@@ -210,6 +210,10 @@ def signature_of(func: Any) -> inspect.Signature | None:
 _LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
 
+_KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
+"""Sequences of strings under these names are keys: they must be distinct and non-empty."""
+
+
 def _preferred(options: list[Any]) -> Any:
     """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest."""
     for option in options:
@@ -365,6 +369,8 @@ class Synth:
 
     def item(self, name: str, annotation: Any, index: int) -> object:
         """Item ``index`` of a synthesized sequence: strings are distinct keys ("a", "b")."""
+        if not _KEY_NAMES.search(name.lower()):
+            return self.value(name, annotation)
         if annotation is str or (
             typing.get_origin(annotation) is typing.Union
             and str in typing.get_args(annotation)

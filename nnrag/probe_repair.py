@@ -151,10 +151,10 @@ def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     for name, value in given.items():
         if not isinstance(value, (tuple, list)) or len(value) >= 8:
             continue
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        if value and any(isinstance(v, (str, bool)) or v is None for v in value):
             continue
         if value:
-            items = [*value, *[value[-1]] * len(value)]
+            items = [*value, *[value[-1]] * len(value)][:8]
         else:
             size = int_for(name, profile)
             items = [size if isinstance(size, int) and size > 1 else profile.dim] * 4
@@ -204,7 +204,7 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
     if m is not None:
         got, step = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
         factor = step // math.gcd(got, step) if got else 0
-    elif re.search(r"divisible|multiple of", str(error)):
+    elif re.search(r"divisible|multiple of", str(error)) and not re.search(r"\d", str(error)):
         factor = 2  # no sizes in the message: double the widths (bounded below)
     else:
         return None
@@ -297,7 +297,9 @@ def fill_mentioned(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return _with(ctor, added, synth.placeholders) if added else None
 
 
-_CHOICE = re.compile(r"(?:must be|one of|either|expected|choose from|valid|supported)(.*)", re.I)
+_CHOICE = re.compile(
+    r"(?:must be|one of|either|expected|choose from|choices|valid|supported)(.*)", re.I
+)
 
 
 def choose_option(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
@@ -311,6 +313,8 @@ def choose_option(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         return None
     tail = re.split(r"\bgot\b|\bbut\b", m.group(1))[0]
     options = [o for o in re.findall(r"'([^']*)'|\"([^\"]*)\"", tail) for o in o if o]
+    if "{" in tail:  # a set's order is not stable from run to run
+        options = sorted(options)
     if not options:
         options = [w for w in re.findall(r"[A-Za-z_][\w-]*", tail) if w not in {"or", "and"}]
     for name, value in ctor.kwargs.items():
@@ -510,6 +514,36 @@ def unpack_items(ctor: Ctor, error: BaseException) -> Ctor | None:
     return _with(ctor, changed) if changed else None
 
 
+def expected_class(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: "Expected 'Linear' module (got Identity)" builds the named class of the file for
+    the placeholder argument."""
+    module = sys.modules.get(cls.__module__)
+    if ctor.origin != "synthesized" or module is None or not ctor.placeholders:
+        return None
+    wanted = [
+        v
+        for name in re.findall(r"'(\w+)'", str(error))
+        if isinstance(v := vars(module).get(name), type)
+        and issubclass(v, nn.Module)
+        and v is not cls
+        and v.__module__ == module.__name__
+    ]
+    if not wanted:
+        return None
+    synth = Synth(module, ctor.profile or PROFILES[0], depth=1)
+    changed: dict[str, object] = {}
+    for name, value in ctor.kwargs.items():
+        if name not in ctor.placeholders:
+            continue
+        if isinstance(value, type):
+            changed[name] = wanted[0]
+        elif isinstance(value, nn.Identity):
+            built = synth.build(wanted[0])
+            if built is not MISSING:
+                changed[name] = built
+    return _with(ctor, changed, synth.placeholders) if changed else None
+
+
 def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     """Every repair above that applies to ``error``."""
     found = (
@@ -523,5 +557,6 @@ def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         choose_option(ctor, cls, error),
         resize(ctor, error),
         swap_class(ctor, cls, error),
+        expected_class(ctor, cls, error),
     )
     return [c for c in found if c is not None]
