@@ -22,13 +22,14 @@ from nnrag.probe_args import (
     encode,
     shallow_defaults,
 )
-from nnrag.probe_inputs import SHAPE_WORDS, build_inputs, input_candidates, repair
+from nnrag.probe_inputs import SHAPE_WORDS, MetaScreen, build_inputs, input_candidates, repair
 from nnrag.probe_repair import (
     fill_none_layers,
     fill_none_sizes,
     lengthen,
     listify,
     match_residual,
+    name_repairs,
     scale_sizes,
 )
 
@@ -45,6 +46,7 @@ class Harvester:
     def __init__(self, module: Any, skip: type) -> None:
         self.records: dict[str, dict[str, Any]] = {}
         self.saved: list[tuple[type, str, Any]] = []
+        self.paused = False
         for value in list(vars(module).values()):
             if (
                 isinstance(value, type)
@@ -58,6 +60,7 @@ class Harvester:
         owner: Any = cls
         init, forward = owner.__init__, owner.forward
         records = self.records
+        harvester = self
 
         @functools.wraps(init)
         def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
@@ -75,7 +78,7 @@ class Harvester:
         @functools.wraps(forward)
         def wrapped_forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
             seen = self_.__dict__.get("_nnrag_init") if type(self_) is cls else None
-            if seen is None or cls.__name__ in records:
+            if seen is None or harvester.paused or cls.__name__ in records:
                 return forward(self_, *args, **kwargs)
             try:
                 inputs = {
@@ -119,6 +122,8 @@ def warm_up() -> None:
     out = layer(torch.randn(2, 3, 8, 8))
     F.gelu(nn.LayerNorm(2)(out)).sum().backward()  # type: ignore[no-untyped-call]
     nn.MultiheadAttention(4, 2, batch_first=True)(*(torch.randn(1, 3, 4),) * 3)
+    with torch.device("meta"):  # the first meta op loads torch's meta kernels (seconds)
+        F.gelu(nn.LayerNorm(4)(nn.Conv2d(3, 4, 3)(torch.randn(2, 3, 8, 8)).permute(0, 2, 3, 1)))
 
 
 def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
@@ -354,6 +359,7 @@ class Runner:
                     fill_none_sizes(ctor, cls),
                     scale_sizes(ctor, error),
                     lengthen(ctor, cls, error),
+                    *name_repairs(ctor, cls, error),
                 ):
                     if repaired is not None:
                         pending.append((repaired, given))
@@ -374,18 +380,28 @@ class Runner:
                 forward_started = time.monotonic()
                 self.send({"kind": "running", "stage": "forward"})
             block.eval()
-            queue = (
-                list(given)
-                if given is not None
-                else list(input_candidates(block, profile, ctor.kwargs))
-            )
+            queue: list[tuple[list[Any], dict[str, Any], bool]] = [
+                (args, kwargs, False)
+                for args, kwargs in (
+                    given if given is not None else input_candidates(block, profile, ctor.kwargs)
+                )
+            ]
+            screen = self.screen_for(cls, ctor, block) if given is None else None
             tried: list[str] = []
             forward_messages: list[str] = []
             while queue and attempts < MAX_ATTEMPTS and time.monotonic() < self.deadline:
-                args, kwargs = queue.pop(0)
+                args, kwargs, screened = queue.pop(0)
                 key = repr((args, kwargs))
                 if key in tried:
                     continue
+                if screen is not None and not screened and screen.active:
+                    rejected = self.screened_out(screen, harvester, args, kwargs)
+                    if rejected is not None:
+                        fixed = repair(rejected, args, profile)
+                        if fixed is not None:
+                            queue.insert(0, (fixed, kwargs, False))
+                        queue.append((args, kwargs, True))  # still run for real, last
+                        continue
                 tried.append(key)
                 attempts += 1
                 try:
@@ -399,7 +415,7 @@ class Runner:
                     forward_messages.append(str(error))
                     fixed = repair(str(error), args, profile) if given is None else None
                     if fixed is not None:
-                        queue.insert(0, (fixed, kwargs))
+                        queue.insert(0, (fixed, kwargs, False))
                     continue
                 self.recipe.update(
                     inputs=args,
@@ -452,6 +468,33 @@ class Runner:
             or RuntimeError("no input candidate within the attempt bound")
         )
         self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
+
+    def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None:
+        """A meta-device screen for the input candidates (request key ``meta_screen``)."""
+        if not self.request.get("meta_screen", True):
+            return None
+        screen = MetaScreen.of(
+            block, lambda: cls(*ctor.args, **ctor.kwargs), [*ctor.args, *ctor.kwargs.values()]
+        )
+        self.recipe["meta_screen"] = screen.copy is not None
+        return screen
+
+    def screened_out(
+        self,
+        screen: MetaScreen,
+        harvester: Harvester | None,
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> str | None:
+        """The meta-device error of a candidate (harvesting paused: meta runs prove nothing)."""
+        if harvester is not None:
+            harvester.paused = True
+        try:
+            return screen.check(args, kwargs, self.seed)
+        finally:
+            if harvester is not None:
+                harvester.paused = False
+            self.recipe["screens"] = screen.screens
 
     def record_ctor(self, ctor: Ctor, block: nn.Module) -> None:
         self.recipe.update(

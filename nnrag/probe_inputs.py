@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 import re
-from collections.abc import Iterator, Mapping
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from copy import deepcopy
 from typing import Any
 
 import torch
@@ -126,8 +129,73 @@ def primary_specs(
 
 
 def forward_params(module: nn.Module) -> list[inspect.Parameter]:
+    """``forward``'s parameters; a ``# type: (...) -> ...`` comment stands in for annotations."""
     sig = signature_of(module.forward)
-    return list(sig.parameters.values()) if sig else []
+    params = list(sig.parameters.values()) if sig else []
+    comment = _type_comment(module.forward)
+    if comment is not None and len(comment) == len(params):
+        params = [
+            p.replace(annotation=text) if p.annotation is p.empty else p
+            for p, text in zip(params, comment, strict=True)
+        ]
+    return params
+
+
+def _source_tree(func: Any) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, ast.FunctionDef) else None
+
+
+def _type_comment(func: Any) -> list[str] | None:
+    """The argument types of a PEP 484 ``# type: (A, B) -> C`` comment under ``def``."""
+    try:
+        lines = inspect.getsource(func).splitlines()
+    except (OSError, TypeError):
+        return None
+    for line in lines[:12]:
+        if m := re.match(r"\s*# type: \((.*)\) ->", line):
+            return _split_top(m.group(1)) if m.group(1).strip() else []
+    return None
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += 1 if ch in "[(" else -1 if ch in "])" else 0
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def dict_keys(func: Any) -> dict[str, list[str]]:
+    """String keys ``forward`` reads from each argument (``x["low"]``, ``x.get("high")``)."""
+    node = _source_tree(func)
+    keys: dict[str, list[str]] = {}
+    if node is None:
+        return keys
+    for sub in ast.walk(node):
+        target, key = None, None
+        if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name):
+            target, key = sub.value.id, sub.slice
+        elif (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in {"get", "pop"}
+            and isinstance(sub.func.value, ast.Name)
+            and sub.args
+        ):
+            target, key = sub.func.value.id, sub.args[0]
+        if target and isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found = keys.setdefault(target, [])
+            if key.value not in found:
+                found.append(key.value)
+    return keys
 
 
 def input_candidates(
@@ -145,12 +213,16 @@ def input_candidates(
     for extra in ([2, d, side, side], [2, profile.seq, d], [2, d]):
         if all(spec["shape"] != extra for spec in specs):
             specs.append(tensor_spec(extra))
+    keys = dict_keys(module.forward)
     for primary in specs:
-        yield fill_inputs(params, primary, profile)
+        yield fill_inputs(params, primary, profile, keys)
 
 
 def fill_inputs(
-    params: list[inspect.Parameter], primary: dict[str, Any], profile: Profile
+    params: list[inspect.Parameter],
+    primary: dict[str, Any],
+    profile: Profile,
+    keys: Mapping[str, list[str]] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -166,14 +238,15 @@ def fill_inputs(
             continue
         if p.default is not p.empty:
             continue
+        named = (keys or {}).get(p.name, [])
         if first:
-            value: Any = container(primary, p.annotation)
+            value: Any = container(primary, p.annotation, named)
             first = False
         else:
             value = secondary(p.name, shape, p.annotation, profile)
             if _is_float_spec(value) and primary.get("dtype") == "int64":
                 value = dict(primary)  # index-like forward: every tensor argument indexes
-            value = container(value, p.annotation)
+            value = container(value, p.annotation, named)
         if p.kind == p.KEYWORD_ONLY:
             kwargs[p.name] = value
         else:
@@ -185,15 +258,18 @@ def _is_float_spec(value: Any) -> bool:
     return isinstance(value, dict) and "shape" in value and value.get("dtype") == "float32"
 
 
-def container(spec: Any, annotation: Any) -> Any:
-    """Wrap a tensor spec into the list or dict of tensors that ``annotation`` asks for."""
+def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
+    """Wrap a tensor spec into the list or dict of tensors that ``annotation`` asks for.
+
+    ``keys``: the string keys forward reads from this argument (a dict even unannotated).
+    """
     if not (isinstance(spec, dict) and "shape" in spec):
         return spec
     text = annotation if isinstance(annotation, str) else repr(annotation)
     if re.search(r"(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor", text):
         return [spec, dict(spec)]
-    if re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
-        return {"__dict__": {"0": spec, "1": dict(spec)}}
+    if keys or re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
+        return {"__dict__": {k: dict(spec) for k in keys or ["0", "1"]}}
     return spec
 
 
@@ -217,6 +293,9 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
         return 1 if value is MISSING else value
     if annotation in (bool, "bool"):
         return False
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    if re.search(r"(List|list|Sequence|Tuple|tuple)\[str\b", text):
+        return ["0", "1"]  # names beside a list of two tensors
     return dict(tensor_spec(list(shape)))
 
 
@@ -246,7 +325,7 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         return graph_repair(message, args)
     if args and isinstance(args[0], list) and args[0] and isinstance(args[0][0], dict):
         fixed = repair(message, [args[0][0]], profile)
-        if fixed is None:
+        if fixed is None or not isinstance(fixed[0], dict):
             return None
         return [
             [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
@@ -260,9 +339,11 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     if m := re.search(r"to have (\d+) channels, but got (\d+) channels", message):
         new = [shape[0], int(m.group(1)), *shape[2:]] if len(shape) > 1 else None
     elif m := re.search(
-        r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", message
+        r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
+        r"|same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]",  # meta's words
+        message,
     ):
-        want = int(m.group(3))
+        want = int(m.group(3) or m.group(7))
         if shape[-1] != want:
             new = [*shape[:-1], want]
     elif m := re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message):
@@ -271,7 +352,9 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     elif m := re.search(r"\d+D \(unbatched\) or (\d+)D \(batched\)", message):
         new = reshape_rank(shape, int(m.group(1)), profile)
     elif m := re.search(
-        r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim", message
+        r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
+        r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)",
+        message,
     ):
         rank = int(next(g for g in m.groups() if g))
         new = reshape_rank(shape, rank, profile)
@@ -284,6 +367,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         if dim < len(shape) and shape[dim] in (a, b):
             new = list(shape)
             new[dim] = b if shape[dim] == a else a
+        else:
+            new = token_count(shape, a, b)
     elif m := re.search(r"doesn't match model \((\d+)", message):
         want = int(m.group(1))
         new = [*shape[:-2], want, want] if len(shape) == 4 else None
@@ -296,9 +381,15 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     elif m := re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message):
         got = int(m.group(3))
         new = reshape_rank(shape, got + 1 if got >= 0 else -got, profile)
+    elif m := re.search(r"permitted channel values are \[([\d, ]+)\], but found (\d+)", message):
+        allowed = [int(v) for v in m.group(1).split(",")]
+        if len(shape) >= 3 and shape[-3] == int(m.group(2)):
+            new = [*shape[:-3], allowed[-1], *shape[-2:]]
     elif m := re.search(r"not enough values to unpack \(expected (\d+), got (\d+)\)", message):
         if int(m.group(2)) == len(shape):
             new = reshape_rank(shape, int(m.group(1)), profile)
+        elif int(m.group(1)) == len(shape) == int(m.group(2)) + 1:  # forward iterated the tensor
+            return [[spec, dict(spec)], *args[1:]]
     elif m := re.search(r"too many values to unpack \(expected (\d+)\)", message):
         if len(shape) > int(m.group(1)):
             new = reshape_rank(shape, int(m.group(1)), profile)
@@ -329,6 +420,25 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     return [spec, *rest]
 
 
+def token_count(shape: list[int], got: int, want: int) -> list[int] | None:
+    """Fix a token-count mismatch (``got`` tokens where a fixed-size table wants ``want``).
+
+    Tokens ``(B, N, C)`` with ``N == got`` get ``N = want``; images ``(B, C, H, W)`` whose
+    grid (or a downsampled grid) holds ``got`` tokens get a side scaled to ``want`` tokens.
+    """
+    if got == want or got <= 1 or want <= 1:
+        return None
+    if len(shape) == 3 and shape[1] == got:
+        return [shape[0], want, shape[2]]
+    root_got, root_want = math.isqrt(got), math.isqrt(want)
+    if len(shape) != 4 or root_got**2 != got or root_want**2 != want:
+        return None
+    side = shape[-1] * root_want
+    if side % root_got:
+        return None
+    return [*shape[:-2], side // root_got, side // root_got]
+
+
 def reshape_rank(shape: list[int], rank: int, profile: Profile) -> list[int] | None:
     """Re-shape a tensor spec to ``rank`` keeping the feature/channel size where it can."""
     if rank == len(shape):
@@ -351,3 +461,87 @@ def reshape_rank(shape: list[int], rank: int, profile: Profile) -> list[int] | N
         4: [2, channels, side, side],
         5: [2, channels, 4, side, side],
     }.get(rank)
+
+
+# --------------------------------------------------------------------------- meta screening
+
+MAX_SCREENS = 80
+"""Bound on meta-device screens per block (they cost no compute, but Python still runs)."""
+_META_UNSUPPORTED = re.compile(
+    r"meta|same device|device type|data-dependent|no data|numpy|\.item\(\)|fake", re.I
+)
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return isinstance(value, _PLAIN)
+
+
+class MetaScreen:
+    """A meta-device copy of a block that tells, without compute, which inputs fail on shapes.
+
+    ``check`` returns ``None`` when the candidate ran (or meta could not judge it) and the
+    error message when it failed. After two candidates meta could not judge,
+    the screen turns itself off and every candidate goes straight to the real run.
+    """
+
+    def __init__(self, copy: nn.Module | None) -> None:
+        self.copy = copy
+        self.screens = 0
+        self.rejected = 0
+        self.unsupported = 0
+
+    @classmethod
+    def of(
+        cls, block: nn.Module, rebuild: Callable[[], nn.Module], ctor_values: list[object]
+    ) -> MetaScreen:
+        """Build under the meta device (plain constructor arguments) or deep-copy to it."""
+        copy: nn.Module | None = None
+        if _plain(ctor_values):
+            try:
+                with torch.device("meta"):
+                    copy = rebuild()
+            except Exception:
+                copy = None
+            if copy is not None and any(
+                t.device.type != "meta" for t in [*copy.parameters(), *copy.buffers()]
+            ):
+                copy = None
+        if copy is None and sum(p.numel() for p in block.parameters() if _sized(p)) <= 5_000_000:
+            try:
+                copy = deepcopy(block).to("meta")
+            except Exception:
+                copy = None
+        if copy is not None:
+            copy.eval()
+        return cls(copy)
+
+    @property
+    def active(self) -> bool:
+        return self.copy is not None and self.screens < MAX_SCREENS and self.unsupported < 2
+
+    def check(self, args: list[Any], kwargs: dict[str, Any], seed: int) -> str | None:
+        """The error ``args``/``kwargs`` raise on the meta copy, else ``None``."""
+        if self.copy is None:
+            return None
+        self.screens += 1
+        try:
+            with torch.device("meta"), torch.no_grad():
+                real_args, real_kwargs = build_inputs(args, kwargs, seed)
+                self.copy(*real_args, **real_kwargs)
+        except BaseException as error:  # the real run reports interrupts and memory itself
+            text = str(error)
+            if isinstance(
+                error, (NotImplementedError, KeyboardInterrupt, SystemExit, MemoryError)
+            ) or _META_UNSUPPORTED.search(text):
+                self.unsupported += 1
+                return None
+            self.rejected += 1
+            return f"{type(error).__name__}: {text}"
+        return None
+
+
+def _sized(param: torch.Tensor) -> bool:
+    return not isinstance(param, nn.parameter.UninitializedParameter)

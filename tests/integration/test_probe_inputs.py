@@ -1,0 +1,210 @@
+"""Input candidates, shape repairs and meta-device screening on small hand-made modules."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from nnrag.probe import Runner  # noqa: E402
+from nnrag.probe_args import PROFILES, tensor_spec  # noqa: E402
+from nnrag.probe_inputs import (  # noqa: E402
+    MetaScreen,
+    dict_keys,
+    forward_params,
+    input_candidates,
+    repair,
+    token_count,
+)
+
+pytestmark = pytest.mark.integration
+P = PROFILES[0]
+
+
+def shapes(args: list[Any]) -> list[Any]:
+    return [a["shape"] if isinstance(a, dict) and "shape" in a else a for a in args]
+
+
+# --------------------------------------------------------------------------- repairs
+
+
+def test_rank_from_should_be_n_dimensional() -> None:
+    fixed = repair(
+        "input should be 5 dimensional. Got 4 dimensions.", [tensor_spec([2, 16, 8, 8])], P
+    )
+    assert fixed is not None
+    assert len(fixed[0]["shape"]) == 5
+
+
+def test_permitted_channel_values() -> None:
+    message = "Input image tensor permitted channel values are [1, 3], but found 32"
+    fixed = repair(message, [tensor_spec([2, 32, 8, 8])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 3, 8, 8]
+
+
+def test_iterated_tensor_becomes_a_list() -> None:
+    message = "not enough values to unpack (expected 4, got 3)"
+    fixed = repair(message, [tensor_spec([2, 8, 4, 4])], P)
+    assert fixed is not None
+    assert isinstance(fixed[0], list)
+    assert [s["shape"] for s in fixed[0]] == [[2, 8, 4, 4], [2, 8, 4, 4]]
+
+
+def test_token_count_mismatch_sets_tokens_or_scales_the_side() -> None:
+    assert token_count([2, 256, 32], 256, 49) == [2, 49, 32]
+    assert token_count([2, 32, 8, 8], 16, 49) == [2, 32, 14, 14]  # 4x4 after a stride 2 -> 7x7
+    assert token_count([2, 32, 8, 8], 16, 50) is None
+    message = (
+        "The size of tensor a (256) must match the size of tensor b (49)"
+        " at non-singleton dimension 3"
+    )
+    fixed = repair(message, [tensor_spec([2, 256, 32])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 49, 32]
+
+
+# --------------------------------------------------------------------------- candidates from source
+
+
+class Heads(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):  # type: ignore[no-untyped-def]  # the block's own style
+        # type: (List[Tensor]) -> Tensor
+        return torch.cat([self.conv(f).flatten(1) for f in x], 1)
+
+
+class Keyed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.low = nn.Conv2d(8, 4, 1)
+        self.high = nn.Conv2d(8, 4, 1)
+
+    def forward(self, inputs):  # type: ignore[no-untyped-def]
+        return self.low(inputs["low"]) + self.high(inputs.get("high"))
+
+
+class Named(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x: list[torch.Tensor], names: list[str]) -> list[torch.Tensor]:
+        names.append("pool")
+        return [self.conv(t) for t in x]
+
+
+def test_type_comment_gives_the_annotation() -> None:
+    (param,) = forward_params(Heads())
+    assert param.annotation == "List[Tensor]"
+    args, _ = next(input_candidates(Heads(), P, {}))
+    assert isinstance(args[0], list)
+    assert args[0][0]["shape"][1] == 8
+
+
+def test_string_keys_read_in_forward_make_a_dict() -> None:
+    assert dict_keys(Keyed().forward) == {"inputs": ["low", "high"]}
+    args, _ = next(input_candidates(Keyed(), P, {}))
+    assert set(args[0]["__dict__"]) == {"low", "high"}
+
+
+def test_list_of_names_beside_tensors() -> None:
+    args, _ = next(input_candidates(Named(), P, {}))
+    assert isinstance(args[0], list)
+    assert args[1] == ["0", "1"]
+
+
+# --------------------------------------------------------------------------- meta screening
+
+
+class Square(nn.Module):
+    """Only a 12x12 image passes: the flattened size is fixed by the constructor."""
+
+    def __init__(self, side: int = 12) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.head = nn.Linear(4 * side * side, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.conv(x).flatten(1))
+
+
+class DataDependent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x[x.sum(-1) > 0])
+
+
+def test_meta_screen_rejects_a_shape_error_without_compute() -> None:
+    block = Square()
+    screen = MetaScreen.of(block, Square, [])
+    assert screen.copy is not None
+    assert next(screen.copy.parameters()).device.type == "meta"
+    assert next(block.parameters()).device.type == "cpu"
+    error = screen.check([tensor_spec([2, 3, 8, 8])], {}, 0)
+    assert error is not None
+    assert "reduction dim" in error
+    assert screen.check([tensor_spec([2, 3, 12, 12])], {}, 0) is None
+    assert (screen.screens, screen.rejected) == (2, 1)
+
+
+def test_meta_screen_turns_off_where_meta_cannot_judge() -> None:
+    screen = MetaScreen.of(DataDependent(), DataDependent, [])
+    for _ in range(2):
+        assert screen.check([tensor_spec([3, 4])], {}, 0) is None
+    assert screen.unsupported == 2
+    assert not screen.active
+
+
+def test_meta_screen_deep_copies_when_arguments_are_modules() -> None:
+    inner = nn.Linear(4, 4)
+    screen = MetaScreen.of(inner, lambda: nn.Sequential(inner), [inner])
+    assert screen.copy is not None
+    assert next(inner.parameters()).device.type == "cpu"
+
+
+BLOCK = """
+import torch
+from torch import nn
+
+
+class Square(nn.Module):
+    def __init__(self, img_size: int = 12) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.head = nn.Linear(4 * 4 * img_size * img_size, 2)  # wants 2 * img_size
+
+    def forward(self, x):
+        return self.head(self.conv(x).flatten(1))
+"""
+
+
+@pytest.mark.parametrize("meta", [True, False])
+def test_runner_passes_on_cpu_with_or_without_screening(tmp_path: Path, meta: bool) -> None:
+    path = tmp_path / "block.py"
+    path.write_text(textwrap.dedent(BLOCK))
+    sent: list[dict[str, Any]] = []
+    request = {"path": str(path), "class_name": "Square", "depth": "forward", "meta_screen": meta}
+    Runner(request, sent.append, []).run()
+    result = sent[-1]
+    assert result["kind"] == "result"
+    assert result["failed_stage"] is None
+    assert result["stage_reached"] == "forward"
+    assert result["recipe"]["inputs"][0]["shape"] == [2, 3, 24, 24]
+    assert result["recipe"].get("meta_screen", False) is meta
+    # one constructor; 12x12 fails, its mat1/mat2 repair fails, 24x24 passes: on CPU that is
+    # three forward runs, with screening the two failures are found on meta and only 24x24 runs
+    assert result["recipe"]["attempts"] == (2 if meta else 4)
+    if meta:
+        assert result["recipe"]["screens"] == 3
