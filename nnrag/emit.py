@@ -111,9 +111,8 @@ def emit(index: Index, closure: Closure) -> Extracted:
         if not stringify and rewrite is None:
             chunks.append(cache.chunk(info, unit))  # the same string object in every block
             continue
-        text = _unit_text(cache.lines(info), unit)
         try:
-            text = _rewrite_cached(text, _rewrite_key(rewrite or Rewrite()), stringify)
+            chunks.append(cache.rewritten(info, unit, rewrite or Rewrite(), stringify))
         except (SyntaxError, ValueError) as error:  # keep the text, say so
             plan.problems.append(
                 Problem(
@@ -122,7 +121,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
                     location=f"{info.path}:{unit.start_line}:1",
                 )
             )
-        chunks.append(_chunk(info.module, text))
+            chunks.append(cache.chunk(info, unit))
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
     body = "\n\n".join(chunk if _normal(chunk) else chunk.rstrip("\n") + "\n" for chunk in chunks)
@@ -233,9 +232,9 @@ def _assign_flat_names(
     # (conditional imports kept whole inside their try/if unit are not hoisted).
     inside_units = {b for _, unit in plan.units for b in unit.imports if unit.kind != "import"}
     candidates = list(closure.imports)
-    for _, unit in plan.units:
+    for info, unit in plan.units:
         if unit.kind == "import":
-            candidates += [b for b in unit.imports if index.source_of_module(b.module) is None]
+            candidates += cache.external_imports(info, unit)
     renamed: dict[str, list[tuple[str, str]]] = {}
     for (module, name), flat in sorted(closure.renames.items()):
         renamed.setdefault(name, []).append((module, flat))
@@ -256,11 +255,19 @@ def _assign_flat_names(
                 break
         claim(entity, wanted)
 
+    flats, renames = plan.flat, closure.renames
     for info, unit in plan.units:
         if unit.kind == "import":
             continue  # its external bindings are hoisted; internal ones are dropped
-        for name in unit.binds:
-            claim(("def", info.module, name), closure.renames.get((info.module, name), name))
+        for entity in cache.defined(info, unit):
+            if entity in flats:
+                continue
+            wanted = renames.get((entity[1], entity[2]), entity[2]) if renames else entity[2]
+            if wanted in claims:
+                claim(entity, wanted)
+            else:  # the common case of claim(), inline
+                claims[wanted] = entity
+                flats[entity] = wanted
 
 
 class _IndexCache:
@@ -282,6 +289,9 @@ class _IndexCache:
             tuple[tuple[_Read, ...], frozenset[Entity], frozenset[tuple[str, str]]],
         ] = {}
         self._load_defs: dict[tuple[str, str, int], tuple[tuple[str, str], ...]] = {}
+        self._defined: dict[tuple[str, str, int], tuple[Entity, ...]] = {}
+        self._rewritten: dict[tuple[str, str, int], tuple[Rewrite, bool, str | Exception]] = {}
+        self._external: dict[tuple[str, str, int], tuple[ImportBinding, ...]] = {}
 
     def import_forms(self, info: ModuleInfo) -> frozenset[tuple[str, str | None, str]]:
         """``(module, attr, name)`` of every import written in ``info``."""
@@ -344,6 +354,23 @@ class _IndexCache:
             self._load_defs[key] = found
         return found
 
+    def defined(self, info: ModuleInfo, unit: Unit) -> tuple[Entity, ...]:
+        """``("def", module, name)`` of every name ``unit`` binds."""
+        key = (info.source, info.module, unit.index)
+        found = self._defined.get(key)
+        if found is None:
+            found = self._defined[key] = tuple(("def", info.module, n) for n in unit.binds)
+        return found
+
+    def external_imports(self, info: ModuleInfo, unit: Unit) -> tuple[ImportBinding, ...]:
+        """The bindings of ``unit`` that import from outside every indexed source."""
+        key = (info.source, info.module, unit.index)
+        found = self._external.get(key)
+        if found is None:
+            found = tuple(b for b in unit.imports if self.index.source_of_module(b.module) is None)
+            self._external[key] = found
+        return found
+
     def inner_imports(
         self, symbols: Symbols, info: ModuleInfo, unit: Unit
     ) -> tuple[tuple[tuple[str, str], Entity | None], ...]:
@@ -374,6 +401,26 @@ class _IndexCache:
         found = self._chunks.get(key)
         if found is None:
             found = self._chunks[key] = _chunk(info.module, _unit_text(self.lines(info), unit))
+        return found
+
+    def rewritten(self, info: ModuleInfo, unit: Unit, rewrite: Rewrite, stringify: bool) -> str:
+        """The chunk of ``unit`` rewritten; raises what :func:`rewrite_unit` raises.
+
+        The last rewrite of each unit is kept: consecutive blocks mostly ask for the same.
+        """
+        key = (info.source, info.module, unit.index)
+        last = self._rewritten.get(key)
+        if last is not None and last[1] == stringify and last[0] == rewrite:
+            if isinstance(last[2], Exception):
+                raise last[2]
+            return last[2]
+        text = _unit_text(self.lines(info), unit)
+        try:
+            found = _chunk(info.module, _rewrite_cached(text, _rewrite_key(rewrite), stringify))
+        except (SyntaxError, ValueError) as error:
+            self._rewritten[key] = (rewrite, stringify, error)
+            raise
+        self._rewritten[key] = (rewrite, stringify, found)
         return found
 
     def shares_lines(self, info: ModuleInfo) -> bool:
@@ -442,7 +489,7 @@ def _plan_rewrites(
         crossing, plain, prefixes = cache.read_kinds(symbols, info, unit)
         if plain.isdisjoint(respelled) and prefixes.isdisjoint(references):
             # only chains spelled otherwise than their flat name can change (same result)
-            load, call = _chain_maps(closure, plan, info, crossing)
+            load, call = _chain_maps(closure, plan, info, crossing) if crossing else ({}, {})
         else:
             load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
         imported: dict[tuple[str, str], str] = {}

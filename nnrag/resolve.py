@@ -81,6 +81,10 @@ class _Memo:
     needs: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
     same: dict[UnitKey, dict[str, object]] = field(default_factory=dict)
     previous: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
+    identities: dict[int, tuple[ImportBinding, object]] = field(default_factory=dict)
+    wants: dict[UnitKey, tuple[tuple[tuple[str, str], str, object], ...]] = field(
+        default_factory=dict
+    )
     components: dict[UnitKey, _Components] = field(default_factory=dict)
 
 
@@ -291,16 +295,24 @@ class _Walk:
         for module, name in sorted(self.builtins):
             owner = claims.setdefault(name, ("builtin", name))
             del module, owner
+        identities = self.memo.identities
         for (module, local), (_, binding) in sorted(self.imports.items()):
-            wanted.append(((module, local), local, _import_identity(binding)))
+            known = identities.get(id(binding))
+            if known is None:  # keyed by id: the binding lives in the index, as the memo
+                known = identities[id(binding)] = (binding, _import_identity(binding))
+            wanted.append(((module, local), local, known[1]))
+        wants = self.memo.wants
         for key in order:
-            entry = self.units[key]
-            same = self._same_objects(key, entry) if entry.unit.kind in COMPOUND else {}
-            for name in entry.unit.binds:
-                if name.startswith("__") and name.endswith("__"):
-                    continue
-                identity = same.get(name, ("def", key[1], name))
-                wanted.append(((key[1], name), name, identity))
+            found = wants.get(key)
+            if found is None:
+                entry = self.units[key]
+                same = self._same_objects(key, entry) if entry.unit.kind in COMPOUND else {}
+                found = wants[key] = tuple(
+                    ((key[1], name), name, same.get(name, ("def", key[1], name)))
+                    for name in entry.unit.binds
+                    if not (name.startswith("__") and name.endswith("__"))
+                )
+            wanted.extend(found)
         renames: dict[tuple[str, str], str] = {}
         taken = set(claims) | {name for _, name, _ in wanted}
         for (module, name), local, identity in wanted:
