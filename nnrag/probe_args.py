@@ -210,6 +210,8 @@ def signature_of(func: Any) -> inspect.Signature | None:
 _LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
 
+_KIND_SKIP = {"types", "type", "cls", "class", "fn", "factory", "constructor", "builder"}
+
 _KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
 """Sequences of strings under these names are keys: they must be distinct and non-empty."""
 
@@ -445,10 +447,29 @@ class Synth:
         first = next((o for o in options if isinstance(o, type)), nn.Module)
         if first is nn.Module or not isinstance(first, type):
             found = named_class(self.module, name)
+            if found is None and not re.search(r"norm|act|conv|^(\w+_)?(nn|mlp|lin)", name):
+                found = self.kind_class(name)
             if found is not None and issubclass(found, nn.Module):
                 return found
             return self.layer_factory(name)
         return first
+
+    def kind_class(self, name: str) -> type | None:
+        """A module class of the file named like the argument's kind (``block_types``: ``*Block``)
+        that can be built with synthesized arguments."""
+        if self.module is None:
+            return None
+        kinds = [w.capitalize() for w in name.split("_") if len(w) > 2 and w not in _KIND_SKIP]
+        for value in vars(self.module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, nn.Module)
+                and value.__module__ == self.module.__name__
+                and any(value.__name__.endswith(k) for k in kinds)
+                and Synth(self.module, self.profile, self.depth).build(value) is not MISSING
+            ):
+                return value
+        return None
 
     def string_for(self, name: str) -> str:
         low = name.lower()
@@ -532,7 +553,37 @@ class Synth:
                 args.append(value)
             else:
                 kwargs[name] = value
-        return tuple(args), kwargs
+        return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+
+
+_STAGE_NAMES = re.compile(
+    r"(depths?|layers|blocks|dims|channels|chs|widths|heads|ratios|sizes|strides|repeats)$"
+)
+
+
+def stage_lengths(sig: inspect.Signature, kwargs: Mapping[str, object]) -> dict[str, object]:
+    """Synthesized per-stage sequences take the length of the defaulted per-stage ones.
+
+    ``ResNet(layers, channels=(64, 128, 256, 512))`` builds one stage per item of ``layers``
+    and reads four of them, so ``layers`` gets four items, not two.
+    """
+    lengths = [
+        len(p.default)
+        for n, p in sig.parameters.items()
+        if isinstance(p.default, (tuple, list))
+        and 2 < len(p.default) <= 6
+        and _STAGE_NAMES.search(n.lower())
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in p.default)
+    ]
+    if not lengths:
+        return {}
+    want = max(set(lengths), key=lengths.count)
+    out: dict[str, object] = {}
+    for name, value in kwargs.items():
+        if isinstance(value, (tuple, list)) and len(value) == 2 and _STAGE_NAMES.search(name):
+            items = [*value, *[value[-1]] * (want - 2)]
+            out[name] = tuple(items) if isinstance(value, tuple) else items
+    return out
 
 
 _DEPTH_NAMES = re.compile(r"^(depths?|num_layers|n_layers|layers|num_blocks|n_blocks|\w+_depths?)$")

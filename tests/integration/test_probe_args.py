@@ -274,6 +274,34 @@ class WithExpansion(nn.Module):
         return self.lin(x)
 
 
+class TinyBlock(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class KindStage(nn.Module):
+    def __init__(self, dim: int, block_types: List[Type[nn.Module]]) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(*[kind(dim) for kind in block_types])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class Stages(nn.Module):
+    def __init__(self, layers: Tuple[int, ...], channels: Tuple[int, ...] = (4, 8, 16, 32)):
+        super().__init__()
+        assert len(layers) == len(channels)
+        self.lin = nn.Linear(channels[0], channels[-1])
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -339,6 +367,16 @@ def test_string_argument_from_a_comparison_in_the_source(sandbox: Sandbox, block
 def test_module_argument_built_from_the_class_it_names(sandbox: Sandbox, blocks: Path) -> None:
     kwargs = kwargs_of(sandbox, blocks, "NamedPart")  # forward passes: no placeholder
     assert "FlowHead(" in str(kwargs["flow_head"])
+
+
+def test_class_arguments_of_a_kind_come_from_the_file(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "KindStage")  # forward passes: no placeholder
+    assert kwargs["block_types"] == [{"__ref__": "nnrag_block:TinyBlock"}] * 2
+
+
+def test_per_stage_lengths_follow_the_defaulted_ones(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "Stages")
+    assert kwargs["layers"] == {"__tuple__": [1, 1, 1, 1]}
 
 
 def test_tensor_dtype_and_number_annotations(sandbox: Sandbox, blocks: Path) -> None:
