@@ -269,9 +269,18 @@ class UnitScanner:
                 category, message, unit.start_line + node.lineno - 1, node.col_offset + 1
             )
 
-        parents = {
-            id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
-        }
+        found_parents: dict[int, ast.AST] = {}
+
+        def parents() -> dict[int, ast.AST]:
+            """Each node's parent, built on first use (only ``globals()``/``vars()`` need it)."""
+            if not found_parents:
+                found_parents.update(
+                    (id(child), node)
+                    for node in ast.walk(tree)
+                    for child in ast.iter_child_nodes(node)
+                )
+            return found_parents
+
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 name = _dotted(node.func)
@@ -291,7 +300,7 @@ class UnitScanner:
                     name in ("globals", "vars")
                     and not node.args
                     and name in reads
-                    and _reads_namespace(node, parents)
+                    and _reads_namespace(node, parents())
                 ):
                     yield at(
                         node,

@@ -646,10 +646,13 @@ class _Components:
         needs: Mapping[UnitKey, frozenset[UnitKey]],
         sort_key: Callable[[UnitKey], SortKey],
     ) -> None:
-        # Tarjan yields a component after every component it reaches
-        for members in _components(needs):
-            if members[0] in memo:
-                continue
+        # A known unit needs only known units (its component was learned with everything it
+        # reaches), so the new components are those of the new units, with edges among them.
+        # Tarjan yields a component after every component it reaches.
+        new = {key: frozenset(d for d in deps if d not in memo) for key, deps in needs.items()}
+        for key in [key for key in new if key in memo]:
+            del new[key]
+        for members in _components(new):
             component = _Components(members, sort_key)
             for key in members:
                 memo[key] = component
