@@ -125,13 +125,17 @@ class UnitScanner:
             elif found.kind == "builtin":
                 builtins.add((info.module, found.name))
                 continue
-            elif found.kind == "typing":
-                continue
+            elif found.kind == "typing" or (
+                found.kind == "missing" and use.chain in unit.annotation_reads
+            ):
+                continue  # typing names, and annotations Python never evaluates
             else:
                 others.append(use)
                 continue
             if use.crosses:
                 references.append(((info.module, use.prefix), (home.module, found.name)))
+        for dep in self.mutators(info, unit):
+            deps.setdefault((info.source, info.module, dep.index), (info, dep, False))
         summary = Summary(
             deps=tuple(deps.values()),
             imports=tuple(imports),
@@ -142,6 +146,34 @@ class UnitScanner:
         )
         self._summaries[key] = summary
         return summary
+
+    def mutators(self, info: ModuleInfo, unit: Unit) -> tuple[Unit, ...]:
+        """Units of ``unit``'s module that change the object it builds, at load time.
+
+        ``Conv = LayerFactory(...)`` followed by ``@Conv.factory_function("conv")`` or
+        ``Act.add_factory_class("elu", nn.ELU)`` in the same module: the object only works
+        with those registrations, so they come with it (a registration in another module is
+        not followed: importing that module is what would run it).
+        """
+        if unit.kind != "assign" or not unit.binds:
+            return ()
+        tree = self.tree(info, unit)
+        if tree is None or not any(
+            isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call)
+            for stmt in tree.body
+        ):
+            return ()
+        found: list[Unit] = []
+        for other in info.units:
+            if other.index <= unit.index or other.kind not in ("def", "class", "other"):
+                continue
+            targets = {c.split(".")[0] for c in other.load_reads if "." in c} & set(unit.binds)
+            if not targets or set(other.binds) & targets:
+                continue
+            body = self.tree(info, other)
+            if body is not None and any(_mutates(stmt, targets) for stmt in body.body):
+                found.append(other)
+        return tuple(found)
 
     def _native_op(self, target: str) -> bool:
         """``torch.ops.<source package>.op``: an operator a compiled extension registers."""
@@ -200,15 +232,20 @@ class UnitScanner:
         self._uses[key] = result
         return result
 
+    def text(self, info: ModuleInfo, unit: Unit) -> str:
+        """The unit's lines of its file."""
+        key = (info.source, info.module)
+        lines = self._lines.get(key)
+        if lines is None:
+            lines = self._lines[key] = self.index.text(info).splitlines(keepends=True)
+        return "".join(lines[unit.start_line - 1 : unit.end_line])
+
     def tree(self, info: ModuleInfo, unit: Unit) -> ast.Module | None:
         """The unit's statements parsed alone (line numbers relative to its first line)."""
         key = (info.source, info.module, unit.index)
         if key in self._trees:
             return self._trees[key]
-        lines = self._lines.get(key[:2])
-        if lines is None:
-            lines = self._lines[key[:2]] = self.index.text(info).splitlines(keepends=True)
-        text = "".join(lines[unit.start_line - 1 : unit.end_line])
+        text = self.text(info, unit)
         try:
             tree: ast.Module | None = ast.parse(text)
         except SyntaxError:  # a unit sharing a line with another statement (``a = 1; b = 2``)
@@ -246,7 +283,7 @@ class UnitScanner:
             for root in sorted(roots)
             if (registry := self._registry(info, unit, root, symbols)) is not None
         }
-        if roots & _DYNAMIC_ROOTS or registries:
+        if registries or (roots & _DYNAMIC_ROOTS and _may_find(self.text(info, unit), roots)):
             tree = self.tree(info, unit)
             if tree is not None:
                 found.extend(self._visit(tree, info, unit, symbols, registries))
@@ -469,6 +506,23 @@ def _make_use(
     )
 
 
+def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
+    """``@X.method(...)``/``@X.method`` on a definition, or a bare ``X.method(...)`` call."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        calls = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        calls = [stmt.value.func]
+    else:
+        return False
+    for func in calls:
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if func is not root and isinstance(root, ast.Name) and root.id in names:
+            return True
+    return False
+
+
 def _dotted(node: ast.expr) -> str | None:
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -484,6 +538,16 @@ def _dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _may_find(text: str, roots: set[str]) -> bool:
+    """Whether :meth:`UnitScanner._visit` can find anything in a unit without registries:
+    ``globals()``/``vars()``, or a call that needs ``__name__`` (``getattr(sys.modules[
+    __name__], ...)``) or an import by name (``import_module``, ``__import__``) in the text.
+    Most units read ``getattr`` on objects only; they are not parsed again."""
+    if roots & {"globals", "vars"}:
+        return True
+    return "__name__" in text or "import_module" in text or "__import__" in text
 
 
 def _reads_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
