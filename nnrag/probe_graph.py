@@ -34,6 +34,10 @@ _WIDTH_KEYS = (
     "hidden_channels",
     "emb_dim",
 )
+HETERO = (["a", "b"], [["a", "to", "b"], ["b", "to", "a"]])
+"""Node and edge types when the constructor names none."""
+_SIZE_KEY = re.compile(r"^(?!num_|out_|n_)\w*(channels|_dim|features)$")
+_EDGE_KEY = re.compile(r"^(?!num_|out_|n_)\w*edge\w*(channels|_dim|features)$")
 _POS = re.compile(r"^(pos|coords?|normals?|pos_\w+|\w+_pos)$")
 _SCALAR_ROWS = re.compile(r"^(t|time|dist|angle|edge_weight|\w+_time|\w+_weight)$")
 _BATCH_OBJECT = {"batch", "data"}
@@ -43,8 +47,7 @@ def is_graph(forward_params: list[str], required: frozenset[str] = frozenset()) 
     """Graph layers: edge indices, dense ``adj``, scatter indices, node/edge types, batches."""
     names = set(forward_params)
     return bool(
-        {"adj", "adj_t", "x_dict", "edge_attr", "edge_weight"} & names
-        or {"type_vec", "node_type", "edge_type"} & required
+        {"adj", "adj_t", "x_dict", "edge_attr", "edge_weight", *_TYPES} & names
         or any(name.endswith(("edge_index", "edge_index_dict")) for name in names)
         or "index" in required
         or (len(required) >= 2 and any(_DETECT_INDEX.match(name) for name in required))
@@ -62,6 +65,8 @@ class Graph:
     edge_width: int | None
     ids: int  # node features are ids below this (0: float features)
     counts: Mapping[str, int]
+    widths: Mapping[str, int]  # per input, from constructor names (``num_rbf`` -> ``rbf``)
+    meta: tuple[list[str], list[list[str]]] = ([], [])
 
 
 def graph_inputs(
@@ -77,13 +82,28 @@ def graph_inputs(
         value = ctor.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
             channels.append(value)
-    channels = list(dict.fromkeys([*channels, profile.dim]))
+    sizes = {
+        k: v
+        for k, v in ctor.items()
+        if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 4096
+    }
+    channels.extend(v for k, v in sizes.items() if _SIZE_KEY.match(k))
+    channels = list(dict.fromkeys([*channels, profile.dim]))[:5]
     names = {p.name for p in params}
+    widths = {
+        name: sizes[key]
+        for name in names
+        for key in (f"num_{name}", f"n_{name}", f"{name}_dim", f"{name}_channels")
+        if key in sizes
+    }
     nodes = ctor.get("num_nodes")
     nodes = nodes if isinstance(nodes, int) and 1 < nodes <= 1000 else NODES
-    edged = any(n.endswith("edge_index") or n in {"adj", "adj_t"} for n in names)
+    edged = any(
+        n.endswith(("edge_index", "edge_index_dict")) or n in {"adj", "adj_t"} for n in names
+    )
     edge_dim = ctor.get("edge_dim")
     edge_width = edge_dim if isinstance(edge_dim, int) and edge_dim > 0 else None
+    edge_size = edge_width or next((v for k, v in sizes.items() if _EDGE_KEY.match(k)), None)
     counts = {
         group: value
         for group, keys in _TYPE_COUNTS.items()
@@ -91,17 +111,19 @@ def graph_inputs(
         if isinstance(value, int) and value > 0
     }
     ids = min(size, 100) if kind == "ids" and size else 0
+    meta = metadata(ctor) or HETERO
     required = {p.name for p in params if p.default is p.empty}
     if len(required) == 1 and required <= _BATCH_OBJECT and params and params[0].name in required:
         for c in channels:
-            g = Graph(nodes, nodes if not edged else EDGES, c, edge_width, ids, counts)
+            g = Graph(nodes, EDGES if edged else nodes, c, edge_size, ids, counts, widths)
             yield [batch_object(g)], {}
             if not ids:
-                yield [batch_object(Graph(g.nodes, g.edges, c, edge_width, 4, counts))], {}
+                yield [batch_object(Graph(g.nodes, g.edges, c, edge_size, 4, counts, widths))], {}
         return
-    variants = [(channels[0], ids)] if ids else []  # ids first, float features after
-    for c, node_ids in [*variants, *((c, 0) for c in channels)]:
-        g = Graph(nodes, EDGES if edged else nodes, c, edge_width, node_ids, counts)
+    # ids first when the first layer embeds; last, for layers that count or hash node labels
+    variants = [(channels[0], ids)] if ids else []
+    for c, node_ids in [*variants, *((c, 0) for c in channels), *([] if ids else [(1, 4)])]:
+        g = Graph(nodes, EDGES if edged else nodes, c, edge_size, node_ids, counts, widths, meta)
         args, kwargs = fill(params, g)
         if edge_width and "edge_attr" in names - required:
             yield args, {**kwargs, "edge_attr": tensor_spec([g.edges, edge_width])}
@@ -136,6 +158,16 @@ def graph_value(name: str, annotation: Any, g: Graph, *, first: bool = False) ->
     if text == "int":
         return g.nodes if re.search(r"size|num|nodes|count", name) else 1
     edge_rows = g.edges if name.startswith("edge_") else g.nodes
+    if name.endswith("_dict"):  # heterogeneous graphs: one entry per node or edge type
+        node_types, edge_types = g.meta
+        if name.endswith("edge_index_dict"):
+            spec = tensor_spec([2, g.edges], "int64", g.nodes)
+            return {"graph": "dict", "items": [[t, spec] for t in edge_types], "role": name}
+        if "edge" in name:
+            spec = tensor_spec([g.edges, g.edge_width or g.width])
+            return {"graph": "dict", "items": [[t, spec] for t in edge_types], "role": name}
+        spec = tensor_spec([g.nodes, g.width])
+        return {"graph": "dict", "items": [[t, spec] for t in node_types], "role": name}
     if name.endswith("edge_index") or name == "adj_t":
         return role(tensor_spec([2, g.edges], "int64", g.nodes), name)
     if name == "adj":
@@ -161,10 +193,27 @@ def graph_value(name: str, annotation: Any, g: Graph, *, first: bool = False) ->
     if _SCALAR_ROWS.match(name):
         return role(tensor_spec([edge_rows]), name)
     if name == "edge_attr" or name.startswith("edge_"):
-        return role(tensor_spec([g.edges, g.edge_width or g.width]), name)
+        return role(tensor_spec([g.edges, g.widths.get(name) or g.edge_width or g.width]), name)
     if first and g.ids:
         return role(tensor_spec([g.nodes], "int64", g.ids), name)
-    return role(tensor_spec([g.nodes, g.width]), name)
+    return role(tensor_spec([g.nodes, g.widths.get(name, g.width)]), name)
+
+
+def metadata(ctor: Mapping[str, object]) -> tuple[list[str], list[list[str]]] | None:
+    """Node and edge types from a ``(node_types, edge_types)`` constructor argument."""
+    for value in ctor.values():
+        if not (isinstance(value, (tuple, list)) and len(value) == 2):
+            continue
+        nodes, edges = value
+        if (
+            isinstance(nodes, (list, tuple))
+            and isinstance(edges, (list, tuple))
+            and nodes
+            and all(isinstance(n, str) for n in nodes)
+            and all(isinstance(e, (list, tuple)) and len(e) == 3 for e in edges)
+        ):
+            return [str(n) for n in nodes], [[str(p) for p in e] for e in edges]
+    return None
 
 
 def role(spec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -221,6 +270,11 @@ def build_graph(value: Mapping[str, Any]) -> Any:
         return torch.arange(size) * groups // size
     if kind == "ptr":
         return torch.tensor([0, int(value["size"])])
+    if kind == "dict":
+        return {
+            tuple(key) if isinstance(key, list) else key: build_graph(spec)
+            for key, spec in value["items"]
+        }
     if kind == "batch":
         return GraphBatch(
             {
@@ -247,13 +301,28 @@ _ROWS = re.compile(
 
 def graph_repair(message: str, args: list[Any]) -> list[Any] | None:
     """New graph inputs from an error message (feature widths, row counts, ids), or ``None``."""
+    if len(args) == 1 and isinstance(args[0], dict) and args[0].get("graph") == "batch":
+        fields = args[0]["fields"]
+        keys = [k for k, v in fields.items() if isinstance(v, dict) and "shape" in v]
+        fixed = graph_repair(message, [{**fields[k], "role": k} for k in keys])
+        if fixed is None:
+            return None
+        new = {
+            k: {n: v for n, v in spec.items() if n != "role"}
+            for k, spec in zip(keys, fixed, strict=True)
+        }
+        return [{**args[0], "fields": {**fields, **new}}]
     specs = [a if isinstance(a, dict) and "shape" in a else None for a in args]
     floats = [i for i, s in enumerate(specs) if s is not None and s["dtype"] == "float32"]
     if m := _MATMUL.search(message):
         rows, got, want = int(m.group(1)), int(m.group(2)), int(m.group(3))
         hits = [i for i in floats if specs[i]["shape"][-1] == got]  # type: ignore[index]
         exact = [i for i in hits if math.prod(specs[i]["shape"][:-1]) == rows]  # type: ignore[index]
-        hits = exact or hits
+        # no exact row count: the closest one (self loops added or removed change the rows)
+        hits = exact or sorted(
+            hits,
+            key=lambda i: abs(math.prod(specs[i]["shape"][:-1]) - rows),  # type: ignore[index]
+        )
         # Several inputs may share the width: change an untouched one first; an input changed
         # before that now mismatches was right all along, so it goes back and stays.
         fresh = [i for i in hits if "fixed" not in args[i]]
@@ -261,6 +330,34 @@ def graph_repair(message: str, args: list[Any]) -> list[Any] | None:
         for i, mark in [*((i, "width") for i in fresh), *((i, "locked") for i in once)][:1]:
             spec = dict(args[i], shape=[*args[i]["shape"][:-1], want], fixed=mark)
             return [spec if j == i else a for j, a in enumerate(args)]
+        return None
+    if m := re.search(
+        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton"
+        r" dimension 1",
+        message,
+    ):
+        want, got = int(m.group(1)), int(m.group(2))
+        hits = [i for i in floats if specs[i]["shape"][-1] == got and len(specs[i]["shape"]) == 2]  # type: ignore[index]
+        for i in hits[:1]:
+            spec = dict(args[i], shape=[args[i]["shape"][0], want], fixed="locked")
+            return [spec if j == i else a for j, a in enumerate(args)]
+        return None
+    if m := re.search(
+        r"expected input with shape \[\*, (\d+)\], but got input of size\s*\[([\d, ]+)\]", message
+    ):
+        width, seen = int(m.group(1)), [int(v) for v in m.group(2).split(",")]
+        hits = [i for i in floats if specs[i]["shape"] == seen]  # type: ignore[index]
+        for i in hits[:1]:
+            spec = dict(args[i], shape=[*seen[:-1], width], fixed="locked")
+            return [spec if j == i else a for j, a in enumerate(args)]
+        return None
+    if m := re.search(r"shape must be \[(\w+(?:, \w+)+)\]", message):
+        rank = len(m.group(1).split(","))
+        for i in floats[:1]:
+            shape = list(args[i]["shape"])
+            if len(shape) == rank - 1:
+                spec = dict(args[i], shape=[*shape[:-1], 2, shape[-1]])
+                return [spec if j == i else a for j, a in enumerate(args)]
         return None
     if m := _ROWS.search(message):
         sizes = {int(v) for v in m.groups() if v}

@@ -151,6 +151,67 @@ class TimedEdges(nn.Module):
         return out + t.mean()
 
 
+class TwoSets(nn.Module):
+    """Node and edge embeddings sized by two constructor arguments that name no input."""
+
+    def __init__(self, hidden_node_channels: int, hidden_edge_channels: int):
+        super().__init__()
+        self.lin = nn.Linear(hidden_node_channels + hidden_edge_channels, hidden_node_channels)
+
+    def forward(self, node_emb, edge_emb, i):
+        agg = torch.zeros(node_emb.size(0), edge_emb.size(1)).index_add_(0, i, edge_emb)
+        return self.lin(torch.cat([node_emb, agg], dim=1))
+
+
+class OptionalTypes(nn.Module):
+    """``type_vec`` is optional in the signature but the layer needs it."""
+
+    def __init__(self, in_channels: int, num_types: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(num_types, in_channels))
+
+    def forward(self, x, type_vec=None, type_ptr=None):
+        if type_vec is None and type_ptr is None:
+            raise ValueError("Either 'type_vec' or 'type_ptr' must be given")
+        return x * self.weight[type_vec]
+
+
+class LabelHash(nn.Module):
+    """No parameters, no sizes: node features must be integer labels."""
+
+    def forward(self, x, edge_index):
+        assert x.dtype == torch.long
+        src, dst = edge_index
+        return torch.zeros(x.size(0), dtype=torch.long).index_add_(0, dst, x[src])
+
+
+class LayeredFeatures(nn.Module):
+    """Node features with a layer axis: ``[num_nodes, num_layers, channels]``."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.lin = nn.Linear(channels, channels)
+
+    def forward(self, x, edge_index):
+        if x.dim() != 3:
+            raise ValueError("Feature shape must be [num_nodes, num_layers, channels].")
+        return self.lin(x[:, -1])
+
+
+class HeteroSum(nn.Module):
+    """A heterogeneous layer: features and edge indices keyed by node and edge types."""
+
+    def __init__(self, in_channels: int, metadata: Any):
+        super().__init__()
+        self.lins = nn.ModuleDict({t: nn.Linear(in_channels, 4) for t in metadata[0]})
+
+    def forward(self, x_dict, edge_index_dict):
+        out = {t: self.lins[t](x) for t, x in x_dict.items()}
+        for (src, _, dst), edge_index in edge_index_dict.items():
+            out[dst] = out[dst].index_add(0, edge_index[1], out[src][edge_index[0]])
+        return out
+
+
 # --------------------------------------------------------------------------- detection
 
 
@@ -234,6 +295,43 @@ def test_times_are_rows_and_int_sizes_are_ints() -> None:
     assert runs(block, channels=8) is not None
 
 
+def test_widths_from_other_constructor_sizes() -> None:
+    block = TwoSets(hidden_node_channels=12, hidden_edge_channels=12)
+    assert runs(block, hidden_node_channels=12, hidden_edge_channels=12) is not None
+
+
+def test_optional_type_vector_is_given() -> None:
+    block = OptionalTypes(in_channels=8, num_types=3)
+    _, kwargs = candidates(block, in_channels=8, num_types=3)[0]
+    assert kwargs["type_vec"]["high"] == 3
+    assert "type_ptr" not in kwargs
+    assert runs(block, in_channels=8, num_types=3) is not None
+
+
+def test_label_features_are_tried_last() -> None:
+    found = runs(LabelHash())
+    assert found is not None
+    assert found[0][0]["dtype"] == "int64"
+    assert candidates(LabelHash())[0][0][0]["dtype"] == "float32"
+
+
+def test_rank_from_a_named_shape() -> None:
+    found = runs(LayeredFeatures(8), channels=8)
+    assert found is not None
+    assert found[0][0]["shape"] == [10, 2, 8]
+
+
+def test_heterogeneous_inputs_follow_the_constructor_metadata() -> None:
+    meta = (["paper", "author"], [("paper", "cites", "paper"), ("author", "writes", "paper")])
+    block = HeteroSum(8, meta)
+    args, _ = candidates(block, in_channels=8, metadata=meta)[0]
+    x_dict, edge_index_dict = build_inputs(args, {}, 0)[0]
+    assert set(x_dict) == {"paper", "author"}
+    assert set(edge_index_dict) == {("paper", "cites", "paper"), ("author", "writes", "paper")}
+    assert x_dict["paper"].shape == (10, 8)
+    assert runs(block, in_channels=8, metadata=meta) is not None
+
+
 # --------------------------------------------------------------------------- repairs
 
 
@@ -268,6 +366,44 @@ def test_float_used_as_index_becomes_ids() -> None:
     fixed = graph_repair("tensors used as indices must be long, int, byte or bool tensors", args)
     assert fixed is not None
     assert (fixed[0]["shape"], fixed[0]["dtype"]) == ([10], "int64")
+
+
+def test_matmul_repair_without_exact_rows_takes_the_closest_rows() -> None:
+    args = [{**tensor_spec([10, 16]), "role": "x"}, {**tensor_spec([30, 16]), "role": "edge_attr"}]
+    fixed = graph_repair("mat1 and mat2 shapes cannot be multiplied (27x16 and 2x32)", args)
+    assert fixed is not None
+    assert [a["shape"] for a in fixed] == [[10, 16], [30, 2]]
+
+
+def test_wrong_width_goes_back_when_an_elementwise_product_mismatches() -> None:
+    args = [{**tensor_spec([10, 2]), "role": "x"}, {**tensor_spec([10, 2]), "role": "rbf"}]
+    message = (
+        "The size of tensor a (64) must match the size of tensor b (2) at non-singleton dimension 1"
+    )
+    fixed = graph_repair(message, args)
+    assert fixed is not None
+    assert [a["shape"] for a in fixed] == [[10, 64], [10, 2]]
+
+
+def test_layer_norm_width_repair() -> None:
+    args = [{**tensor_spec([10, 16]), "role": "x"}, {**tensor_spec([10, 3, 16]), "role": "vec"}]
+    message = (
+        "Given normalized_shape=[32], expected input with shape [*, 32],"
+        " but got input of size[10, 16]"
+    )
+    fixed = graph_repair(message, args)
+    assert fixed is not None
+    assert [a["shape"] for a in fixed] == [[10, 32], [10, 3, 16]]
+
+
+def test_batch_object_fields_are_repaired() -> None:
+    block = BatchHead(dim_in=12)
+    args, _ = candidates(block, dim_in=12)[0]
+    bad = [{**args[0], "fields": {**args[0]["fields"], "x": tensor_spec([10, 5])}}]
+    fixed = graph_repair("mat1 and mat2 shapes cannot be multiplied (10x5 and 12x4)", bad)
+    assert fixed is not None
+    assert fixed[0]["fields"]["x"]["shape"] == [10, 12]
+    assert "role" not in fixed[0]["fields"]["x"]
 
 
 def test_unrelated_message_is_no_repair() -> None:
