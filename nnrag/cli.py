@@ -384,7 +384,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from nnrag.checks import CheckCache, check_file, import_findings
+    from nnrag.checks import CheckCache, check_files, import_findings
 
     cache: CheckCache | None = None
     if not args.no_cache:
@@ -406,22 +406,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
-    manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
-    failed = 0
-    for path in files:
-        try:
-            if path.parent not in manifests:  # what each definition was, for --pristine
-                if args.pristine:
-                    from nnrag.vendor import read_manifest
+    definitions: dict[Path, Mapping[str, str]] = {}
+    unreadable: dict[Path, OSError] = {}
+    if args.pristine:  # what each definition was, from the folder's manifest
+        from nnrag.vendor import read_manifest
 
+        manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
+        for path in files:
+            try:
+                if path.parent not in manifests:
                     entries = read_manifest(path.parent)
                     manifests[path.parent] = {e.file: e.definitions for e in entries}
-                else:
-                    manifests[path.parent] = {}
-            definitions = manifests[path.parent].get(path.name)
-            findings = check_file(
-                path, pristine=args.pristine, definitions=definitions, cache=cache
-            )
+            except OSError as error:
+                unreadable[path] = error
+                continue
+            if path.name in manifests[path.parent]:
+                definitions[path] = manifests[path.parent][path.name]
+    affinity = getattr(os, "sched_getaffinity", None)
+    workers = len(affinity(0)) if affinity else os.cpu_count() or 1
+    checked = check_files(
+        files, pristine=args.pristine, definitions=definitions, cache=cache, workers=workers
+    )
+    failed = 0
+    for path, result in zip(files, checked, strict=True):
+        try:
+            if path in unreadable:
+                raise unreadable[path]
+            if isinstance(result, OSError):
+                raise result
+            findings = result
             if args.do_import and not findings:
                 findings = import_findings(path)
         except OSError as error:

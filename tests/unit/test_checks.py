@@ -12,6 +12,7 @@ from nnrag.checks import (
     CheckCache,
     check_code,
     check_file,
+    check_files,
     declared_imports,
     definition_digests,
     pristine_findings,
@@ -693,6 +694,61 @@ def test_unwritable_cache_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     cache = CheckCache(tmp_path / "file" / "cache")  # cannot be created
     assert check_file(path, cache=cache) == check_file(path)
+
+
+def _files(tmp_path: Path) -> list[Path]:
+    bodies = [
+        OPEN,
+        CLEAN,
+        "from .missing import helper\n",
+        "def f(:\n",
+        OPEN.replace("missing +", "other +"),
+    ]
+    paths = []
+    for number, body in enumerate(bodies):
+        path = tmp_path / f"b{number}.py"
+        path.write_text(block(body))
+        paths.append(path)
+    return [*paths, tmp_path / "gone.py"]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_check_files_is_check_file_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """Also in forked processes (the size threshold lowered so that these small files fork)."""
+    import nnrag.checks
+
+    paths = _files(tmp_path)
+    expected = [check_file(path) for path in paths[:-1]]
+    monkeypatch.setattr(nnrag.checks, "_PARALLEL_MIN_CHARS", 0)
+    *found, gone = check_files(paths, workers=workers, cache=CheckCache(tmp_path / "cache"))
+    assert found == expected
+    assert [f[0].code if f else None for f in expected] == [
+        "NNR203",
+        None,
+        "NNR201",
+        "NNR001",
+        "NNR203",
+    ]
+    assert isinstance(gone, FileNotFoundError)
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 5  # the forked checks' too
+
+
+def test_check_files_pristine_uses_each_files_definitions(tmp_path: Path) -> None:
+    path = tmp_path / "b.py"
+    path.write_text(block(CLEAN).replace("import math", "import math  # edited"))
+    (plain,) = check_files([path], pristine=True)
+    (named,) = check_files(
+        [path],
+        pristine=True,
+        definitions={path: definition_digests(textwrap.dedent(CLEAN).lstrip("\n"))},
+    )
+    assert isinstance(plain, tuple)
+    assert isinstance(named, tuple)
+    assert [f.code for f in plain] == [f.code for f in named] == ["NNR012"]
+    assert "only the digest is recorded" in plain[0].message
+    assert "no definition changed (comments, blank lines or imports did)" in named[0].message
 
 
 @pytest.mark.parametrize("code", sorted(CODES))
