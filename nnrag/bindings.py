@@ -21,8 +21,11 @@ _TRY_STAR: type[ast.AST] | None = getattr(ast, "TryStar", None)  # Python >= 3.1
 _TYPE_ALIAS: type[ast.AST] | None = getattr(ast, "TypeAlias", None)  # Python >= 3.12
 
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "type_params"})
-_Item = tuple[str, str, bool]
-"""A pending read: (root name, dotted chain, read at call time)."""
+_LOAD, _CALL, _ANNOTATION = 0, 1, 2
+"""When a read happens: at load time, at call time, or never (an annotation Python does not
+evaluate; it counts as a call-time read, and is also listed as annotation-only)."""
+_Item = tuple[str, str, int]
+"""A pending read: (root name, dotted chain, when: ``_LOAD``, ``_CALL`` or ``_ANNOTATION``)."""
 
 
 def chain(node: ast.expr) -> str:
@@ -105,7 +108,7 @@ class BindingWalker:
         self._all: list[str] | None = None
         self._all_dynamic = False
         self.scope = _Scope(_MODULE, None)
-        self.call = False
+        self.call = _LOAD
         self.cond = False
         self.tc = False
         self.reset()
@@ -157,10 +160,18 @@ class BindingWalker:
         self.binds: set[str] = set()
         self.load: set[str] = set()
         self.calls: set[str] = set()
+        self._evaluated_calls: set[str] = set()
+        self.annotation_reads: set[str] = set()
+        """Chains read in annotations that never run (a subset of :attr:`calls` once read
+        elsewhere is subtracted: see :meth:`annotation_only`)."""
         self.imports: list[ImportBinding] = []
         self.local_imports: list[ImportBinding] = []
         self.local_reads: set[tuple[str, int]] = set()
         self.classes: list[ast.ClassDef] = []
+
+    def annotation_only(self) -> tuple[str, ...]:
+        """Chains this unit reads only in annotations Python never evaluates."""
+        return tuple(sorted(self.annotation_reads - self.load - self._evaluated_calls))
 
     def all_names(self) -> tuple[str, ...] | None:
         """The literal ``__all__`` so far; ``None`` when absent or built dynamically."""
@@ -170,8 +181,13 @@ class BindingWalker:
 
     # ------------------------------------------------------------------ names
 
-    def _emit(self, chain: str, call: bool) -> None:
-        (self.calls if call else self.load).add(chain)
+    def _emit(self, chain: str, call: int) -> None:
+        if call == _ANNOTATION:
+            self.annotation_reads.add(chain)
+        else:
+            self._evaluated_calls.add(chain) if call else self.load.add(chain)
+        if call:
+            self.calls.add(chain)
 
     def _escalate(self, scope: _Scope | None, item: _Item) -> None:
         """Hand an unresolved read to the enclosing scope (class scopes are not visible)."""
@@ -186,7 +202,7 @@ class BindingWalker:
         scope = self.scope
         kind = scope.kind
         if kind == _MODULE:
-            (self.calls if self.call else self.load).add(chain)
+            self._emit(chain, self.call)
         elif kind == _CLASS:
             if name in scope.globals:
                 self._emit(chain, self.call)
@@ -349,18 +365,18 @@ class BindingWalker:
             self.visit(node)
         else:
             saved = self.call
-            self.call = True
+            self.call = _ANNOTATION
             self.visit(node)
             self.call = saved
 
-    def _enter(self, kind: int, call: bool) -> tuple[_Scope, bool]:
+    def _enter(self, kind: int, call: int) -> tuple[_Scope, int]:
         scope = _Scope(kind, self.scope)
         saved = self.call
         self.scope = scope
         self.call = call
         return scope, saved
 
-    def _leave(self, scope: _Scope, saved_call: bool) -> None:
+    def _leave(self, scope: _Scope, saved_call: int) -> None:
         assert scope.parent is not None
         self.scope = scope.parent
         self.call = saved_call
@@ -372,7 +388,7 @@ class BindingWalker:
         params = self._arguments(node.args)
         if node.returns is not None:
             self._annotation(node.returns, evaluated=True)
-        scope, saved = self._enter(_FUNCTION, True)
+        scope, saved = self._enter(_FUNCTION, _CALL)
         scope.bound.update(params)
         self._visit_all(node.body)
         self._leave(scope, saved)
@@ -380,7 +396,7 @@ class BindingWalker:
 
     def _lambda(self, node: ast.Lambda) -> None:
         params = self._arguments(node.args)
-        scope, saved = self._enter(_FUNCTION, True)
+        scope, saved = self._enter(_FUNCTION, _CALL)
         scope.bound.update(params)
         self.visit(node.body)
         self._leave(scope, saved)
@@ -523,7 +539,7 @@ class BindingWalker:
 
     def _type_alias(self, node: ast.AST) -> None:
         saved = self.call
-        self.call = True  # the value is evaluated lazily
+        self.call = max(self.call, _CALL)  # the value is evaluated lazily
         self.visit(node.value)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
         self.call = saved
         self.visit(node.name)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+

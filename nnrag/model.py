@@ -178,6 +178,10 @@ class Unit:
     """Dotted chains rooted at module-level names, read when the unit executes (``nn.Module``)."""
     call_reads: tuple[str, ...]
     """Dotted chains rooted at module-level names, read only when a function defined here runs."""
+    annotation_reads: tuple[str, ...] = ()
+    """The call reads that appear only in annotations Python never evaluates (local variables,
+    or any annotation under ``from __future__ import annotations``): a name there that
+    resolves nowhere cannot fail at run time."""
     imports: tuple[ImportBinding, ...] = ()
     classes: tuple[ClassInfo, ...] = ()
     type_checking: bool = False

@@ -234,7 +234,10 @@ def _units(walker: BindingWalker, tree: ast.Module, lines: list[str]) -> tuple[U
     for index, group in enumerate(groups):
         first = group[0]
         walker.reset()
-        type_checking = isinstance(first, ast.If) and is_type_checking(first.test)
+        # ``if TYPE_CHECKING: ... else: ...`` runs its ``else`` branch: a runtime unit
+        type_checking = (
+            isinstance(first, ast.If) and is_type_checking(first.test) and not first.orelse
+        )
         for stmt in group:
             walker.visit(stmt)
         start = _start_line(first, lines, previous_end)
@@ -249,6 +252,7 @@ def _units(walker: BindingWalker, tree: ast.Module, lines: list[str]) -> tuple[U
                 binds=tuple(sorted(walker.binds)),
                 load_reads=tuple(sorted(walker.load)),
                 call_reads=tuple(sorted(walker.calls)),
+                annotation_reads=walker.annotation_only(),
                 imports=tuple(walker.imports),
                 classes=tuple(_class_info(node) for node in walker.classes),
                 type_checking=type_checking,

@@ -698,7 +698,7 @@ def test_conditional_and_type_checking_imports() -> None:
     assert by_name["maybe"].conditional is True
     assert "local_only" not in by_name
     tc_units = [u for u in info.units if u.type_checking]
-    assert [u.start_line for u in tc_units] == [3, 7]
+    assert [u.start_line for u in tc_units] == [7]  # line 3 has an ``else`` that runs
     assert unit(info, "f").call_reads == ()
 
 
@@ -885,3 +885,34 @@ def test_module_info_fields() -> None:
         1,
     )
     assert info.swhid == f"swh:1:cnt:{git_blob_sha1(data)}"
+
+
+def test_annotation_only_reads() -> None:
+    """Reads only in annotations Python never evaluates are listed apart (still call reads)."""
+    info = analyze(
+        """\
+        from __future__ import annotations
+        def f(x: Tensor, n: Count = Default) -> Result:
+            local: Hidden = compute()
+            return Result
+        class C:
+            field: Spec
+        """
+    )
+    f, c = info.units[1], info.units[2]
+    assert f.annotation_reads == ("Count", "Hidden", "Tensor")
+    assert set(f.call_reads) >= {"Count", "Hidden", "Tensor", "Result", "compute"}
+    assert f.load_reads == ("Default",)
+    assert c.annotation_reads == ("Spec",)
+
+
+def test_local_annotations_are_never_evaluated() -> None:
+    info = analyze(
+        """\
+        def f(x: Tensor):
+            local: Hidden = 1
+            return x
+        """
+    )
+    assert info.units[0].annotation_reads == ("Hidden",)
+    assert info.units[0].load_reads == ("Tensor",)

@@ -1,0 +1,2 @@
+class Cache:
+    """Resolvable, so it is inlined for typing.get_type_hints."""
