@@ -1,0 +1,136 @@
+"""Corpora nnrag was not developed on: index and validate them end to end, as a user would.
+
+Runs the real CLI (``nnrag index`` then ``nnrag validate --all --report``) in a fresh cache
+on pinned PyPI releases that none of the development corpora include, and records the
+per-source stage rates and failure categories from the JSON report.
+
+Run: nice python benchmarks/other_corpora_bench.py [--cache DIR] [--timeout 30]
+Writes benchmarks/results/other_corpora_bench.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SOURCES = [
+    {"name": "vit_pytorch", "pypi": "vit-pytorch==1.26.11"},
+    {"name": "x_transformers", "pypi": "x-transformers==2.31.10"},
+    {"name": "smp", "pypi": "segmentation-models-pytorch==0.6.0"},
+    {"name": "monai", "pypi": "monai==1.6.1"},
+]
+STAGES = ("closed", "import", "instantiate", "forward")
+
+
+def run(command: list[str], *, log: Path) -> float:
+    """Run one CLI command, keep its output in ``log``, return its wall time."""
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    log.write_text(f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}")
+    if done.returncode not in (0, 1):  # 1: some block failed, which is expected
+        sys.exit(f"{' '.join(command)} exited {done.returncode}; see {log}")
+    return seconds
+
+
+def summarize(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per source: blocks, rate per stage, failure categories (stage/category -> count)."""
+    rows = []
+    for name, source in sorted(report["summary"]["sources"].items()):
+        blocks = source["blocks"]
+        stages = source["stages"]
+        failures: Counter[str] = Counter(
+            f"{b['failed_stage']}/{b['category']}"
+            for b in report["blocks"]
+            if b["source"] == name and b["outcome"] != "passed"
+        )
+        rows.append(
+            {
+                "source": name,
+                "blocks": blocks,
+                "rates": {s: round(100 * stages[s]["passed"] / max(blocks, 1), 1) for s in STAGES},
+                "failures": dict(failures.most_common()),
+            }
+        )
+    return rows
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "# other corpora",
+        "",
+        "Releases nnrag was not developed on, indexed and validated through the CLI in a fresh",
+        f"cache (`nice python benchmarks/other_corpora_bench.py`): index {result['index_s']} s,",
+        f"validate {result['validate_s']} s for {result['blocks']} blocks "
+        f"({result['timeout_s']} s timeout per block; 1-minute load average at the end "
+        f"{result['load_average_1m_at_end']} on 2 cores).",
+        "",
+        "| source | release | blocks | closed | import | instantiate | forward |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    releases = {s["name"]: s["pypi"] for s in SOURCES}
+    for row in result["sources"]:
+        rates = row["rates"]
+        lines.append(
+            f"| {row['source']} | {releases.get(row['source'], '')} | {row['blocks']} | "
+            + " | ".join(f"{rates[s]}%" for s in STAGES)
+            + " |"
+        )
+    for row in result["sources"]:
+        lines += ["", f"Failures, {row['source']}: "]
+        lines[-1] += ", ".join(f"{k} {v}" for k, v in row["failures"].items()) or "none"
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cache", help="cache folder (default: a new temporary folder)")
+    parser.add_argument("--timeout", type=float, default=30.0)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="nnrag-other-corpora-"))
+    cache = Path(args.cache) if args.cache else work / "cache"
+    repos = work / "repos.json"
+    repos.write_text(json.dumps({"sources": SOURCES}, indent=1))
+    nnrag = [sys.executable, "-m", "nnrag.cli"]
+    common = ["--repos", str(repos), "--cache", str(cache)]
+    index_s = run([*nnrag, "index", *common], log=work / "index.log")
+    report_path = work / "report.json"
+    validate_s = run(
+        [
+            *nnrag,
+            "validate",
+            *common,
+            "--all",
+            "--timeout",
+            str(args.timeout),
+            "--report",
+            str(report_path),
+        ],
+        log=work / "validate.log",
+    )
+    report = json.loads(report_path.read_text())
+    result = {
+        "index_s": round(index_s, 1),
+        "validate_s": round(validate_s, 1),
+        "timeout_s": args.timeout,
+        "blocks": report["summary"]["blocks"],
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+        "sources": summarize(report),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "other_corpora_bench.json").write_text(json.dumps(result, indent=1) + "\n")
+    (RESULTS / "other_corpora_bench.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
