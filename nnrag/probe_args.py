@@ -127,7 +127,7 @@ _INT_RULES: tuple[tuple[str, Callable[[Profile], object]], ...] = (
     (r"feat_?size|feature_size|grid_size|feat_res", lambda p: p.img // 4),
     (r"img|image|resolution|input_size|^size$|^hw$", lambda p: p.img),
     (r"(seq|max|context|block)_?(len|length)|positions|n_ctx|max_len", lambda p: 64),
-    (r"depths?$|layers$|num_blocks|n_blocks|blocks$|repeats|stages", lambda p: 1),
+    (r"depths?$|layers$|num_blocks|n_blocks|blocks$|repeats$|stages$", lambda p: 1),
     (r"num_experts|experts", lambda p: 2),
     (r"top_?k", lambda p: 1),
     (r"reduction|ratio|expan", lambda p: 4),
@@ -337,6 +337,9 @@ class Synth:
         if (
             origin is not None and getattr(origin, "__name__", "") == "Callable"
         ) or annotation is Callable:
+            returned = args[-1] if args else None
+            if isinstance(returned, type) and issubclass(returned, nn.Module):
+                return self.class_for(name, returned)  # a class is a module factory
             return self.layer_factory(name)
         if origin is type and args:
             return self.class_for(name, args[0])

@@ -18,7 +18,7 @@ BLOCKS = """
 import enum
 import numbers
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple, Type, Union
+from typing import Callable, Dict, List, Optional, Tuple, Type, Union
 
 import torch
 from torch import nn
@@ -302,6 +302,25 @@ class Stages(nn.Module):
         return self.lin(x)
 
 
+class TinyStem(nn.Module):
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.lin = nn.LazyLinear(dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class WithStem(nn.Module):
+    def __init__(self, stem: Callable[..., nn.Module], stages_out_channels: List[int]) -> None:
+        super().__init__()
+        assert min(stages_out_channels) > 1  # a width, not a per-stage count
+        self.stem = stem()
+
+    def forward(self, x):
+        return self.stem(x)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -377,6 +396,11 @@ def test_class_arguments_of_a_kind_come_from_the_file(sandbox: Sandbox, blocks: 
 def test_per_stage_lengths_follow_the_defaulted_ones(sandbox: Sandbox, blocks: Path) -> None:
     kwargs = kwargs_of(sandbox, blocks, "Stages")
     assert kwargs["layers"] == {"__tuple__": [1, 1, 1, 1]}
+
+
+def test_module_factory_of_a_kind_comes_from_the_file(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "WithStem")  # forward passes: no placeholder
+    assert kwargs["stem"] == {"__ref__": "nnrag_block:TinyStem"}
 
 
 def test_tensor_dtype_and_number_annotations(sandbox: Sandbox, blocks: Path) -> None:
