@@ -22,7 +22,7 @@ from nnrag.probe_args import (
     encode,
     shallow_defaults,
 )
-from nnrag.probe_inputs import SHAPE_WORDS, MetaScreen, build_inputs, input_candidates, repair
+from nnrag.probe_inputs import SHAPE_WORDS, build_inputs, input_candidates, repair
 from nnrag.probe_repair import (
     fill_none_layers,
     fill_none_sizes,
@@ -32,6 +32,7 @@ from nnrag.probe_repair import (
     name_repairs,
     scale_sizes,
 )
+from nnrag.probe_screen import MetaScreen
 
 Send = Callable[[dict[str, Any]], None]
 MAX_ATTEMPTS = 40
@@ -413,7 +414,11 @@ class Runner:
                 except BaseException as error:
                     forward_error = error
                     forward_messages.append(str(error))
-                    fixed = repair(str(error), args, profile) if given is None else None
+                    fixed = (
+                        repair(f"{type(error).__name__}: {error}", args, profile)
+                        if given is None
+                        else None
+                    )
                     if fixed is not None:
                         queue.insert(0, (fixed, kwargs, False))
                     continue

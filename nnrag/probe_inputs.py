@@ -7,8 +7,7 @@ import inspect
 import math
 import re
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
-from copy import deepcopy
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -337,6 +336,9 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     shape = list(spec["shape"])
     new: list[int] | None = None
     if m := re.search(r"to have (\d+) channels, but got (\d+) channels", message):
+        several = several_channels(message, args, int(m.group(1)), int(m.group(2)))
+        if several is not None:
+            return several
         new = [shape[0], int(m.group(1)), *shape[2:]] if len(shape) > 1 else None
     elif m := re.search(
         r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
@@ -348,7 +350,14 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
             new = [*shape[:-1], want]
     elif m := re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message):
         tail = [int(v) for v in m.group(1).split(",")]
-        new = [shape[0], *shape[1 : max(1, len(shape) - len(tail))], *tail]
+        if len(shape) == 4 and tail == [shape[1]]:  # a channels-last norm: B C H W -> B H W C
+            new = [shape[0], shape[2], shape[3], shape[1]]
+        else:
+            new = [shape[0], *shape[1 : max(1, len(shape) - len(tail))], *tail]
+    elif m := re.search(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)", message):
+        new = view_mismatch(shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
+    elif message.startswith("AssertionError") and len(args) > 1 and isinstance(args[1], dict):
+        new = class_token(shape, args[1])
     elif m := re.search(r"\d+D \(unbatched\) or (\d+)D \(batched\)", message):
         new = reshape_rank(shape, int(m.group(1)), profile)
     elif m := re.search(
@@ -439,6 +448,81 @@ def token_count(shape: list[int], got: int, want: int) -> list[int] | None:
     return [*shape[:-2], side // root_got, side // root_got]
 
 
+def several_channels(message: str, args: list[Any], want: int, got: int) -> list[Any] | None:
+    """Channel repair for several image inputs: the one the layer saw, or their concatenation.
+
+    Only that input changes (``flow`` and ``corr`` of a motion encoder need different
+    channels); when the layer saw all of them concatenated, their channels add up to ``want``.
+    """
+    images = [i for i, a in enumerate(args) if _is_image_spec(a)]
+    if len(images) < 2:
+        return None
+    channels = [args[i]["shape"][1] for i in images]
+    fixed = list(args)
+    if got == sum(channels) and got not in channels:
+        if len(set(channels)) == 1 and want % len(images) == 0:
+            new = [want // len(images)] * len(images)
+        elif want - sum(channels[:-1]) > 0:
+            new = [*channels[:-1], want - sum(channels[:-1])]
+        else:
+            return None
+        for i, c in zip(images, new, strict=True):
+            fixed[i] = dict(args[i], shape=[args[i]["shape"][0], c, *args[i]["shape"][2:]])
+        return fixed
+    m = re.search(r"expected input\[([\d, ]+)\]", message)
+    seen = [int(v) for v in m.group(1).split(",")] if m else []
+    matching = [i for i in images if args[i]["shape"] == seen]
+    if not matching or len(matching) == len(images) == 1:
+        return None
+    i = matching[0]
+    fixed[i] = dict(args[i], shape=[seen[0], want, *seen[2:]])
+    return fixed
+
+
+def _is_image_spec(value: Any) -> bool:
+    return isinstance(value, dict) and len(value.get("shape", ())) == 4
+
+
+def view_mismatch(shape: list[int], target: list[int], size: int) -> list[int] | None:
+    """A new input shape from a failed ``view``/``reshape`` to ``target`` of ``size`` elements.
+
+    Windows: ``(B, h, k, w, k, C)`` fixes the side to a multiple of the window ``k``.
+    A class token: the view wants one token more than the ``(B, N, C)`` input has, or the
+    block dropped one token (``size`` is the input less one token).
+    """
+    numel = math.prod(shape)
+    if len(shape) == 3 and shape[0] == target[0]:
+        batch, tokens, width = shape
+        if target[1] == tokens + 1 or size == numel - batch * width:
+            return [batch, tokens + 1, width]
+    if size != numel or len(shape) not in (3, 4):
+        return None
+    for j in range(2, len(target) - 2):
+        k = target[j]
+        if k >= 2 and target[j + 2] == k:
+            h, w = max(1, target[j - 1]) * k, max(1, target[j + 1]) * k
+            if len(shape) == 3:
+                return [shape[0], h * w, shape[2]]
+            if target[-1] == shape[-1] and target[-1] != shape[1]:  # channels last
+                return [shape[0], h, w, shape[3]]
+            return [shape[0], shape[1], h, w]
+    return None
+
+
+def class_token(shape: list[int], size: dict[str, Any]) -> list[int] | None:
+    """Tokens ``(B, H*W, C)`` beside a ``(H, W)`` size that failed an assertion: add one."""
+    hw = size.get("__tuple__")
+    if (
+        len(shape) == 3
+        and isinstance(hw, list)
+        and len(hw) == 2
+        and all(isinstance(v, int) for v in hw)
+        and shape[1] == hw[0] * hw[1]
+    ):
+        return [shape[0], shape[1] + 1, shape[2]]
+    return None
+
+
 def reshape_rank(shape: list[int], rank: int, profile: Profile) -> list[int] | None:
     """Re-shape a tensor spec to ``rank`` keeping the feature/channel size where it can."""
     if rank == len(shape):
@@ -461,87 +545,3 @@ def reshape_rank(shape: list[int], rank: int, profile: Profile) -> list[int] | N
         4: [2, channels, side, side],
         5: [2, channels, 4, side, side],
     }.get(rank)
-
-
-# --------------------------------------------------------------------------- meta screening
-
-MAX_SCREENS = 80
-"""Bound on meta-device screens per block (they cost no compute, but Python still runs)."""
-_META_UNSUPPORTED = re.compile(
-    r"meta|same device|device type|data-dependent|no data|numpy|\.item\(\)|fake", re.I
-)
-_PLAIN = (int, float, str, bool, type(None))
-
-
-def _plain(value: object) -> bool:
-    if isinstance(value, (list, tuple)):
-        return all(_plain(v) for v in value)
-    return isinstance(value, _PLAIN)
-
-
-class MetaScreen:
-    """A meta-device copy of a block that tells, without compute, which inputs fail on shapes.
-
-    ``check`` returns ``None`` when the candidate ran (or meta could not judge it) and the
-    error message when it failed. After two candidates meta could not judge,
-    the screen turns itself off and every candidate goes straight to the real run.
-    """
-
-    def __init__(self, copy: nn.Module | None) -> None:
-        self.copy = copy
-        self.screens = 0
-        self.rejected = 0
-        self.unsupported = 0
-
-    @classmethod
-    def of(
-        cls, block: nn.Module, rebuild: Callable[[], nn.Module], ctor_values: list[object]
-    ) -> MetaScreen:
-        """Build under the meta device (plain constructor arguments) or deep-copy to it."""
-        copy: nn.Module | None = None
-        if _plain(ctor_values):
-            try:
-                with torch.device("meta"):
-                    copy = rebuild()
-            except Exception:
-                copy = None
-            if copy is not None and any(
-                t.device.type != "meta" for t in [*copy.parameters(), *copy.buffers()]
-            ):
-                copy = None
-        if copy is None and sum(p.numel() for p in block.parameters() if _sized(p)) <= 5_000_000:
-            try:
-                copy = deepcopy(block).to("meta")
-            except Exception:
-                copy = None
-        if copy is not None:
-            copy.eval()
-        return cls(copy)
-
-    @property
-    def active(self) -> bool:
-        return self.copy is not None and self.screens < MAX_SCREENS and self.unsupported < 2
-
-    def check(self, args: list[Any], kwargs: dict[str, Any], seed: int) -> str | None:
-        """The error ``args``/``kwargs`` raise on the meta copy, else ``None``."""
-        if self.copy is None:
-            return None
-        self.screens += 1
-        try:
-            with torch.device("meta"), torch.no_grad():
-                real_args, real_kwargs = build_inputs(args, kwargs, seed)
-                self.copy(*real_args, **real_kwargs)
-        except BaseException as error:  # the real run reports interrupts and memory itself
-            text = str(error)
-            if isinstance(
-                error, (NotImplementedError, KeyboardInterrupt, SystemExit, MemoryError)
-            ) or _META_UNSUPPORTED.search(text):
-                self.unsupported += 1
-                return None
-            self.rejected += 1
-            return f"{type(error).__name__}: {text}"
-        return None
-
-
-def _sized(param: torch.Tensor) -> bool:
-    return not isinstance(param, nn.parameter.UninitializedParameter)

@@ -36,6 +36,7 @@ VALIDATION_MODULES = (
     "probe_inputs",
     "probe_graph",
     "probe_repair",
+    "probe_screen",
 )
 """Modules whose code decides a validation verdict."""
 

@@ -14,13 +14,13 @@ nn = torch.nn
 from nnrag.probe import Runner  # noqa: E402
 from nnrag.probe_args import PROFILES, tensor_spec  # noqa: E402
 from nnrag.probe_inputs import (  # noqa: E402
-    MetaScreen,
     dict_keys,
     forward_params,
     input_candidates,
     repair,
     token_count,
 )
+from nnrag.probe_screen import MetaScreen  # noqa: E402
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]
@@ -208,3 +208,61 @@ def test_runner_passes_on_cpu_with_or_without_screening(tmp_path: Path, meta: bo
     assert result["recipe"]["attempts"] == (2 if meta else 4)
     if meta:
         assert result["recipe"]["screens"] == 3
+
+
+# --------------------------------------------------------------------------- more repairs
+
+
+def test_channels_last_norm_transposes_the_image() -> None:
+    message = (
+        "Given normalized_shape=[16], expected input with shape [*, 16],"
+        " but got input of size[2, 16, 8, 8]"
+    )
+    fixed = repair(message, [tensor_spec([2, 16, 8, 8])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 8, 8, 16]
+
+
+def test_window_partition_sets_a_multiple_of_the_window() -> None:
+    message = "RuntimeError: shape '[2, 2, 7, 2, 7, 32]' is invalid for input of size 16384"
+    fixed = repair(message, [tensor_spec([2, 16, 16, 32])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 14, 14, 32]  # channels last: the view ends in C
+    message = "RuntimeError: shape '[2, 0, 7, 0, 7, 32]' is invalid for input of size 1024"
+    fixed = repair(message, [tensor_spec([2, 4, 4, 32])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 7, 7, 32]  # no whole window yet: one window
+
+
+def test_class_token_from_a_view_or_an_assertion() -> None:
+    message = "RuntimeError: shape '[2, 257, -1]' is invalid for input of size 8192"
+    fixed = repair(message, [tensor_spec([2, 256, 16])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 257, 16]
+    dropped = "RuntimeError: shape '[2, 8, 4, 4, 4]' is invalid for input of size 960"
+    fixed = repair(dropped, [tensor_spec([2, 16, 32]), {"__tuple__": [4, 4]}], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 17, 32]
+    assert fixed[1] == {"__tuple__": [4, 4]}
+    fixed = repair("AssertionError: ", [tensor_spec([2, 16, 32]), {"__tuple__": [4, 4]}], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 17, 32]
+    assert repair("AssertionError: ", [tensor_spec([2, 16, 32])], P) is None
+
+
+def test_channel_repair_changes_only_the_input_the_layer_saw() -> None:
+    two = [tensor_spec([2, 32, 8, 8]), tensor_spec([2, 32, 8, 8])]
+    message = (
+        "Given groups=1, weight of size [128, 2, 7, 7], expected input[2, 32, 8, 8]"
+        " to have 2 channels, but got 32 channels instead"
+    )
+    fixed = repair(message, two, P)
+    assert fixed is not None
+    assert [a["shape"][1] for a in fixed] == [2, 32]
+    message = (
+        "Given groups=1, weight of size [32, 48, 3, 3], expected input[2, 64, 8, 8]"
+        " to have 48 channels, but got 64 channels instead"
+    )
+    fixed = repair(message, two, P)  # the two were concatenated
+    assert fixed is not None
+    assert [a["shape"][1] for a in fixed] == [24, 24]
