@@ -499,6 +499,11 @@ def _plan_rewrites(
                 imported[inner] = named
         renamed = defs.get(info.module, empty)
         if load or call or imported or any(name in renamed for name in unit.binds):
+            if renamed:
+                # a name absent from the text cannot be renamed in it: leaving it out changes
+                # nothing but lets blocks that rename other names of the module share it
+                text = cache.chunk(info, unit)
+                renamed = {name: flat for name, flat in renamed.items() if name in text}
             package = info.module if info.is_package else info.module.rpartition(".")[0]
             rewrites[id(unit)] = Rewrite(
                 load=load, call=call, defs=renamed, imported=imported, package=package
