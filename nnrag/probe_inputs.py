@@ -246,11 +246,20 @@ def fill_inputs(
             if _is_float_spec(value) and primary.get("dtype") == "int64":
                 value = dict(primary)  # index-like forward: every tensor argument indexes
             value = container(value, p.annotation, named)
+        if re.fullmatch(r"images?|imgs?|image_list", p.name.lower()) and isinstance(value, list):
+            value = [unbatched(v) for v in value]  # detection style: a list of (C, H, W) images
         if p.kind == p.KEYWORD_ONLY:
             kwargs[p.name] = value
         else:
             args.append(value)
     return args, kwargs
+
+
+def unbatched(spec: Any) -> Any:
+    """A 4-D image spec without its batch dimension (other values unchanged)."""
+    if _is_float_spec(spec) and len(spec["shape"]) == 4:
+        return dict(spec, shape=spec["shape"][1:])
+    return spec
 
 
 def _is_float_spec(value: Any) -> bool:
@@ -323,6 +332,10 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     if is_graph_spec(args):
         return graph_repair(message, args)
     if args and isinstance(args[0], list) and args[0] and isinstance(args[0][0], dict):
+        want, got = _channel_numbers(message)
+        joined = several_channels(message, args[0], want, got) if want else None
+        if joined is not None:  # the list was concatenated, or one item met a layer
+            return [joined, *args[1:]]
         fixed = repair(message, [args[0][0]], profile)
         if fixed is None or not isinstance(fixed[0], dict):
             return None
@@ -376,6 +389,9 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         if dim < len(shape) and shape[dim] in (a, b):
             new = list(shape)
             new[dim] = b if shape[dim] == a else a
+            if dim == 1 and sum(_is_image_spec(x) and x["shape"] == shape for x in args) > 1:
+                spec["shape"] = new  # channels of the first image only (h beside x)
+                return [spec, *args[1:]]
         else:
             new = token_count(shape, a, b)
     elif m := re.search(r"doesn't match model \((\d+)", message):
@@ -439,6 +455,8 @@ def token_count(shape: list[int], got: int, want: int) -> list[int] | None:
         return None
     if len(shape) == 3 and shape[1] == got:
         return [shape[0], want, shape[2]]
+    if len(shape) == 3 and shape[1] + 1 == got:  # the block prepended a class token
+        return [shape[0], want - 1, shape[2]] if want - 1 <= 65536 else None
     root_got, root_want = math.isqrt(got), math.isqrt(want)
     if len(shape) != 4 or root_got**2 != got or root_want**2 != want:
         return None
@@ -477,6 +495,11 @@ def several_channels(message: str, args: list[Any], want: int, got: int) -> list
     i = matching[0]
     fixed[i] = dict(args[i], shape=[seen[0], want, *seen[2:]])
     return fixed
+
+
+def _channel_numbers(message: str) -> tuple[int, int]:
+    m = re.search(r"to have (\d+) channels, but got (\d+) channels", message)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def _is_image_spec(value: Any) -> bool:

@@ -266,3 +266,44 @@ def test_channel_repair_changes_only_the_input_the_layer_saw() -> None:
     fixed = repair(message, two, P)  # the two were concatenated
     assert fixed is not None
     assert [a["shape"][1] for a in fixed] == [24, 24]
+
+
+def test_concatenated_list_splits_the_channels() -> None:
+    items = [[tensor_spec([2, 32, 8, 8]), tensor_spec([2, 32, 8, 8])]]
+    message = (
+        "Given groups=1, weight of size [32, 32, 1, 1], expected input[2, 64, 8, 8]"
+        " to have 32 channels, but got 64 channels instead"
+    )
+    fixed = repair(message, items, P)
+    assert fixed is not None
+    assert [a["shape"][1] for a in fixed[0]] == [16, 16]
+
+
+def test_broadcast_on_channels_changes_the_first_of_equal_images() -> None:
+    two = [tensor_spec([2, 48, 8, 8]), tensor_spec([2, 48, 8, 8])]
+    message = (
+        "The size of tensor a (64) must match the size of tensor b (48)"
+        " at non-singleton dimension 1"
+    )
+    fixed = repair(message, two, P)
+    assert fixed is not None
+    assert [a["shape"][1] for a in fixed] == [64, 48]
+
+
+def test_class_token_added_by_the_block() -> None:
+    # tokens (2, 16, C) became 17 with a class token; the table holds 1 + 4096
+    assert token_count([2, 16, 32], 17, 4097) == [2, 4096, 32]
+
+
+class Detector(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, images: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [self.conv(image[None]) for image in images]
+
+
+def test_detection_style_images_are_a_list_of_unbatched_images() -> None:
+    args, _ = next(input_candidates(Detector(), P, {}))
+    assert [a["shape"] for a in args[0]] == [[3, 32, 32], [3, 32, 32]]
