@@ -68,6 +68,25 @@ def absolute_module(package: str, level: int, module: str | None) -> str:
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_FUNCTION_TYPES = frozenset(_FUNCTIONS)
+_COMPREHENSION_TYPES = frozenset(_COMPREHENSIONS)
+_NAMED = frozenset({ast.ExceptHandler, ast.MatchAs, ast.MatchStar})
+_LEAVES = frozenset(
+    {
+        *(
+            kind
+            for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+            for kind in base.__subclasses__()
+        ),
+        ast.Constant,
+        ast.Pass,
+        ast.Break,
+        ast.Continue,
+        ast.alias,
+    }
+)
+"""Node types with no child node that names anything (contexts, operators, constants)."""
 
 
 @dataclass(slots=True)
@@ -112,39 +131,64 @@ def _targets(node: ast.AST) -> Iterator[str]:
 def _function_locals(scope: _Scope, nodes: Iterable[ast.AST]) -> None:
     """Fill a function scope's locals/globals/nonlocals from its body (nested scopes aside)."""
     stack = list(nodes)
+    add = scope.locals.add
     while stack:
         node = stack.pop()
-        if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
-            scope.locals.add(node.name)
-            stack.extend(node.decorator_list)
-            if not isinstance(node, ast.ClassDef):
-                stack.extend(d for d in (*node.args.defaults, *node.args.kw_defaults) if d)
+        kind = type(node)
+        if kind is ast.Name:
+            if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                add(node.id)  # type: ignore[attr-defined]
+            continue
+        if kind in _LEAVES:
+            continue
+        if kind in _DEFINITIONS:
+            add(node.name)  # type: ignore[attr-defined]
+            stack.extend(node.decorator_list)  # type: ignore[attr-defined]
+            if kind is not ast.ClassDef:
+                args: ast.arguments = node.args  # type: ignore[attr-defined]
+                stack.extend(d for d in (*args.defaults, *args.kw_defaults) if d)
             else:
-                stack.extend((*node.bases, *(k.value for k in node.keywords)))
+                klass: ast.ClassDef = node  # type: ignore[assignment]
+                stack.extend((*klass.bases, *(k.value for k in klass.keywords)))
             continue
-        if isinstance(node, ast.Lambda):
-            stack.extend(d for d in (*node.args.defaults, *node.args.kw_defaults) if d)
+        if kind is ast.Lambda:
+            lambda_args: ast.arguments = node.args  # type: ignore[attr-defined]
+            stack.extend(d for d in (*lambda_args.defaults, *lambda_args.kw_defaults) if d)
             continue
-        if isinstance(node, _COMPREHENSIONS):
+        if kind in _COMPREHENSION_TYPES:
             # only walrus targets inside a comprehension bind in the function
             stack.extend(n for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
             continue
-        if isinstance(node, ast.Global):
-            scope.globals.update(node.names)
-        elif isinstance(node, ast.Nonlocal):
-            scope.nonlocals.update(node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            scope.locals.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
+        if kind is ast.Global:
+            scope.globals.update(node.names)  # type: ignore[attr-defined]
+            continue
+        if kind is ast.Nonlocal:
+            scope.nonlocals.update(node.names)  # type: ignore[attr-defined]
+            continue
+        if kind is ast.Import or kind is ast.ImportFrom:
+            for alias in node.names:  # type: ignore[attr-defined]
                 if alias.name != "*":
-                    scope.locals.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            scope.locals.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            scope.locals.add(node.rest)
-        stack.extend(ast.iter_child_nodes(node))
+                    add(alias.asname or alias.name.split(".")[0])
+            continue
+        if kind in _NAMED:
+            if node.name:  # type: ignore[attr-defined]
+                add(node.name)  # type: ignore[attr-defined]
+        elif kind is ast.MatchMapping and node.rest:  # type: ignore[attr-defined]
+            add(node.rest)  # type: ignore[attr-defined]
+        stack.extend(_children(node))
     scope.locals -= scope.globals | scope.nonlocals
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, without its two generators."""
+    found: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST))
+    return found
 
 
 def _parameters(args: ast.arguments) -> Iterator[ast.arg]:
@@ -262,29 +306,33 @@ class _Editor:
     # -- walking ---------------------------------------------------------------------------
 
     def visit(self, node: ast.AST, scope: _Scope) -> None:
-        if isinstance(node, _FUNCTIONS):
-            self.function(node, scope)
-        elif isinstance(node, ast.ClassDef):
-            self.klass(node, scope)
-        elif isinstance(node, ast.Lambda):
-            self.lambda_(node, scope)
-        elif isinstance(node, _COMPREHENSIONS):
-            self.comprehension(node, scope)
-        elif isinstance(node, ast.Name):
-            self.name(node, scope)
-        elif isinstance(node, ast.Attribute):
-            self.attribute(node, scope)
-        elif isinstance(node, ast.Global):
-            self.global_(node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            self.import_(node, scope)
-        elif isinstance(node, ast.AnnAssign):
-            self.annotation(node.annotation, scope)
-            self.visit(node.target, scope)
-            if node.value is not None:
-                self.visit(node.value, scope)
+        kind = type(node)
+        if kind is ast.Name:
+            self.name(node, scope)  # type: ignore[arg-type]
+        elif kind is ast.Attribute:
+            self.attribute(node, scope)  # type: ignore[arg-type]
+        elif kind in _LEAVES:
+            return
+        elif kind in _FUNCTION_TYPES:
+            self.function(node, scope)  # type: ignore[arg-type]
+        elif kind is ast.ClassDef:
+            self.klass(node, scope)  # type: ignore[arg-type]
+        elif kind is ast.Lambda:
+            self.lambda_(node, scope)  # type: ignore[arg-type]
+        elif kind in _COMPREHENSION_TYPES:
+            self.comprehension(node, scope)  # type: ignore[arg-type]
+        elif kind is ast.Global:
+            self.global_(node)  # type: ignore[arg-type]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            self.import_(node, scope)  # type: ignore[arg-type]
+        elif kind is ast.AnnAssign:
+            assign: ast.AnnAssign = node  # type: ignore[assignment]
+            self.annotation(assign.annotation, scope)
+            self.visit(assign.target, scope)
+            if assign.value is not None:
+                self.visit(assign.value, scope)
         else:
-            for child in ast.iter_child_nodes(node):
+            for child in _children(node):
                 self.visit(child, scope)
 
     def annotation(self, node: ast.expr | None, scope: _Scope) -> None:
