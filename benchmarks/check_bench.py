@@ -25,6 +25,7 @@ Writes benchmarks/results/check_bench.json and .md.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -68,12 +69,12 @@ def vendor_blocks(count: int) -> list[Path]:
 
 
 def run_child(
-    command: list[str], env: dict[str, str] | None = None
+    command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> tuple[float, int, int, str, float]:
     """(wall s, peak RSS in KiB, exit code, stdout, CPU s user+sys) of one child process."""
     started = time.perf_counter()
     child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd
     )
     assert child.stdout is not None
     output = child.stdout.read()
@@ -98,27 +99,67 @@ def series(runs: list[tuple[float, int, int, str, float]], load: tuple[float, fl
 
 def timed(label: str, command: list[str], env: dict[str, str], runs: int, fresh: bool) -> dict:
     """``runs`` runs of ``command`` (with a new empty ``--cache`` folder each if ``fresh``)."""
+    return interleaved([(label, command, env, None, fresh)], runs)[label]
+
+
+Variant = tuple[str, list[str], dict[str, str], Path | None, bool]
+"""label, command, environment, working folder, whether to give a fresh ``--cache``."""
+
+
+def interleaved(variants: list[Variant], runs: int) -> dict[str, dict]:
+    """``runs`` rounds of every variant in turn (so that they share the load), summarized."""
     before = os.getloadavg()[0]
-    results = []
+    results: dict[str, list[tuple[float, int, int, str, float]]] = {v[0]: [] for v in variants}
     for _ in range(runs):
-        if fresh:
-            with tempfile.TemporaryDirectory() as cache:
-                results.append(run_child([*command, "--cache", cache], env))
-        else:
-            results.append(run_child(command, env))
-    summary = series(results, (before, os.getloadavg()[0]))
-    print(
-        f"{label}: wall {summary['wall_s']['median']:.3f} s, CPU {summary['cpu_s']['median']:.3f}"
-        f" s (load {summary['load_1min_before_after']})",
-        file=sys.stderr,
+        for label, command, env, cwd, fresh in variants:
+            if fresh:
+                with tempfile.TemporaryDirectory() as cache:
+                    results[label].append(run_child([*command, "--cache", cache], env, cwd))
+            else:
+                results[label].append(run_child(command, env, cwd))
+    load = (before, os.getloadavg()[0])
+    summaries = {label: series(done, load) for label, done in results.items()}
+    for label, summary in summaries.items():
+        print(
+            f"{label}: wall {summary['wall_s']['median']:.3f} s, "
+            f"CPU {summary['cpu_s']['median']:.3f} s (load {summary['load_1min_before_after']})",
+            file=sys.stderr,
+        )
+    return summaries
+
+
+def baseline_variants(
+    revision: str, files: list[Path], bytecode: dict[str, str], no_bytecode: dict[str, str]
+) -> list[Variant]:
+    """`nnrag check` as it was at ``revision`` (its nnrag/ from git, run with -m from there)."""
+    folder = Path(tempfile.mkdtemp(prefix="check_bench_baseline_"))
+    atexit.register(shutil.rmtree, folder, True)
+    archive = subprocess.run(
+        ["git", "-C", str(HERE.parent), "archive", revision, "nnrag"],
+        check=True,
+        capture_output=True,
     )
-    return summary
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    command = [sys.executable, "-m", "nnrag.cli", "check", *map(str, files)]
+    return [
+        (f"baseline {revision}", command, {**bytecode, "PYTHONPATH": str(folder)}, folder, False),
+        (
+            f"baseline {revision}, no bytecode",
+            command,
+            {**no_bytecode, "PYTHONPATH": str(folder)},
+            folder,
+            False,
+        ),
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--blocks", type=int, default=20)
+    parser.add_argument(
+        "--baseline", metavar="REV", help="also time `nnrag check` of this git revision"
+    )
     parser.add_argument("--vendor-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.vendor_only:
@@ -144,12 +185,19 @@ def main() -> None:
 
     shutil.rmtree(PYCACHE, ignore_errors=True)
     run_child([*command, "--no-cache"], bytecode)  # writes the bytecode cache, not timed
-    cold = timed("cold", command, bytecode, args.runs, fresh=True)
+    variants: list[Variant] = [
+        ("cold", command, bytecode, None, True),
+        ("cold, no bytecode", command, no_bytecode, None, True),
+    ]
+    if args.baseline:
+        variants += baseline_variants(args.baseline, files, bytecode, no_bytecode)
+        run_child(variants[2][1], variants[2][2], variants[2][3])  # its bytecode, not timed
+    measured = interleaved(variants, args.runs)
+    cold, cold_source = measured["cold"], measured["cold, no bytecode"]
     with tempfile.TemporaryDirectory() as cache:
         warm_command = [*command, "--cache", cache]
         run_child(warm_command, bytecode)  # fills the check cache, not timed
         warm = timed("warm", warm_command, bytecode, args.runs, fresh=False)
-    cold_source = timed("cold, no bytecode", command, no_bytecode, args.runs, fresh=True)
     startup = timed("python -c pass", [sys.executable, "-c", "pass"], bytecode, args.runs, False)
 
     probe = (
@@ -177,6 +225,7 @@ def main() -> None:
         "cold": cold,
         "warm": warm,
         "cold_no_bytecode": cold_source,
+        "baseline": {k: v for k, v in measured.items() if k.startswith("baseline")},
         "python_startup": startup,
         "in_process_check_s": {"wall": in_process, "cpu": in_process_cpu},
         "torch_imported": "TORCH True" in torch_output,
@@ -209,9 +258,12 @@ time, the child's CPU time (user+sys) and peak RSS from `os.wait4`; medians (min
 {row("warm: every file in the check cache", warm)}
 {row("cold, no bytecode cache (PYTHONDONTWRITEBYTECODE=1)", cold_source)}
 {row("`python -c pass` (interpreter start)", startup)}
-
+{"".join(row(k, v) + chr(10) for k, v in measured.items() if k.startswith("baseline"))}
 - cold and warm rows: nnrag's modules from a bytecode cache (as after `pip install`); the
-  third row compiles them from source at every start, as this sandbox's environment does.
+  "no bytecode" rows compile them from source at every start, as this sandbox's environment
+  does. The cold rows (and the baseline rows, if any: `--baseline REV` runs the `nnrag/` of
+  that git revision, which had no check cache) are interleaved run by run, so they share
+  the load; the load average is the same for all of them.
 - checks alone, in process (20 files, no cache): {in_process:.3f} s wall, \
 {in_process_cpu:.3f} s CPU; findings: {len(findings)}.
 - torch imported by the check: {result["torch_imported"]}.
