@@ -123,7 +123,7 @@ _INT_RULES: tuple[tuple[str, Callable[[Profile], object]], ...] = (
     (r"dilation|groups", lambda p: 1),
     (r"padding|^pad", lambda p: 1),
     (r"patch", lambda p: 4),
-    (r"window", lambda p: 4),
+    (r"window|partition", lambda p: 4),
     (r"feat_?size|feature_size|grid_size|feat_res", lambda p: p.img // 4),
     (r"img|image|resolution|input_size|^size$|^hw$", lambda p: p.img),
     (r"(seq|max|context|block)_?(len|length)|positions|n_ctx|max_len", lambda p: 64),

@@ -231,9 +231,15 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
 # ------------------------------------------------------------------- repairs that read names
 
 
-def _with(ctor: Ctor, changed: dict[str, object], placeholders: list[str] | None = None) -> Ctor:
-    """``ctor`` with ``changed`` arguments; a real value replaces a placeholder of that name."""
-    kept = [p for p in ctor.placeholders if p not in changed]
+def _with(
+    ctor: Ctor,
+    changed: dict[str, object],
+    placeholders: list[str] | None = None,
+    *,
+    real: bool = True,
+) -> Ctor:
+    """``ctor`` with ``changed`` arguments; a ``real`` value replaces a placeholder's name."""
+    kept = [p for p in ctor.placeholders if not real or p not in changed]
     return Ctor(
         "synthesized",
         ctor.args,
@@ -259,6 +265,14 @@ def add_missing(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     sig, _ = init_signature(cls)
     params = sig.parameters if sig else {}
     synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    if re.findall(r"'(\w+)'", m.group(1)) == ["self"]:  # a class was passed for an instance
+        built = {
+            k: synth.build(v)
+            for k, v in ctor.kwargs.items()
+            if isinstance(v, type) and issubclass(v, nn.Module)
+        }
+        made = {k: v for k, v in built.items() if v is not MISSING}
+        return _with(ctor, made, synth.placeholders, real=False) if made else None
     added = {
         name: synth.by_name(name)
         for name in re.findall(r"'(\w+)'", m.group(1))

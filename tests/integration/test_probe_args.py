@@ -321,6 +321,17 @@ class WithStem(nn.Module):
         return self.stem(x)
 
 
+class WantsInstance(nn.Module):
+    def __init__(self, dim: int, summary: Callable) -> None:
+        super().__init__()
+        self.summary = summary
+        self.parts = list(summary.children())  # an instance, not a class
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.summary(self.lin(x))
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -401,6 +412,14 @@ def test_per_stage_lengths_follow_the_defaulted_ones(sandbox: Sandbox, blocks: P
 def test_module_factory_of_a_kind_comes_from_the_file(sandbox: Sandbox, blocks: Path) -> None:
     kwargs = kwargs_of(sandbox, blocks, "WithStem")  # forward passes: no placeholder
     assert kwargs["stem"] == {"__ref__": "nnrag_block:TinyStem"}
+
+
+def test_placeholder_class_made_an_instance_stays_a_placeholder(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    result = check(sandbox, blocks, "WantsInstance")
+    assert (result.failed_stage, result.category) == ("forward", "ctor-args")
+    assert "placeholders for summary" in result.message
 
 
 def test_tensor_dtype_and_number_annotations(sandbox: Sandbox, blocks: Path) -> None:
