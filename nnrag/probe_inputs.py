@@ -225,7 +225,7 @@ def fill_inputs(
 ) -> tuple[list[Any], dict[str, Any]]:
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
-    first = True
+    first, sizes = True, False
     shape = primary["shape"]
     for p in params:
         if p.kind == p.VAR_KEYWORD:
@@ -238,7 +238,9 @@ def fill_inputs(
         if p.default is not p.empty:
             continue
         named = (keys or {}).get(p.name, [])
-        if first:
+        sizes = sizes or (first and _BATCH_NAMES.match(p.name.lower()) is not None)
+        scalar = sizes and p.annotation in (int, "int", MISSING_ANN)  # forward(B, H, W)
+        if first and not (scalar and _SCALAR_NAMES.match(p.name.lower())):
             value: Any = container(primary, p.annotation, named)
             first = False
         else:
@@ -281,10 +283,17 @@ def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     return spec
 
 
+MISSING_ANN = inspect.Parameter.empty
+_BATCH_NAMES = re.compile(r"^(b|bs|bsz|batch|batch_size)$")
+_SCALAR_NAMES = re.compile(r"^(b|bs|bsz|batch|batch_size|h|w|height|width)$")
+
+
 def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
     low = name.lower()
     if "mask" in low:
         return None
+    if _BATCH_NAMES.match(low) and annotation in (int, "int", MISSING_ANN):
+        return shape[0]
     if low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w")):
         return shape[-2] if len(shape) == 4 else math.isqrt(shape[1] if len(shape) > 2 else 16)
     if re.search(r"hw|size|shape|resolution", low):
@@ -349,10 +358,14 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     shape = list(spec["shape"])
     new: list[int] | None = None
     if m := re.search(r"to have (\d+) channels, but got (\d+) channels", message):
-        several = several_channels(message, args, int(m.group(1)), int(m.group(2)))
+        want, got = int(m.group(1)), int(m.group(2))
+        several = several_channels(message, args, want, got)
         if several is not None:
             return several
-        new = [shape[0], int(m.group(1)), *shape[2:]] if len(shape) > 1 else None
+        new = [shape[0], want, *shape[2:]] if len(shape) > 1 else None
+        ratio = got // shape[1] if len(shape) == 4 and shape[1] and got % shape[1] == 0 else 1
+        if new is not None and ratio > 1 and want % ratio == 0:  # space-to-depth multiplied C
+            new[1] = want // ratio
     elif m := re.search(
         r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
         r"|same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]",  # meta's words
@@ -514,6 +527,15 @@ def view_mismatch(shape: list[int], target: list[int], size: int) -> list[int] |
     block dropped one token (``size`` is the input less one token).
     """
     numel = math.prod(shape)
+    if (
+        len(shape) == 4
+        and len(target) > 4
+        and target[0] == shape[0]
+        and target[-2:] == shape[-2:]
+        and -1 not in target
+    ):  # channels split into blocks (depth-to-space): C must be their product
+        channels = math.prod(max(1, t) for t in target[1:-2])
+        return [shape[0], channels, *shape[2:]] if channels != shape[1] else None
     if len(shape) == 3 and shape[0] == target[0]:
         batch, tokens, width = shape
         if target[1] == tokens + 1 or size == numel - batch * width:

@@ -307,3 +307,32 @@ class Detector(nn.Module):
 def test_detection_style_images_are_a_list_of_unbatched_images() -> None:
     args, _ = next(input_candidates(Detector(), P, {}))
     assert [a["shape"] for a in args[0]] == [[3, 32, 32], [3, 32, 32]]
+
+
+def test_space_to_depth_channels_and_depth_to_space_blocks() -> None:
+    message = (
+        "Given groups=1, weight of size [64, 48, 3, 3], expected input[2, 768, 2, 2]"
+        " to have 48 channels, but got 768 channels instead"
+    )
+    fixed = repair(message, [tensor_spec([2, 48, 8, 8])], P)  # 48 * 16 seen: C must be 3
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 3, 8, 8]
+    message = "RuntimeError: shape '[2, 3, 3, 3, 32, 32]' is invalid for input of size 65536"
+    fixed = repair(message, [tensor_spec([2, 32, 32, 32])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 27, 32, 32]
+
+
+class Fourier(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(4, 8, 1)
+
+    def forward(self, B, H, W):  # type: ignore[no-untyped-def]
+        return self.proj(torch.ones(B, 4, H, W))
+
+
+def test_batch_size_and_sides_as_ints() -> None:
+    args, _ = next(input_candidates(Fourier(), P, {}))
+    assert all(isinstance(a, int) for a in args)
+    assert args[0] == 2
