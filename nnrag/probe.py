@@ -22,6 +22,7 @@ from nnrag.probe_args import (
     encode,
     shallow_defaults,
 )
+from nnrag.probe_graph import called_class
 from nnrag.probe_inputs import SHAPE_WORDS, build_inputs, input_candidates, repair
 from nnrag.probe_repair import (
     fill_none_layers,
@@ -455,7 +456,7 @@ class Runner:
                 return
             if isinstance(forward_error, (KeyboardInterrupt, SystemExit, MemoryError)):
                 break
-            widened = match_residual(ctor, forward_messages)
+            widened = match_residual(ctor, forward_messages) or called_class(ctor, forward_messages)
             if widened is not None and repr(widened.kwargs) not in widened_seen:
                 widened_seen.add(repr(widened.kwargs))
                 pending.insert(0, (widened, given))

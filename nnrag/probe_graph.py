@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from nnrag.probe_args import Profile, decode, tensor_spec
+from nnrag.probe_args import Ctor, Profile, decode, tensor_spec
 
 NODES, EDGES = 10, 30
 """Nodes and edges of the probe graph (edges drop to ``NODES`` when the layer has no edge index)."""
@@ -120,9 +120,10 @@ def graph_inputs(
             if not ids:
                 yield [batch_object(Graph(g.nodes, g.edges, c, edge_size, 4, counts, widths))], {}
         return
-    # ids first when the first layer embeds; last, for layers that count or hash node labels
+    # ids first when the first layer embeds; last, for layers with no sizes at all (labels)
     variants = [(channels[0], ids)] if ids else []
-    for c, node_ids in [*variants, *((c, 0) for c in channels), *([] if ids else [(1, 4)])]:
+    labels = [] if ids or kind != "unknown" or any(_SIZE_KEY.match(k) for k in sizes) else [(1, 4)]
+    for c, node_ids in [*variants, *((c, 0) for c in channels), *labels]:
         g = Graph(nodes, EDGES if edged else nodes, c, edge_size, node_ids, counts, widths, meta)
         args, kwargs = fill(params, g)
         if edge_width and "edge_attr" in names - required:
@@ -419,3 +420,26 @@ def _rows(value: Any, large: int, small: int) -> Any:
     elif len(shape) == 2 and shape[0] == 2 and shape[1] == large and value["dtype"] == "int64":
         shape[1] = small
     return dict(value, shape=shape) if shape != value["shape"] else value
+
+
+def called_class(ctor: Ctor, messages: list[str]) -> Ctor | None:
+    """Constructor repair read from forward errors: a class argument used as a function.
+
+    ``act: Callable`` synthesized as the class ``nn.ReLU`` fails in forward with "must be Tensor,
+    not ReLU" or "'ReLU' and 'Tensor'": the layer calls ``act(x)``, so it gets ``nn.ReLU()``.
+    """
+    if ctor.origin != "synthesized":
+        return None
+    for message in messages:
+        for name, value in ctor.kwargs.items():
+            if not isinstance(value, type) or not re.search(
+                rf"(?:not |got |')({re.escape(value.__name__)})\b", message
+            ):
+                continue
+            try:
+                instance = value()
+            except Exception:
+                continue
+            kwargs = {**ctor.kwargs, name: instance}
+            return Ctor(ctor.origin, ctor.args, kwargs, ctor.placeholders, ctor.profile)
+    return None

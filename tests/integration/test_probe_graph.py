@@ -10,10 +10,11 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from nnrag.probe import Runner  # noqa: E402
-from nnrag.probe_args import PROFILES, tensor_spec  # noqa: E402
+from nnrag.probe_args import PROFILES, Ctor, tensor_spec  # noqa: E402
 from nnrag.probe_graph import (  # noqa: E402
     GraphBatch,
     build_graph,
+    called_class,
     graph_repair,
     is_graph,
 )
@@ -436,3 +437,35 @@ def test_runner_passes_a_relational_layer(tmp_path: Any) -> None:
     result = sent[-1]
     assert result["failed_stage"] is None, result["message"]
     assert result["recipe"]["input_kwargs"]["edge_type"]["dtype"] == "int64"
+
+
+def test_class_used_as_a_function_gets_an_instance() -> None:
+    ctor = Ctor("synthesized", (), {"hidden_channels": 8, "act": nn.ReLU})
+    messages = ["linear(): argument 'input' (position 1) must be Tensor, not ReLU"]
+    fixed = called_class(ctor, messages)
+    assert fixed is not None
+    assert isinstance(fixed.kwargs["act"], nn.ReLU)
+    assert fixed.kwargs["hidden_channels"] == 8
+    other = ["unsupported operand type(s) for *: 'ReLU' and 'Tensor'"]
+    assert called_class(ctor, other) is not None
+    assert called_class(ctor, ["mat1 and mat2 shapes cannot be multiplied"]) is None
+    assert called_class(Ctor("hinted", (), {"act": nn.ReLU}), messages) is None
+
+
+def test_runner_instantiates_a_called_activation(tmp_path: Any) -> None:
+    path = tmp_path / "block.py"
+    path.write_text(
+        "from typing import Callable\n\nimport torch\nfrom torch import nn\n\n\n"
+        "class Residual(nn.Module):\n"
+        "    def __init__(self, hidden_channels: int, act: Callable):\n"
+        "        super().__init__()\n"
+        "        self.act = act\n"
+        "        self.lin = nn.Linear(hidden_channels, hidden_channels)\n\n"
+        "    def forward(self, x):\n"
+        "        return x + self.act(self.lin(x))\n"
+    )
+    sent: list[dict[str, Any]] = []
+    request = {"path": str(path), "class_name": "Residual", "depth": "forward", "timeout_s": 30}
+    Runner(request, sent.append, []).run()
+    result = sent[-1]
+    assert result["failed_stage"] is None, result["message"]
