@@ -224,9 +224,9 @@ def _assign_flat_names(
 
     claim(("def", block.module, block.name), block.name)
     cache = _cache_for(index)
-    for info, unit in plan.units:
-        for root in cache.builtins(symbols, info, unit):
-            claim(("builtin", root), root)
+    roots = itertools.chain.from_iterable(cache.builtins(symbols, i, u) for i, u in plan.units)
+    for root in dict.fromkeys(roots):  # first read first, each once
+        claim(("builtin", root), root)
 
     # Kept imports: closure.imports, plus external bindings of any inlined import unit
     # (conditional imports kept whole inside their try/if unit are not hoisted).
@@ -243,9 +243,9 @@ def _assign_flat_names(
             continue  # decided once for the whole file, see emit()
         if binding.type_checking or binding in inside_units or binding.attr == "*":
             if binding.attr == "*" and not binding.type_checking:
-                plan.imports.setdefault(_import_entity(binding), binding)
+                plan.imports.setdefault(cache.entity(binding), binding)
             continue
-        entity = _import_entity(binding)
+        entity = cache.entity(binding)
         plan.imports.setdefault(entity, binding)
         wanted = binding.name
         form = (binding.module, binding.attr, binding.name)
@@ -290,6 +290,8 @@ class _IndexCache:
         ] = {}
         self._load_defs: dict[tuple[str, str, int], tuple[tuple[str, str], ...]] = {}
         self._defined: dict[tuple[str, str, int], tuple[Entity, ...]] = {}
+        self._mentions: dict[tuple[str, str, int, str], bool] = {}
+        self._entities: dict[int, tuple[ImportBinding, Entity]] = {}
         self._rewritten: dict[tuple[str, str, int], tuple[Rewrite, bool, str | Exception]] = {}
         self._external: dict[tuple[str, str, int], tuple[ImportBinding, ...]] = {}
 
@@ -353,6 +355,21 @@ class _IndexCache:
             )
             self._load_defs[key] = found
         return found
+
+    def mentions(self, info: ModuleInfo, unit: Unit, name: str) -> bool:
+        """Whether ``name`` occurs in the text of ``unit``."""
+        key = (info.source, info.module, unit.index, name)
+        found = self._mentions.get(key)
+        if found is None:
+            found = self._mentions[key] = name in self.chunk(info, unit)
+        return found
+
+    def entity(self, binding: ImportBinding) -> Entity:
+        """:func:`_import_entity`, memoized by binding (the index holds every binding)."""
+        found = self._entities.get(id(binding))
+        if found is None or found[0] is not binding:
+            found = self._entities[id(binding)] = (binding, _import_entity(binding))
+        return found[1]
 
     def defined(self, info: ModuleInfo, unit: Unit) -> tuple[Entity, ...]:
         """``("def", module, name)`` of every name ``unit`` binds."""
@@ -489,7 +506,7 @@ def _plan_rewrites(
         crossing, plain, prefixes = cache.read_kinds(symbols, info, unit)
         if plain.isdisjoint(respelled) and prefixes.isdisjoint(references):
             # only chains spelled otherwise than their flat name can change (same result)
-            load, call = _chain_maps(closure, plan, info, crossing) if crossing else ({}, {})
+            load, call = _crossing_maps(plan.flat, crossing) if crossing else ({}, {})
         else:
             load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
         imported: dict[tuple[str, str], str] = {}
@@ -502,8 +519,9 @@ def _plan_rewrites(
             if renamed:
                 # a name absent from the text cannot be renamed in it: leaving it out changes
                 # nothing but lets blocks that rename other names of the module share it
-                text = cache.chunk(info, unit)
-                renamed = {name: flat for name, flat in renamed.items() if name in text}
+                renamed = {
+                    name: flat for name, flat in renamed.items() if cache.mentions(info, unit, name)
+                }
             package = info.module if info.is_package else info.module.rpartition(".")[0]
             rewrites[id(unit)] = Rewrite(
                 load=load, call=call, defs=renamed, imported=imported, package=package
@@ -621,6 +639,20 @@ def _chain_maps(
                     break
         if flat is not None and flat != prefix:
             (load if at_load else call)[prefix] = flat
+    return load, call
+
+
+def _crossing_maps(
+    flat: Mapping[Entity, str], crossing: Iterable[_Read]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """:func:`_chain_maps` of reads that all denote an entity, when no prefix of theirs is
+    in ``closure.references`` (its fallback would find nothing)."""
+    load: dict[str, str] = {}
+    call: dict[str, str] = {}
+    for _, prefix, entity, at_load in crossing:
+        named = flat.get(entity) if entity is not None else None
+        if named is not None and named != prefix:
+            (load if at_load else call)[prefix] = named
     return load, call
 
 
