@@ -296,6 +296,11 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
         return shape[0]
     if low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w")):
         return shape[-2] if len(shape) == 4 else math.isqrt(shape[1] if len(shape) > 2 else 16)
+    if re.search(r"thw|t_h_w", low):  # video: (T, H, W) beside tokens or a 5-D clip
+        if len(shape) == 5:
+            return {"__tuple__": shape[-3:]}
+        side = math.isqrt(shape[1]) if len(shape) == 3 else 4
+        return {"__tuple__": [1, side, side]}
     if re.search(r"hw|size|shape|resolution", low):
         if len(shape) == 4:
             return {"__tuple__": shape[-2:]}
@@ -538,7 +543,8 @@ def view_mismatch(shape: list[int], target: list[int], size: int) -> list[int] |
         return [shape[0], channels, *shape[2:]] if channels != shape[1] else None
     if len(shape) == 3 and shape[0] == target[0]:
         batch, tokens, width = shape
-        if target[1] == tokens + 1 or size == numel - batch * width:
+        dropped = size == numel - batch * width and math.prod(target) == numel
+        if target[1] == tokens + 1 or dropped:
             return [batch, tokens + 1, width]
     if size != numel or len(shape) not in (3, 4):
         return None
