@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import heapq
 import itertools
 import weakref
@@ -10,10 +9,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nnrag.effects import Effect, Located, SortKey, UnitEffect
 from nnrag.errors import ExtractionError
 from nnrag.model import (
     BlockRef,
-    Category,
     Closure,
     ImportBinding,
     ModuleInfo,
@@ -21,19 +20,11 @@ from nnrag.model import (
     Unit,
     UnitRef,
 )
-from nnrag.needs import COMPOUND, UnitKey, UnitScanner, Use, scanner_for
-from nnrag.symbols import BUILTINS, Resolution, Symbols, symbols_for
+from nnrag.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
+from nnrag.symbols import BUILTINS, Symbols, symbols_for
 
 if TYPE_CHECKING:
     from nnrag.index import Index
-
-_RESOURCE_DUNDERS = frozenset({"__file__", "__path__", "__loader__", "__spec__", "__cached__"})
-_MISSING: Mapping[str, Category] = {
-    "unresolved": "unresolved-name",
-    "cycle": "unresolved-name",
-    "native": "native-op",
-    "not-indexed": "source-import",
-}
 
 
 def resolve(index: Index, block: BlockRef) -> Closure:
@@ -46,38 +37,14 @@ class _Included:
     info: ModuleInfo
     unit: Unit
     parent: UnitKey | None
-    effect: _Effect | None = None
-
-
-_Located = tuple[Category, str, str]
-"""(category, location, message) of a problem; the walk adds the dependency path."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Effect:
-    """What including one unit adds to any closure: it does not depend on the block, so it
-    is computed once per unit and index and replayed by every walk that reaches the unit."""
-
-    deps: tuple[tuple[UnitKey, ModuleInfo, Unit], ...]
-    """Units to include, in the order the walk queues them."""
-    load: frozenset[UnitKey]
-    """Units that must run before this one (its load-time reads)."""
-    call: frozenset[UnitKey]
-    """Units its functions use when called."""
-    imports: tuple[tuple[tuple[str, str], tuple[ModuleInfo, ImportBinding]], ...]
-    references: tuple[tuple[tuple[str, str], tuple[str, str]], ...]
-    builtins: tuple[tuple[str, str], ...]
-    members: tuple[tuple[str, str, tuple[str, str] | None], ...]
-    """(module used as an object, attr, what it denotes); ``None``: the module only."""
-    problems: tuple[_Located, ...]
-    sort_key: SortKey
+    effect: Effect | None = None
 
 
 @dataclass(slots=True)
 class _Memo:
     """Per-index memos of the walk (they live as long as the index)."""
 
-    effects: dict[UnitKey, _Effect] = field(default_factory=dict)
+    effects: dict[UnitKey, Effect] = field(default_factory=dict)
     needs: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
     same: dict[UnitKey, dict[str, object]] = field(default_factory=dict)
     previous: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
@@ -114,7 +81,7 @@ class _Walk:
         self.imports: dict[tuple[str, str], tuple[ModuleInfo, ImportBinding]] = {}
         self.references: dict[tuple[str, str], tuple[str, str]] = {}
         self.builtins: set[tuple[str, str]] = set()
-        self.problems: dict[_Located, UnitKey] = {}
+        self.problems: dict[Located, UnitKey] = {}
         """Each problem, with the unit whose inclusion found it first."""
         self.namespaces: dict[str, dict[str, tuple[str, str]]] = {}
         """Internal modules used as objects -> attr -> (module, name) it denotes."""
@@ -181,7 +148,9 @@ class _Walk:
         entry = self.units[key]
         effect = self.memo.effects.get(key)
         if effect is None:
-            effect = _UnitEffect(self, key, entry.info, entry.unit).build()
+            effect = UnitEffect(
+                self.index, self.symbols, self.scanner, key, entry.info, entry.unit
+            ).build()
             self.memo.effects[key] = effect
         entry.effect = effect
         units, queue = self.units, self.queue
@@ -343,216 +312,6 @@ class _Walk:
             ):
                 found[binding.name] = ("def", target.module.module, target.name)
         return found
-
-
-class _UnitEffect:
-    """Computes the :class:`_Effect` of one unit (what ``_Walk._visit`` replays)."""
-
-    def __init__(self, walk: _Walk, key: UnitKey, info: ModuleInfo, unit: Unit) -> None:
-        self.index = walk.index
-        self.symbols = walk.symbols
-        self.scanner = walk.scanner
-        self.key = key
-        self.info = info
-        self.unit = unit
-        self.deps: list[tuple[UnitKey, ModuleInfo, Unit]] = []
-        self.load: set[UnitKey] = set()
-        self.call: set[UnitKey] = set()
-        self.imports: list[tuple[tuple[str, str], tuple[ModuleInfo, ImportBinding]]] = []
-        self.references: list[tuple[tuple[str, str], tuple[str, str]]] = []
-        self.members: list[tuple[str, str, tuple[str, str] | None]] = []
-        self.problems: list[_Located] = []
-        self.escaped: set[str] = set()
-        """Modules whose object escapes (``vars(m)``): all their public names are members."""
-
-    def build(self) -> _Effect:
-        info, key = self.info, self.key
-        summary = self.scanner.summary(info, self.unit, self.symbols)
-        for home, unit, load in summary.deps:
-            dep = self._include(home, unit)
-            if dep != key:
-                (self.load if load else self.call).add(dep)
-        self.imports.extend((local, (home, binding)) for local, home, binding in summary.imports)
-        self.references.extend(summary.references)
-        for use in summary.others:
-            self._use(use)
-        for chain, line in self.unit.local_reads:
-            self._local_read(chain, line)
-        for finding in summary.findings:
-            registry = finding.registry
-            if registry is not None:
-                for registration in registry.registrations:
-                    self.call.add(self._include(registry.home, registration))
-                if not registry.elsewhere:
-                    continue  # every registration is in the home module, now inlined
-            self._problem(finding.category, finding.message, line=finding.line, col=finding.col)
-        return _Effect(
-            deps=tuple(self.deps),
-            load=frozenset(self.load),
-            call=frozenset(self.call),
-            imports=tuple(self.imports),
-            references=tuple(self.references),
-            builtins=summary.builtins,
-            members=tuple(self.members),
-            problems=tuple(dict.fromkeys(self.problems)),
-            sort_key=(key[0], key[1], self.unit.start_line, self.unit.index),
-        )
-
-    def _include(self, info: ModuleInfo, unit: Unit) -> UnitKey:
-        key = (info.source, info.module, unit.index)
-        self.deps.append((key, info, unit))
-        return key
-
-    def _use(self, use: Use) -> None:
-        """A read that becomes a problem (see :meth:`UnitScanner.summary`)."""
-        info = self.info
-        found = use.found
-        if found.kind == "external":
-            self._problem(
-                "native-op",
-                f"calls {found.target}, an operator registered by a compiled extension "
-                "of the source",
-                name=use.root,
-                line=use.line,
-            )
-        elif found.kind == "dunder":
-            if found.name in _RESOURCE_DUNDERS:
-                self._problem(
-                    "resource-file",
-                    f"reads {use.chain!r}: a file next to the source module, absent from the "
-                    "standalone block (ship the resource or pass its path in)",
-                    name=use.root,
-                    line=use.line,
-                )
-        elif found.kind == "module" and found.module is not None:
-            # an internal module used as an object becomes a namespace of inlined members
-            self.members.append((found.module.module, "", None))
-            if not use.line:  # the chain denotes the module object itself: it escapes
-                self.references.append(((info.module, use.prefix), (found.module.module, "")))
-                self._module_object((info, use.chain), found.module, (), load=use.load)
-        elif found.kind == "missing":
-            self._missing(use.chain, found, name=use.root, line=use.line)
-
-    # -- modules used as objects -------------------------------------------------------------
-
-    def _local_read(self, chain: str, line: int) -> None:
-        """A chain rooted at a name a local import binds (``aggr.MultiAggregation``)."""
-        parts = chain.split(".")
-        binding = next(
-            (b for b in self.unit.local_imports if b.name == parts[0] and b.line == line),
-            None,
-        )
-        if binding is None or self.index.source_of_module(binding.module) is None:
-            return
-        found = self.symbols.follow(self.info, binding, parts[0], ())
-        if found.kind == "module" and found.module is not None:
-            load = self._in_class_body(line)
-            self._module_object((self.info, chain), found.module, tuple(parts[1:]), load=load)
-
-    def _in_class_body(self, line: int) -> bool:
-        """Whether the import at ``line`` runs at load time (directly in a class body)."""
-        unit = self.unit
-        if unit.kind != "class":
-            return False
-        tree = self.scanner.tree(self.info, unit)
-        relative = line - unit.start_line + 1
-        return tree is not None and any(
-            isinstance(node, ast.ClassDef)
-            and any(
-                isinstance(stmt, ast.Import | ast.ImportFrom) and stmt.lineno == relative
-                for stmt in node.body
-            )
-            for node in ast.walk(tree)
-        )
-
-    def _module_object(
-        self,
-        where: tuple[ModuleInfo, str],
-        module: ModuleInfo,
-        rest: tuple[str, ...],
-        *,
-        load: bool,
-    ) -> None:
-        """``module`` used as an object: its attribute ``rest[0]`` (then ``rest[1:]`` inside
-        it when that is a submodule) is a member; with no ``rest`` the object escapes, and
-        every public name (``__all__``, else public top-level names) is a member."""
-        self.members.append((module.module, "", None))
-        if rest:
-            self._member(where, module, rest[0], rest[1:], load=load, escape=False)
-            return
-        if module.module in self.escaped:
-            return
-        self.escaped.add(module.module)
-        for name in sorted(self.symbols.exports(module)):
-            self._member(where, module, name, (), load=load, escape=True)
-
-    def _member(
-        self,
-        where: tuple[ModuleInfo, str],
-        module: ModuleInfo,
-        attr: str,
-        rest: tuple[str, ...],
-        *,
-        load: bool,
-        escape: bool,
-    ) -> None:
-        found = self.symbols.lookup(module, (attr,))
-        home = found.module
-        if found.kind == "definition" and home is not None:
-            for unit in found.units:
-                dep = self._include(home, unit)
-                if dep != self.key:
-                    (self.load if load else self.call).add(dep)
-            self.members.append((module.module, attr, (home.module, found.name)))
-        elif found.kind == "external" and home is not None and found.binding is not None:
-            if escape and attr not in (module.all_names or ()):
-                return  # without ``__all__``, the public names are the module's definitions
-            self.imports.append(((home.module, found.name), (home, found.binding)))
-            self.members.append((module.module, attr, (home.module, found.name)))
-        elif found.kind == "module" and home is not None:
-            if escape and attr not in (module.all_names or ()):
-                return  # submodules enumerate only when ``__all__`` lists them
-            self.members.append((module.module, attr, (home.module, "")))
-            self._module_object(where, home, rest, load=load)
-        elif found.kind == "dunder" and attr == "__name__":
-            self.members.append((module.module, attr, (module.module, attr)))
-        elif found.kind == "dunder" and attr in _RESOURCE_DUNDERS and not escape:
-            _, chain = where
-            self._problem(
-                "resource-file",
-                f"reads {chain!r}: a file of the source module, absent from the standalone "
-                "block (ship the resource or pass its path in)",
-                name=chain.split(".", 1)[0],
-            )
-        elif found.kind == "missing" and not escape:
-            _, chain = where
-            self._missing(chain, found, name=chain.split(".", 1)[0])
-
-    def _missing(self, chain: str, found: Resolution, *, name: str, line: int = 0) -> None:
-        info = self.info
-        reason = found.reason or "unresolved"
-        category = _MISSING[reason]
-        if reason == "native":
-            message = f"{chain!r} comes from {found.target}, a compiled extension of the source"
-        elif reason == "not-indexed":
-            message = f"{chain!r} comes from {found.target}, which is not indexed"
-        elif found.binding is not None and found.target:
-            message = f"{chain!r} is imported from {found.target}, which does not exist"
-        else:
-            message = f"name {chain!r} is not defined anywhere"
-            if found.module is not None and found.module.module != info.module:
-                message += f" (looked up in {found.module.module})"
-        self._problem(category, message, name=name, line=line)
-
-    def _problem(
-        self, category: Category, message: str, *, name: str = "", line: int = 0, col: int = 0
-    ) -> None:
-        if not line:
-            line, col = self.scanner.position(self.info, self.unit, name)
-        self.problems.append((category, f"{self.info.path}:{line}:{col or 1}", message))
-
-
-SortKey = tuple[str, str, int, int]
 
 
 def _topological(
@@ -792,7 +551,7 @@ class _CallClosure:
     """
 
     def __init__(
-        self, effects: Mapping[UnitKey, _Effect], memo: dict[UnitKey, frozenset[UnitKey]]
+        self, effects: Mapping[UnitKey, Effect], memo: dict[UnitKey, frozenset[UnitKey]]
     ) -> None:
         self.effects = effects
         self.memo = memo
@@ -821,6 +580,6 @@ class _CallClosure:
         return result
 
 
-def _effect(entry: _Included) -> _Effect:
+def _effect(entry: _Included) -> Effect:
     assert entry.effect is not None, "every included unit is visited before ordering"
     return entry.effect

@@ -343,11 +343,12 @@ def test_same_inputs_give_identical_bytes(two_mlps: Index, tmp_path: Path) -> No
 
 
 def test_long_from_import_is_wrapped() -> None:
-    from nnrag.emit import _format_imports, _import_entity
+    from nnrag.emit import _format_imports
+    from nnrag.emit_cache import import_entity
 
     names = [f"name_number_{i}" for i in range(8)]
     bindings = [ImportBinding(name=n, module="somepkg.mod", attr=n) for n in names]
-    text = _format_imports({_import_entity(b): b for b in bindings}, {})
+    text = _format_imports({import_entity(b): b for b in bindings}, {})
     assert text.startswith("from somepkg.mod import (\n    name_number_0,\n")
     assert text.endswith("    name_number_7,\n)\n")
 
