@@ -592,3 +592,41 @@ def test_namespace_identity_checks_are_not_lookups(tmp_path: Path) -> None:
     lookup = close(index, "u.m:Lookup")
     assert lookup.problems == ()
     assert lookup.namespaces == {"u.aggr": (("Sum", "u.aggr", "Sum"),)}
+
+
+def _random_closed_graph(seed: int, size: int) -> dict[tuple[str, str, int], frozenset]:
+    import random
+
+    rng = random.Random(seed)
+    keys = [("src", f"m{rng.randrange(3)}", n) for n in range(size)]
+    return {
+        key: frozenset(rng.sample([k for k in keys if k != key], rng.randrange(0, 4)))
+        for key in keys
+    }
+
+
+def test_memoized_components_order_like_tarjan_and_kahn() -> None:
+    """The memoized component order equals the per-closure one, on graphs with cycles, also
+    when components were learned earlier from a closed part of the graph."""
+    from nnrag.resolve import _Components, _topological
+
+    def sort_key(key: tuple[str, str, int]) -> tuple[str, str, int, int]:
+        return (key[0], key[1], -key[2], key[2])  # not the insertion order
+
+    for seed in range(60):
+        needs = _random_closed_graph(seed, 25)
+        expected = _topological(needs, sort_key)
+        assert sorted(expected) == sorted(needs)
+        assert _Components.order({}, needs, sort_key) == expected
+        # learn a closed part first (everything one unit reaches), then the whole graph
+        start = min(needs)
+        part, stack = {start}, [start]
+        while stack:
+            for dep in needs[stack.pop()]:
+                if dep not in part:
+                    part.add(dep)
+                    stack.append(dep)
+        memo: dict = {}
+        sub = {key: needs[key] for key in part}
+        assert _Components.order(memo, sub, sort_key) == _topological(sub, sort_key)
+        assert _Components.order(memo, needs, sort_key) == expected
