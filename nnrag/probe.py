@@ -336,6 +336,7 @@ class Runner:
         ctor_error: BaseException | None = None
         forward_error: BaseException | None = None
         output_error: OutputError | None = None
+        screened_error: RuntimeError | None = None
         built_any = False
         forward_started = 0.0
         candidates = self.ctor_candidates(module, cls)
@@ -400,9 +401,14 @@ class Runner:
                     rejected = self.screened_out(screen, harvester, args, kwargs)
                     if rejected is not None:
                         fixed = repair(rejected, args, profile)
-                        if fixed is not None:
+                        if fixed is not None:  # meta's message fixed it: no CPU run for this one
                             queue.insert(0, (fixed, kwargs, False))
-                        queue.append((args, kwargs, True))  # still run for real, last
+                            tried.append(key)
+                            screened_error = screened_error or RuntimeError(
+                                f"{rejected} (on the meta device)"
+                            )
+                        else:  # run it for real, last: CPU's message may say more
+                            queue.append((args, kwargs, True))
                         continue
                 tried.append(key)
                 attempts += 1
@@ -471,6 +477,7 @@ class Runner:
         failure = (
             output_error
             or forward_error
+            or screened_error
             or RuntimeError("no input candidate within the attempt bound")
         )
         self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
