@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
 import os
 import pickle
 import select
@@ -58,19 +59,65 @@ def read_frame(stream: BinaryIO) -> object | None:
     if header is None:
         return None
     data = _read_exact(stream, _HEADER.unpack(header)[0])
-    return None if data is None else pickle.loads(data)
+    return None if data is None else _PlainUnpickler(io.BytesIO(data)).load()
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain data only: a frame naming any class or function is refused.
+
+    Frames from a child are untrusted (block code can write to the pipe), and unpickling a
+    global would run code chosen by the block in the warm parent.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"frame refers to {module}.{name}, not plain data")
+
+
+def _plain_frame(data: bytes) -> Message:
+    """One child frame as a message; anything but a plain ``dict`` becomes a ``refused`` one."""
+    try:
+        message = _PlainUnpickler(io.BytesIO(data)).load()
+    except Exception as error:  # malformed or hostile bytes: report, never raise
+        return {"kind": "refused", "message": f"the block wrote an unreadable frame ({error})"}
+    if not isinstance(message, dict):
+        return {"kind": "refused", "message": "the block wrote a frame that is not a message"}
+    return message
 
 
 def _split_frames(buffer: bytearray) -> list[Message]:
-    """Remove and return every complete frame at the start of ``buffer``."""
+    """Remove and return every complete frame (from a child) at the start of ``buffer``."""
     out: list[Message] = []
     while len(buffer) >= _HEADER.size:
         (size,) = _HEADER.unpack_from(buffer)
         if len(buffer) < _HEADER.size + size:
             break
-        out.append(pickle.loads(bytes(buffer[_HEADER.size : _HEADER.size + size])))
+        out.append(_plain_frame(bytes(buffer[_HEADER.size : _HEADER.size + size])))
         del buffer[: _HEADER.size + size]
     return out
+
+
+def _plain_key(key: object) -> object:
+    found = plain(key)
+    return (
+        found if isinstance(found, (str, int, float, bool, tuple)) or found is None else str(found)
+    )
+
+
+def plain(value: object, depth: int = 0) -> object:
+    """``value`` as plain data (what :class:`_PlainUnpickler` accepts); other objects as repr."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    if depth > 20:
+        return "..."
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, depth + 1) for v in value]
+        return items if type(value) is list else tuple(items)
+    if isinstance(value, dict):
+        return {_plain_key(k): plain(v, depth + 1) for k, v in value.items()}
+    try:
+        return repr(value)[:200]
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 # --------------------------------------------------------------------------- client
@@ -235,12 +282,15 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> 
         sys.stdout.flush()
         sys.stderr.flush()
         run = _spawn_child if mode == "spawn" else _run_child
-        reply, cleanup = run(request, memory_mb)
+        reply, cleanup = run(request, memory_mb, (req_fd, resp_fd))
         write_frame(resp_fd, reply)
         cleanup()  # after replying: the client goes on while the child is torn down
 
 
-def _run_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], None]]:
+def _run_child(
+    request: Message, memory_mb: int, server_fds: tuple[int, ...]
+) -> tuple[Message, Callable[[], None]]:
+    """Fork a child for ``request``; it closes ``server_fds`` (the client's pipes) first."""
     tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
     timeout_s = float(request.get("timeout_s", 60.0))
     read_fd, write_fd = os.pipe()
@@ -249,7 +299,8 @@ def _run_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], 
     if pid == 0:  # child
         exit_code = 70
         try:
-            os.close(read_fd)
+            for fd in (read_fd, *server_fds):  # the block must not reach the client's pipes
+                os.close(fd)
             _child_main(request, tmp, write_fd, memory_mb)
             exit_code = 0
         except BaseException as error:  # the child must never return into the server loop
@@ -274,8 +325,13 @@ def _run_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], 
     return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
 
 
-def _spawn_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], None]]:
-    """The fallback without fork: a fresh interpreter per block (imports torch every time)."""
+def _spawn_child(
+    request: Message, memory_mb: int, server_fds: tuple[int, ...] = ()
+) -> tuple[Message, Callable[[], None]]:
+    """The fallback without fork: a fresh interpreter per block (imports torch every time).
+
+    ``subprocess`` closes inherited descriptors, so ``server_fds`` need no closing here.
+    """
     tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
     read_fd, write_fd = os.pipe()
     code = (
@@ -431,6 +487,17 @@ def summarize(
 ) -> Message:
     """Turn the child's messages and exit status into one result message."""
     result: Message = {"stage_reached": None, "timings": {}, "harvest": []}
+    refused = [m["message"] for m in messages if m.get("kind") == "refused"]
+    if refused:  # only block code writing to the pipe makes these: a violation, whatever follows
+        reached = [m["stage"] for m in messages if m.get("kind") == "stage"]
+        running = [m["stage"] for m in messages if m.get("kind") == "running"]
+        return {
+            **result,
+            "stage_reached": reached[-1] if reached else None,
+            "failed_stage": running[-1] if running else None,
+            "category": "sandbox-violation",
+            "message": f"refused: {refused[0]}",
+        }
     for message in messages:
         if message.get("kind") == "stage":
             result["stage_reached"] = message["stage"]
@@ -474,7 +541,7 @@ def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
     )
 
     def send(message: Message) -> None:
-        write_frame(fd, message)
+        write_frame(fd, plain(message))
 
     from nnrag import probe
 

@@ -184,6 +184,33 @@ def test_fault_becomes_a_result(sandbox: Sandbox, tmp_path: Path, case: str) -> 
     assert_run_goes_on(sandbox, tmp_path, server)
 
 
+def test_hostile_frames_never_run_code_in_the_parent(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A block writing its own pickle to the result pipe cannot make the parent run code."""
+    marker = tmp_path / "unpickled-in-parent.txt"
+    prelude = f"""
+    import pickle
+    import struct
+
+    class Payload:
+        def __reduce__(self):
+            return (open, ({str(marker)!r}, "w"))
+
+    data = pickle.dumps({{"kind": "result", "stage_reached": "forward", "x": Payload()}})
+    for fd in range(3, 64):
+        try:
+            os.write(fd, struct.pack("!Q", len(data)) + data)
+        except OSError:
+            pass
+    """
+    server = sandbox.pid
+    result = run(sandbox, tmp_path, HEADER + textwrap.dedent(prelude) + TRIVIAL)
+    assert not marker.exists()
+    assert not result.passed
+    assert result.category == "sandbox-violation", result.message
+    assert "unreadable frame" in result.message
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
 def test_writes_outside_the_temp_folder_are_refused(sandbox: Sandbox, tmp_path: Path) -> None:
     home = Path.home() / "nnrag-sandbox-escape.txt"
     other = tmp_path / "other-temp" / "escape.txt"

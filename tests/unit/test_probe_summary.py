@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 import signal
+from typing import Any
 
-from nnrag.sandbox import read_frame, summarize, write_frame
+from nnrag.sandbox import _plain_frame, plain, read_frame, summarize, write_frame
 
-STAGED = [
+STAGED: list[dict[str, Any]] = [
     {"kind": "running", "stage": "import"},
     {"kind": "stage", "stage": "import", "seconds": 0.01},
     {"kind": "running", "stage": "instantiate"},
@@ -74,3 +76,39 @@ def test_frames_round_trip_through_a_pipe() -> None:
             assert read_frame(stream) is None
     finally:
         os.close(read_fd)
+
+
+class _Foreign:
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (print, ("ran in the parent",))
+
+
+def test_frames_with_globals_are_refused_not_run() -> None:
+    data = pickle.dumps({"kind": "result", "x": _Foreign()})
+    refused = _plain_frame(data)
+    assert refused["kind"] == "refused"
+    assert "builtins.print" in refused["message"]
+    assert _plain_frame(b"garbage")["kind"] == "refused"
+    assert _plain_frame(pickle.dumps([1, 2]))["kind"] == "refused"
+    plain_message = {"kind": "stage", "stage": "import", "seconds": 0.5, "set": frozenset({1})}
+    assert _plain_frame(pickle.dumps(plain_message)) == plain_message
+
+
+def test_refused_frames_make_the_result_a_violation() -> None:
+    messages: list[dict[str, Any]] = [
+        {"kind": "running", "stage": "import"},
+        {"kind": "refused", "message": "the block wrote an unreadable frame (x)"},
+        {"kind": "result", "stage_reached": "forward", "failed_stage": None, "category": None},
+    ]
+    result = summarize(messages, status=0, timed_out=False)
+    assert (result["failed_stage"], result["category"]) == ("import", "sandbox-violation")
+
+
+def test_plain_turns_foreign_objects_into_text() -> None:
+    value = {"kwargs": {"mode": _Foreign(), "sizes": (1, 2)}, ("a", "b"): [None, 1.5]}
+    cleaned = plain(value)
+    assert cleaned == {
+        "kwargs": {"mode": repr(value["kwargs"]["mode"]), "sizes": (1, 2)},  # type: ignore[index]
+        ("a", "b"): [None, 1.5],
+    }
+    assert _plain_frame(pickle.dumps(cleaned)) == cleaned
