@@ -206,6 +206,8 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
         factor = step // math.gcd(got, step) if got else 0
     elif re.search(r"divisible|multiple of", str(error)) and not re.search(r"\d", str(error)):
         factor = 2  # no sizes in the message: double the widths (bounded below)
+    elif re.search(r"negative dimension|groups must be a positive integer", str(error)):
+        factor = 2  # a width split into parts left one part negative: wider, same ratios
     else:
         return None
     if not 1 < factor <= 16:
@@ -558,6 +560,34 @@ def expected_class(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return _with(ctor, changed, synth.placeholders) if changed else None
 
 
+def equal_widths(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: "in_channels must be divisible by groups" sets defaulted widths (``embed_dim=768``)
+    to the synthesized width, so grouped layers between them line up."""
+    if ctor.origin != "synthesized" or "divisible" not in str(error):
+        return None
+    profile = ctor.profile or PROFILES[0]
+    given = [
+        v
+        for k, v in ctor.kwargs.items()
+        if isinstance(v, int) and not isinstance(v, bool) and int_for(k, profile) == profile.dim
+    ]
+    if not given:
+        return None
+    width = max(set(given), key=given.count)
+    sig, _ = init_signature(cls)
+    changed: dict[str, object] = {
+        name: width
+        for name, param in (sig.parameters.items() if sig else ())
+        if name not in ctor.kwargs
+        and isinstance(param.default, int)
+        and not isinstance(param.default, bool)
+        and param.default > width
+        and int_for(name, profile) == profile.dim
+        and re.search(r"dim|chan|chs|width|planes|features", name)
+    }
+    return _with(ctor, changed) if changed else None
+
+
 def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     """Every repair above that applies to ``error``."""
     found = (
@@ -572,5 +602,6 @@ def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         resize(ctor, error),
         swap_class(ctor, cls, error),
         expected_class(ctor, cls, error),
+        equal_widths(ctor, cls, error),
     )
     return [c for c in found if c is not None]

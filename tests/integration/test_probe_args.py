@@ -332,6 +332,26 @@ class WantsInstance(nn.Module):
         return self.summary(self.lin(x))
 
 
+class GroupedPos(nn.Module):
+    def __init__(self, in_chans: int, embed_dim: int = 768) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(in_chans, embed_dim, 3, 1, 1, groups=embed_dim)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class SplitWidth(nn.Module):
+    def __init__(self, out_chs: int) -> None:
+        super().__init__()
+        first = (out_chs * 3 // 4 + 31) // 32 * 32  # rounded up to 32: the rest can go negative
+        self.a = nn.Conv2d(out_chs, first, 1)
+        self.b = nn.Conv2d(out_chs, out_chs - first - 16, 1)
+
+    def forward(self, x):
+        return torch.cat([self.a(x), self.b(x)], 1)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -446,6 +466,8 @@ def test_string_keys_are_distinct(sandbox: Sandbox, blocks: Path) -> None:
         ("Options", "partition_type", "grid"),  # options listed by the message
         ("SetFlag", "self_loops", False),  # "set `self_loops=False`"
         ("Divisible", "dim", 128),  # "divisible" without sizes doubles the widths
+        ("GroupedPos", "embed_dim", 32),  # a defaulted width set to the synthesized one
+        ("SplitWidth", "out_chs", 128),  # "negative dimension": wider until every part fits
         # the first class of the file with an ``expansion`` attribute replaces the placeholder
         ("NeedsAttribute", "block", {"__ref__": "nnrag_block:Small"}),
     ],
