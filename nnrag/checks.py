@@ -45,6 +45,7 @@ on every hit whether the third-party modules looked up are still (not) installed
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import contextlib
@@ -56,7 +57,8 @@ import os
 import re
 import symtable
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from nnrag.bindings import is_type_checking
@@ -166,8 +168,16 @@ def check_code(
     return _check(code, filename=filename, source_packages=source_packages)[0]
 
 
+Compiled = set[tuple[int, str]]
+"""``(compiler flags, text)`` of the top-level statements compiled cleanly so far in a run."""
+
+
 def _check(
-    code: str, *, filename: str, source_packages: frozenset[str] | None
+    code: str,
+    *,
+    filename: str,
+    source_packages: frozenset[str] | None,
+    compiled: Compiled | None = None,
 ) -> tuple[tuple[Finding, ...], dict[str, bool]]:
     """:func:`check_code`, plus whether each third-party module it looked up is installed.
 
@@ -177,14 +187,20 @@ def _check(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _check_text(code, filename=filename, source_packages=source_packages)
+        return _check_text(
+            code, filename=filename, source_packages=source_packages, compiled=compiled
+        )
     finally:
         if paused:
             gc.enable()
 
 
 def _check_text(
-    code: str, *, filename: str, source_packages: frozenset[str] | None
+    code: str,
+    *,
+    filename: str,
+    source_packages: frozenset[str] | None,
+    compiled: Compiled | None,
 ) -> tuple[tuple[Finding, ...], dict[str, bool]]:
     probes: dict[str, bool] = {}
     try:
@@ -193,8 +209,8 @@ def _check_text(
         return (_syntax_finding("NNR001", error),), probes
     except ValueError as error:  # source code string cannot contain null bytes
         return (_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
-    try:  # from the text: the C parser is cheaper than converting the ast back
-        compile(code, filename, "exec", dont_inherit=True)
+    try:
+        _compile(code, tree, filename, set() if compiled is None else compiled)
         table = symtable.symtable(code, filename, "exec")
     except SyntaxError as error:
         return (_syntax_finding("NNR002", error),), probes
@@ -307,7 +323,19 @@ _Checked = tuple[tuple[Finding, ...], dict[str, bool]]
 def _check_texts(
     paths: Sequence[Path], texts: Mapping[int, str], workers: int
 ) -> dict[int, _Checked]:
-    """``index -> (findings, installed lookups)`` of each text, in forked processes if it pays."""
+    """``index -> (findings, installed lookups)`` of each text, in forked processes if it pays.
+
+    Each process compiles a top-level statement found in several files once (vendored blocks
+    of one source share their helpers).
+    """
+    compiled: Compiled = set()
+
+    def check(indices: list[int]) -> dict[int, _Checked]:
+        return {
+            i: _check(texts[i], filename=str(paths[i]), source_packages=None, compiled=compiled)
+            for i in indices
+        }
+
     jobs = sorted(texts, key=lambda index: -len(texts[index]))
     workers = min(workers, len(jobs))
     if (
@@ -315,29 +343,25 @@ def _check_texts(
         or sum(map(len, texts.values())) < _PARALLEL_MIN_CHARS
         or not hasattr(os, "fork")
     ):
-        return {i: _check(texts[i], filename=str(paths[i]), source_packages=None) for i in jobs}
+        return check(jobs)
     groups: list[list[int]] = [[] for _ in range(workers)]
     sizes = [0] * workers
     for index in jobs:  # largest first, to the least loaded process
         least = sizes.index(min(sizes))
         groups[least].append(index)
         sizes[least] += len(texts[index])
-    children = [(_fork_check(paths, texts, group), group) for group in groups[1:]]
-    results = {i: _check(texts[i], filename=str(paths[i]), source_packages=None) for i in groups[0]}
+    children = [(_fork_check(check, group), group) for group in groups[1:]]
+    results = check(groups[0])
     for (pid, pipe), group in children:
         done = _collect(pid, pipe)
-        if done is None:  # the process failed: check its files here
-            done = {
-                i: _check(texts[i], filename=str(paths[i]), source_packages=None) for i in group
-            }
-        results.update(done)
+        results.update(check(group) if done is None else done)  # None: the process failed
     return results
 
 
 def _fork_check(
-    paths: Sequence[Path], texts: Mapping[int, str], group: list[int]
+    check: Callable[[list[int]], dict[int, _Checked]], group: list[int]
 ) -> tuple[int, int]:
-    """Check ``group`` in a forked process; (its pid, the pipe its results come on)."""
+    """``check(group)`` in a forked process; (its pid, the pipe its results come on)."""
     import marshal
 
     read_end, write_end = os.pipe()
@@ -348,12 +372,10 @@ def _fork_check(
     status = 1
     try:
         os.close(read_end)
-        done = {}
-        for index in group:
-            findings, probes = _check(
-                texts[index], filename=str(paths[index]), source_packages=None
-            )
-            done[index] = ([(f.code, f.message, f.line, f.col) for f in findings], probes)
+        done = {
+            index: ([(f.code, f.message, f.line, f.col) for f in findings], probes)
+            for index, (findings, probes) in check(group).items()
+        }
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(marshal.dumps(done))
         status = 0
@@ -492,6 +514,74 @@ def _position(finding: Finding) -> tuple[int, int, str, str]:
 def _syntax_finding(code: str, error: SyntaxError) -> Finding:
     verb = "does not parse" if code == "NNR001" else "does not compile"
     return _finding(code, f"{verb}: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
+
+
+# --------------------------------------------------------------------------- compile
+
+
+def _compile(code: str, tree: ast.Module, filename: str, compiled: Compiled) -> None:
+    """Compile ``code`` (raises its ``SyntaxError``), skipping statements compiled before.
+
+    Each top-level statement is compiled on its own, under the file's ``__future__`` flags,
+    unless its text is in ``compiled``: what the compiler checks of a statement depends only
+    on that statement, those flags and a module-level ``global`` (such files, and files whose
+    statements share a line, are compiled whole). A statement that fails or warns on its own
+    makes the whole file compile, so the error (the first the compiler finds), its position
+    and any warning are exactly the file's own.
+    """
+    statements = _statements(code, tree)
+    if statements is None:
+        compile(code, filename, "exec", dont_inherit=True)
+        return
+    flags, texts = statements
+    fresh = [text for text in texts if (flags, text) not in compiled]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a warning: compile the whole file to show it
+            for text in fresh:
+                compile(text, filename, "exec", flags, dont_inherit=True)
+    except (SyntaxError, ValueError, Warning):
+        compile(code, filename, "exec", dont_inherit=True)
+        return
+    compiled.update((flags, text) for text in fresh)
+
+
+def _statements(code: str, tree: ast.Module) -> tuple[int, list[str]] | None:
+    """(compiler flags, the text of each top-level statement), or None: compile it whole."""
+    if "\r" in code:  # a line break the split below would not see
+        return None
+    flags = 0
+    lines = code.split("\n")
+    texts: list[str] = []
+    last = 0
+    leading = True
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            if not leading or any(alias.name != "annotations" for alias in node.names):
+                return None
+            flags = __future__.annotations.compiler_flag
+        elif not (leading and not texts and _is_docstring(node)):
+            leading = False
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        end = node.end_lineno or node.lineno
+        if first <= last or _declares_global(node):
+            return None
+        texts.append("\n".join(lines[first - 1 : end]) + "\n")
+        last = end
+    return flags, texts
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+
+
+def _declares_global(node: ast.AST) -> bool:
+    """Whether a top-level statement has a ``global`` in module scope (outside def/class)."""
+    if isinstance(node, ast.Global):
+        return True
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.expr):
+        return False  # another scope, or an expression (no statement inside)
+    return any(_declares_global(child) for child in ast.iter_child_nodes(node))
 
 
 # --------------------------------------------------------------------------- imports

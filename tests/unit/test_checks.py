@@ -751,6 +751,59 @@ def test_check_files_pristine_uses_each_files_definitions(tmp_path: Path) -> Non
     assert "no definition changed (comments, blank lines or imports did)" in named[0].message
 
 
+# --------------------------------------------------------------------------- compile
+
+COMPILE_CASES = {
+    "clean": "import os\n\n\ndef f():\n    return os.sep\n",
+    "return_outside": "x = 1\n\n\ndef f():\n    pass\n\n\nreturn x\n",
+    "global_after_assignment": "x = 1\nglobal x\n",
+    "global_in_module_if": "x = 1\nif x:\n    global x\n",
+    "global_in_module_try": "y = 1\ntry:\n    pass\nexcept Exception:\n    global y\n",
+    "late_future": '"""doc"""\nimport os\nfrom __future__ import annotations\n',
+    "unknown_future": "from __future__ import braces\n",
+    "future_first": '"""doc"""\nfrom __future__ import annotations\n\n\ndef f(x: int) -> int:\n'
+    "    return x\n",
+    "codegen_then_symtable": "def f():\n    pass\n\n\nbreak\n\n\ndef g():\n    nonlocal q\n",
+    "one_line_statements": "x = 1; y = 2\nbreak\n",
+    "decorated": "import functools\n\n\n@functools.cache\n# note\ndef f():\n"
+    "    yield from ()\n    return 1\n",
+    "starred": "a, *b, *c = range(5)\n",
+    "except_order": "try:\n    pass\nexcept:\n    pass\nexcept ValueError:\n    pass\n",
+    "annotated_global": "def f():\n    x: int = 1\n    global x\n",
+}
+
+
+def _compiler_error(text: str) -> tuple[str, int, int] | None:
+    try:
+        compile(text, "b.py", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return error.msg, error.lineno or 1, max(error.offset or 1, 1)
+    return None
+
+
+def test_compile_findings_are_the_compilers_own() -> None:
+    """Statement by statement, with statements shared between files compiled once, the
+    NNR002 finding is exactly the error of compiling the whole file."""
+    from nnrag.checks import _check
+
+    compiled: set[tuple[int, str]] = set()
+    for _ in range(2):  # the second round reuses what the first compiled
+        for name, text in COMPILE_CASES.items():
+            found, _ = _check(text, filename="b.py", source_packages=None, compiled=compiled)
+            nnr002 = [(f.message, f.line, f.col) for f in found if f.code == "NNR002"]
+            error = _compiler_error(text)
+            expected = [] if error is None else [(f"does not compile: {error[0]}", *error[1:])]
+            assert nnr002 == expected, name
+    assert "import os\n" in {text for _, text in compiled}
+
+
+def test_compile_warnings_keep_their_file_lines() -> None:
+    text = "import os\n\n\ndef f(x):\n    return x is 1\n"
+    with pytest.warns(SyntaxWarning) as caught:
+        check_code(text, filename="w.py")
+    assert [(w.filename, w.lineno) for w in caught] == [("w.py", 5)]
+
+
 @pytest.mark.parametrize("code", sorted(CODES))
 def test_finding_format(code: str) -> None:
     from nnrag.checks import _finding
