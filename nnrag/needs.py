@@ -118,6 +118,14 @@ class UnitScanner:
                     ident = (home.source, home.module, dep.index)
                     if ident not in deps or (load and not deps[ident][2]):
                         deps[ident] = (home, dep, load)
+                    if load:  # an object read at load time is read after its registrations
+                        for mutator in self.mutators(home, dep):
+                            if home is not info or mutator.start_line < unit.start_line:
+                                deps[(home.source, home.module, mutator.index)] = (
+                                    home,
+                                    mutator,
+                                    True,
+                                )
             elif found.kind == "external" and home is not None and found.binding is not None:
                 imports.append(((home.module, found.name), home, found.binding))
                 if self._native_op(found.target):
