@@ -52,6 +52,7 @@ def is_graph(forward_params: list[str], required: frozenset[str] = frozenset()) 
         or "index" in required
         or (len(required) >= 2 and any(_DETECT_INDEX.match(name) for name in required))
         or (len(required) == 1 and required <= _BATCH_OBJECT and forward_params[0] in required)
+        or ({"x", "batch"} <= required and forward_params[0] == "x")
     )
 
 
@@ -185,8 +186,8 @@ def graph_value(name: str, annotation: Any, g: Graph, *, first: bool = False) ->
         if name == "index":
             return {"graph": "index", "size": g.nodes, "groups": 3, "role": name}
         return role(tensor_spec([g.nodes], "int64", g.nodes), name)
-    if name == "z":
-        return role(tensor_spec([g.nodes], "int64", 10), name)  # atomic numbers
+    if name == "z" and g.ids:
+        return role(tensor_spec([g.nodes], "int64", min(g.ids, 10)), name)  # atomic numbers
     if "mask" in name:
         return role(tensor_spec([edge_rows], "bool"), name)
     if _POS.match(name):

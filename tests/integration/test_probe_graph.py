@@ -223,7 +223,8 @@ def test_detection_from_parameter_names() -> None:
     assert is_graph(["batch"], frozenset({"batch"}))
     assert not is_graph(["x", "block_idx"], frozenset({"x", "block_idx"}))
     assert not is_graph(["x", "mask"], frozenset({"x"}))
-    assert not is_graph(["x", "batch"], frozenset({"x", "batch"}))
+    assert is_graph(["x", "batch"], frozenset({"x", "batch"}))
+    assert not is_graph(["h", "batch"], frozenset({"h", "batch"}))
 
 
 # --------------------------------------------------------------------------- inputs
