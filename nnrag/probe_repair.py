@@ -8,6 +8,7 @@ import inspect
 import math
 import re
 import sys
+import traceback
 import typing
 from typing import Any
 
@@ -46,6 +47,9 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         plural = {
             k: [v, v] for k, v in given.items() if isinstance(v, float) and _RATE_NAMES.search(k)
         }
+        line = _failing_line(error)
+        indexed = {k: v for k, v in plural.items() if re.search(rf"\b{k}\s*\[", line)}
+        plural = indexed or plural  # only the rate the failing line indexes, when it shows
     else:
         plural = {
             k: [v, v]
@@ -60,6 +64,12 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return Ctor(
         "synthesized", ctor.args, {**ctor.kwargs, **plural}, ctor.placeholders, ctor.profile
     )
+
+
+def _failing_line(error: BaseException) -> str:
+    """The source line that raised ``error`` (empty when unknown)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return (frames[-1].line or "") if frames else ""
 
 
 _LAYER_NAMES = re.compile(r"(norm|act|conv)\w*(layer|_fn|_cls)$|^(norm|act|conv)$")

@@ -352,6 +352,17 @@ class SplitWidth(nn.Module):
         return torch.cat([self.a(x), self.b(x)], 1)
 
 
+class RateList(nn.Module):
+    def __init__(self, dim: int, proj_drop: float = 0.0, drop_path: float = 0.0) -> None:
+        super().__init__()
+        self.drop = nn.Dropout(proj_drop)
+        self.rates = [drop_path[i] for i in range(2)]
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -440,6 +451,12 @@ def test_placeholder_class_made_an_instance_stays_a_placeholder(
     result = check(sandbox, blocks, "WantsInstance")
     assert (result.failed_stage, result.category) == ("forward", "ctor-args")
     assert "placeholders for summary" in result.message
+
+
+def test_only_the_indexed_rate_becomes_a_list(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "RateList")
+    assert kwargs["drop_path"] == [0.0, 0.0]
+    assert "proj_drop" not in kwargs
 
 
 def test_tensor_dtype_and_number_annotations(sandbox: Sandbox, blocks: Path) -> None:
