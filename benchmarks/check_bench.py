@@ -208,10 +208,11 @@ def main() -> None:
         [sys.executable, "-c", probe, "check", "--no-cache", *map(str, files)]
     )
 
-    from nnrag.checks import check_file
+    from nnrag.checks import check_files
 
     started, cpu_started = time.perf_counter(), time.process_time()
-    findings = [f for path in files for f in check_file(path)]
+    checked = check_files(files)
+    findings = [f for found in checked if isinstance(found, tuple) for f in found]
     in_process = time.perf_counter() - started
     in_process_cpu = time.process_time() - cpu_started
 
@@ -264,7 +265,7 @@ time, the child's CPU time (user+sys) and peak RSS from `os.wait4`; medians (min
   does. The cold rows (and the baseline rows, if any: `--baseline REV` runs the `nnrag/` of
   that git revision, which had no check cache) are interleaved run by run, so they share
   the load; the load average is the same for all of them.
-- checks alone, in process (20 files, no cache): {in_process:.3f} s wall, \
+- checks alone, in process (`check_files`, one process, no cache): {in_process:.3f} s wall, \
 {in_process_cpu:.3f} s CPU; findings: {len(findings)}.
 - torch imported by the check: {result["torch_imported"]}.
 - peak RSS: of the child process (the benchmark's own process stays small, since a forked

@@ -422,10 +422,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 continue
             if path.name in manifests[path.parent]:
                 definitions[path] = manifests[path.parent][path.name]
-    affinity = getattr(os, "sched_getaffinity", None)
-    workers = len(affinity(0)) if affinity else os.cpu_count() or 1
     checked = check_files(
-        files, pristine=args.pristine, definitions=definitions, cache=cache, workers=workers
+        files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
     )
     failed = 0
     for path, result in zip(files, checked, strict=True):
@@ -576,6 +574,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--import", dest="do_import", action="store_true", help="sandboxed import")
     check.add_argument("--cache", metavar="DIR", help="cache folder (findings in DIR/checks)")
     check.add_argument("--no-cache", action="store_true", help="always check from scratch")
+    check.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="check in N processes (default 1)"
+    )
     check.set_defaults(handler=_cmd_check)
 
     refresh = commands.add_parser("refresh", help="re-extract vendored blocks from provenance")
