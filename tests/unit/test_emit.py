@@ -388,3 +388,22 @@ def test_load_time_dependencies_come_first_even_if_the_closure_order_is_wrong(
     wrong = closure_for(index, "pkg.model:Net", [("pkg.model", "Net"), ("pkg.base", "Base")])
     body = split_header(emit(index, wrong).code)[1]
     assert body.index("class Base(") < body.index("class Net(")
+
+
+def test_memos_shared_by_blocks_do_not_leak_renames(two_mlps: Index, tmp_path: Path) -> None:
+    """One index, blocks that rename a unit's names differently, in turn: each file is the
+    one a fresh index gives (the per-unit memos of emit are shared by every block)."""
+    renamed = closure_for(
+        two_mlps,
+        "pkg.model:Net",
+        [("pkg.layers.mlp", "Mlp"), ("pkg.model", "Mlp"), ("pkg.model", "Net")],
+    )
+    alone = closure_for(two_mlps, "pkg.model:Mlp", [("pkg.model", "Mlp")])
+    layer = closure_for(two_mlps, "pkg.layers.mlp:Mlp", [("pkg.layers.mlp", "Mlp")])
+    shared = [emit(two_mlps, c).code for c in (renamed, alone, layer, renamed, alone)]
+    root = Path(two_mlps.checkouts["src"].root)
+    fresh = [emit(index_tree(root), c).code for c in (renamed, alone, layer, renamed, alone)]
+    assert shared == fresh
+    assert "class Mlp_2(nn.Module):" in shared[0]
+    assert "class Mlp_2" not in shared[1]
+    assert "self.b = Mlp_2()" in shared[3]
