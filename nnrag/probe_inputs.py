@@ -213,8 +213,9 @@ def input_candidates(
         if all(spec["shape"] != extra for spec in specs):
             specs.append(tensor_spec(extra))
     keys = dict_keys(module.forward)
+    scope = getattr(module.forward, "__globals__", {})
     for primary in specs:
-        yield fill_inputs(params, primary, profile, keys)
+        yield fill_inputs(params, primary, profile, keys, scope)
 
 
 def fill_inputs(
@@ -222,6 +223,7 @@ def fill_inputs(
     primary: dict[str, Any],
     profile: Profile,
     keys: Mapping[str, list[str]] | None = None,
+    scope: Mapping[str, Any] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -248,6 +250,9 @@ def fill_inputs(
             if _is_float_spec(value) and primary.get("dtype") == "int64":
                 value = dict(primary)  # index-like forward: every tensor argument indexes
             value = container(value, p.annotation, named)
+        holder = plain_class(p.annotation, scope or {})
+        if holder is not None:
+            value = instance_spec(holder, primary if value is primary else value, profile)
         if re.fullmatch(r"images?|imgs?|image_list", p.name.lower()) and isinstance(value, list):
             value = [unbatched(v) for v in value]  # detection style: a list of (C, H, W) images
         if p.kind == p.KEYWORD_ONLY:
@@ -255,6 +260,39 @@ def fill_inputs(
         else:
             args.append(value)
     return args, kwargs
+
+
+def plain_class(annotation: Any, scope: Mapping[str, Any]) -> type | None:
+    """The block file's own non-module class an argument is annotated with (``ImageList``)."""
+    value = scope.get(annotation) if isinstance(annotation, str) else annotation
+    if (
+        isinstance(value, type)
+        and not issubclass(value, (nn.Module, torch.Tensor))
+        and value.__module__ == scope.get("__name__")
+        and "__init__" in vars(value)
+    ):
+        return value
+    return None
+
+
+def instance_spec(cls: type, tensor: Any, profile: Profile) -> Any:
+    """A spec that builds ``cls`` from its ``__init__``: tensors first, then sizes and names."""
+    sig = signature_of(cls)
+    if sig is None or not (isinstance(tensor, dict) and "shape" in tensor):
+        return tensor
+    shape = tensor["shape"]
+    args: list[Any] = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not p.empty:
+            continue
+        text = p.annotation if isinstance(p.annotation, str) else repr(p.annotation)
+        if not args:
+            args.append(tensor)
+        elif re.search(r"(List|list)\[(typing\.)?(Tuple|tuple)\[int", text) and len(shape) == 4:
+            args.append([{"__tuple__": shape[-2:]}] * shape[0])  # per-image sizes
+        else:
+            args.append(container(secondary(p.name, shape, p.annotation, profile), p.annotation))
+    return {"__new__": {"__ref__": f"{cls.__module__}:{cls.__qualname__}"}, "args": args}
 
 
 def unbatched(spec: Any) -> Any:
@@ -329,6 +367,10 @@ def build_inputs(
     def build(value: Any) -> Any:
         if isinstance(value, dict) and ("zeros" in value or "graph" in value):
             return build_graph(value)
+        if isinstance(value, dict) and "__new__" in value:  # an instance of the file's class
+            cls = decode(value["__new__"])
+            assert callable(cls)
+            return cls(*[build(a) for a in value["args"]])
         return decode(value)
 
     return [build(a) for a in args], {k: build(v) for k, v in kwargs.items()}
@@ -357,11 +399,23 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
             [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
             *args[1:],
         ]
+    if re.search(r"number of (feature|level|map|input|tensor|image)|feature maps", message):
+        shorter = [a[:1] if isinstance(a, list) and len(a) > 1 else a for a in args]
+        if shorter != args:  # one item per configured level
+            return shorter
     if not args or not isinstance(args[0], dict) or "shape" not in args[0]:
         return None
     spec = dict(args[0])
     shape = list(spec["shape"])
     new: list[int] | None = None
+    labels = args[1] if len(args) > 1 else None
+    if (
+        isinstance(labels, dict)
+        and labels.get("dtype") == "int64"
+        and len(labels.get("shape", ())) == len(shape) == 2
+        and re.search(r"index|target|type Long", message, re.I)
+    ):  # class-index targets of a loss: one per sample, below the number of classes
+        return [spec, tensor_spec([shape[0]], "int64", shape[1]), *args[2:]]
     if m := re.search(r"to have (\d+) channels, but got (\d+) channels", message):
         want, got = int(m.group(1)), int(m.group(2))
         several = several_channels(message, args, want, got)

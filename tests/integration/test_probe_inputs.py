@@ -336,3 +336,49 @@ def test_batch_size_and_sides_as_ints() -> None:
     args, _ = next(input_candidates(Fourier(), P, {}))
     assert all(isinstance(a, int) for a in args)
     assert args[0] == 2
+
+
+HOLDER = """
+from typing import List, Tuple
+
+import torch
+from torch import nn
+
+
+class Batch:
+    def __init__(self, tensors: torch.Tensor, sizes: List[Tuple[int, int]]) -> None:
+        self.tensors = tensors
+        self.sizes = sizes
+
+
+class Anchors(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.levels = 1
+        self.proj = nn.Conv2d(3, 4, 1)
+
+    def forward(self, batch: Batch, features: List[torch.Tensor]) -> torch.Tensor:
+        assert len(features) == self.levels, "the number of feature maps must match"
+        return self.proj(batch.tensors).mean() + features[0].mean() + len(batch.sizes)
+"""
+
+
+def test_an_argument_typed_with_the_files_own_class_is_built(tmp_path: Path) -> None:
+    path = tmp_path / "holder.py"
+    path.write_text(HOLDER)
+    sent: list[dict[str, Any]] = []
+    Runner({"path": str(path), "class_name": "Anchors"}, sent.append, []).run()
+    result = sent[-1]
+    assert result["failed_stage"] is None
+    batch, features = result["recipe"]["inputs"]
+    assert batch["__new__"] == {"__ref__": "nnrag_block:Batch"}
+    assert len(batch["args"][1]) == batch["args"][0]["shape"][0]  # one size per image
+    assert len(features) == 1  # shortened to the configured number of levels
+
+
+def test_loss_targets_become_class_indices() -> None:
+    args = [tensor_spec([2, 32]), tensor_spec([2, 32], "int64", 10)]
+    message = "RuntimeError: result type Float can't be cast to the desired output type Long"
+    fixed = repair(message, args, P)
+    assert fixed is not None
+    assert fixed[1] == tensor_spec([2], "int64", 32)
