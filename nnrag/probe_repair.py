@@ -598,6 +598,58 @@ def equal_widths(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return _with(ctor, changed) if changed else None
 
 
+def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: a bare ``assert ws != 1`` on a constructor argument sets a value that holds it."""
+    if ctor.origin != "synthesized" or not isinstance(error, AssertionError):
+        return None
+    try:
+        statement = ast.parse(_failing_line(error).strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if not isinstance(statement, ast.Assert):
+        return None
+    test = statement.test
+    sig, owner = init_signature(cls)
+    params = sig.parameters if sig else {}
+    if isinstance(test, ast.Name) or (
+        isinstance(test, ast.Compare)
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        name = test.id if isinstance(test, ast.Name) else getattr(test.left, "id", "")
+        if name not in params or name in ctor.kwargs:
+            return None
+        synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+        value = synth.value(name, type_hints(sig, owner).get(name, params[name].annotation))
+        return _with(ctor, {name: value}, synth.placeholders) if value else None
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and test.left.id in params
+    ):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
+    consts = [i.value for i in items if isinstance(i, ast.Constant)]
+    if not consts:
+        return None
+    c = consts[0]
+    whole = c if isinstance(c, int) and not isinstance(c, bool) else None
+    wanted: object = MISSING
+    if isinstance(op, (ast.Eq, ast.In, ast.GtE, ast.LtE)):
+        wanted = c
+    elif isinstance(op, (ast.NotEq, ast.Gt)) and whole is not None:
+        wanted = whole + 1
+    elif isinstance(op, ast.Lt) and whole is not None:
+        wanted = whole - 1
+    name = test.left.id
+    if wanted is MISSING or ctor.kwargs.get(name, MISSING) == wanted:
+        return None
+    return _with(ctor, {name: wanted})
+
+
 def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     """Every repair above that applies to ``error``."""
     found = (
@@ -613,5 +665,6 @@ def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         swap_class(ctor, cls, error),
         expected_class(ctor, cls, error),
         equal_widths(ctor, cls, error),
+        assert_condition(ctor, cls, error),
     )
     return [c for c in found if c is not None]

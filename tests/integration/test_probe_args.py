@@ -363,6 +363,17 @@ class RateList(nn.Module):
         return self.drop(self.lin(x))
 
 
+class BareAssert(nn.Module):
+    def __init__(self, dim: int, ws: int = 1) -> None:
+        super().__init__()
+        assert ws != 1
+        self.pool = nn.AvgPool1d(ws)
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -485,6 +496,7 @@ def test_string_keys_are_distinct(sandbox: Sandbox, blocks: Path) -> None:
         ("Divisible", "dim", 128),  # "divisible" without sizes doubles the widths
         ("GroupedPos", "embed_dim", 32),  # a defaulted width set to the synthesized one
         ("SplitWidth", "out_chs", 128),  # "negative dimension": wider until every part fits
+        ("BareAssert", "ws", 2),  # `assert ws != 1` read from the failing line
         # the first class of the file with an ``expansion`` attribute replaces the placeholder
         ("NeedsAttribute", "block", {"__ref__": "nnrag_block:Small"}),
     ],
