@@ -317,13 +317,24 @@ def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     if re.search(r"(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor", text):
         return [spec, dict(spec)]
     if keys or re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
-        return {"__dict__": {k: dict(spec) for k in keys or ["0", "1"]}}
+        return {"__dict__": {k: keyed(k, spec) for k in keys or ["0", "1"]}}
     return spec
 
 
+def keyed(key: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The tensor under ``key`` of a dict input: masks/valid flags and coordinates by name."""
+    shape = spec["shape"]
+    low = key.lower()
+    if len(shape) >= 3 and re.search(r"valid|mask", low):
+        return tensor_spec(shape[:2], "bool")
+    if len(shape) >= 3 and re.search(r"coord|position|pos_ids", low):
+        return tensor_spec([*shape[:2], 2], "int64", max(2, math.isqrt(shape[1])))
+    return dict(spec)
+
+
 MISSING_ANN = inspect.Parameter.empty
-_BATCH_NAMES = re.compile(r"^(b|bs|bsz|batch|batch_size)$")
-_SCALAR_NAMES = re.compile(r"^(b|bs|bsz|batch|batch_size|h|w|height|width)$")
+_BATCH_NAMES = re.compile(r"^(b|bs|bsz|batch_size)$")
+_SCALAR_NAMES = re.compile(r"^(b|bs|bsz|batch_size|h|w|height|width)$")
 
 
 def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:

@@ -15,6 +15,7 @@ from nnrag.probe import Runner  # noqa: E402
 from nnrag.probe_args import PROFILES, tensor_spec  # noqa: E402
 from nnrag.probe_inputs import (  # noqa: E402
     dict_keys,
+    fill_inputs,
     forward_params,
     input_candidates,
     repair,
@@ -382,3 +383,24 @@ def test_loss_targets_become_class_indices() -> None:
     fixed = repair(message, args, P)
     assert fixed is not None
     assert fixed[1] == tensor_spec([2], "int64", 32)
+
+
+class Patches(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(12, 8)
+
+    def forward(self, batch):  # type: ignore[no-untyped-def]
+        x = self.proj(batch["patches"])
+        keep = ~batch["patch_valid"]
+        return x.masked_fill(keep[..., None], 0.0) + batch["patch_coord"].sum(-1, keepdim=True)
+
+
+def test_dict_entries_take_their_kind_from_the_key() -> None:
+    params = forward_params(Patches())
+    args, _ = fill_inputs(params, tensor_spec([2, 16, 12]), P, dict_keys(Patches().forward))
+    entries = args[0]["__dict__"]
+    assert entries["patch_valid"] == tensor_spec([2, 16], "bool")
+    assert entries["patch_coord"]["shape"] == [2, 16, 2]
+    assert entries["patch_coord"]["dtype"] == "int64"
+    assert entries["patches"]["shape"] == [2, 16, 12]
