@@ -239,6 +239,13 @@ def fill_inputs(
             continue
         if p.default is not p.empty:
             continue
+        ints = int_tuple(p.annotation, shape)
+        if ints is not None:  # forward(shape: Tuple[int, int, int])
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = ints
+            else:
+                args.append(ints)
+            continue
         named = (keys or {}).get(p.name, [])
         sizes = sizes or (first and _BATCH_NAMES.match(p.name.lower()) is not None)
         scalar = sizes and p.annotation in (int, "int", MISSING_ANN)  # forward(B, H, W)
@@ -260,6 +267,20 @@ def fill_inputs(
         else:
             args.append(value)
     return args, kwargs
+
+
+def int_tuple(annotation: Any, shape: list[int]) -> dict[str, list[int]] | None:
+    """Sizes for a ``Tuple[int, ...]`` argument: (B, H, W), (H, W) or (B, C, H, W) of the input."""
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    m = re.fullmatch(
+        r"(typing\.)?(Tuple|tuple)\[int(, int)*\]", text.replace(" ", "").replace(",", ", ")
+    )
+    if m is None:
+        return None
+    count = text.count("int")
+    side = shape[-1] if len(shape) == 4 else max(2, math.isqrt(shape[1]) if len(shape) == 3 else 8)
+    values = {2: [side, side], 3: [2, side, side], 4: [2, shape[1], side, side]}
+    return {"__tuple__": values.get(count, [side] * count)}
 
 
 def plain_class(annotation: Any, scope: Mapping[str, Any]) -> type | None:

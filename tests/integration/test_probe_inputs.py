@@ -404,3 +404,19 @@ def test_dict_entries_take_their_kind_from_the_key() -> None:
     assert entries["patch_coord"]["shape"] == [2, 16, 2]
     assert entries["patch_coord"]["dtype"] == "int64"
     assert entries["patches"]["shape"] == [2, 16, 12]
+
+
+class Sized(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(2, 8, 1)
+
+    def forward(self, shape: tuple[int, int, int]) -> torch.Tensor:
+        b, h, w = shape
+        return self.proj(torch.ones(b, 2, h, w))
+
+
+def test_int_tuple_argument_gets_sizes() -> None:
+    args, _ = next(input_candidates(Sized(), P, {}))
+    assert args[0]["__tuple__"][0] == 2
+    assert len(args[0]["__tuple__"]) == 3
