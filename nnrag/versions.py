@@ -38,7 +38,9 @@ VALIDATION_MODULES = (
     "probe_inputs",
     "probe_graph",
     "probe_repair",
+    "probe_repair_names",
     "probe_screen",
+    "probe_values",
 )
 """Modules whose code decides a validation verdict."""
 
