@@ -41,6 +41,8 @@ def first_layer(module: nn.Module) -> tuple[str, int, list[int]]:
             return "tokens", layer.in_features, []
         if isinstance(layer, nn.MultiheadAttention):
             return "tokens", layer.embed_dim, []
+        if isinstance(layer, nn.RNNBase):
+            return "tokens", layer.input_size, []
         if isinstance(layer, nn.LayerNorm):
             shape = list(layer.normalized_shape)
             return "tokens", shape[-1], shape[:-1]
@@ -465,6 +467,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         want = int(m.group(3) or m.group(7))
         if shape[-1] != want:
             new = [*shape[:-1], want]
+    elif m := re.search(r"must be equal to input_size\. Expected (\d+), got (\d+)", message):
+        new = [*shape[:-1], int(m.group(1))] if shape[-1] == int(m.group(2)) else None
     elif m := re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message):
         tail = [int(v) for v in m.group(1).split(",")]
         if len(shape) == 4 and tail == [shape[1]]:  # a channels-last norm: B C H W -> B H W C

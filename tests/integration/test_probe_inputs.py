@@ -420,3 +420,22 @@ def test_int_tuple_argument_gets_sizes() -> None:
     args, _ = next(input_candidates(Sized(), P, {}))
     assert args[0]["__tuple__"][0] == 2
     assert len(args[0]["__tuple__"]) == 3
+
+
+class Recurrent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(12, 8, batch_first=True)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.rnn(x)[0])
+
+
+def test_recurrent_first_layer_sets_the_feature_size() -> None:
+    args, _ = next(input_candidates(Recurrent(), P, {}))
+    assert args[0]["shape"][-1] == 12
+    message = "RuntimeError: input.size(-1) must be equal to input_size. Expected 12, got 8"
+    fixed = repair(message, [tensor_spec([2, 16, 8])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 16, 12]
