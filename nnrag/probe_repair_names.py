@@ -411,6 +411,14 @@ def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
         value = synth.value(name, type_hints(sig, owner).get(name, params[name].annotation))
         return _with(ctor, {name: value}, synth.placeholders) if value else None
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Call)
+        and getattr(test.left.func, "id", "") == "len"
+        and test.left.args
+        and isinstance(test.ops[0], ast.Eq)
+    ):
+        return _match_length(ctor, test.left.args[0], test.comparators[0])
     if not (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -436,6 +444,25 @@ def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
     if wanted is MISSING or ctor.kwargs.get(name, MISSING) == wanted:
         return None
     return _with(ctor, {name: wanted})
+
+
+def _match_length(ctor: Ctor, seq: ast.expr, size: ast.expr) -> Ctor | None:
+    """``assert len(drop_path) == depth``: the list argument takes the other side's length."""
+    name = getattr(seq, "id", "")
+    value = ctor.kwargs.get(name)
+    want = (
+        size.value
+        if isinstance(size, ast.Constant)
+        else ctor.kwargs.get(size.id)
+        if isinstance(size, ast.Name)
+        else None
+    )
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    if not isinstance(want, int) or isinstance(want, bool) or not 0 < want <= 8:
+        return None
+    items = [*value[:want], *[value[-1]] * (want - len(value))]
+    return _with(ctor, {name: tuple(items) if isinstance(value, tuple) else items})
 
 
 def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:

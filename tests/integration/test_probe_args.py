@@ -374,6 +374,16 @@ class BareAssert(nn.Module):
         return self.lin(x)
 
 
+class LenAssert(nn.Module):
+    def __init__(self, dim: int, depth: int, rates: List[float]) -> None:
+        super().__init__()
+        assert len(rates) == depth, "one rate per layer"
+        self.layers = nn.Sequential(*[nn.Linear(dim, dim) for _ in rates])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -509,10 +519,23 @@ def test_repairs_that_read_names(
 
 @pytest.mark.parametrize(
     "name",
-    ["Mentioned", "Lengths", "Smaller", "NoneSequence", "WholeFloat", "Unpack", "DefaultCfg"],
+    [
+        "LenAssert",
+        "Mentioned",
+        "Lengths",
+        "Smaller",
+        "NoneSequence",
+        "WholeFloat",
+        "Unpack",
+        "DefaultCfg",
+    ],
 )
 def test_repairs_from_the_message(sandbox: Sandbox, blocks: Path, name: str) -> None:
     kwargs = kwargs_of(sandbox, blocks, name)
+    if name == "LenAssert":
+        depth = kwargs["depth"]
+        assert isinstance(depth, int)
+        assert kwargs["rates"] == [0.0] * depth
     if name == "Lengths":
         assert isinstance(kwargs["rates"], list)
         assert len(kwargs["rates"]) == 3
