@@ -42,8 +42,9 @@ normalized, plus a few well-known aliases such as ``PIL`` -> ``pillow``).
 :class:`CheckCache` keeps the findings of a file's content for repeated runs (the pre-commit
 hook): keyed by the file's bytes, this module's code and the Python version, and re-checking
 on every hit whether the third-party modules looked up are still (not) installed. Within a
-run, a top-level statement shared by several files is compiled once (see ``_compile``), and
-function bodies are walked only when the symbol tables leave a name unresolved.
+run, a top-level statement shared by several files is compiled and its scopes analyzed once
+(see ``_compile``), and function bodies are walked only when the symbol tables leave a name
+unresolved.
 """
 
 from __future__ import annotations
@@ -170,8 +171,9 @@ def check_code(
     return _check(code, filename=filename, source_packages=source_packages)[0]
 
 
-Compiled = set[tuple[int, str]]
-"""``(compiler flags, text)`` of the top-level statements compiled cleanly so far in a run."""
+Compiled = dict[tuple[int, str], symtable.SymbolTable]
+"""``(compiler flags, text) -> symbol table`` of the top-level statements compiled cleanly so
+far in a run."""
 
 
 def _check(
@@ -212,8 +214,8 @@ def _check_text(
     except ValueError as error:  # source code string cannot contain null bytes
         return (_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
     try:
-        _compile(code, tree, filename, set() if compiled is None else compiled)
-        table = symtable.symtable(code, filename, "exec")
+        parts = _compile(code, tree, filename, {} if compiled is None else compiled)
+        table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
     except SyntaxError as error:
         return (_syntax_finding("NNR002", error),), probes
 
@@ -234,7 +236,7 @@ def _check_text(
     findings += _check_imports(
         tree, source_packages=source_packages, declared=declared, probes=probes
     )
-    findings += [_finding(*issue) for issue in unresolved_names(tree, table)]
+    findings += [_finding(*issue) for issue in unresolved_names(tree, table, parts=parts)]
     return tuple(sorted(findings, key=_position)), probes
 
 
@@ -328,10 +330,10 @@ def _check_texts(
 ) -> dict[int, _Checked]:
     """``index -> (findings, installed lookups)`` of each text, in forked processes if it pays.
 
-    Each process compiles a top-level statement found in several files once (vendored blocks
-    of one source share their helpers).
+    Each process compiles a top-level statement found in several files once, with its symbol
+    table (vendored blocks of one source share their helpers).
     """
-    compiled: Compiled = set()
+    compiled: Compiled = {}
 
     def check(indices: list[int]) -> dict[int, _Checked]:
         return {
@@ -522,40 +524,47 @@ def _syntax_finding(code: str, error: SyntaxError) -> Finding:
 # --------------------------------------------------------------------------- compile
 
 
-def _compile(code: str, tree: ast.Module, filename: str, compiled: Compiled) -> None:
-    """Compile ``code`` (raises its ``SyntaxError``), skipping statements compiled before.
+def _compile(
+    code: str, tree: ast.Module, filename: str, compiled: Compiled
+) -> list[tuple[symtable.SymbolTable, int]] | None:
+    """Compile ``code`` (raises its ``SyntaxError``), skipping statements compiled before;
+    the symbol table of each top-level statement and its line offset (None: use the file's).
 
     Each top-level statement is compiled on its own, under the file's ``__future__`` flags,
-    unless its text is in ``compiled``: what the compiler checks of a statement depends only
-    on that statement, those flags and a module-level ``global`` (such files, and files whose
-    statements share a line, are compiled whole). A statement that fails or warns on its own
-    makes the whole file compile, so the error (the first the compiler finds), its position
-    and any warning are exactly the file's own.
+    unless its text is in ``compiled``: what the compiler checks of a statement, and its
+    scopes, depend only on that statement, those flags and a module-level ``global`` (such
+    files, and files whose statements share a line, are compiled whole). A statement that
+    fails or warns on its own makes the whole file compile, so the error (the first the
+    compiler finds), its position and any warning are exactly the file's own.
     """
     statements = _statements(code, tree)
     if statements is None:
         compile(code, filename, "exec", dont_inherit=True)
-        return
+        return None
     flags, texts = statements
-    fresh = [text for text in texts if (flags, text) not in compiled]
+    prefix = "from __future__ import annotations\n" if flags else ""
+    fresh = list(dict.fromkeys(text for _, text in texts if (flags, text) not in compiled))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a warning: compile the whole file to show it
             for text in fresh:
                 compile(text, filename, "exec", flags, dont_inherit=True)
+            tables = [symtable.symtable(prefix + text, filename, "exec") for text in fresh]
     except (SyntaxError, ValueError, Warning):
         compile(code, filename, "exec", dont_inherit=True)
-        return
-    compiled.update((flags, text) for text in fresh)
+        return None
+    compiled.update(((flags, text), table) for text, table in zip(fresh, tables, strict=True))
+    shift = 1 if prefix else 0  # the table's lines count the prefix
+    return [(compiled[flags, text], first - 1 - shift) for first, text in texts]
 
 
-def _statements(code: str, tree: ast.Module) -> tuple[int, list[str]] | None:
-    """(compiler flags, the text of each top-level statement), or None: compile it whole."""
+def _statements(code: str, tree: ast.Module) -> tuple[int, list[tuple[int, str]]] | None:
+    """(compiler flags, the first line and text of each top-level statement), or None."""
     if "\r" in code:  # a line break the split below would not see
         return None
     flags = 0
     lines = code.split("\n")
-    texts: list[str] = []
+    texts: list[tuple[int, str]] = []
     last = 0
     leading = True
     for node in tree.body:
@@ -569,7 +578,7 @@ def _statements(code: str, tree: ast.Module) -> tuple[int, list[str]] | None:
         end = node.end_lineno or node.lineno
         if first <= last or _declares_global(node):
             return None
-        texts.append("\n".join(lines[first - 1 : end]) + "\n")
+        texts.append((first, "\n".join(lines[first - 1 : end]) + "\n"))
         last = end
     return flags, texts
 

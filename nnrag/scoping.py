@@ -6,7 +6,7 @@ import ast
 import builtins
 import symtable
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nnrag.bindings import is_type_checking
@@ -81,14 +81,20 @@ def _issue(code: str, message: str, line: int = 0, col: int = 0) -> Issue:
 
 
 def unresolved_names(
-    tree: ast.Module, table: symtable.SymbolTable, *, shortcut: bool = True
+    tree: ast.Module,
+    table: symtable.SymbolTable,
+    *,
+    shortcut: bool = True,
+    parts: Sequence[tuple[symtable.SymbolTable, int]] | None = None,
 ) -> list[Issue]:
     """NNR101-NNR105 issues of a parsed file and its top-level symbol table.
 
     With ``shortcut``, function bodies are walked only if the symbol tables leave a name read
-    at call time unresolved (same issues, less work); without, always.
+    at call time unresolved (same issues, less work); without, always. ``parts``, if given,
+    replace ``table``: for each top-level statement, the table of that statement compiled on
+    its own and how many lines its lines are behind the file's.
     """
-    return _NameChecker(tree, table, shortcut=shortcut).run()
+    return _NameChecker(tree, table, shortcut=shortcut, parts=parts).run()
 
 
 _COMPREHENSION_SCOPES: dict[type[ast.expr], str] = {
@@ -192,6 +198,7 @@ class _NameChecker:
     tree: ast.Module
     table: symtable.SymbolTable
     shortcut: bool = True
+    parts: Sequence[tuple[symtable.SymbolTable, int]] | None = None
     findings: list[Issue] = field(default_factory=list)
     future_annotations: bool = False
     runtime: set[str] = field(default_factory=set)
@@ -216,6 +223,8 @@ class _NameChecker:
     """Target names of the inlined comprehensions being walked, and whether in a class body."""
     _bindings: list[tuple[set[str], set[str]]] = field(default_factory=list)
     """What each top-level statement binds and deletes (:meth:`_statement_bindings`)."""
+    _offset: int = 0
+    """Lines the current statement's table is behind the file (with :attr:`parts`)."""
 
     def run(self) -> list[Issue]:
         self.future_annotations = any(
@@ -234,8 +243,13 @@ class _NameChecker:
                 for name in candidates
             )
         )
-        for statement, (bound, deleted) in zip(self.tree.body, self._bindings, strict=True):
-            self._walk(statement, self.table, call_time=False, extra=bound)
+        for index, statement in enumerate(self.tree.body):
+            bound, deleted = self._bindings[index]
+            table = self.table
+            if self.parts is not None:  # its own table: ids and lines of its own
+                table, self._offset = self.parts[index]
+                self._used, self._children = {}, {}
+            self._walk(statement, table, call_time=False, extra=bound)
             self.runtime |= bound
             self.runtime -= deleted
         self._check_all()
@@ -290,7 +304,7 @@ class _NameChecker:
         body's name).
         """
         candidates: set[str] | None = set()
-        pending = [(child, False) for child in self.table.get_children()]
+        pending = [(child, False) for top in self._tops() for child in top.get_children()]
         while pending:
             table, outer_call_time = pending.pop()
             kind = table.get_type()
@@ -312,10 +326,16 @@ class _NameChecker:
             pending += [(child, call_time) for child in table.get_children()]
         return candidates
 
+    def _tops(self) -> list[symtable.SymbolTable]:
+        """The module's table, or each distinct table of :attr:`parts`."""
+        if self.parts is None:
+            return [self.table]
+        return list({id(table): table for table, _ in self.parts}.values())
+
     def _class_names(self) -> set[str]:
         """Names assigned in any class body, at any depth."""
         names: set[str] = set()
-        pending = [self.table]
+        pending = list(self._tops())
         while pending:
             table = pending.pop()
             if table.get_type() == "class":
@@ -329,6 +349,8 @@ class _NameChecker:
         self, table: symtable.SymbolTable, node: ast.AST
     ) -> symtable.SymbolTable | None:
         key = _scope_key(node)
+        if key is not None and self._offset:
+            key = key[0], key[1] - self._offset
         used = self._used.setdefault(table.get_id(), set())
         children = self._children.get(table.get_id())
         if children is None:

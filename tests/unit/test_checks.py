@@ -784,9 +784,9 @@ def _compiler_error(text: str) -> tuple[str, int, int] | None:
 def test_compile_findings_are_the_compilers_own() -> None:
     """Statement by statement, with statements shared between files compiled once, the
     NNR002 finding is exactly the error of compiling the whole file."""
-    from nnrag.checks import _check
+    from nnrag.checks import Compiled, _check
 
-    compiled: set[tuple[int, str]] = set()
+    compiled: Compiled = {}
     for _ in range(2):  # the second round reuses what the first compiled
         for name, text in COMPILE_CASES.items():
             found, _ = _check(text, filename="b.py", source_packages=None, compiled=compiled)

@@ -97,6 +97,19 @@ SNIPPETS = {
         class B(Base):
             pass
     """,
+    "duplicate_statements": """
+        from __future__ import annotations
+
+
+        class A:
+            def f(self) -> Missing:
+                return [lambda: gone for _ in range(2)]
+
+
+        class A:
+            def f(self) -> Missing:
+                return [lambda: gone for _ in range(2)]
+    """,
     "function_named_top": """
         class Pop:
             def top(self, which, howmuch):
@@ -165,3 +178,26 @@ def test_function_named_top_keeps_its_locals() -> None:
     assert [(code, line, message.split(":")[0]) for code, message, line, _ in issues] == [
         ("NNR101", 7, "undefined name 'undefined_name'")
     ]
+
+
+@pytest.mark.parametrize("name", sorted(SNIPPETS))
+def test_statement_tables_give_the_same_issues(name: str) -> None:
+    """The tables of each top-level statement compiled alone (shared between files) stand in
+    for the module's table."""
+    from nnrag.checks import Compiled, _compile
+
+    code = textwrap.dedent(SNIPPETS[name])
+    tree = ast.parse(code)
+    table = symtable.symtable(code, "b.py", "exec")
+    compiled: Compiled = {}
+    parts = _compile(code, tree, "b.py", compiled)
+    assert parts is not None
+    expected = unresolved_names(tree, table, shortcut=False)
+    for shortcut in (True, False):
+        assert unresolved_names(tree, table, shortcut=shortcut, parts=parts) == expected
+    assert unresolved_names(tree, table, parts=_compile(code, tree, "b.py", compiled)) == expected
+
+
+def test_duplicate_statements_are_each_reported() -> None:
+    issues = _issues(SNIPPETS["duplicate_statements"], shortcut=True)
+    assert [(code, line) for code, _, line, _ in issues] == [("NNR101", 7), ("NNR101", 12)]
