@@ -397,7 +397,12 @@ class Runner:
                 key = repr((args, kwargs))
                 if key in tried:
                     continue
-                if screen is not None and not screened and screen.active:
+                if (
+                    screen is not None
+                    and not screened
+                    and screen.worth(args, kwargs)
+                    and screen.active
+                ):
                     rejected = self.screened_out(screen, harvester, args, kwargs)
                     if rejected is not None:
                         fixed = repair(rejected, args, profile)
@@ -483,14 +488,18 @@ class Runner:
         self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
 
     def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None:
-        """A meta-device screen for the input candidates (request key ``meta_screen``)."""
-        if not self.request.get("meta_screen", True):
+        """A meta-device screen for costly input candidates (request key ``meta_screen``:
+        ``"auto"``, the default, screens costly candidates; ``"always"`` every one; false none).
+        """
+        mode = self.request.get("meta_screen", "auto")
+        if not mode:
             return None
-        screen = MetaScreen.of(
-            block, lambda: cls(*ctor.args, **ctor.kwargs), [*ctor.args, *ctor.kwargs.values()]
+        return MetaScreen(
+            block,
+            lambda: cls(*ctor.args, **ctor.kwargs),
+            [*ctor.args, *ctor.kwargs.values()],
+            always=mode == "always",
         )
-        self.recipe["meta_screen"] = screen.copy is not None
-        return screen
 
     def screened_out(
         self,
@@ -508,6 +517,7 @@ class Runner:
             if harvester is not None:
                 harvester.paused = False
             self.recipe["screens"] = screen.screens
+            self.recipe["meta_screen"] = screen.copy is not None
 
     def record_ctor(self, ctor: Ctor, block: nn.Module) -> None:
         self.recipe.update(

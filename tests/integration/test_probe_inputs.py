@@ -193,10 +193,11 @@ class Square(nn.Module):
 
 @pytest.mark.parametrize("meta", [True, False])
 def test_runner_passes_on_cpu_with_or_without_screening(tmp_path: Path, meta: bool) -> None:
+    mode: str | bool = "always" if meta else False
     path = tmp_path / "block.py"
     path.write_text(textwrap.dedent(BLOCK))
     sent: list[dict[str, Any]] = []
-    request = {"path": str(path), "class_name": "Square", "depth": "forward", "meta_screen": meta}
+    request = {"path": str(path), "class_name": "Square", "depth": "forward", "meta_screen": mode}
     Runner(request, sent.append, []).run()
     result = sent[-1]
     assert result["kind"] == "result"
@@ -439,3 +440,11 @@ def test_recurrent_first_layer_sets_the_feature_size() -> None:
     fixed = repair(message, [tensor_spec([2, 16, 8])], P)
     assert fixed is not None
     assert fixed[0]["shape"] == [2, 16, 12]
+
+
+def test_auto_screening_only_for_costly_candidates() -> None:
+    screen = MetaScreen(Square(), Square, [])
+    assert not screen.built
+    assert not screen.worth([tensor_spec([2, 3, 12, 12])], {})
+    assert screen.worth([tensor_spec([2, 32, 128, 128])], {})
+    assert not screen.built  # the meta copy is built on first use only
