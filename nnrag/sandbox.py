@@ -105,8 +105,11 @@ def _plain_key(key: object) -> object:
 
 def plain(value: object, depth: int = 0) -> object:
     """``value`` as plain data (what :class:`_PlainUnpickler` accepts); other objects as repr."""
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+    if value is None or type(value) in (bool, int, float, str, bytes):
         return value
+    if isinstance(value, (str, int, float, bytes)):  # str or int enums of the block, numpy ints
+        kind = next(t for t in (bool, str, int, float, bytes) if isinstance(value, t))
+        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]
     if depth > 20:
         return "..."
     if isinstance(value, (list, tuple)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import io
 import os
 import pickle
@@ -102,6 +103,21 @@ def test_refused_frames_make_the_result_a_violation() -> None:
     ]
     result = summarize(messages, status=0, timed_out=False)
     assert (result["failed_stage"], result["category"]) == ("import", "sandbox-violation")
+
+
+class _Mode(str, enum.Enum):
+    UP = "up"
+
+
+class _Level(enum.IntEnum):
+    ONE = 1
+
+
+def test_plain_unwraps_str_and_int_subclasses() -> None:
+    cleaned = plain({"mode": _Mode.UP, "level": _Level.ONE, "flag": True})
+    assert cleaned == {"mode": "up", "level": 1, "flag": True}
+    assert [type(v) for v in cleaned.values()] == [str, int, bool]
+    assert _plain_frame(pickle.dumps(cleaned)) == cleaned
 
 
 def test_plain_turns_foreign_objects_into_text() -> None:
