@@ -40,7 +40,7 @@ _SIZE_KEY = re.compile(r"^(?!num_|out_|n_)\w*(channels|_dim|features)$")
 _EDGE_KEY = re.compile(r"^(?!num_|out_|n_)\w*edge\w*(channels|_dim|features)$")
 _POS = re.compile(r"^(pos|coords?|normals?|pos_\w+|\w+_pos)$")
 _SCALAR_ROWS = re.compile(r"^(t|time|dist|angle|edge_weight|\w+_time|\w+_weight)$")
-_BATCH_OBJECT = {"batch", "data"}
+_BATCH_OBJECT = {"batch"}  # not `data`: elsewhere a dict of named inputs
 
 
 def is_graph(forward_params: list[str], required: frozenset[str] = frozenset()) -> bool:

@@ -221,6 +221,7 @@ def test_detection_from_parameter_names() -> None:
     assert is_graph(["x", "type_vec"], frozenset({"x", "type_vec"}))
     assert is_graph(["x", "rbf", "i", "j"], frozenset({"x", "rbf", "i", "j"}))
     assert is_graph(["batch"], frozenset({"batch"}))
+    assert not is_graph(["data"], frozenset({"data"}))  # a dict of named inputs elsewhere
     assert not is_graph(["x", "block_idx"], frozenset({"x", "block_idx"}))
     assert not is_graph(["x", "mask"], frozenset({"x"}))
     assert is_graph(["x", "batch"], frozenset({"x", "batch"}))
