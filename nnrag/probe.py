@@ -23,7 +23,7 @@ from nnrag.probe_args import (
     shallow_defaults,
 )
 from nnrag.probe_graph import called_class
-from nnrag.probe_inputs import SHAPE_WORDS, build_inputs, input_candidates, repair
+from nnrag.probe_inputs import build_inputs, input_candidates
 from nnrag.probe_repair import (
     fill_none_layers,
     fill_none_sizes,
@@ -33,6 +33,7 @@ from nnrag.probe_repair import (
     name_repairs,
     scale_sizes,
 )
+from nnrag.probe_reshape import SHAPE_WORDS, repair
 from nnrag.probe_screen import MetaScreen
 
 Send = Callable[[dict[str, Any]], None]

@@ -40,6 +40,7 @@ VALIDATION_MODULES = (
     "probe_repair",
     "probe_repair_names",
     "probe_screen",
+    "probe_reshape",
     "probe_values",
 )
 """Modules whose code decides a validation verdict."""

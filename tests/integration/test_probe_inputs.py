@@ -18,9 +18,8 @@ from nnrag.probe_inputs import (  # noqa: E402
     fill_inputs,
     forward_params,
     input_candidates,
-    repair,
-    token_count,
 )
+from nnrag.probe_reshape import repair, token_count  # noqa: E402
 from nnrag.probe_screen import MetaScreen  # noqa: E402
 
 pytestmark = pytest.mark.integration
