@@ -42,9 +42,9 @@ normalized, plus a few well-known aliases such as ``PIL`` -> ``pillow``).
 :class:`CheckCache` keeps the findings of a file's content for repeated runs (the pre-commit
 hook): keyed by the file's bytes, this module's code and the Python version, and re-checking
 on every hit whether the third-party modules looked up are still (not) installed. Within a
-run, a top-level statement shared by several files is compiled and its scopes analyzed once
-(see ``_compile``), and function bodies are walked only when the symbol tables leave a name
-unresolved.
+run, a top-level statement shared by several files is parsed, compiled and its scopes
+analyzed once (see ``_parse_units`` and ``_compile``), and function bodies are walked only
+when the symbol tables leave a name unresolved.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ import symtable
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nnrag.bindings import is_type_checking
@@ -171,9 +172,14 @@ def check_code(
     return _check(code, filename=filename, source_packages=source_packages)[0]
 
 
-Compiled = dict[tuple[int, str], symtable.SymbolTable]
-"""``(compiler flags, text) -> symbol table`` of the top-level statements compiled cleanly so
-far in a run."""
+@dataclass(slots=True)
+class Compiled:
+    """What a run parsed and compiled cleanly so far, by the text of a top-level statement."""
+
+    tables: dict[tuple[int, str], symtable.SymbolTable] = field(default_factory=dict)
+    """``(compiler flags, text) -> symbol table`` of the statements compiled."""
+    trees: dict[str, list[ast.stmt]] = field(default_factory=dict)
+    """``text -> ast`` of the pieces parsed (see :func:`_parse_units`)."""
 
 
 def _check(
@@ -207,17 +213,38 @@ def _check_text(
     compiled: Compiled | None,
 ) -> tuple[tuple[Finding, ...], dict[str, bool]]:
     probes: dict[str, bool] = {}
-    try:
-        tree = ast.parse(code, filename=filename)
-    except SyntaxError as error:
-        return (_syntax_finding("NNR001", error),), probes
-    except ValueError as error:  # source code string cannot contain null bytes
-        return (_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
-    try:
-        parts = _compile(code, tree, filename, {} if compiled is None else compiled)
+    compiled = Compiled() if compiled is None else compiled
+    units = _parse_units(code, filename, compiled)
+    parts = None
+    compile_error: SyntaxError | None = None
+    if units is not None:
+        try:  # None: the file was compiled whole (fine), the error: its compile error
+            parts = _compile(code, units, filename, compiled, relative=True)
+        except SyntaxError as error:
+            compile_error = error
+    deltas = None if units is None else [first - 1 for first, _, nodes in units if nodes]
+    if parts is None:  # the whole file, as one
+        deltas = None
+        try:
+            tree = ast.parse(code, filename=filename)
+        except SyntaxError as error:
+            return (_syntax_finding("NNR001", error),), probes
+        except ValueError as error:  # source code string cannot contain null bytes
+            return (_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
+        try:
+            if compile_error is not None:
+                raise compile_error
+            tree_units = None if units is not None else _units(code, tree)
+            if tree_units is not None:
+                parts = _compile(code, tree_units, filename, compiled, relative=False)
+            elif units is None:
+                compile(code, filename, "exec", dont_inherit=True)
+            table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
+        except SyntaxError as error:
+            return (_syntax_finding("NNR002", error),), probes
+    else:
+        tree = ast.Module(body=[n for _, _, nodes in units or () for n in nodes], type_ignores=[])
         table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
-    except SyntaxError as error:
-        return (_syntax_finding("NNR002", error),), probes
 
     findings: list[Finding] = []
     findings += [
@@ -234,9 +261,10 @@ def _check_text(
         source_packages = frozenset(header.source_packages) if header else frozenset()
     declared = declared_imports(header.requires if header else ())
     findings += _check_imports(
-        tree, source_packages=source_packages, declared=declared, probes=probes
+        tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
     )
-    findings += [_finding(*issue) for issue in unresolved_names(tree, table, parts=parts)]
+    issues = unresolved_names(tree, table, parts=parts, deltas=deltas)
+    findings += [_finding(*issue) for issue in issues]
     return tuple(sorted(findings, key=_position)), probes
 
 
@@ -330,10 +358,10 @@ def _check_texts(
 ) -> dict[int, _Checked]:
     """``index -> (findings, installed lookups)`` of each text, in forked processes if it pays.
 
-    Each process compiles a top-level statement found in several files once, with its symbol
-    table (vendored blocks of one source share their helpers).
+    Each process parses and compiles a top-level statement found in several files once, with
+    its symbol table (vendored blocks of one source share their helpers).
     """
-    compiled: Compiled = {}
+    compiled = Compiled()
 
     def check(indices: list[int]) -> dict[int, _Checked]:
         return {
@@ -524,8 +552,73 @@ def _syntax_finding(code: str, error: SyntaxError) -> Finding:
 # --------------------------------------------------------------------------- compile
 
 
+Unit = tuple[int, str, list[ast.stmt]]
+"""A top-level statement: its first line in the file, its text, its ast (one node, or none
+for comments only)."""
+
+
+def _parse_units(code: str, filename: str, compiled: Compiled) -> list[Unit] | None:
+    """The file cut before each line that starts a top-level statement, each piece parsed on
+    its own (once per run: ``compiled`` keeps the trees), or None: parse the file whole.
+
+    A cut in the wrong place (inside a string, brackets or a continued line) leaves a piece
+    that does not parse; any piece that fails, warns or holds two statements means None, so
+    the ast, the errors and the warnings are exactly the whole file's.
+    """
+    if "\r" in code:  # a line break the split below would not see
+        return None
+    lines = code.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    starts = [1]
+    decorated = False
+    for number, line in enumerate(lines, 1):
+        if not line or line[0] in " \t#)]}\f" or line.startswith(_CONTINUATIONS):
+            continue
+        if number > 1 and not decorated:
+            starts.append(number)
+        decorated = line.startswith("@")
+    units: list[Unit] = []
+    parsed = compiled.trees
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning: parse the whole file to show it
+        for first, end in zip(starts, [*starts[1:], len(lines) + 1], strict=True):
+            text = "\n".join(lines[first - 1 : end - 1]) + "\n"
+            nodes = parsed.get(text)
+            if nodes is None:
+                try:
+                    nodes = ast.parse(text, filename=filename).body
+                except (SyntaxError, ValueError, Warning):
+                    return None
+                parsed[text] = nodes
+            if len(nodes) > 1:
+                return None
+            units.append((first, text, nodes))
+    return units
+
+
+_CONTINUATIONS = ("else", "elif", "except", "finally")
+
+
+def _units(code: str, tree: ast.Module) -> list[Unit] | None:
+    """The top-level statements of a file parsed whole, or None if two share a line."""
+    if "\r" in code:  # a line break the split below would not see
+        return None
+    lines = code.split("\n")
+    units: list[Unit] = []
+    last = 0
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        end = node.end_lineno or node.lineno
+        if first <= last:
+            return None
+        units.append((first, "\n".join(lines[first - 1 : end]) + "\n", [node]))
+        last = end
+    return units
+
+
 def _compile(
-    code: str, tree: ast.Module, filename: str, compiled: Compiled
+    code: str, units: list[Unit], filename: str, compiled: Compiled, *, relative: bool
 ) -> list[tuple[symtable.SymbolTable, int]] | None:
     """Compile ``code`` (raises its ``SyntaxError``), skipping statements compiled before;
     the symbol table of each top-level statement and its line offset (None: use the file's).
@@ -533,17 +626,17 @@ def _compile(
     Each top-level statement is compiled on its own, under the file's ``__future__`` flags,
     unless its text is in ``compiled``: what the compiler checks of a statement, and its
     scopes, depend only on that statement, those flags and a module-level ``global`` (such
-    files, and files whose statements share a line, are compiled whole). A statement that
-    fails or warns on its own makes the whole file compile, so the error (the first the
-    compiler finds), its position and any warning are exactly the file's own.
+    files are compiled whole). A statement that fails or warns on its own makes the whole
+    file compile, so the error (the first the compiler finds), its position and any warning
+    are exactly the file's own. ``relative``: the units' trees count lines from their text.
     """
-    statements = _statements(code, tree)
-    if statements is None:
+    flags = _future_flags(units)
+    if flags is None:
         compile(code, filename, "exec", dont_inherit=True)
         return None
-    flags, texts = statements
+    texts = [(first, text) for first, text, nodes in units if nodes]
     prefix = "from __future__ import annotations\n" if flags else ""
-    fresh = list(dict.fromkeys(text for _, text in texts if (flags, text) not in compiled))
+    fresh = list(dict.fromkeys(text for _, text in texts if (flags, text) not in compiled.tables))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a warning: compile the whole file to show it
@@ -553,34 +646,33 @@ def _compile(
     except (SyntaxError, ValueError, Warning):
         compile(code, filename, "exec", dont_inherit=True)
         return None
-    compiled.update(((flags, text), table) for text, table in zip(fresh, tables, strict=True))
+    compiled.tables.update(
+        ((flags, text), table) for text, table in zip(fresh, tables, strict=True)
+    )
     shift = 1 if prefix else 0  # the table's lines count the prefix
-    return [(compiled[flags, text], first - 1 - shift) for first, text in texts]
+    if relative:
+        return [(compiled.tables[flags, text], -shift) for _, text in texts]
+    return [(compiled.tables[flags, text], first - 1 - shift) for first, text in texts]
 
 
-def _statements(code: str, tree: ast.Module) -> tuple[int, list[tuple[int, str]]] | None:
-    """(compiler flags, the first line and text of each top-level statement), or None."""
-    if "\r" in code:  # a line break the split below would not see
-        return None
+def _future_flags(units: list[Unit]) -> int | None:
+    """The compiler flags of the file's ``__future__`` imports, None if it must be compiled
+    whole (a late or other feature, a module-level ``global``)."""
     flags = 0
-    lines = code.split("\n")
-    texts: list[tuple[int, str]] = []
-    last = 0
     leading = True
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            if not leading or any(alias.name != "annotations" for alias in node.names):
+    seen = 0
+    for _, _, nodes in units:
+        for node in nodes:
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                if not leading or any(alias.name != "annotations" for alias in node.names):
+                    return None
+                flags = __future__.annotations.compiler_flag
+            elif not (leading and not seen and _is_docstring(node)):
+                leading = False
+            if _declares_global(node):
                 return None
-            flags = __future__.annotations.compiler_flag
-        elif not (leading and not texts and _is_docstring(node)):
-            leading = False
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        end = node.end_lineno or node.lineno
-        if first <= last or _declares_global(node):
-            return None
-        texts.append((first, "\n".join(lines[first - 1 : end]) + "\n"))
-        last = end
-    return flags, texts
+            seen += 1
+    return flags
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -647,11 +739,35 @@ def _check_imports(
     source_packages: frozenset[str],
     declared: frozenset[str],
     probes: dict[str, bool],
+    deltas: Sequence[int] | None = None,
 ) -> list[Finding]:
     findings: list[Finding] = []
     stdlib = sys.stdlib_module_names
-    for node, optional in _imports(tree.body):
-        line, col = node.lineno, node.col_offset + 1
+    for index, statement in enumerate(tree.body):
+        findings += _statement_imports(
+            statement,
+            deltas[index] if deltas else 0,
+            source_packages=source_packages,
+            declared=declared,
+            probes=probes,
+            stdlib=stdlib,
+        )
+    return findings
+
+
+def _statement_imports(
+    statement: ast.stmt,
+    delta: int,
+    *,
+    source_packages: frozenset[str],
+    declared: frozenset[str],
+    probes: dict[str, bool],
+    stdlib: frozenset[str],
+) -> list[Finding]:
+    """Import findings of one top-level statement whose lines are ``delta`` behind the file."""
+    findings: list[Finding] = []
+    for node, optional in _imports([statement]):
+        line, col = node.lineno + delta, node.col_offset + 1
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 written = "." * node.level + (node.module or "")

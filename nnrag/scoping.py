@@ -86,15 +86,17 @@ def unresolved_names(
     *,
     shortcut: bool = True,
     parts: Sequence[tuple[symtable.SymbolTable, int]] | None = None,
+    deltas: Sequence[int] | None = None,
 ) -> list[Issue]:
     """NNR101-NNR105 issues of a parsed file and its top-level symbol table.
 
     With ``shortcut``, function bodies are walked only if the symbol tables leave a name read
     at call time unresolved (same issues, less work); without, always. ``parts``, if given,
     replace ``table``: for each top-level statement, the table of that statement compiled on
-    its own and how many lines its lines are behind the file's.
+    its own and how many lines the table's lines are behind the tree's. ``deltas``: how many
+    lines each top-level statement's tree is behind the file (trees parsed piece by piece).
     """
-    return _NameChecker(tree, table, shortcut=shortcut, parts=parts).run()
+    return _NameChecker(tree, table, shortcut=shortcut, parts=parts, deltas=deltas).run()
 
 
 _COMPREHENSION_SCOPES: dict[type[ast.expr], str] = {
@@ -199,6 +201,7 @@ class _NameChecker:
     table: symtable.SymbolTable
     shortcut: bool = True
     parts: Sequence[tuple[symtable.SymbolTable, int]] | None = None
+    deltas: Sequence[int] | None = None
     findings: list[Issue] = field(default_factory=list)
     future_annotations: bool = False
     runtime: set[str] = field(default_factory=set)
@@ -249,7 +252,14 @@ class _NameChecker:
             if self.parts is not None:  # its own table: ids and lines of its own
                 table, self._offset = self.parts[index]
                 self._used, self._children = {}, {}
+            found = len(self.findings)
             self._walk(statement, table, call_time=False, extra=bound)
+            if self.deltas and self.deltas[index]:  # to the file's lines
+                delta = self.deltas[index]
+                self.findings[found:] = [
+                    (code, message, line + delta, col)
+                    for code, message, line, col in self.findings[found:]
+                ]
             self.runtime |= bound
             self.runtime -= deleted
         self._check_all()
@@ -279,7 +289,7 @@ class _NameChecker:
 
     def _module_namespace(self) -> None:
         checking: set[str] = set()
-        for statement in self.tree.body:
+        for index, statement in enumerate(self.tree.body):
             if isinstance(statement, ast.If) and is_type_checking(statement.test):
                 for child in statement.body:
                     checking |= _bound_names(child)[0]
@@ -292,7 +302,8 @@ class _NameChecker:
                 a.name == "*" for a in statement.names
             ):
                 written = "." * statement.level + (statement.module or "")
-                self.star_modules.append((written, statement.lineno, statement.col_offset + 1))
+                line = statement.lineno + (self.deltas[index] if self.deltas else 0)
+                self.star_modules.append((written, line, statement.col_offset + 1))
         self.type_checking_only = checking - self.final
 
     def _scan_tables(self) -> set[str] | None:
@@ -577,7 +588,7 @@ class _NameChecker:
     def _check_all(self) -> None:
         if "__getattr__" in self.final:
             return  # a module __getattr__ (PEP 562) may provide any exported name lazily
-        for statement in self.tree.body:
+        for index, statement in enumerate(self.tree.body):
             target: ast.expr | None = None
             value: ast.expr | None = None
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
@@ -601,7 +612,7 @@ class _NameChecker:
                     _issue(
                         "NNR104",
                         f"__all__ lists {name!r}, which the block does not define",
-                        element.lineno,
+                        element.lineno + (self.deltas[index] if self.deltas else 0),
                         element.col_offset + 1,
                     )
                 )

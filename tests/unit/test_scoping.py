@@ -184,18 +184,33 @@ def test_function_named_top_keeps_its_locals() -> None:
 def test_statement_tables_give_the_same_issues(name: str) -> None:
     """The tables of each top-level statement compiled alone (shared between files) stand in
     for the module's table."""
-    from nnrag.checks import Compiled, _compile
+    from nnrag.checks import Compiled, _compile, _parse_units, _units
 
     code = textwrap.dedent(SNIPPETS[name])
     tree = ast.parse(code)
     table = symtable.symtable(code, "b.py", "exec")
-    compiled: Compiled = {}
-    parts = _compile(code, tree, "b.py", compiled)
+    compiled = Compiled()
+    units = _units(code, tree)
+    assert units is not None
+    parts = _compile(code, units, "b.py", compiled, relative=False)
     assert parts is not None
     expected = unresolved_names(tree, table, shortcut=False)
     for shortcut in (True, False):
         assert unresolved_names(tree, table, shortcut=shortcut, parts=parts) == expected
-    assert unresolved_names(tree, table, parts=_compile(code, tree, "b.py", compiled)) == expected
+    again = _compile(code, units, "b.py", compiled, relative=False)
+    assert unresolved_names(tree, table, parts=again) == expected
+    # the trees too parsed piece by piece, their lines counted from each piece
+    pieces = _parse_units(code, "b.py", compiled)
+    assert pieces is not None
+    relative = _compile(code, pieces, "b.py", compiled, relative=True)
+    assert relative is not None
+    body = [node for _, _, nodes in pieces for node in nodes]
+    deltas = [first - 1 for first, _, nodes in pieces if nodes]
+    assert [n.lineno + d for n, d in zip(body, deltas, strict=True)] == [
+        n.lineno for n in tree.body
+    ]
+    module = ast.Module(body=body, type_ignores=[])
+    assert unresolved_names(module, table, parts=relative, deltas=deltas) == expected
 
 
 def test_duplicate_statements_are_each_reported() -> None:
