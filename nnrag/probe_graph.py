@@ -159,6 +159,8 @@ def graph_value(name: str, annotation: Any, g: Graph, *, first: bool = False) ->
     text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
     if text == "int":
         return g.nodes if re.search(r"size|num|nodes|count", name) else 1
+    if text == "str" and name.endswith("_type"):  # a type name: one the constructor knows
+        return g.meta[0][0] if g.meta[0] else "a"
     edge_rows = g.edges if name.startswith("edge_") else g.nodes
     if name.endswith("_dict"):  # heterogeneous graphs: one entry per node or edge type
         node_types, edge_types = g.meta
@@ -202,8 +204,18 @@ def graph_value(name: str, annotation: Any, g: Graph, *, first: bool = False) ->
 
 
 def metadata(ctor: Mapping[str, object]) -> tuple[list[str], list[list[str]]] | None:
-    """Node and edge types from a ``(node_types, edge_types)`` constructor argument."""
+    """Node and edge types from a ``(node_types, edge_types)`` or edge-type-list argument."""
     for value in ctor.values():
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and all(
+                isinstance(e, (list, tuple)) and len(e) == 3 and all(isinstance(p, str) for p in e)
+                for e in value
+            )
+        ):
+            edges = [[str(p) for p in e] for e in value]
+            return list(dict.fromkeys(t for e in edges for t in (e[0], e[2]))), edges
         if not (isinstance(value, (tuple, list)) and len(value) == 2):
             continue
         nodes, edges = value

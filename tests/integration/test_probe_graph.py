@@ -213,6 +213,18 @@ class HeteroSum(nn.Module):
         return out
 
 
+class PathEmbedding(nn.Module):
+    """Embeddings per node type along a metapath; forward takes a type name."""
+
+    def __init__(self, metapath: Any, embedding_dim: int):
+        super().__init__()
+        types = {t for edge in metapath for t in (edge[0], edge[2])}
+        self.emb = nn.ParameterDict({t: nn.Parameter(torch.ones(3, embedding_dim)) for t in types})
+
+    def forward(self, node_type: str):
+        return self.emb[node_type]
+
+
 # --------------------------------------------------------------------------- detection
 
 
@@ -333,6 +345,14 @@ def test_heterogeneous_inputs_follow_the_constructor_metadata() -> None:
     assert set(edge_index_dict) == {("paper", "cites", "paper"), ("author", "writes", "paper")}
     assert x_dict["paper"].shape == (10, 8)
     assert runs(block, in_channels=8, metadata=meta) is not None
+
+
+def test_type_name_argument_comes_from_the_metapath() -> None:
+    path = [("author", "writes", "paper"), ("paper", "by", "author")]
+    block = PathEmbedding(path, 4)
+    args, _ = candidates(block, metapath=path, embedding_dim=4)[0]
+    assert args == ["author"]
+    assert runs(block, metapath=path, embedding_dim=4) is not None
 
 
 # --------------------------------------------------------------------------- repairs
