@@ -208,7 +208,7 @@ def main() -> None:
         [sys.executable, "-c", probe, "check", "--no-cache", *map(str, files)]
     )
 
-    from nnrag.checks import check_files
+    from nnrag.check_run import check_files
 
     started, cpu_started = time.perf_counter(), time.process_time()
     checked = check_files(files)

@@ -39,33 +39,28 @@ source-package imports are findings wherever they are. Installed means
 a ``requires:`` line names the distribution (import name and distribution name compared
 normalized, plus a few well-known aliases such as ``PIL`` -> ``pillow``).
 
-:class:`CheckCache` keeps the findings of a file's content for repeated runs (the pre-commit
-hook): keyed by the file's bytes, this module's code and the Python version, and re-checking
-on every hit whether the third-party modules looked up are still (not) installed. Within a
-run, a top-level statement shared by several files is parsed, compiled and its scopes
-analyzed once (see ``_parse_units`` and ``_compile``), and function bodies are walked only
-when the symbol tables leave a name unresolved.
+:class:`nnrag.check_cache.CheckCache` keeps the findings of a file's content for repeated
+runs (the pre-commit hook): keyed by the file's bytes, the checks' code and the Python
+version, and re-checking on every hit whether the third-party modules looked up are still
+(not) installed. :mod:`nnrag.check_run` checks many files (``check_file``, ``check_files``).
+Within a run, a top-level statement shared by several files is parsed, compiled and its
+scopes analyzed once (:mod:`nnrag.check_compile`), and function bodies are walked only when
+the symbol tables leave a name unresolved.
 """
 
 from __future__ import annotations
-import __future__
 
 import ast
-import contextlib
 import gc
-import hashlib
 import importlib.util
-import json
-import os
 import re
 import symtable
 import sys
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from nnrag.bindings import is_type_checking
+from nnrag.check_compile import Compiled, compile_units, parse_units, statement_units
 from nnrag.header import body_digest, header_issues, parse_header, split_header
 from nnrag.model import Category, Finding, Stage
 from nnrag.scoping import unresolved_names
@@ -73,14 +68,14 @@ from nnrag.scoping import unresolved_names
 __all__ = [
     "CHECK_MODULES",
     "CODES",
-    "CheckCache",
     "check_code",
-    "check_file",
-    "check_files",
+    "check_text",
     "declared_imports",
     "definition_digests",
     "import_findings",
     "is_installed",
+    "make_finding",
+    "position",
     "pristine_findings",
 ]
 
@@ -120,11 +115,20 @@ CODES: dict[str, tuple[Category, Stage]] = {
 """Category and stage of every static finding code."""
 
 
-CHECK_MODULES = ("checks", "scoping", "bindings", "header", "model")
-"""Modules whose code decides the static findings (the :class:`CheckCache` key)."""
+CHECK_MODULES = (
+    "checks",
+    "check_compile",
+    "check_run",
+    "check_cache",
+    "scoping",
+    "bindings",
+    "header",
+    "model",
+)
+"""Modules whose code decides the static findings (the ``CheckCache`` key)."""
 
 
-def _finding(code: str, message: str, line: int = 0, col: int = 0) -> Finding:
+def make_finding(code: str, message: str, line: int = 0, col: int = 0) -> Finding:
     category, stage = CODES[code]
     return Finding(code=code, category=category, stage=stage, message=message, line=line, col=col)
 
@@ -169,20 +173,10 @@ def check_code(
     ``source_packages`` defaults to the header's ``source-packages:`` line. Never imports
     the code or anything it imports.
     """
-    return _check(code, filename=filename, source_packages=source_packages)[0]
+    return check_text(code, filename=filename, source_packages=source_packages)[0]
 
 
-@dataclass(slots=True)
-class Compiled:
-    """What a run parsed and compiled cleanly so far, by the text of a top-level statement."""
-
-    tables: dict[tuple[int, str], symtable.SymbolTable] = field(default_factory=dict)
-    """``(compiler flags, text) -> symbol table`` of the statements compiled."""
-    trees: dict[str, list[ast.stmt]] = field(default_factory=dict)
-    """``text -> ast`` of the pieces parsed (see :func:`_parse_units`)."""
-
-
-def _check(
+def check_text(
     code: str,
     *,
     filename: str,
@@ -197,7 +191,7 @@ def _check(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _check_text(
+        return _check_all(
             code, filename=filename, source_packages=source_packages, compiled=compiled
         )
     finally:
@@ -205,7 +199,7 @@ def _check(
             gc.enable()
 
 
-def _check_text(
+def _check_all(
     code: str,
     *,
     filename: str,
@@ -214,12 +208,12 @@ def _check_text(
 ) -> tuple[tuple[Finding, ...], dict[str, bool]]:
     probes: dict[str, bool] = {}
     compiled = Compiled() if compiled is None else compiled
-    units = _parse_units(code, filename, compiled)
+    units = parse_units(code, filename, compiled)
     parts = None
     compile_error: SyntaxError | None = None
     if units is not None:
         try:  # None: the file was compiled whole (fine), the error: its compile error
-            parts = _compile(code, units, filename, compiled, relative=True)
+            parts = compile_units(code, units, filename, compiled, relative=True)
         except SyntaxError as error:
             compile_error = error
     deltas = None if units is None else [first - 1 for first, _, nodes in units if nodes]
@@ -230,13 +224,13 @@ def _check_text(
         except SyntaxError as error:
             return (_syntax_finding("NNR001", error),), probes
         except ValueError as error:  # source code string cannot contain null bytes
-            return (_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
+            return (make_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
         try:
             if compile_error is not None:
                 raise compile_error
-            tree_units = None if units is not None else _units(code, tree)
+            tree_units = None if units is not None else statement_units(code, tree)
             if tree_units is not None:
-                parts = _compile(code, tree_units, filename, compiled, relative=False)
+                parts = compile_units(code, tree_units, filename, compiled, relative=False)
             elif units is None:
                 compile(code, filename, "exec", dont_inherit=True)
             table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
@@ -248,7 +242,7 @@ def _check_text(
 
     findings: list[Finding] = []
     findings += [
-        _finding(
+        make_finding(
             "NNR010" if issue.line == 1 and "missing" in issue.message else "NNR011",
             issue.message,
             issue.line,
@@ -264,175 +258,8 @@ def _check_text(
         tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
     )
     issues = unresolved_names(tree, table, parts=parts, deltas=deltas)
-    findings += [_finding(*issue) for issue in issues]
-    return tuple(sorted(findings, key=_position)), probes
-
-
-def check_file(
-    path: Path,
-    *,
-    pristine: bool = False,
-    definitions: Mapping[str, str] | None = None,
-    cache: CheckCache | None = None,
-) -> tuple[Finding, ...]:
-    """:func:`check_code` on a file; with ``pristine``, also the body digest check.
-
-    ``definitions`` (from the vendoring manifest) lets the digest check name what changed.
-    ``cache`` returns the findings of content already checked (same findings, less time).
-    Raises ``OSError`` if the file cannot be read.
-    """
-    manifest = {path: definitions} if definitions is not None else None
-    (result,) = check_files([path], pristine=pristine, definitions=manifest, cache=cache)
-    if isinstance(result, OSError):
-        raise result
-    return result
-
-
-def check_files(
-    paths: Sequence[Path],
-    *,
-    pristine: bool = False,
-    definitions: Mapping[Path, Mapping[str, str]] | None = None,
-    cache: CheckCache | None = None,
-    workers: int = 1,
-) -> list[tuple[Finding, ...] | OSError]:
-    """:func:`check_file` on each path, in order (an unreadable file gives its ``OSError``).
-
-    The files not in ``cache`` are checked in up to ``workers`` forked processes, split by
-    size, if there is enough text (parsing, compiling and the symbol tables hold the GIL, so
-    threads would not help). Each process compiles the statements files share on its own:
-    on a busy two-core machine one process was faster (the CLI's default, ``--jobs 1``).
-    """
-    results: list[tuple[Finding, ...] | OSError] = []
-    texts: dict[int, str] = {}
-    keys: dict[int, str] = {}
-    missing: dict[int, str] = {}
-    for index, path in enumerate(paths):
-        try:
-            read = _read(path)
-        except OSError as error:
-            results.append(error)
-            continue
-        if isinstance(read, Finding):
-            results.append((read,))
-            continue
-        data, texts[index] = read
-        keys[index] = cache.key(data) if cache is not None else ""
-        cached = cache.get(keys[index]) if cache is not None else None
-        results.append(cached if cached is not None else ())
-        if cached is None:
-            missing[index] = texts[index]
-    for index, (findings, probes) in _check_texts(paths, missing, workers).items():
-        results[index] = findings
-        if cache is not None:
-            cache.put(keys[index], findings, probes)
-    for index, text in texts.items():
-        found = results[index]
-        if pristine and not isinstance(found, OSError):
-            edited = pristine_findings(text, definitions=(definitions or {}).get(paths[index]))
-            results[index] = tuple(sorted((*found, *edited), key=_position))
-    return results
-
-
-def _read(path: Path) -> tuple[bytes, str] | Finding:
-    """The bytes and text of a file (UTF-8, universal newlines, as ``read_text``), or NNR001."""
-    data = path.read_bytes()
-    try:
-        return data, data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except UnicodeDecodeError:
-        try:  # the text layer's own error, whose position the finding reports
-            return data, path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as error:
-            message = f"not UTF-8 text: {error.reason} at byte {error.start}"
-            return _finding("NNR001", message, 1, 1)
-
-
-_PARALLEL_MIN_CHARS = 128 * 1024
-"""Below this much text, one process checks faster than starting others (~30 ms/1,000 lines)."""
-
-_Checked = tuple[tuple[Finding, ...], dict[str, bool]]
-
-
-def _check_texts(
-    paths: Sequence[Path], texts: Mapping[int, str], workers: int
-) -> dict[int, _Checked]:
-    """``index -> (findings, installed lookups)`` of each text, in forked processes if it pays.
-
-    Each process parses and compiles a top-level statement found in several files once, with
-    its symbol table (vendored blocks of one source share their helpers).
-    """
-    compiled = Compiled()
-
-    def check(indices: list[int]) -> dict[int, _Checked]:
-        return {
-            i: _check(texts[i], filename=str(paths[i]), source_packages=None, compiled=compiled)
-            for i in indices
-        }
-
-    jobs = sorted(texts, key=lambda index: -len(texts[index]))
-    workers = min(workers, len(jobs))
-    if (
-        workers < 2
-        or sum(map(len, texts.values())) < _PARALLEL_MIN_CHARS
-        or not hasattr(os, "fork")
-    ):
-        return check(jobs)
-    groups: list[list[int]] = [[] for _ in range(workers)]
-    sizes = [0] * workers
-    for index in jobs:  # largest first, to the least loaded process
-        least = sizes.index(min(sizes))
-        groups[least].append(index)
-        sizes[least] += len(texts[index])
-    children = [(_fork_check(check, group), group) for group in groups[1:]]
-    results = check(groups[0])
-    for (pid, pipe), group in children:
-        done = _collect(pid, pipe)
-        results.update(check(group) if done is None else done)  # None: the process failed
-    return results
-
-
-def _fork_check(
-    check: Callable[[list[int]], dict[int, _Checked]], group: list[int]
-) -> tuple[int, int]:
-    """``check(group)`` in a forked process; (its pid, the pipe its results come on)."""
-    import marshal
-
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid:
-        os.close(write_end)
-        return pid, read_end
-    status = 1
-    try:
-        os.close(read_end)
-        done = {
-            index: ([(f.code, f.message, f.line, f.col) for f in findings], probes)
-            for index, (findings, probes) in check(group).items()
-        }
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(marshal.dumps(done))
-        status = 0
-    finally:
-        os._exit(status)  # never return into the caller's code in the child
-
-
-def _collect(pid: int, pipe: int) -> dict[int, _Checked] | None:
-    """The results a forked process sent, or None if it failed."""
-    import marshal
-
-    with os.fdopen(pipe, "rb") as stream:
-        payload = stream.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
-        return None
-    try:
-        done = marshal.loads(payload)
-        return {
-            int(index): (tuple(_finding(*fields) for fields in found), dict(probes))
-            for index, (found, probes) in done.items()
-        }
-    except (EOFError, ValueError, TypeError, KeyError):
-        return None
+    findings += [make_finding(*issue) for issue in issues]
+    return tuple(sorted(findings, key=position)), probes
 
 
 def definition_digests(body: str) -> dict[str, str]:
@@ -517,7 +344,7 @@ def pristine_findings(
     )
     if not definitions:
         message += "; only the digest is recorded: `git diff` shows the changed lines"
-        return (_finding("NNR012", message, line, 1),)
+        return (make_finding("NNR012", message, line, 1),)
     offset = len(header_text.splitlines()) + 1  # the header and its blank line
     spans = _definition_spans(body)
     changed = sorted(
@@ -537,155 +364,16 @@ def pristine_findings(
         line = min([first for first, _, _ in changed] + [first for first, _ in added] or [line])
     else:
         message += ": no definition changed (comments, blank lines or imports did)"
-    return (_finding("NNR012", message, line, 1),)
+    return (make_finding("NNR012", message, line, 1),)
 
 
-def _position(finding: Finding) -> tuple[int, int, str, str]:
+def position(finding: Finding) -> tuple[int, int, str, str]:
     return finding.line, finding.col, finding.code, finding.message
 
 
 def _syntax_finding(code: str, error: SyntaxError) -> Finding:
     verb = "does not parse" if code == "NNR001" else "does not compile"
-    return _finding(code, f"{verb}: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
-
-
-# --------------------------------------------------------------------------- compile
-
-
-Unit = tuple[int, str, list[ast.stmt]]
-"""A top-level statement: its first line in the file, its text, its ast (one node, or none
-for comments only)."""
-
-
-def _parse_units(code: str, filename: str, compiled: Compiled) -> list[Unit] | None:
-    """The file cut before each line that starts a top-level statement, each piece parsed on
-    its own (once per run: ``compiled`` keeps the trees), or None: parse the file whole.
-
-    A cut in the wrong place (inside a string, brackets or a continued line) leaves a piece
-    that does not parse; any piece that fails, warns or holds two statements means None, so
-    the ast, the errors and the warnings are exactly the whole file's.
-    """
-    if "\r" in code:  # a line break the split below would not see
-        return None
-    lines = code.split("\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    starts = [1]
-    decorated = False
-    for number, line in enumerate(lines, 1):
-        if not line or line[0] in " \t#)]}\f" or line.startswith(_CONTINUATIONS):
-            continue
-        if number > 1 and not decorated:
-            starts.append(number)
-        decorated = line.startswith("@")
-    units: list[Unit] = []
-    parsed = compiled.trees
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a warning: parse the whole file to show it
-        for first, end in zip(starts, [*starts[1:], len(lines) + 1], strict=True):
-            text = "\n".join(lines[first - 1 : end - 1]) + "\n"
-            nodes = parsed.get(text)
-            if nodes is None:
-                try:
-                    nodes = ast.parse(text, filename=filename).body
-                except (SyntaxError, ValueError, Warning):
-                    return None
-                parsed[text] = nodes
-            if len(nodes) > 1:
-                return None
-            units.append((first, text, nodes))
-    return units
-
-
-_CONTINUATIONS = ("else", "elif", "except", "finally")
-
-
-def _units(code: str, tree: ast.Module) -> list[Unit] | None:
-    """The top-level statements of a file parsed whole, or None if two share a line."""
-    if "\r" in code:  # a line break the split below would not see
-        return None
-    lines = code.split("\n")
-    units: list[Unit] = []
-    last = 0
-    for node in tree.body:
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        end = node.end_lineno or node.lineno
-        if first <= last:
-            return None
-        units.append((first, "\n".join(lines[first - 1 : end]) + "\n", [node]))
-        last = end
-    return units
-
-
-def _compile(
-    code: str, units: list[Unit], filename: str, compiled: Compiled, *, relative: bool
-) -> list[tuple[symtable.SymbolTable, int]] | None:
-    """Compile ``code`` (raises its ``SyntaxError``), skipping statements compiled before;
-    the symbol table of each top-level statement and its line offset (None: use the file's).
-
-    Each top-level statement is compiled on its own, under the file's ``__future__`` flags,
-    unless its text is in ``compiled``: what the compiler checks of a statement, and its
-    scopes, depend only on that statement, those flags and a module-level ``global`` (such
-    files are compiled whole). A statement that fails or warns on its own makes the whole
-    file compile, so the error (the first the compiler finds), its position and any warning
-    are exactly the file's own. ``relative``: the units' trees count lines from their text.
-    """
-    flags = _future_flags(units)
-    if flags is None:
-        compile(code, filename, "exec", dont_inherit=True)
-        return None
-    texts = [(first, text) for first, text, nodes in units if nodes]
-    prefix = "from __future__ import annotations\n" if flags else ""
-    fresh = list(dict.fromkeys(text for _, text in texts if (flags, text) not in compiled.tables))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a warning: compile the whole file to show it
-            for text in fresh:
-                compile(text, filename, "exec", flags, dont_inherit=True)
-            tables = [symtable.symtable(prefix + text, filename, "exec") for text in fresh]
-    except (SyntaxError, ValueError, Warning):
-        compile(code, filename, "exec", dont_inherit=True)
-        return None
-    compiled.tables.update(
-        ((flags, text), table) for text, table in zip(fresh, tables, strict=True)
-    )
-    shift = 1 if prefix else 0  # the table's lines count the prefix
-    if relative:
-        return [(compiled.tables[flags, text], -shift) for _, text in texts]
-    return [(compiled.tables[flags, text], first - 1 - shift) for first, text in texts]
-
-
-def _future_flags(units: list[Unit]) -> int | None:
-    """The compiler flags of the file's ``__future__`` imports, None if it must be compiled
-    whole (a late or other feature, a module-level ``global``)."""
-    flags = 0
-    leading = True
-    seen = 0
-    for _, _, nodes in units:
-        for node in nodes:
-            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-                if not leading or any(alias.name != "annotations" for alias in node.names):
-                    return None
-                flags = __future__.annotations.compiler_flag
-            elif not (leading and not seen and _is_docstring(node)):
-                leading = False
-            if _declares_global(node):
-                return None
-            seen += 1
-    return flags
-
-
-def _is_docstring(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-
-
-def _declares_global(node: ast.AST) -> bool:
-    """Whether a top-level statement has a ``global`` in module scope (outside def/class)."""
-    if isinstance(node, ast.Global):
-        return True
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.expr):
-        return False  # another scope, or an expression (no statement inside)
-    return any(_declares_global(child) for child in ast.iter_child_nodes(node))
+    return make_finding(code, f"{verb}: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
 
 
 # --------------------------------------------------------------------------- imports
@@ -772,7 +460,7 @@ def _statement_imports(
             if node.level:
                 written = "." * node.level + (node.module or "")
                 findings.append(
-                    _finding(
+                    make_finding(
                         "NNR201",
                         f"relative import 'from {written} import ...': a vendored block must be "
                         "standalone; re-extract it or inline the definitions it needs",
@@ -788,7 +476,7 @@ def _statement_imports(
             top = module.split(".", 1)[0]
             if top in source_packages:
                 findings.append(
-                    _finding(
+                    make_finding(
                         "NNR202",
                         f"imports {module!r} from the block's source package {top!r}; a closed "
                         "block never imports its source (re-extract it to inline the definitions)",
@@ -800,7 +488,7 @@ def _statement_imports(
                 continue
             elif not (_is_declared(top, declared) or _installed(top, probes)):
                 findings.append(
-                    _finding(
+                    make_finding(
                         "NNR203",
                         f"imports {module!r}, which is not in the standard library, not installed "
                         "and not declared in a '# requires:' header line",
@@ -815,56 +503,3 @@ def _installed(top: str, probes: dict[str, bool]) -> bool:
     if top not in probes:
         probes[top] = is_installed(top)
     return probes[top]
-
-
-# --------------------------------------------------------------------------- cache
-
-
-class CheckCache:
-    """The static findings of file contents already checked, one JSON file each in a folder.
-
-    A key is the SHA-256 of the file's bytes, the source of :data:`CHECK_MODULES` and the
-    Python version (its standard library). An entry also records which third-party modules
-    the import check looked up and whether they were installed; a hit whose lookups now
-    answer differently is a miss, so a cached result is always what a fresh check returns.
-    Unreadable or unwritable entries are misses, never errors.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        from nnrag.versions import code_fingerprint
-
-        self.folder = folder
-        self._salt = "\0".join(
-            (code_fingerprint(*CHECK_MODULES), sys.version, sys.implementation.cache_tag or "")
-        ).encode()
-
-    def key(self, data: bytes) -> str:
-        """The entry name of a file's content."""
-        return hashlib.sha256(self._salt + b"\0" + data).hexdigest()
-
-    def get(self, key: str) -> tuple[Finding, ...] | None:
-        """The findings stored under ``key``, if any and still exact."""
-        try:
-            entry = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
-            probes: dict[str, bool] = entry["installed"]
-            if any(is_installed(top) != installed for top, installed in probes.items()):
-                return None
-            return tuple(_finding(*fields) for fields in entry["findings"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def put(self, key: str, findings: tuple[Finding, ...], probes: Mapping[str, bool]) -> None:
-        """Store the findings of a fresh check (atomically; silently skipped if impossible)."""
-        entry = {
-            "findings": [[f.code, f.message, f.line, f.col] for f in findings],
-            "installed": dict(probes),
-        }
-        path = self.folder / f"{key}.json"
-        partial = path.with_name(f"{key}.{os.getpid()}.tmp")
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            partial.write_text(json.dumps(entry), encoding="utf-8")
-            os.replace(partial, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                partial.unlink(missing_ok=True)

@@ -384,7 +384,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from nnrag.checks import CheckCache, check_files, import_findings
+    from nnrag.check_cache import CheckCache
+    from nnrag.check_run import check_files
+    from nnrag.checks import import_findings
 
     cache: CheckCache | None = None
     if not args.no_cache:

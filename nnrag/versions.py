@@ -29,6 +29,7 @@ EXTRACTION_MODULES = (
 
 VALIDATION_MODULES = (
     "checks",
+    "check_compile",
     "scoping",
     "validate",
     "sandbox",

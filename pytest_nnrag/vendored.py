@@ -166,7 +166,7 @@ def _node_id(path: Path, rootpath: Path) -> str:
 
 def static_result(path: Path, *, block_id: str, depth: Stage) -> ValidationResult:
     """The parse/compile/closed/header part of validation, as a result (no sandbox)."""
-    from nnrag.checks import check_file
+    from nnrag.check_run import check_file
     from nnrag.model import STAGES, ValidationResult, stage_index
 
     findings = check_file(path)

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from nnrag.check_cache import CheckCache
+from nnrag.check_run import check_file, check_files
 from nnrag.checks import (
     CODES,
-    CheckCache,
     check_code,
-    check_file,
-    check_files,
     declared_imports,
     definition_digests,
     pristine_findings,
@@ -672,13 +671,15 @@ def test_cache_returns_the_findings_of_a_fresh_check(tmp_path: Path) -> None:
 def test_cache_hit_rechecks_installed_modules(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import nnrag.check_cache
     import nnrag.checks
 
     path = tmp_path / "b.py"
     path.write_text(block(OPEN))
     cache = CheckCache(tmp_path / "cache")
     assert [f.code for f in check_file(path, cache=cache)] == ["NNR203", "NNR101"]
-    monkeypatch.setattr(nnrag.checks, "is_installed", lambda top: True)  # now installed
+    for module in (nnrag.checks, nnrag.check_cache):  # now installed
+        monkeypatch.setattr(module, "is_installed", lambda top: True)
     assert [f.code for f in check_file(path, cache=cache)] == ["NNR101"]
 
 
@@ -717,11 +718,11 @@ def test_check_files_is_check_file_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     """Also in forked processes (the size threshold lowered so that these small files fork)."""
-    import nnrag.checks
+    import nnrag.check_run
 
     paths = _files(tmp_path)
     expected = [check_file(path) for path in paths[:-1]]
-    monkeypatch.setattr(nnrag.checks, "_PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(nnrag.check_run, "_PARALLEL_MIN_CHARS", 0)
     *found, gone = check_files(paths, workers=workers, cache=CheckCache(tmp_path / "cache"))
     assert found == expected
     assert [f[0].code if f else None for f in expected] == [
@@ -784,12 +785,13 @@ def _compiler_error(text: str) -> tuple[str, int, int] | None:
 def test_compile_findings_are_the_compilers_own() -> None:
     """Statement by statement, with statements shared between files compiled once, the
     NNR002 finding is exactly the error of compiling the whole file."""
-    from nnrag.checks import Compiled, _check
+    from nnrag.check_compile import Compiled
+    from nnrag.checks import check_text
 
     compiled = Compiled()
     for _ in range(2):  # the second round reuses what the first compiled
         for name, text in COMPILE_CASES.items():
-            found, _ = _check(text, filename="b.py", source_packages=None, compiled=compiled)
+            found, _ = check_text(text, filename="b.py", source_packages=None, compiled=compiled)
             nnr002 = [(f.message, f.line, f.col) for f in found if f.code == "NNR002"]
             error = _compiler_error(text)
             expected = [] if error is None else [(f"does not compile: {error[0]}", *error[1:])]
@@ -806,7 +808,7 @@ def test_compile_warnings_keep_their_file_lines() -> None:
 
 @pytest.mark.parametrize("code", sorted(CODES))
 def test_finding_format(code: str) -> None:
-    from nnrag.checks import _finding
+    from nnrag.checks import make_finding
 
-    finding = _finding(code, "message", 3, 7)
+    finding = make_finding(code, "message", 3, 7)
     assert finding.format("dir/b.py") == f"dir/b.py:3:7: {code} message"

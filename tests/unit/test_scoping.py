@@ -184,25 +184,25 @@ def test_function_named_top_keeps_its_locals() -> None:
 def test_statement_tables_give_the_same_issues(name: str) -> None:
     """The tables of each top-level statement compiled alone (shared between files) stand in
     for the module's table."""
-    from nnrag.checks import Compiled, _compile, _parse_units, _units
+    from nnrag.check_compile import Compiled, compile_units, parse_units, statement_units
 
     code = textwrap.dedent(SNIPPETS[name])
     tree = ast.parse(code)
     table = symtable.symtable(code, "b.py", "exec")
     compiled = Compiled()
-    units = _units(code, tree)
+    units = statement_units(code, tree)
     assert units is not None
-    parts = _compile(code, units, "b.py", compiled, relative=False)
+    parts = compile_units(code, units, "b.py", compiled, relative=False)
     assert parts is not None
     expected = unresolved_names(tree, table, shortcut=False)
     for shortcut in (True, False):
         assert unresolved_names(tree, table, shortcut=shortcut, parts=parts) == expected
-    again = _compile(code, units, "b.py", compiled, relative=False)
+    again = compile_units(code, units, "b.py", compiled, relative=False)
     assert unresolved_names(tree, table, parts=again) == expected
     # the trees too parsed piece by piece, their lines counted from each piece
-    pieces = _parse_units(code, "b.py", compiled)
+    pieces = parse_units(code, "b.py", compiled)
     assert pieces is not None
-    relative = _compile(code, pieces, "b.py", compiled, relative=True)
+    relative = compile_units(code, pieces, "b.py", compiled, relative=True)
     assert relative is not None
     body = [node for _, _, nodes in pieces for node in nodes]
     deltas = [first - 1 for first, _, nodes in pieces if nodes]
