@@ -501,10 +501,15 @@ def write_markdown(summary: dict[str, object], command: str) -> str:
         s = summary.get(name)
         if not isinstance(s, dict):
             continue
+        imported = (
+            f"{s['imports_pct']}% (target {TARGETS['import'][name]}%)"
+            if summary.get("imports_run", True)
+            else "not run (--no-import)"
+        )
         lines.append(
             f"| {name} | {s['blocks']} | {s['emitted_compiles_pct']}% | {s['closed_pct']}% "
             f"(target {TARGETS['closed'][name]}%) | {s['closure_without_problems_pct']}% | "
-            f"{s['imports_pct']}% (target {TARGETS['import'][name]}%) | "
+            f"{imported} | "
             f"{s['byte_identical_pct']}% | {s['extract_ms_median']} | {s['extract_ms_p95']} | "
             f"{s.get('extract_cpu_ms_median')} | {s.get('extract_cpu_ms_p95')} |"
         )
@@ -666,6 +671,7 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = summarize(runs, imports, equivalence, corpora)
     summary["first_extraction"] = first
+    summary["imports_run"] = not args.no_import
     summary["load_average"] = {
         "start": [round(x, 2) for x in load_before],
         "after_emission": [round(x, 2) for x in load_after_emit],
