@@ -154,14 +154,19 @@ _KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
 """Sequences of strings under these names are keys: they must be distinct and non-empty."""
 
 
+_SCALARS = (int, float, str, bool)
+
+
 def _preferred(options: list[Any]) -> Any:
-    """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest."""
+    """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest; a
+    scalar beats a sequence (``Sequence[int] | int``: one int broadcasts to any length, and a
+    bare ``tuple | str`` gives no item types to fill the tuple with)."""
     for option in options:
         if typing.get_origin(option) is typing.Literal or (
             isinstance(option, type) and issubclass(option, enum.Enum)
         ):
             return option
-    return options[0]
+    return next((o for o in options if o in _SCALARS), options[0])
 
 
 def init_signature(cls: Any) -> tuple[inspect.Signature | None, Any]:

@@ -24,9 +24,11 @@ _PLURAL = r"(_list|layers|sizes|dims|depths|blocks|strides|ratios|stages|widths|
 
 
 def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
-    """Repair: plural-named integer arguments become lists when an ``int`` was not iterable."""
+    """Repair: an integer argument the failing line measures or indexes (``len(sigma)``), else
+    the plural-named ones, become lists when an ``int`` was not iterable."""
     if ctor.origin != "synthesized" or not _NOT_A_LIST.search(str(error)):
         return None
+    plural: dict[str, object]
     if "'float'" in str(error):  # per-block rates: drop_path=[0.0, 0.0]
         sig = signature_of(cls)
         given = {
@@ -40,13 +42,17 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         indexed = {k: v for k, v in plural.items() if re.search(rf"\b{k}\s*\[", line)}
         plural = indexed or plural  # only the rate the failing line indexes, when it shows
     else:
-        plural = {
+        ints = {
+            k: v for k, v in ctor.kwargs.items() if isinstance(v, int) and not isinstance(v, bool)
+        }
+        line = failing_line(error)
+        used: dict[str, object] = {
+            k: [v, v] for k, v in ints.items() if re.search(rf"len\(\s*{k}\s*\)|\b{k}\[", line)
+        }
+        plural = used or {  # the int the failing line measures or indexes, else plural names
             k: [v, v]
-            for k, v in ctor.kwargs.items()
-            if isinstance(v, int)
-            and not isinstance(v, bool)
-            and not k.startswith(("num_", "n_"))
-            and re.search(_PLURAL, k)
+            for k, v in ints.items()
+            if not k.startswith(("num_", "n_")) and re.search(_PLURAL, k)
         }
     if not plural:
         return None

@@ -118,7 +118,8 @@ _CHOICE = re.compile(
 
 def choose_option(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     """Repair: "partition_type must be either 'grid' or 'window'" sets the named string argument
-    to the first option the message lists."""
+    to the first option the message lists; so does "Unsupported option 'LAYERNORM', available
+    options are {...}", which quotes the argument's value (in any case) instead of its name."""
     if ctor.origin != "synthesized":
         return None
     text = str(error)
@@ -132,9 +133,14 @@ def choose_option(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     if not options:
         options = [w for w in re.findall(r"[A-Za-z_][\w-]*", tail) if w not in {"or", "and"}]
     for name, value in ctor.kwargs.items():
-        if not isinstance(value, str) or not re.search(rf"\b{re.escape(name)}\b", text):
+        if not isinstance(value, str) or not (
+            re.search(rf"\b{re.escape(name)}\b", text)
+            or (value and re.search(rf"['\"]{re.escape(value)}['\"]", text, re.I))
+        ):
             continue
-        fresh = [o for o in options if o != value and o not in {"None", "be", "a", "the"}]
+        fresh = [
+            o for o in options if o.lower() != value.lower() and o not in {"None", "be", "a", "the"}
+        ]
         if fresh:
             return _with(ctor, {name: fresh[0]})
     return None

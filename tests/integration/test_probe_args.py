@@ -18,7 +18,7 @@ BLOCKS = """
 import enum
 import numbers
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple, Type, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import torch
 from torch import nn
@@ -384,6 +384,37 @@ class LenAssert(nn.Module):
         return self.layers(x)
 
 
+class ScalarUnion(nn.Module):
+    def __init__(self, size: Union[Sequence[int], int], norm: Union[tuple, str], dims: int = 3):
+        super().__init__()
+        assert isinstance(size, int) and isinstance(norm, str)  # a scalar broadcasts
+        self.lin = nn.Linear(size, size)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class ValueOption(nn.Module):
+    def __init__(self, norm_name: str, dim: int) -> None:
+        super().__init__()
+        if norm_name.upper() not in {"BATCH", "GROUP"}:
+            raise ValueError(f"Unsupported option '{norm_name.upper()}', options are {{'BATCH'}}")
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class MeasuredInt(nn.Module):
+    def __init__(self, sigma, dim: int) -> None:
+        super().__init__()
+        if len(sigma) == 2:
+            self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -549,3 +580,19 @@ def test_repairs_from_the_message(sandbox: Sandbox, blocks: Path, name: str) -> 
         cfgs = kwargs["cfgs"]
         assert isinstance(cfgs, list)
         assert all(isinstance(item, list) and len(item) == 3 for item in cfgs)
+
+
+def test_union_of_sequence_and_scalar_takes_the_scalar(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "ScalarUnion")
+    assert isinstance(kwargs["size"], int)
+    assert isinstance(kwargs["norm"], str)
+
+
+def test_option_message_quoting_the_value_sets_an_option(sandbox: Sandbox, blocks: Path) -> None:
+    assert kwargs_of(sandbox, blocks, "ValueOption")["norm_name"] == "BATCH"
+
+
+def test_int_the_failing_line_measures_becomes_a_list(sandbox: Sandbox, blocks: Path) -> None:
+    sigma = kwargs_of(sandbox, blocks, "MeasuredInt")["sigma"]
+    assert isinstance(sigma, list)
+    assert len(sigma) == 2
