@@ -178,12 +178,12 @@ def classify(
         text,
     ):
         return "native-op"
+    if isinstance(error, ModuleNotFoundError):  # at import, or a lazy import in a method
+        top = (error.name or "").split(".")[0]
+        return "source-import" if top in source_packages else "missing-external"
+    if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
+        return "missing-external"
     if stage == "import":
-        if isinstance(error, ModuleNotFoundError):
-            top = (error.name or "").split(".")[0]
-            return "source-import" if top in source_packages else "missing-external"
-        if isinstance(error, ImportError):
-            return "missing-external"
         if isinstance(error, OSError):
             return "resource-file"
         return "runtime-error"

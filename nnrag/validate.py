@@ -6,6 +6,7 @@ import ast
 import fnmatch
 import hashlib
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -311,13 +312,35 @@ def validate_block(
     return result
 
 
+_EXPLAINS: dict[str, re.Pattern[str]] = {
+    "resource-file": re.compile(
+        r"FileNotFoundError|IsADirectoryError|No such file|TemplateNotFound|OSError"
+    ),
+    "dynamic-registry": re.compile(
+        r"KeyError|LookupError|not registered|[Uu]nknown \w+|no \w+ named|has no attribute"
+    ),
+}
+"""The run-time failures (by message) each advisory problem category can explain."""
+
+
 def _blame_advisory_problems(
     result: ValidationResult, problems: tuple[Problem, ...]
 ) -> ValidationResult:
-    """Name a known closure problem as the likely cause of a generic run-time failure."""
-    if result.category != "runtime-error" or not problems:
+    """Name a known closure problem as the likely cause of a run-time failure it can explain.
+
+    A missing resource file explains a file error, a registry left empty a failed lookup;
+    anything else keeps its own category (pyg's MessagePassing reads its templates, then
+    falls back when they are missing, so most of its failures are not about them).
+    """
+    if result.category != "runtime-error":
         return result
-    cause = problems[0]
+    message = result.message or ""
+    cause = next(
+        (p for p in problems if p.category in _EXPLAINS and _EXPLAINS[p.category].search(message)),
+        None,
+    )
+    if cause is None:
+        return result
     return replace(
         result,
         category=cause.category,

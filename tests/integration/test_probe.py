@@ -342,3 +342,15 @@ def test_composite_block_harvests_and_replays(sandbox: Sandbox, blocks: Path) ->
     assert replayed.passed, replayed.message
     assert replayed.recipe is not None
     assert replayed.recipe.origin == "harvested"
+
+
+def test_import_errors_are_missing_externals_at_every_stage() -> None:
+    from nnrag.probe import classify
+
+    lazy = ImportError("'radius_graph' requires 'pyg-lib>=0.6.0'")
+    assert classify(lazy, "forward", []) == "missing-external"
+    assert classify(lazy, "instantiate", []) == "missing-external"
+    absent = ModuleNotFoundError("No module named 'timm'", name="timm")
+    assert classify(absent, "instantiate", []) == "missing-external"
+    assert classify(absent, "forward", [], frozenset({"timm"})) == "source-import"
+    assert classify(ValueError("bad size"), "instantiate", []) == "ctor-args"

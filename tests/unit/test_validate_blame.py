@@ -1,0 +1,49 @@
+"""Advisory closure problems are named as the cause only of failures they can explain."""
+
+from __future__ import annotations
+
+from nnrag.model import Problem, ValidationResult
+from nnrag.validate import _blame_advisory_problems
+
+TEMPLATES = Problem(
+    category="resource-file",
+    message="reads a file next to its module",
+    path=("Conv", "MessagePassing"),
+    location="a.py:1:1",
+)
+REGISTRY = Problem(
+    category="dynamic-registry", message="looks up '_models' with a key", path=("Net", "create")
+)
+
+
+def failed(message: str, category: str = "runtime-error") -> ValidationResult:
+    return ValidationResult(
+        block_id="s:m:Conv",
+        depth="forward",
+        stage_reached="instantiate",
+        failed_stage="forward",
+        category=category,  # type: ignore[arg-type]
+        message=message,
+    )
+
+
+def test_a_file_error_is_blamed_on_the_missing_resource() -> None:
+    result = _blame_advisory_problems(
+        failed("FileNotFoundError: [Errno 2] No such file or directory: 'x.jinja'"),
+        (REGISTRY, TEMPLATES),
+    )
+    assert result.category == "resource-file"
+    assert "likely cause" in result.message
+    assert result.dependency_path == TEMPLATES.path
+
+
+def test_a_failed_lookup_is_blamed_on_the_registry() -> None:
+    result = _blame_advisory_problems(failed("KeyError: 'resnet'"), (TEMPLATES, REGISTRY))
+    assert result.category == "dynamic-registry"
+
+
+def test_an_unrelated_failure_keeps_its_category() -> None:
+    plain = failed("RuntimeError: mat1 and mat2 shapes cannot be multiplied (10x4 and 8x8)")
+    assert _blame_advisory_problems(plain, (TEMPLATES, REGISTRY)) == plain
+    shape = failed("KeyError: 'x'", category="input-shape")
+    assert _blame_advisory_problems(shape, (REGISTRY,)) == shape
