@@ -203,6 +203,7 @@ def string_choices(cls: Any) -> dict[str, str]:
     for klass in getattr(cls, "__mro__", ())[:4]:
         if klass.__module__.split(".")[0] in {"torch", "builtins"}:
             break
+        names = vars(sys.modules[klass.__module__]) if klass.__module__ in sys.modules else {}
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         except (OSError, TypeError, SyntaxError):
@@ -224,11 +225,11 @@ def string_choices(cls: Any) -> dict[str, str]:
                 if not isinstance(op, (ast.Eq, ast.In)):
                     continue
                 items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
-                strings = [
-                    i.value
+                values = [  # a module constant (mode in {BINARY_MODE, ...}) reads as its value
+                    i.value if isinstance(i, ast.Constant) else names.get(getattr(i, "id", ""))
                     for i in items
-                    if isinstance(i, ast.Constant) and isinstance(i.value, str)
                 ]
+                strings = [v for v in values if isinstance(v, str)]
                 if strings and strings[0]:
                     out.setdefault(name, strings[0])
     return out

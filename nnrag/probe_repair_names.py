@@ -393,7 +393,8 @@ def equal_widths(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
 
 
 def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
-    """Repair: a bare ``assert ws != 1`` on a constructor argument sets a value that holds it."""
+    """Repair: a bare ``assert ws != 1`` on a constructor argument sets a value that holds it;
+    ``assert isinstance(depth, tuple)`` makes a scalar argument a pair."""
     if ctor.origin != "synthesized" or not isinstance(error, AssertionError):
         return None
     try:
@@ -405,6 +406,18 @@ def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
     test = statement.test
     sig, owner = init_signature(cls)
     params = sig.parameters if sig else {}
+    if (  # assert isinstance(depth, tuple): a scalar argument becomes a pair of that kind
+        isinstance(test, ast.Call)
+        and getattr(test.func, "id", "") == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+        and getattr(test.args[1], "id", "") in {"tuple", "list"}
+    ):
+        name, kind = test.args[0].id, getattr(test.args[1], "id", "")
+        value = ctor.kwargs.get(name)
+        if not isinstance(value, (int, float, str)) or name not in params:
+            return None
+        return _with(ctor, {name: (value, value) if kind == "tuple" else [value, value]})
     if isinstance(test, ast.Name) or (
         isinstance(test, ast.Compare)
         and isinstance(test.ops[0], ast.IsNot)

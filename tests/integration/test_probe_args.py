@@ -415,6 +415,30 @@ class MeasuredInt(nn.Module):
         return self.lin(x)
 
 
+class TupleDepth(nn.Module):
+    def __init__(self, dim: int, depth) -> None:
+        super().__init__()
+        assert isinstance(depth, tuple), "depth must be a tuple of per-stage depths"
+        self.layers = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(sum(depth))])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+SUM_MODE = "sum"
+MEAN_MODE = "mean"
+
+
+class ConstantChoice(nn.Module):
+    def __init__(self, mode: str, dim: int) -> None:
+        super().__init__()
+        assert mode in {SUM_MODE, MEAN_MODE}
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -596,3 +620,15 @@ def test_int_the_failing_line_measures_becomes_a_list(sandbox: Sandbox, blocks: 
     sigma = kwargs_of(sandbox, blocks, "MeasuredInt")["sigma"]
     assert isinstance(sigma, list)
     assert len(sigma) == 2
+
+
+def test_isinstance_tuple_assert_makes_a_pair(sandbox: Sandbox, blocks: Path) -> None:
+    depth = kwargs_of(sandbox, blocks, "TupleDepth")["depth"]
+    assert isinstance(depth, dict)
+    assert len(depth["__tuple__"]) == 2
+
+
+def test_string_argument_from_a_module_constant_it_is_compared_with(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    assert kwargs_of(sandbox, blocks, "ConstantChoice")["mode"] in {"sum", "mean"}
