@@ -166,7 +166,15 @@ def _preferred(options: list[Any]) -> Any:
             isinstance(option, type) and issubclass(option, enum.Enum)
         ):
             return option
-    return next((o for o in options if o in _SCALARS), options[0])
+    if all(o in _SCALARS or _is_sequence(o) for o in options):
+        return next((o for o in options if o in _SCALARS), options[0])
+    return options[0]
+
+
+def _is_sequence(annotation: Any) -> bool:
+    """``tuple``, ``list``, ``Sequence[int]``, ``Tuple[int, int]`` and the like."""
+    origin = typing.get_origin(annotation) or annotation
+    return origin in (tuple, list) or getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
 
 
 def init_signature(cls: Any) -> tuple[inspect.Signature | None, Any]:

@@ -439,6 +439,16 @@ class ConstantChoice(nn.Module):
         return self.lin(x)
 
 
+class ClassOrName(nn.Module):
+    def __init__(self, block: Union[Type[Small], str], dim: int) -> None:
+        super().__init__()
+        assert not isinstance(block, str), "a name needs a registry"
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class NeedsAttribute(nn.Module):
     def __init__(self, block: Type[nn.Module], dim: int) -> None:
         super().__init__()
@@ -632,3 +642,8 @@ def test_string_argument_from_a_module_constant_it_is_compared_with(
     sandbox: Sandbox, blocks: Path
 ) -> None:
     assert kwargs_of(sandbox, blocks, "ConstantChoice")["mode"] in {"sum", "mean"}
+
+
+def test_union_of_class_and_str_keeps_the_class(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "ClassOrName")
+    assert kwargs["block"] == {"__ref__": "nnrag_block:Small"}
