@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import heapq
 import itertools
 import weakref
@@ -53,6 +54,7 @@ class _Memo:
         default_factory=dict
     )
     components: dict[UnitKey, _Components] = field(default_factory=dict)
+    function_locals: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
 
 
 _MEMOS: weakref.WeakKeyDictionary[Index, _Memo] = weakref.WeakKeyDictionary()
@@ -284,15 +286,39 @@ class _Walk:
             wanted.extend(found)
         renames: dict[tuple[str, str], str] = {}
         taken = set(claims) | {name for _, name, _ in wanted}
+        shadowed = self._shadowed(order)
         for (module, name), local, identity in wanted:
             owner = claims.setdefault(local, identity)
-            if owner == identity:
+            if owner == identity and (module, name) not in shadowed:
                 continue
             new = _fresh(module, local, taken)
             taken.add(new)
             claims[new] = identity
             renames[(module, name)] = new
         return renames
+
+    def _shadowed(self, order: list[UnitKey]) -> set[tuple[str, str]]:
+        """Definitions a unit reads through a chain inside a function that binds their name.
+
+        ``use = backend.use`` in a method would become ``use = use`` (an unbound local) with
+        the flat name, so such a definition takes a fresh one.
+        """
+        shadowed: set[tuple[str, str]] = set()
+        for key in order:
+            references = _effect(self.units[key]).references
+            for (_, prefix), (home, name) in references:
+                if name and prefix != name and name in self._function_locals(key):
+                    shadowed.add((home, name))
+        return shadowed
+
+    def _function_locals(self, key: UnitKey) -> frozenset[str]:
+        found = self.memo.function_locals.get(key)
+        if found is None:
+            entry = self.units[key]
+            tree = self.scanner.tree(entry.info, entry.unit)
+            found = frozenset(_function_locals(tree) if tree is not None else ())
+            self.memo.function_locals[key] = found
+        return found
 
     def _same_objects(self, key: UnitKey, entry: _Included) -> dict[str, object]:
         """Names a conditional unit binds by importing an inlined definition of the same name
@@ -514,6 +540,25 @@ def _runs_at_load(dep: Unit, *, reader: Unit) -> bool:
     if dep.kind != "class":
         return False
     return reader.kind != "class" or any(_CREATION_HOOKS & set(c.methods) for c in dep.classes)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _function_locals(tree: ast.Module) -> Iterator[str]:
+    """Names bound inside the functions of ``tree`` (parameters, assignments, imports, defs)."""
+    for function in ast.walk(tree):
+        if not isinstance(function, _FUNCTIONS):
+            continue
+        yield from (a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg))
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                yield node.id
+            elif isinstance(node, ast.alias):
+                yield node.asname or node.name.split(".")[0]
+            elif isinstance(node, _DEFINITIONS) and node is not function:
+                yield node.name
 
 
 def _fresh(module: str, name: str, taken: set[str]) -> str:

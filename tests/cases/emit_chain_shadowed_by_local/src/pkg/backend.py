@@ -1,0 +1,1 @@
+use_segment_matmul = None
