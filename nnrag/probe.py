@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
@@ -35,6 +37,7 @@ from nnrag.probe_repair import (
 )
 from nnrag.probe_reshape import SHAPE_WORDS, repair
 from nnrag.probe_screen import MetaScreen
+from nnrag.probe_values import seed_cpu
 
 Send = Callable[[dict[str, Any]], None]
 MAX_ATTEMPTS = 40
@@ -127,6 +130,34 @@ def warm_up() -> None:
     nn.MultiheadAttention(4, 2, batch_first=True)(*(torch.randn(1, 3, 4),) * 3)
     with torch.device("meta"):  # the first meta op loads torch's meta kernels (seconds)
         F.gelu(nn.LayerNorm(4)(nn.Conv2d(3, 4, 3)(torch.randn(2, 3, 8, 8)).permute(0, 2, 3, 1)))
+    _probe_once()
+
+
+_WARM_BLOCK = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, in_features: int, out_features: int = 4) -> None:
+        super().__init__()
+        self.lin = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x)
+"""
+
+
+def _probe_once() -> None:
+    """Probe a small block in the parent, so that every forked child inherits warm caches
+    (compiled regular expressions, source lines, signatures) instead of filling its own."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "warm_block.py")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(_WARM_BLOCK)
+        request = {"path": path, "class_name": "Block", "depth": "backward", "timeout_s": 60}
+        Runner(request, lambda message: None, []).run()
+    sys.modules.pop("nnrag_block", None)
 
 
 def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
@@ -349,7 +380,7 @@ class Runner:
             if attempts >= MAX_ATTEMPTS or (time.monotonic() > self.deadline and built_any):
                 break
             attempts += 1
-            torch.manual_seed(self.seed)
+            seed_cpu(self.seed)
             try:
                 block = cls(*ctor.args, **ctor.kwargs)
             except (KeyboardInterrupt, SystemExit, MemoryError) as error:
@@ -609,5 +640,5 @@ def load(path: str) -> Any:
 
 def run_block(request: Mapping[str, Any], *, send: Send, violations: list[str]) -> None:
     """Entry point in the sandbox child."""
-    torch.manual_seed(int(request.get("seed", 0)))
+    seed_cpu(int(request.get("seed", 0)))
     Runner(request, send, violations).run()

@@ -16,6 +16,7 @@ from torch import nn
 from nnrag.probe_args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
 from nnrag.probe_graph import build_graph, graph_inputs, is_graph
 from nnrag.probe_reshape import repair  # noqa: F401  # re-exported: older callers import it here
+from nnrag.probe_values import seed_cpu
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
 
@@ -397,7 +398,7 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
 def build_inputs(
     args: list[Any], kwargs: dict[str, Any], seed: int
 ) -> tuple[list[Any], dict[str, Any]]:
-    torch.manual_seed(seed)
+    seed_cpu(seed)
 
     def build(value: Any) -> Any:
         if isinstance(value, dict) and ("zeros" in value or "graph" in value):
