@@ -449,6 +449,8 @@ class Runner:
                         continue
                 tried.append(key)
                 attempts += 1
+                # the last inputs tried stay in the recipe, so a failure can be reproduced too
+                self.recipe.update(inputs=args, input_kwargs=kwargs)
                 try:
                     out = self.forward(block, args, kwargs)
                 except (KeyboardInterrupt, SystemExit, MemoryError) as error:

@@ -301,3 +301,11 @@ def test_spawn_fallback_warns_once_and_still_validates(tmp_path: Path) -> None:
         server = box.pid
         assert server is not None
         assert settled_descendants(server) == []
+
+
+def test_a_forward_failure_keeps_the_inputs_it_tried(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The recipe of a failure names the constructor arguments and the last inputs tried."""
+    result = run(sandbox, tmp_path, forward_block("raise ValueError('wrong shape')"))
+    assert (result.failed_stage, result.category) == ("forward", "input-shape")
+    assert result.recipe is not None
+    assert result.recipe.inputs, result.recipe
