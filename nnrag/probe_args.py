@@ -114,6 +114,12 @@ class Ctor:
     placeholders: list[str] = field(default_factory=list)
     profile: Profile | None = None
 
+    def with_kwargs(self, changes: Mapping[str, object]) -> Ctor:
+        """This candidate with ``changes`` merged into its keyword arguments."""
+        return Ctor(
+            self.origin, self.args, {**self.kwargs, **changes}, self.placeholders, self.profile
+        )
+
 
 def type_hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
     try:

@@ -56,9 +56,7 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         }
     if not plural:
         return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **plural}, ctor.placeholders, ctor.profile
-    )
+    return ctor.with_kwargs(plural)
 
 
 _LAYER_NAMES = re.compile(r"(norm|act|conv)\w*(layer|_fn|_cls)$|^(norm|act|conv)$")
@@ -116,13 +114,7 @@ def match_residual(ctor: Ctor, messages: list[str]) -> Ctor | None:
                 continue
             if _IN_NAMES.search(name.lower()):
                 other = b if value == a else a
-                return Ctor(
-                    "synthesized",
-                    ctor.args,
-                    {**ctor.kwargs, name: other},
-                    ctor.placeholders,
-                    ctor.profile,
-                )
+                return ctor.with_kwargs({name: other})
     return None
 
 
@@ -162,9 +154,7 @@ def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         longer[name] = tuple(items) if isinstance(value, tuple) else items
     if not longer:
         return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **longer}, ctor.placeholders, ctor.profile
-    )
+    return ctor.with_kwargs(longer)
 
 
 _SIZE_NAMES = re.compile(
@@ -185,9 +175,7 @@ def fill_none_sizes(ctor: Ctor, cls: type) -> Ctor | None:
     }
     if not filled:
         return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **filled}, ctor.placeholders, ctor.profile
-    )
+    return ctor.with_kwargs(filled)
 
 
 _DIVISIBLE = re.compile(
@@ -224,9 +212,7 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
     }
     if not scaled:
         return None
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **scaled}, ctor.placeholders, ctor.profile
-    )
+    return ctor.with_kwargs(scaled)
 
 
 __all__ = [
