@@ -182,12 +182,11 @@ class BindingWalker:
     # ------------------------------------------------------------------ names
 
     def _emit(self, chain: str, call: int) -> None:
-        if call == _ANNOTATION:
-            self.annotation_reads.add(chain)
-        else:
-            self._evaluated_calls.add(chain) if call else self.load.add(chain)
-        if call:
-            self.calls.add(chain)
+        if call == _LOAD:
+            self.load.add(chain)
+            return
+        self.calls.add(chain)
+        (self.annotation_reads if call == _ANNOTATION else self._evaluated_calls).add(chain)
 
     def _escalate(self, scope: _Scope | None, item: _Item) -> None:
         """Hand an unresolved read to the enclosing scope (class scopes are not visible)."""

@@ -90,6 +90,7 @@ class UnitScanner:
         self._by_attr: dict[str, list[tuple[ModuleInfo, ImportBinding]]] | None = None
         self._uses: dict[UnitKey, tuple[Use, ...]] = {}
         self._summaries: dict[UnitKey, Summary] = {}
+        self._mutators: dict[UnitKey, tuple[Unit, ...]] = {}
         self.reach: dict[UnitKey, frozenset[UnitKey]] = {}
         """Per unit: every unit its functions may run (see ``_CallClosure``)."""
         self._positions: dict[tuple[UnitKey, str], tuple[int, int]] = {}
@@ -165,6 +166,13 @@ class UnitScanner:
         """
         if unit.kind != "assign" or not unit.binds:
             return ()
+        key = (info.source, info.module, unit.index)
+        cached = self._mutators.get(key)
+        if cached is None:
+            cached = self._mutators[key] = self._find_mutators(info, unit)
+        return cached
+
+    def _find_mutators(self, info: ModuleInfo, unit: Unit) -> tuple[Unit, ...]:
         tree = self.tree(info, unit)
         if tree is None or not any(
             isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -199,12 +198,6 @@ class Net(nn.Module):
     def forward(self, x):
         return self.odd(self.stem(x).mean((2, 3)))
 '''
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox() as box:
-        yield box
 
 
 @pytest.fixture(scope="module")

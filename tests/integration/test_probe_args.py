@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -457,12 +456,6 @@ class NeedsAttribute(nn.Module):
     def forward(self, x):
         return self.lin(x)
 """
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox() as box:
-        yield box
 
 
 @pytest.fixture(scope="module")
