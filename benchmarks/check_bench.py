@@ -45,9 +45,9 @@ RESULTS = HERE / "results"
 
 
 def vendor_blocks(count: int) -> list[Path]:
-    from nnrag.discover import discover_blocks
-    from nnrag.extract import extract
-    from nnrag.index import index_tree
+    from nnrag.extract.block import extract
+    from nnrag.index.build import index_tree
+    from nnrag.index.discover import discover_blocks
 
     index = index_tree(TIMM, source="timm")
     blocks = discover_blocks(index)
@@ -208,7 +208,7 @@ def main() -> None:
         [sys.executable, "-c", probe, "check", "--no-cache", *map(str, files)]
     )
 
-    from nnrag.check_run import check_files
+    from nnrag.check.files import check_files
 
     started, cpu_started = time.perf_counter(), time.process_time()
     checked = check_files(files)

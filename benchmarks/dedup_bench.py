@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from nnrag.dedup import (
+from nnrag.index.discover import discover_blocks
+from nnrag.retrieve.dedup import (
     LEVELS,
     DedupParams,
     DedupReport,
@@ -30,7 +31,6 @@ from nnrag.dedup import (
     dedup_summary,
     resolved_closure_code,
 )
-from nnrag.discover import discover_blocks
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -27,9 +27,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from nnrag.discover import Discovery, discover_blocks
-from nnrag.index import index_tree
-from nnrag.resolve import resolve
+from nnrag.extract.resolve import resolve
+from nnrag.index.build import index_tree
+from nnrag.index.discover import Discovery, discover_blocks
 
 HERE = Path(__file__).resolve().parent
 CORPORA = Path("/work/corpora/src")
@@ -190,7 +190,7 @@ def write_markdown(
     lines = [
         "# Discovery benchmark",
         "",
-        "Static discovery (`nnrag.discover`, no torch import) vs a runtime ground truth",
+        "Static discovery (`nnrag.index.discover`, no torch import) vs a runtime ground truth",
         "(child process imports every indexed module; top-level nn.Module subclasses defined",
         "there, not abstract, overriding forward).",
         "Command: `python benchmarks/discovery_bench.py`.",

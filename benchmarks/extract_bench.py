@@ -15,7 +15,7 @@ Phases:
    working directory, corpora off ``sys.path``; the source packages verified not importable);
 3. equivalence (torch-geometric): the original class (installed with
    ``pip install --target`` into a folder only that subprocess sees) and the extracted
-   class are built with the recipe nnrag.probe finds for the extracted file, from the same
+   class are built with the recipe the probe finds for the extracted file, from the same
    seed: identical state_dict keys, shapes and values, identical forward outputs (instances
    of a source class such as ``SelectOutput`` compared field by field, since the extracted
    file defines its own copy of the class). The original runs twice; if it disagrees with
@@ -61,10 +61,10 @@ PYG_TARGET = Path(tempfile.gettempdir()) / "nnrag-bench-pyg"
 
 def emit_run(corpora: list[str], cache: Path, out: Path, limit: int | None) -> dict[str, object]:
     """Index from a clean cache, extract every block, write files; runs in its own process."""
-    from nnrag.checks import check_code
+    from nnrag.check.static import check_code
     from nnrag.config import load_settings
     from nnrag.errors import NnragError
-    from nnrag.extract import write_block
+    from nnrag.extract.block import write_block
     from nnrag.workspace import Workspace
 
     repos = cache / "repos.json"
@@ -79,7 +79,7 @@ def emit_run(corpora: list[str], cache: Path, out: Path, limit: int | None) -> d
     index = workspace.index()
     blocks = workspace.blocks()
     index_s = time.perf_counter() - started
-    from nnrag.extract import extract
+    from nnrag.extract.block import extract
 
     rows = []
     if limit is not None:  # an even sample of each corpus (sorted ids cluster by package)
@@ -135,7 +135,7 @@ def first_run(corpora: list[str], cache: Path, block_id: str) -> dict[str, objec
     """One extraction in this fresh process from the warm index in ``cache``."""
     started = time.perf_counter()
     from nnrag.config import load_settings
-    from nnrag.extract import extract
+    from nnrag.extract.block import extract
     from nnrag.workspace import Workspace
 
     imported = time.perf_counter()
@@ -263,7 +263,7 @@ EQUIVALENCE_WORKER = textwrap.dedent(
     out = open(sys.argv[2], "a")
     start = int(sys.argv[3])
     import torch
-    from nnrag.probe import build_inputs, decode, run_block
+    from nnrag.validate.probe.runner import build_inputs, decode, run_block
 
     def same(a, b):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):

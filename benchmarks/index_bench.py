@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from nnrag.config import load_settings
-from nnrag.index import build_index, decode_source, load_index
-from nnrag.scan import scan_tree
+from nnrag.index.build import build_index, decode_source, load_index
+from nnrag.sources.scan import scan_tree
 
 CORPORA = {
     "timm": ("timm==1.0.31", Path("/work/corpora/src/timm-1.0.31"), "timm"),
@@ -99,7 +99,7 @@ def main() -> int:
 
         cold = build_index(settings)
         index = load_index(settings)
-        from nnrag.discover import discover_blocks
+        from nnrag.index.discover import discover_blocks
 
         blocks = discover_blocks(index)
         for name, row in per_corpus.items():

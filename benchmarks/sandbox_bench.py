@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nnrag.sandbox import Sandbox
+from nnrag.validate.sandbox import Sandbox
 
 RESULTS = Path(__file__).parent / "results"
 TRIVIAL = """

@@ -23,9 +23,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from nnrag.discover import discover_blocks
-from nnrag.index import Index, index_tree
-from nnrag.search import SearchIndex, search_path
+from nnrag.index.build import Index, index_tree
+from nnrag.index.discover import discover_blocks
+from nnrag.retrieve.search import SearchIndex, search_path
 
 HERE = Path(__file__).resolve().parent
 CORPORA = Path("/work/corpora/src")

@@ -1,4 +1,4 @@
-"""Time nnrag.units.analyze_module against ast.parse + symtable.symtable; check it on corpora.
+"""Time nnrag.index.units.analyze_module against ast.parse + symtable.symtable; check it on corpora.
 
 Run: ``nice python benchmarks/units_speed.py`` (writes ``benchmarks/results/units_speed.*``).
 
@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from nnrag.index.units import analyze_module, module_name_for
 from nnrag.model import FileProblem, ModuleInfo
-from nnrag.units import analyze_module, module_name_for
 
 CORPORA = Path("/work/corpora/src")
 SPEED = CORPORA / "timm-1.0.31"

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from nnrag.config import load_settings
-from nnrag.discover import discover_blocks
-from nnrag.extract import extract, write_block
-from nnrag.index import Index, build_index, index_tree, load_index
+from nnrag.extract.block import extract, write_block
+from nnrag.index.build import Index, build_index, index_tree, load_index
+from nnrag.index.discover import discover_blocks
 from nnrag.model import STAGES, BlockRef, Stage, ValidationResult, stage_index
-from nnrag.sandbox import Sandbox
-from nnrag.validate import run_validation
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
 
 CORPORA = {
     "timm": Path("/work/corpora/src/timm-1.0.31"),
@@ -91,7 +91,7 @@ def run_corpus(
             files[block.id] = (block, None, f"internal-error: {error!r}"[:300])
             continue
         path = write_block(extracted, out, filename=f"{block.module}.{block.name}.py")
-        # As in the product (nnrag.validate): only blocking problems stop a block at `closed`.
+        # As in the product (validate.stages): only blocking problems stop a block at `closed`.
         blocking = extracted.blocking_problems
         problem = str(blocking[0]) if blocking else ""
         files[block.id] = (block, path, problem)

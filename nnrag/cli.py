@@ -100,8 +100,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     import fnmatch
     import json
 
-    from nnrag.categorize import BLOCK_CATEGORIES
     from nnrag.config import load_settings
+    from nnrag.retrieve.categorize import BLOCK_CATEGORIES
     from nnrag.workspace import Workspace
 
     if args.category is not None and args.category not in BLOCK_CATEGORIES:
@@ -156,7 +156,7 @@ def _extract_files(args: argparse.Namespace) -> int:
 
     from nnrag.config import load_settings
     from nnrag.errors import BlockNotFoundError, ExtractionError, InternalError
-    from nnrag.extract import spec_path, write_block
+    from nnrag.extract.block import spec_path, write_block
     from nnrag.model import BlockRef
     from nnrag.workspace import Workspace
 
@@ -247,7 +247,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     from nnrag.config import load_settings
     from nnrag.errors import ConfigError
-    from nnrag.results import result_to_dict
+    from nnrag.validate.results import result_to_dict
     from nnrag.workspace import Workspace
 
     settings = load_settings(
@@ -323,7 +323,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from nnrag.config import load_settings
-    from nnrag.search import search
+    from nnrag.retrieve.search import search
     from nnrag.workspace import Workspace
 
     workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
@@ -355,7 +355,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     import json
 
     from nnrag.config import load_settings
-    from nnrag.dedup import DedupParams, dedup_json, dedup_workspace, format_report
+    from nnrag.retrieve.dedup import DedupParams, dedup_json, dedup_workspace, format_report
     from nnrag.workspace import Workspace
 
     if not 0.0 < args.threshold <= 1.0:
@@ -384,9 +384,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from nnrag.check_cache import CheckCache
-    from nnrag.check_run import check_files
-    from nnrag.checks import import_findings
+    from nnrag.check.cache import CheckCache
+    from nnrag.check.files import check_files
+    from nnrag.check.static import import_findings
 
     cache: CheckCache | None = None
     if not args.no_cache:

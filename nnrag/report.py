@@ -19,7 +19,7 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
           ...                                      # failed: stopped at exactly this stage
         },
         "categories": {"unresolved-name": 40, ...},   # failure categories, most frequent first
-        "block_categories": {                # what the blocks are (nnrag.categorize), by name
+        "block_categories": {                # what the blocks are (retrieve.categorize), by name
           "attention": {"blocks": 120, "passed": 101}, ...   # blocks of unknown category: absent
         },
         "sources": {"timm": {...the same keys as summary, without "sources"...}, ...}
@@ -37,7 +37,7 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
          "block_category": "normalization" | null},   # the block's own category
         ...
       ],
-      "dedup": {                             # only with --nnrag-dedup (nnrag.dedup.dedup_summary)
+      "dedup": {                             # only with --nnrag-dedup (retrieve.dedup)
         "params": {"lexical_threshold": 0.9, "structural_threshold": 0.9, ...},
         "class": {"blocks": 934, "skipped": 0, "seconds": 7.2,   # the target classes alone
                   "exact": {"unique": 880, "unique_fraction": 0.9422, "merges": 54,
@@ -182,7 +182,7 @@ def build_report(
 
     A block validated more than once (e.g. re-run by ``--lf``) counts once: its last result.
     ``block_categories`` maps block ids to their category; ``dedup`` (a
-    :func:`nnrag.dedup.dedup_summary`) is added under ``"dedup"`` when given.
+    :func:`nnrag.retrieve.dedup.dedup_summary`) is added under ``"dedup"`` when given.
     """
     latest = {result.block_id: result for result in results}
     kinds = block_categories or {}

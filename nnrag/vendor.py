@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from nnrag.checks import definition_digests
+from nnrag.blockfile.header import body_digest, parse_header, split_header
+from nnrag.check.static import definition_digests
 from nnrag.errors import ConfigError, NnragError
-from nnrag.header import body_digest, parse_header, split_header
 from nnrag.model import Extracted, Problem, Settings, SourceSpec
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ def _edited_reason(path: Path, text: str, recorded: str | None) -> str | None:
 def _write_block(
     extracted: Extracted, folder: Path, stem: str, *, category: str | None = None
 ) -> tuple[Path, Path]:
-    from nnrag.spec import block_spec
+    from nnrag.blockfile.spec import block_spec
 
     path = folder / f"{stem}.py"
     spec = folder / f"{stem}.spec.json"

@@ -8,54 +8,29 @@ from pathlib import Path
 
 _PACKAGE = Path(__file__).parent
 
-ANALYSIS_MODULES = ("units", "bindings", "model")
-"""Modules whose code decides what the index stores for a file."""
+ANALYSIS_CODE = ("index/units.py", "pyscope", "model.py")
+"""Code that decides what the index stores for a file."""
 
-EXTRACTION_MODULES = (
-    *ANALYSIS_MODULES,
-    "discover",
-    "symbols",
-    "needs",
-    "effects",
-    "resolve",
-    "namespaces",
-    "rewrite",
-    "emit_cache",
-    "emit",
-    "header",
-    "extract",
-)
-"""Modules whose code decides the emitted block file."""
+EXTRACTION_CODE = (*ANALYSIS_CODE, "index", "extract", "blockfile")
+"""Code that decides the emitted block file."""
 
-VALIDATION_MODULES = (
-    "checks",
-    "check_compile",
-    "scoping",
-    "validate",
-    "sandbox",
-    "lockdown",
-    "probe",
-    "probe_args",
-    "probe_inputs",
-    "probe_graph",
-    "probe_repair",
-    "probe_repair_names",
-    "probe_screen",
-    "probe_reshape",
-    "probe_values",
-)
-"""Modules whose code decides a validation verdict."""
+VALIDATION_CODE = ("check", "pyscope", "validate")
+"""Code that decides a validation verdict (``validate`` includes the probe)."""
 
 
 @functools.cache
-def code_fingerprint(*modules: str) -> str:
-    """SHA-1 over the source of the named ``nnrag`` modules (missing ones count as empty).
+def code_fingerprint(*parts: str) -> str:
+    """SHA-1 over the source of the named parts of ``nnrag``: modules or whole subpackages.
 
-    Computed once per process, so one run sees one version even while files are edited.
+    A subpackage counts with every ``.py`` file under it, so a new or renamed module
+    changes the fingerprint. Computed once per process, so one run sees one version even
+    while files are edited.
     """
     digest = hashlib.sha1(usedforsecurity=False)
-    for name in modules:
-        file = _PACKAGE / f"{name}.py"
-        digest.update(name.encode() + b"\0")
-        digest.update(file.read_bytes() if file.exists() else b"")
+    for part in parts:
+        path = _PACKAGE / part
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            digest.update(file.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes() if file.exists() else b"")
     return digest.hexdigest()

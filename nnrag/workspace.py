@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nnrag.index import Index
+    from nnrag.index.build import Index
     from nnrag.model import (
         BlockHints,
         BlockRef,
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
         Stage,
         ValidationResult,
     )
-    from nnrag.results import ResultCache
-    from nnrag.sandbox import Sandbox
+    from nnrag.validate.results import ResultCache
+    from nnrag.validate.sandbox import Sandbox
 
 
 class Workspace:
@@ -39,7 +39,7 @@ class Workspace:
 
     def build(self, *, progress: bool = False) -> IndexStats:
         """Materialize every source and bring the index up to date (under the cache lock)."""
-        from nnrag.index import build_and_load
+        from nnrag.index.build import build_and_load
 
         stats, self._index = build_and_load(self.settings, progress=progress)
         self._blocks = None
@@ -49,7 +49,7 @@ class Workspace:
     def index(self) -> Index:
         """The up-to-date index, built on first use, loaded once per process."""
         if self._index is None:
-            from nnrag.index import build_and_load, load_index
+            from nnrag.index.build import build_and_load, load_index
 
             if not self._built:
                 _, self._index = build_and_load(self.settings)
@@ -62,7 +62,7 @@ class Workspace:
     def blocks(self) -> tuple[BlockRef, ...]:
         """Every discovered block in scope (include/exclude applied), sorted by id."""
         if self._blocks is None:
-            from nnrag.discover import discover_blocks, in_scope
+            from nnrag.index.discover import discover_blocks, in_scope
 
             index = self.index()
             specs = {spec.name: spec for spec in self.settings.sources}
@@ -77,20 +77,20 @@ class Workspace:
 
     def find(self, query: str) -> BlockRef:
         """A block by id (``source:module:Class``) or unambiguous bare class name."""
-        from nnrag.discover import find_block
+        from nnrag.index.discover import find_block
 
         return find_block(self.blocks(), query)
 
     # -- categories (owner: search) -------------------------------------------------------------
 
     def category(self, block: BlockRef) -> str:
-        """The block's primary category (:func:`nnrag.categorize.category_of`), memoized.
+        """The block's primary category (:func:`nnrag.retrieve.categorize.category_of`), memoized.
 
         Categories already in the search database (``nnrag search``) are reused when their
         module is unchanged; the others come from the per-module category files of the
         cache, or are computed once and stored there.
         """
-        from nnrag import search
+        from nnrag.retrieve import search
 
         memo = self._categories
         if memo is None:
@@ -99,7 +99,7 @@ class Workspace:
             )
         found = memo.get(block.id)
         if found is None:
-            from nnrag.categorize import category_of
+            from nnrag.retrieve.categorize import category_of
 
             index = self.index()
             info = index.module(block.module, prefer=block.source)
@@ -119,7 +119,7 @@ class Workspace:
 
     def extract(self, query: str | BlockRef) -> Extracted:
         """Resolve and emit one block (memoized per process)."""
-        from nnrag.extract import extract
+        from nnrag.extract.block import extract
 
         block = self.find(query) if isinstance(query, str) else query
         found = self._extracted.get(block.id)
@@ -131,9 +131,9 @@ class Workspace:
         """Identifies everything an extraction depends on: every source's revision and scope,
         and nnrag's extraction code. Equal states give byte-identical block files."""
         if self._extraction_state is None:
-            from nnrag.versions import EXTRACTION_MODULES, code_fingerprint
+            from nnrag.versions import EXTRACTION_CODE, code_fingerprint
 
-            digest = hashlib.sha256(code_fingerprint(*EXTRACTION_MODULES).encode())
+            digest = hashlib.sha256(code_fingerprint(*EXTRACTION_CODE).encode())
             for name, checkout in sorted(self.index().checkouts.items()):
                 scope = "\0".join(checkout.spec.paths)
                 digest.update(f"{name}\0{checkout.revision}\0{scope}\n".encode())
@@ -145,7 +145,7 @@ class Workspace:
 
         The file is ``<cache>/blocks/<source>/<module>/<Class>.py``.
         """
-        from nnrag.extract import write_block
+        from nnrag.extract.block import write_block
 
         block = extracted.block
         folder = self.settings.cache_dir / "blocks" / block.source / block.module
@@ -158,7 +158,7 @@ class Workspace:
         if self._sandbox is None:
             import atexit
 
-            from nnrag.sandbox import Sandbox
+            from nnrag.validate.sandbox import Sandbox
 
             self._sandbox = Sandbox()
             atexit.register(self._sandbox.close)
@@ -167,7 +167,7 @@ class Workspace:
     def results(self) -> ResultCache:
         """The result cache, ``<cache>/results.sqlite``."""
         if self._results is None:
-            from nnrag.results import ResultCache
+            from nnrag.validate.results import ResultCache
 
             self._results = ResultCache(self.settings.cache_dir / "results.sqlite")
         return self._results
@@ -192,6 +192,6 @@ class Workspace:
 
         ``hints`` (e.g. from the ``pytest_nnrag_block_inputs`` hook) win over config hints.
         """
-        from nnrag.validate import validate_block
+        from nnrag.validate.stages import validate_block
 
         return validate_block(self, query, depth=depth, hints=hints)

@@ -10,7 +10,7 @@ import pytest
 from pytest_nnrag.state import require_state
 
 if TYPE_CHECKING:
-    from nnrag.index import Index
+    from nnrag.index.build import Index
     from nnrag.model import BlockHints, BlockRef, Extracted, Stage, ValidationResult
     from nnrag.workspace import Workspace
 
@@ -26,7 +26,7 @@ def nnrag_workspace(pytestconfig: pytest.Config) -> Workspace:
 
 @pytest.fixture(scope="session")
 def nnrag_index(nnrag_workspace: Workspace) -> Index:
-    """The up-to-date, read-only :class:`nnrag.index.Index` of the configured sources."""
+    """The up-to-date, read-only :class:`nnrag.index.build.Index` of the configured sources."""
     return nnrag_workspace.index()
 
 

@@ -8,7 +8,7 @@ Reusable pieces (``pytest_nnrag.vendored`` builds on them):
   and prints :func:`format_result` instead of a traceback.
 - :class:`ProblemItem`: an item that always fails with a fixed message (a source that
   could not be materialized, files that did not parse), so nothing is silent.
-- Results cross xdist as :func:`nnrag.results.result_to_dict` JSON.
+- Results cross xdist as :func:`nnrag.validate.results.result_to_dict` JSON.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 RESULT_KEY = pytest.StashKey[ValidationResult]()
 REPORT_ATTR = "nnrag"
-"""Name of the TestReport attribute carrying :func:`nnrag.results.result_to_dict` JSON."""
+"""Name of the TestReport attribute carrying :func:`nnrag.validate.results.result_to_dict` JSON."""
 HINT_KEYS = frozenset({"args", "kwargs", "inputs", "input_kwargs"})
 
 

@@ -266,7 +266,7 @@ class NnragSession:
             item.user_properties.append(("nnrag_block_category", category))
         report = yield
         if call.when == "call":
-            from nnrag.results import result_to_dict
+            from nnrag.validate.results import result_to_dict
             from pytest_nnrag.items import REPORT_ATTR, RESULT_KEY, ProblemItem
 
             result = item.stash.get(RESULT_KEY, None)
@@ -278,7 +278,7 @@ class NnragSession:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from nnrag.results import result_from_dict
+        from nnrag.validate.results import result_from_dict
         from pytest_nnrag.items import REPORT_ATTR
 
         data = getattr(report, REPORT_ATTR, None)
@@ -326,8 +326,8 @@ class NnragSession:
 
     def _dedup(self) -> dict[str, Any]:
         """De-duplication figures of every block in scope (``--nnrag-dedup``; controller only)."""
-        from nnrag.dedup import dedup_summary, dedup_workspace
         from nnrag.errors import NnragError
+        from nnrag.retrieve.dedup import dedup_summary, dedup_workspace
 
         try:
             return dedup_summary(dedup_workspace(self.state.workspace))

@@ -166,7 +166,7 @@ def _node_id(path: Path, rootpath: Path) -> str:
 
 def static_result(path: Path, *, block_id: str, depth: Stage) -> ValidationResult:
     """The parse/compile/closed/header part of validation, as a result (no sandbox)."""
-    from nnrag.check_run import check_file
+    from nnrag.check.files import check_file
     from nnrag.model import STAGES, ValidationResult, stage_index
 
     findings = check_file(path)
@@ -201,7 +201,7 @@ class VendoredFolder(pytest.Collector):
         self.timeout_s = timeout_s
 
     def collect(self) -> list[pytest.Item]:
-        from nnrag.header import parse_header
+        from nnrag.blockfile.header import parse_header
         from nnrag.vendor import read_manifest
 
         folder = self.path
@@ -252,7 +252,7 @@ def _item_class() -> type[ResultItem]:
             self.add_marker("nnrag")
 
         def validate(self) -> ValidationResult:
-            from nnrag.header import parse_header
+            from nnrag.blockfile.header import parse_header
             from nnrag.model import stage_index
 
             result = static_result(self.path, block_id=self.block_id, depth=self.depth)
@@ -260,7 +260,7 @@ def _item_class() -> type[ResultItem]:
                 return result
             if stage_index(self.depth) <= stage_index("closed"):
                 return result
-            from nnrag.validate import validate_file
+            from nnrag.validate.stages import validate_file
 
             header = parse_header(self.path.read_text(encoding="utf-8"))
             class_name = self.block_id.rsplit(":", 1)[-1]

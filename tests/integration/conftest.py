@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nnrag.sandbox import Sandbox
+from nnrag.validate.sandbox import Sandbox
 
 
 @pytest.fixture(scope="module")

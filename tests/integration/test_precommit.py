@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.header import body_digest, render_header
+from nnrag.blockfile.header import body_digest, render_header
 
 pytestmark = pytest.mark.integration
 

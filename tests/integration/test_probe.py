@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nnrag.model import BlockHints, ValidationResult
-from nnrag.sandbox import Sandbox
-from nnrag.validate import run_validation
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
 
 pytestmark = pytest.mark.integration
 
@@ -338,7 +338,7 @@ def test_composite_block_harvests_and_replays(sandbox: Sandbox, blocks: Path) ->
 
 
 def test_import_errors_are_missing_externals_at_every_stage() -> None:
-    from nnrag.probe import classify
+    from nnrag.validate.probe.runner import classify
 
     lazy = ImportError("'radius_graph' requires 'pyg-lib>=0.6.0'")
     assert classify(lazy, "forward", []) == "missing-external"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nnrag.model import ValidationResult
-from nnrag.sandbox import Sandbox
-from nnrag.validate import run_validation
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
 
 pytestmark = pytest.mark.integration
 

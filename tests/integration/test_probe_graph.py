@@ -9,16 +9,16 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.probe import Runner  # noqa: E402
-from nnrag.probe_args import PROFILES, Ctor, tensor_spec  # noqa: E402
-from nnrag.probe_graph import (  # noqa: E402
+from nnrag.validate.probe.args import PROFILES, Ctor, tensor_spec  # noqa: E402
+from nnrag.validate.probe.graph import (  # noqa: E402
     GraphBatch,
     build_graph,
     called_class,
     graph_repair,
     is_graph,
 )
-from nnrag.probe_inputs import build_inputs, first_layer, forward_params, input_candidates  # noqa: E402
+from nnrag.validate.probe.inputs import build_inputs, first_layer, forward_params, input_candidates  # noqa: E402
+from nnrag.validate.probe.runner import Runner  # noqa: E402
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]
@@ -30,7 +30,7 @@ def candidates(module: Any, **ctor: object) -> list[tuple[list[Any], dict[str, A
 
 def runs(module: Any, **ctor: object) -> tuple[list[Any], dict[str, Any]] | None:
     """The first candidate that runs (after graph repairs), like the sandbox child does."""
-    from nnrag.probe_inputs import repair
+    from nnrag.validate.probe.inputs import repair
 
     queue = candidates(module, **ctor)
     for _ in range(20):

@@ -11,16 +11,16 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.probe import Runner  # noqa: E402
-from nnrag.probe_args import PROFILES, tensor_spec  # noqa: E402
-from nnrag.probe_inputs import (  # noqa: E402
+from nnrag.validate.probe.args import PROFILES, tensor_spec  # noqa: E402
+from nnrag.validate.probe.inputs import (  # noqa: E402
     dict_keys,
     fill_inputs,
     forward_params,
     input_candidates,
 )
-from nnrag.probe_reshape import repair, token_count  # noqa: E402
-from nnrag.probe_screen import MetaScreen  # noqa: E402
+from nnrag.validate.probe.reshape import repair, token_count  # noqa: E402
+from nnrag.validate.probe.runner import Runner  # noqa: E402
+from nnrag.validate.probe.screen import MetaScreen  # noqa: E402
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]

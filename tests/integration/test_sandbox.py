@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from nnrag.model import ValidationResult
-from nnrag.sandbox import Sandbox
-from nnrag.validate import validate_file
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import validate_file
 
 pytestmark = pytest.mark.integration
 

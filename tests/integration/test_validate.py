@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nnrag.model import Stage, ValidationResult
-from nnrag.sandbox import Sandbox
-from nnrag.validate import validate_file
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import validate_file
 from nnrag.workspace import Workspace
 
 pytestmark = pytest.mark.integration
@@ -167,7 +167,7 @@ class FakeWorkspace:
 
 
 def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None:
-    from nnrag.validate import validate_block
+    from nnrag.validate.stages import validate_block
 
     workspace = FakeWorkspace(tmp_path, block())
     try:
@@ -186,7 +186,7 @@ def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None
 
 def test_workspace_uses_config_hints(tmp_path: Path) -> None:
     from nnrag.model import BlockHints, SourceSpec
-    from nnrag.validate import validate_block
+    from nnrag.validate.stages import validate_block
 
     code = IMPORTS + textwrap.dedent(
         """

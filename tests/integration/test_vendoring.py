@@ -184,10 +184,10 @@ KORNIA = Path("/work/corpora/src/kornia-0.9.0")
 @pytest.mark.skipif(not KORNIA.is_dir(), reason="the kornia corpus is not unpacked here")
 def test_closed_real_extractions_pass_the_static_check() -> None:
     """emit and checks agree: a block that closes has no finding (a sample of kornia's)."""
-    from nnrag.checks import check_code
-    from nnrag.discover import discover_blocks
-    from nnrag.extract import extract
-    from nnrag.index import index_tree
+    from nnrag.check.static import check_code
+    from nnrag.extract.block import extract
+    from nnrag.index.build import index_tree
+    from nnrag.index.discover import discover_blocks
 
     index = index_tree(KORNIA, source="kornia")
     blocks = discover_blocks(index)

@@ -9,7 +9,7 @@ from pathlib import Path
 import datasketch  # noqa: F401  # loaded once here: inline runs cannot re-import numpy
 import pytest
 
-import nnrag.dedup  # noqa: F401  # same reason: numpy's C module loads once per process
+import nnrag.retrieve.dedup  # noqa: F401  # same reason: numpy's C module loads once per process
 
 Cli = Callable[..., list[str]]
 

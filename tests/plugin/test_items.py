@@ -10,7 +10,7 @@ import pytest
 
 from nnrag.errors import ConfigError, ExtractionError
 from nnrag.model import Recipe, ValidationResult
-from nnrag.results import result_from_dict, result_to_dict
+from nnrag.validate.results import result_from_dict, result_to_dict
 from pytest_nnrag.items import (
     BlockFailure,
     error_result,

@@ -145,7 +145,7 @@ def test_outcomes_and_failure_text(pytester: pytest.Pytester, project: Path, cli
     )
     output = result.stdout.str()
     assert "Traceback" not in output
-    assert "nnrag/validate.py" not in output
+    assert "nnrag/validate/stages.py" not in output
     result.stdout.fnmatch_lines(["*= nnrag summary =*", "nnrag: 2/3 blocks reached closed*"])
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.header import body_digest, render_header
+from nnrag.blockfile.header import body_digest, render_header
 from nnrag.vendor import ManifestEntry, write_manifest
 
 GOOD = textwrap.dedent(

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.extract import extract
-from nnrag.index import Index, index_tree
+from nnrag.extract.block import extract
+from nnrag.index.build import Index, index_tree
 from nnrag.model import BlockRef, Extracted
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
@@ -32,7 +32,7 @@ def load_case(name: str) -> dict[str, object]:
 def target_block(index: Index, target: str) -> BlockRef:
     """The block ``pkg.mod:Class`` of source ``src`` (discovered, else built from the index)."""
     module, name = target.split(":")
-    from nnrag.discover import discover_blocks
+    from nnrag.index.discover import discover_blocks
 
     for block in discover_blocks(index):
         if (block.module, block.name) == (module, name):
@@ -88,7 +88,7 @@ def test_emitted_file_compiles_and_checks_clean(name: str) -> None:
     extracted = run_case(name)
     compile(extracted.code, f"{name}.py", "exec", dont_inherit=True)
     if extracted.closed:
-        checks = pytest.importorskip("nnrag.checks")
+        checks = pytest.importorskip("nnrag.check.static")
         findings = checks.check_code(extracted.code, filename=f"{name}.py")
         assert not findings, [f.format(name) for f in findings]
 

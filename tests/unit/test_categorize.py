@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.categorize import BLOCK_CATEGORIES, categorize, class_features
+from nnrag.retrieve.categorize import BLOCK_CATEGORIES, categorize, class_features
 
 CORPORA = Path("/work/corpora/src")
 ROOTS = {
@@ -278,7 +278,7 @@ def _one(code: str, module: str = "pkg.layers") -> str:
 
 
 def test_split_identifier() -> None:
-    from nnrag.categorize import split_identifier
+    from nnrag.retrieve.categorize import split_identifier
 
     assert split_identifier("SSDLiteHead") == ("ssd", "lite", "head")
     assert split_identifier("conv_bn_act") == ("conv", "bn", "act")

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.check_cache import CheckCache
-from nnrag.check_run import check_file, check_files
-from nnrag.checks import (
+from nnrag.blockfile.header import body_digest, render_header
+from nnrag.check.cache import CheckCache
+from nnrag.check.files import check_file, check_files
+from nnrag.check.static import (
     CODES,
     check_code,
     declared_imports,
     definition_digests,
     pristine_findings,
 )
-from nnrag.header import body_digest, render_header
 from nnrag.model import CATEGORIES, STAGES
 
 SWHID = "swh:1:cnt:" + "0" * 40
@@ -115,9 +115,9 @@ def test_clean_file_has_no_findings() -> None:
 
 
 def test_real_extraction_is_clean(tmp_path: Path) -> None:
-    from nnrag.discover import discover_blocks
-    from nnrag.extract import extract
-    from nnrag.index import index_tree
+    from nnrag.extract.block import extract
+    from nnrag.index.build import index_tree
+    from nnrag.index.discover import discover_blocks
 
     package = tmp_path / "pkg"
     package.mkdir()
@@ -157,9 +157,9 @@ def test_real_extraction_is_clean(tmp_path: Path) -> None:
 
 
 def test_every_code_is_documented_and_typed() -> None:
-    import nnrag.checks
+    import nnrag.check.static
 
-    doc = nnrag.checks.__doc__ or ""
+    doc = nnrag.check.static.__doc__ or ""
     for code, (category, stage) in CODES.items():
         assert code in doc
         assert category in CATEGORIES
@@ -671,14 +671,14 @@ def test_cache_returns_the_findings_of_a_fresh_check(tmp_path: Path) -> None:
 def test_cache_hit_rechecks_installed_modules(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nnrag.check_cache
-    import nnrag.checks
+    import nnrag.check.cache
+    import nnrag.check.static
 
     path = tmp_path / "b.py"
     path.write_text(block(OPEN))
     cache = CheckCache(tmp_path / "cache")
     assert [f.code for f in check_file(path, cache=cache)] == ["NNR203", "NNR101"]
-    for module in (nnrag.checks, nnrag.check_cache):  # now installed
+    for module in (nnrag.check.static, nnrag.check.cache):  # now installed
         monkeypatch.setattr(module, "is_installed", lambda top: True)
     assert [f.code for f in check_file(path, cache=cache)] == ["NNR101"]
 
@@ -718,11 +718,11 @@ def test_check_files_is_check_file_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     """Also in forked processes (the size threshold lowered so that these small files fork)."""
-    import nnrag.check_run
+    import nnrag.check.files
 
     paths = _files(tmp_path)
     expected = [check_file(path) for path in paths[:-1]]
-    monkeypatch.setattr(nnrag.check_run, "_PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(nnrag.check.files, "_PARALLEL_MIN_CHARS", 0)
     *found, gone = check_files(paths, workers=workers, cache=CheckCache(tmp_path / "cache"))
     assert found == expected
     assert [f[0].code if f else None for f in expected] == [
@@ -785,8 +785,8 @@ def _compiler_error(text: str) -> tuple[str, int, int] | None:
 def test_compile_findings_are_the_compilers_own() -> None:
     """Statement by statement, with statements shared between files compiled once, the
     NNR002 finding is exactly the error of compiling the whole file."""
-    from nnrag.check_compile import Compiled
-    from nnrag.checks import check_text
+    from nnrag.check.pieces import Compiled
+    from nnrag.check.static import check_text
 
     compiled = Compiled()
     for _ in range(2):  # the second round reuses what the first compiled
@@ -808,7 +808,7 @@ def test_compile_warnings_keep_their_file_lines() -> None:
 
 @pytest.mark.parametrize("code", sorted(CODES))
 def test_finding_format(code: str) -> None:
-    from nnrag.checks import make_finding
+    from nnrag.check.static import make_finding
 
     finding = make_finding(code, "message", 3, 7)
     assert finding.format("dir/b.py") == f"dir/b.py:3:7: {code} message"

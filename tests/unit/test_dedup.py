@@ -7,8 +7,7 @@ import textwrap
 
 import pytest
 
-from nnrag.code_features import fingerprints, normalize, shingles
-from nnrag.dedup import (
+from nnrag.retrieve.dedup import (
     DedupParams,
     DedupReport,
     dedup,
@@ -16,6 +15,7 @@ from nnrag.dedup import (
     dedup_summary,
     format_report,
 )
+from nnrag.retrieve.features import fingerprints, normalize, shingles
 
 MLP = textwrap.dedent(
     '''
@@ -244,7 +244,7 @@ def test_summary_and_json() -> None:
 def test_exact_jaccard_matches_python_sets() -> None:
     import numpy as np
 
-    from nnrag.code_features import jaccard, sorted_unique
+    from nnrag.retrieve.features import jaccard, sorted_unique
 
     rng = np.random.default_rng(0)
     for _ in range(200):

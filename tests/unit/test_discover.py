@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.discover import discover_blocks, find_block, in_scope, torch_table
 from nnrag.errors import BlockNotFoundError
-from nnrag.index import Index, index_tree
+from nnrag.index.build import Index, index_tree
+from nnrag.index.discover import discover_blocks, find_block, in_scope, torch_table
 from nnrag.model import BlockRef, SourceSpec
 
 

@@ -1,4 +1,4 @@
-"""Tests for nnrag.emit / nnrag.rewrite with hand-built closures (independent of resolve)."""
+"""Tests for extract.emit / extract.rewrite with hand-built closures (independent of resolve)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.emit import _check_compiles, emit, external_requirements
+from nnrag.blockfile.header import parse_header, split_header
 from nnrag.errors import InternalError
-from nnrag.header import parse_header, split_header
-from nnrag.index import Index, index_tree
+from nnrag.extract.emit import _check_compiles, emit, external_requirements
+from nnrag.extract.rewrite import Rewrite, absolute_module, rewrite_unit
+from nnrag.index.build import Index, index_tree
 from nnrag.model import BlockRef, Closure, ImportBinding, UnitRef
-from nnrag.rewrite import Rewrite, absolute_module, rewrite_unit
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -343,8 +343,8 @@ def test_same_inputs_give_identical_bytes(two_mlps: Index, tmp_path: Path) -> No
 
 
 def test_long_from_import_is_wrapped() -> None:
-    from nnrag.emit import _format_imports
-    from nnrag.emit_cache import import_entity
+    from nnrag.extract.emit import _format_imports
+    from nnrag.extract.emit_cache import import_entity
 
     names = [f"name_number_{i}" for i in range(8)]
     bindings = [ImportBinding(name=n, module="somepkg.mod", attr=n) for n in names]

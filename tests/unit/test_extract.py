@@ -1,12 +1,12 @@
-"""Tests for nnrag.extract: write_block writes the file and its spec, atomically, once."""
+"""Tests for nnrag.extract.block: write_block writes the file and its spec, atomically, once."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from nnrag.extract import spec_path, write_block
-from nnrag.header import body_digest, render_header
+from nnrag.blockfile.header import body_digest, render_header
+from nnrag.extract.block import spec_path, write_block
 from nnrag.model import BlockRef, Extracted, SourceFile
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

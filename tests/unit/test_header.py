@@ -1,4 +1,4 @@
-"""Tests for nnrag.header: render/parse round trip, split, digest, located issues."""
+"""Tests for nnrag.blockfile.header: render/parse round trip, split, digest, located issues."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from nnrag.header import (
+from nnrag.blockfile.header import (
     CODING_LINE,
     Header,
     body_digest,

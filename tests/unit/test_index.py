@@ -11,9 +11,9 @@ import pytest
 
 from nnrag.config import load_settings
 from nnrag.errors import CacheError
-from nnrag.index import Index, build_index, index_tree, load_index
+from nnrag.index.build import Index, build_index, index_tree, load_index
+from nnrag.index.store import db_path
 from nnrag.model import Checkout, ModuleInfo, Settings, SourceSpec
-from nnrag.store import db_path
 
 
 def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:

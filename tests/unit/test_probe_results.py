@@ -8,7 +8,7 @@ import pytest
 
 from nnrag.errors import CacheError
 from nnrag.model import Recipe, ValidationResult
-from nnrag.results import (
+from nnrag.validate.results import (
     ResultCache,
     cache_key,
     result_from_dict,

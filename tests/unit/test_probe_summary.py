@@ -9,7 +9,7 @@ import pickle
 import signal
 from typing import Any
 
-from nnrag.sandbox import _plain_frame, plain, read_frame, summarize, write_frame
+from nnrag.validate.sandbox import _plain_frame, plain, read_frame, summarize, write_frame
 
 STAGED: list[dict[str, Any]] = [
     {"kind": "running", "stage": "import"},

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from nnrag.index import Index, index_tree
+from nnrag.extract.resolve import resolve
+from nnrag.index.build import Index, index_tree
 from nnrag.model import BlockRef, Closure
-from nnrag.resolve import resolve
 
 
 def src(text: str) -> str:
@@ -608,7 +608,7 @@ def _random_closed_graph(seed: int, size: int) -> dict[tuple[str, str, int], fro
 def test_memoized_components_order_like_tarjan_and_kahn() -> None:
     """The memoized component order equals the per-closure one, on graphs with cycles, also
     when components were learned earlier from a closed part of the graph."""
-    from nnrag.resolve import _Components, _topological
+    from nnrag.extract.resolve import _Components, _topological
 
     def sort_key(key: tuple[str, str, int]) -> tuple[str, str, int, int]:
         return (key[0], key[1], -key[2], key[2])  # not the insertion order

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from nnrag.scoping import Issue, _NameChecker, unresolved_names
+from nnrag.pyscope.scoping import Issue, _NameChecker, unresolved_names
 
 SNIPPETS = {
     "closed": """
@@ -184,7 +184,7 @@ def test_function_named_top_keeps_its_locals() -> None:
 def test_statement_tables_give_the_same_issues(name: str) -> None:
     """The tables of each top-level statement compiled alone (shared between files) stand in
     for the module's table."""
-    from nnrag.check_compile import Compiled, compile_units, parse_units, statement_units
+    from nnrag.check.pieces import Compiled, compile_units, parse_units, statement_units
 
     code = textwrap.dedent(SNIPPETS[name])
     tree = ast.parse(code)

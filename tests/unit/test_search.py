@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.discover import discover_blocks
 from nnrag.errors import ConfigError
-from nnrag.index import index_tree
-from nnrag.search import SearchIndex, fts_query, search
+from nnrag.index.build import index_tree
+from nnrag.index.discover import discover_blocks
+from nnrag.retrieve.search import SearchIndex, fts_query, search
 
 FILES = {
     "zoo/__init__.py": "",

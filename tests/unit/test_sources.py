@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from nnrag.errors import SourceError
-from nnrag.licenses import license_from_text, license_of
 from nnrag.model import SourceSpec
-from nnrag.scan import in_scope, scan_tree
-from nnrag.sources import MARKER, _unpack, materialize
+from nnrag.sources.fetch import MARKER, _unpack, materialize
+from nnrag.sources.licenses import license_from_text, license_of
+from nnrag.sources.scan import in_scope, scan_tree
 
 MIT = "MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy"
 

@@ -1,12 +1,12 @@
-"""Tests for nnrag.spec: the neutral JSON block spec."""
+"""Tests for nnrag.blockfile.spec: the neutral JSON block spec."""
 
 from __future__ import annotations
 
 import json
 
-from nnrag.header import body_digest, render_header
+from nnrag.blockfile.header import body_digest, render_header
+from nnrag.blockfile.spec import block_spec, docstring_summary
 from nnrag.model import BlockRef, Extracted, Problem, SourceFile
-from nnrag.spec import block_spec, docstring_summary
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from nnrag.errors import CacheError
-from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
-from nnrag.store import (
+from nnrag.index.store import (
     SCHEMA_VERSION,
     Analysis,
     FileRow,
@@ -18,7 +17,9 @@ from nnrag.store import (
     decode_module,
     encode_module,
 )
-from nnrag.units import analyze_module, git_blob_sha1
+from nnrag.index.units import analyze_module
+from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
+from nnrag.sources.scan import git_blob_sha1
 
 CODE = b'''"""Doc."""
 from __future__ import annotations

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.index import Index, index_tree
+from nnrag.index.build import Index, index_tree
+from nnrag.index.symbols import Resolution, Symbols, symbols_for
 from nnrag.model import ModuleInfo
-from nnrag.symbols import Resolution, Symbols, symbols_for
 
 
 def tree(root: Path, files: dict[str, str], *, source: str = "src") -> Index:

@@ -1,4 +1,4 @@
-"""Tests for nnrag.units: one file's units, bindings, reads, imports and classes."""
+"""Tests for nnrag.index.units: one file's units, bindings, reads, imports and classes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from nnrag.index.units import analyze_module, module_name_for
 from nnrag.model import FileProblem, ImportBinding, ModuleInfo, Unit
-from nnrag.units import analyze_module, git_blob_sha1, module_name_for
+from nnrag.sources.scan import git_blob_sha1
 
 
 def analyze(code: str, *, module: str = "pkg.mod", is_package: bool = False) -> ModuleInfo:

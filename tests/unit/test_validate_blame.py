@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nnrag.model import Problem, ValidationResult
-from nnrag.validate import _blame_advisory_problems
+from nnrag.validate.stages import _blame_advisory_problems
 
 TEMPLATES = Problem(
     category="resource-file",

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from nnrag.blockfile.header import body_digest, render_header
 from nnrag.errors import BlockNotFoundError, ConfigError
-from nnrag.header import body_digest, render_header
 from nnrag.model import BlockRef, Extracted, Problem, Settings, SourceFile, SourceSpec
 from nnrag.vendor import MANIFEST, diff_summary, read_manifest, refresh, vendor_blocks
 

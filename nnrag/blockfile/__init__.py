@@ -1,0 +1,1 @@
+"""The block file format: provenance header and neutral spec."""

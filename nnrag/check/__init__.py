@@ -1,0 +1,1 @@
+"""The static check of block files (the pre-commit hook's engine)."""

@@ -1,0 +1,496 @@
+"""Static checks of a block file: parse, compile, closed, header (no torch, no import of it).
+
+Finding codes are stable; tools and users may filter on them:
+
+=======  ================  =======  ===========================================================
+code     category          stage    meaning
+=======  ================  =======  ===========================================================
+NNR001   syntax            parse    the file does not parse (``ast.parse``)
+NNR002   syntax            compile  the file parses but does not compile (``compile``/symtable)
+NNR010   syntax            closed   the provenance header is missing
+NNR011   syntax            closed   the provenance header is malformed (one finding per issue)
+NNR012   syntax            closed   ``--pristine``: the body no longer matches the header digest
+NNR101   unresolved-name   closed   a free name is bound nowhere (not module level, not builtin)
+NNR102   unresolved-name   closed   a name is read at import time before any statement binds it
+                                    (or after a module-level ``del``)
+NNR103   unresolved-name   closed   ``from m import *``: the names it provides are unknowable
+                                    statically; the message lists the names that depend on it
+NNR104   unresolved-name   closed   an ``__all__`` entry names nothing defined in the file
+NNR105   unresolved-name   closed   a name bound only under ``if TYPE_CHECKING:`` is used at run
+                                    time
+NNR201   source-import     closed   a relative import (a block must be standalone)
+NNR202   source-import     closed   an import of one of the block's source packages
+NNR203   missing-external  closed   an import that is neither stdlib, nor installed, nor
+                                    declared in a ``requires:`` header line
+NNR301   (its category)    import   ``nnrag check --import``: the sandboxed import failed
+=======  ================  =======  ===========================================================
+
+Scoping (:mod:`nnrag.pyscope.scoping`) is the compiler's own (:mod:`symtable`): class scopes do not
+leak into methods or comprehensions, ``global``/``nonlocal`` and comprehension scopes are
+exact. Function bodies
+are checked against the module's final namespace (after top-level ``del``), module-level
+code against what earlier top-level statements bound. Annotations that are never evaluated
+(``from __future__ import annotations``, annotations of local variables) are ignored.
+Imports under ``if TYPE_CHECKING:`` never run and are not checked. A third-party import
+that is optional may be missing: guarded by ``try: ... except ImportError``, or lazy (inside
+a function body, e.g. ``import jax`` in a weight-conversion helper); relative and
+source-package imports are findings wherever they are. Installed means
+``importlib.util.find_spec`` finds the top-level module (nothing is imported); declared means
+a ``requires:`` line names the distribution (import name and distribution name compared
+normalized, plus a few well-known aliases such as ``PIL`` -> ``pillow``).
+
+:class:`nnrag.check.cache.CheckCache` keeps the findings of a file's content for repeated
+runs (the pre-commit hook): keyed by the file's bytes, the checks' code and the Python
+version, and re-checking on every hit whether the third-party modules looked up are still
+(not) installed. :mod:`nnrag.check.files` checks many files (``check_file``, ``check_files``).
+Within a run, a top-level statement shared by several files is parsed, compiled and its
+scopes analyzed once (:mod:`nnrag.check.pieces`), and function bodies are walked only when
+the symbol tables leave a name unresolved.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import importlib.util
+import re
+import symtable
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from nnrag.blockfile.header import body_digest, header_issues, parse_header, split_header
+from nnrag.check.pieces import Compiled, compile_units, parse_units, statement_units
+from nnrag.model import Category, Finding, Stage
+from nnrag.pyscope.bindings import is_type_checking
+from nnrag.pyscope.scoping import unresolved_names
+
+__all__ = [
+    "CHECK_MODULES",
+    "CODES",
+    "check_code",
+    "check_text",
+    "declared_imports",
+    "definition_digests",
+    "import_findings",
+    "is_installed",
+    "make_finding",
+    "position",
+    "pristine_findings",
+]
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+# Import names whose distribution is named differently (declared via `requires:` lines).
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "PIL": ("pillow",),
+    "yaml": ("pyyaml",),
+    "cv2": ("opencv-python", "opencv-python-headless", "opencv-contrib-python"),
+    "sklearn": ("scikit-learn",),
+    "skimage": ("scikit-image",),
+    "google": ("protobuf",),
+    "attr": ("attrs",),
+    "dateutil": ("python-dateutil",),
+    "torch_geometric": ("torch-geometric",),
+}
+
+_REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+CODES: dict[str, tuple[Category, Stage]] = {
+    "NNR001": ("syntax", "parse"),
+    "NNR002": ("syntax", "compile"),
+    "NNR010": ("syntax", "closed"),
+    "NNR011": ("syntax", "closed"),
+    "NNR012": ("syntax", "closed"),
+    "NNR101": ("unresolved-name", "closed"),
+    "NNR102": ("unresolved-name", "closed"),
+    "NNR103": ("unresolved-name", "closed"),
+    "NNR104": ("unresolved-name", "closed"),
+    "NNR105": ("unresolved-name", "closed"),
+    "NNR201": ("source-import", "closed"),
+    "NNR202": ("source-import", "closed"),
+    "NNR203": ("missing-external", "closed"),
+}
+"""Category and stage of every static finding code."""
+
+
+CHECK_MODULES = ("check", "pyscope", "blockfile/header.py", "model.py")
+"""Code whose code decides the static findings (the ``CheckCache`` key)."""
+
+
+def make_finding(code: str, message: str, line: int = 0, col: int = 0) -> Finding:
+    category, stage = CODES[code]
+    return Finding(code=code, category=category, stage=stage, message=message, line=line, col=col)
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared_imports(requires: Iterable[str]) -> frozenset[str]:
+    """Normalized distribution names of PEP 508 ``requires`` strings."""
+    names = set()
+    for requirement in requires:
+        match = _REQUIREMENT_NAME.match(requirement)
+        if match:
+            names.add(_normalize(match.group(1)))
+    return frozenset(names)
+
+
+def is_installed(top: str) -> bool:
+    """Whether a top-level module can be found, without importing it."""
+    if top in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _is_declared(top: str, declared: frozenset[str]) -> bool:
+    candidates = (_normalize(top), *(_normalize(alias) for alias in _ALIASES.get(top, ())))
+    return any(candidate in declared for candidate in candidates)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def check_code(
+    code: str, *, filename: str, source_packages: frozenset[str] | None = None
+) -> tuple[Finding, ...]:
+    """Every static finding on one block file's text, sorted by position.
+
+    ``source_packages`` defaults to the header's ``source-packages:`` line. Never imports
+    the code or anything it imports.
+    """
+    return check_text(code, filename=filename, source_packages=source_packages)[0]
+
+
+def check_text(
+    code: str,
+    *,
+    filename: str,
+    source_packages: frozenset[str] | None,
+    compiled: Compiled | None = None,
+) -> tuple[tuple[Finding, ...], dict[str, bool]]:
+    """:func:`check_code`, plus whether each third-party module it looked up is installed.
+
+    The cyclic garbage collector is paused meanwhile: a file's ast is thousands of objects
+    without cycles (freed by reference counting) that it would traverse repeatedly.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_all(
+            code, filename=filename, source_packages=source_packages, compiled=compiled
+        )
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _check_all(
+    code: str,
+    *,
+    filename: str,
+    source_packages: frozenset[str] | None,
+    compiled: Compiled | None,
+) -> tuple[tuple[Finding, ...], dict[str, bool]]:
+    probes: dict[str, bool] = {}
+    compiled = Compiled() if compiled is None else compiled
+    units = parse_units(code, filename, compiled)
+    parts = None
+    compile_error: SyntaxError | None = None
+    if units is not None:
+        try:  # None: the file was compiled whole (fine), the error: its compile error
+            parts = compile_units(code, units, filename, compiled, relative=True)
+        except SyntaxError as error:
+            compile_error = error
+    deltas = None if units is None else [first - 1 for first, _, nodes in units if nodes]
+    if parts is None:  # the whole file, as one
+        deltas = None
+        try:
+            tree = ast.parse(code, filename=filename)
+        except SyntaxError as error:
+            return (_syntax_finding("NNR001", error),), probes
+        except ValueError as error:  # source code string cannot contain null bytes
+            return (make_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
+        try:
+            if compile_error is not None:
+                raise compile_error
+            tree_units = None if units is not None else statement_units(code, tree)
+            if tree_units is not None:
+                parts = compile_units(code, tree_units, filename, compiled, relative=False)
+            elif units is None:
+                compile(code, filename, "exec", dont_inherit=True)
+            table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
+        except SyntaxError as error:
+            return (_syntax_finding("NNR002", error),), probes
+    else:
+        tree = ast.Module(body=[n for _, _, nodes in units or () for n in nodes], type_ignores=[])
+        table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
+
+    findings: list[Finding] = []
+    findings += [
+        make_finding(
+            "NNR010" if issue.line == 1 and "missing" in issue.message else "NNR011",
+            issue.message,
+            issue.line,
+            1,
+        )
+        for issue in header_issues(code)
+    ]
+    header = parse_header(code)
+    if source_packages is None:
+        source_packages = frozenset(header.source_packages) if header else frozenset()
+    declared = declared_imports(header.requires if header else ())
+    findings += _check_imports(
+        tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
+    )
+    issues = unresolved_names(tree, table, parts=parts, deltas=deltas)
+    findings += [make_finding(*issue) for issue in issues]
+    return tuple(sorted(findings, key=position)), probes
+
+
+def definition_digests(body: str) -> dict[str, str]:
+    """``name -> sha256`` of each top-level definition's source text (def, class, assignment).
+
+    Recorded at vendoring time so that a hand edit can be reported by definition.
+    """
+    return {name: digest for name, (digest, _, _) in _definition_spans(body).items()}
+
+
+def _definition_spans(code: str) -> dict[str, tuple[str, int, int]]:
+    """``name -> (digest, first line, last line)`` of the top-level definitions of ``code``."""
+    import hashlib
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return {}
+    lines = code.splitlines(keepends=True)
+    spans: dict[str, tuple[str, int, int]] = {}
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names:
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        last = node.end_lineno or node.lineno
+        text = "".join(lines[first - 1 : last])
+        digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+        for name in names:
+            spans[name] = (digest, first, last)
+    return spans
+
+
+def import_findings(path: Path, *, timeout_s: float = 60.0) -> tuple[Finding, ...]:
+    """NNR301 when importing the block in the sandbox fails (needs torch; lazy)."""
+    from nnrag.validate.stages import validate_file
+
+    text = path.read_text(encoding="utf-8")
+    header = parse_header(text)
+    if header is None:
+        return ()  # the header findings already say what is wrong
+    result = validate_file(
+        path,
+        block_id=header.block_id,
+        class_name=header.block_id.rsplit(":", 1)[-1],
+        depth="import",
+        timeout_s=timeout_s,
+        source_packages=frozenset(header.source_packages),
+    )
+    if result.passed:
+        return ()
+    category: Category = result.category or "internal-error"
+    stage: Stage = result.failed_stage or "import"
+    message = f"{stage} failed [{category}]: {result.message.strip() or 'no message'}"
+    return (Finding(code="NNR301", category=category, stage=stage, message=message, line=1, col=1),)
+
+
+def pristine_findings(
+    text: str, *, definitions: Mapping[str, str] | None = None
+) -> tuple[Finding, ...]:
+    """NNR012 when the body no longer matches the digest in its header (a hand edit).
+
+    With the ``definitions`` recorded at vendoring (:func:`definition_digests`), the finding
+    names the changed, added and removed definitions and sits on the first changed one.
+    """
+    header = parse_header(text)
+    if header is None:
+        return ()  # the header findings already say what is wrong
+    header_text, body = split_header(text)
+    actual = body_digest(body)
+    if actual == header.digest:
+        return ()
+    line = next((n for n, t in enumerate(text.splitlines(), 1) if t.startswith("# digest:")), 1)
+    message = (
+        f"body edited since extraction (header digest {header.digest[:15]}..., "
+        f"body now {actual[:15]}...)"
+    )
+    if not definitions:
+        message += "; only the digest is recorded: `git diff` shows the changed lines"
+        return (make_finding("NNR012", message, line, 1),)
+    offset = len(header_text.splitlines()) + 1  # the header and its blank line
+    spans = _definition_spans(body)
+    changed = sorted(
+        (first + offset, last + offset, name)
+        for name, (digest, first, last) in spans.items()
+        if name in definitions and definitions[name] != digest
+    )
+    added = sorted(
+        (first + offset, name) for name, (_, first, _) in spans.items() if name not in definitions
+    )
+    removed = sorted(set(definitions) - set(spans))
+    parts = [f"{name} (lines {first}-{last})" for first, last, name in changed]
+    parts += [f"added {name} (line {first})" for first, name in added]
+    parts += [f"removed {name}" for name in removed]
+    if parts:
+        message += ": changed " + ", ".join(parts)
+        line = min([first for first, _, _ in changed] + [first for first, _ in added] or [line])
+    else:
+        message += ": no definition changed (comments, blank lines or imports did)"
+    return (make_finding("NNR012", message, line, 1),)
+
+
+def position(finding: Finding) -> tuple[int, int, str, str]:
+    return finding.line, finding.col, finding.code, finding.message
+
+
+def _syntax_finding(code: str, error: SyntaxError) -> Finding:
+    verb = "does not parse" if code == "NNR001" else "does not compile"
+    return make_finding(code, f"{verb}: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
+
+
+# --------------------------------------------------------------------------- imports
+
+_TRY_NODES = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def _guards_import_error(node: ast.Try) -> bool:
+    for handler in node.handlers:
+        kinds = handler.type
+        if kinds is None:
+            return True
+        names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+        for name in names:
+            if isinstance(name, ast.Name) and name.id in _IMPORT_ERRORS:
+                return True
+            if isinstance(name, ast.Attribute) and name.attr in _IMPORT_ERRORS:
+                return True
+    return False
+
+
+def _imports(
+    statements: Iterable[ast.AST], optional: bool = False
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import that can run, with whether it is optional.
+
+    Optional: guarded by ``except ImportError``, or lazy (inside a function body, run only
+    when that function is called). Imports are statements, so only statement lists are
+    walked, never expressions.
+    """
+    for node in statements:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, optional
+        elif isinstance(node, ast.If) and is_type_checking(node.test):
+            yield from _imports(node.orelse, optional)
+        elif isinstance(node, _TRY_NODES):
+            yield from _imports(node.body, optional or _guards_import_error(node))
+            yield from _imports([*node.handlers, *node.orelse, *node.finalbody], optional)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from _imports(node.body, True)
+        else:
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                block = getattr(node, name, None)
+                if isinstance(block, list):
+                    yield from _imports(block, optional)
+
+
+def _check_imports(
+    tree: ast.Module,
+    *,
+    source_packages: frozenset[str],
+    declared: frozenset[str],
+    probes: dict[str, bool],
+    deltas: Sequence[int] | None = None,
+) -> list[Finding]:
+    findings: list[Finding] = []
+    stdlib = sys.stdlib_module_names
+    for index, statement in enumerate(tree.body):
+        findings += _statement_imports(
+            statement,
+            deltas[index] if deltas else 0,
+            source_packages=source_packages,
+            declared=declared,
+            probes=probes,
+            stdlib=stdlib,
+        )
+    return findings
+
+
+def _statement_imports(
+    statement: ast.stmt,
+    delta: int,
+    *,
+    source_packages: frozenset[str],
+    declared: frozenset[str],
+    probes: dict[str, bool],
+    stdlib: frozenset[str],
+) -> list[Finding]:
+    """Import findings of one top-level statement whose lines are ``delta`` behind the file."""
+    findings: list[Finding] = []
+    for node, optional in _imports([statement]):
+        line, col = node.lineno + delta, node.col_offset + 1
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                written = "." * node.level + (node.module or "")
+                findings.append(
+                    make_finding(
+                        "NNR201",
+                        f"relative import 'from {written} import ...': a vendored block must be "
+                        "standalone; re-extract it or inline the definitions it needs",
+                        line,
+                        col,
+                    )
+                )
+                continue
+            modules = [node.module or ""]
+        else:
+            modules = [alias.name for alias in node.names]
+        for module in modules:
+            top = module.split(".", 1)[0]
+            if top in source_packages:
+                findings.append(
+                    make_finding(
+                        "NNR202",
+                        f"imports {module!r} from the block's source package {top!r}; a closed "
+                        "block never imports its source (re-extract it to inline the definitions)",
+                        line,
+                        col,
+                    )
+                )
+            elif top in stdlib or top == "__future__" or optional:
+                continue
+            elif not (_is_declared(top, declared) or _installed(top, probes)):
+                findings.append(
+                    make_finding(
+                        "NNR203",
+                        f"imports {module!r}, which is not in the standard library, not installed "
+                        "and not declared in a '# requires:' header line",
+                        line,
+                        col,
+                    )
+                )
+    return findings
+
+
+def _installed(top: str, probes: dict[str, bool]) -> bool:
+    if top not in probes:
+        probes[top] = is_installed(top)
+    return probes[top]

@@ -1,0 +1,267 @@
+"""What including one unit adds to any closure, computed once per unit and index."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nnrag.extract.needs import UnitKey, UnitScanner, Use
+from nnrag.index.symbols import Resolution, Symbols
+from nnrag.model import Category, ImportBinding, ModuleInfo, Unit
+
+if TYPE_CHECKING:
+    from nnrag.index.build import Index
+
+__all__ = ["Effect", "Located", "SortKey", "UnitEffect"]
+
+SortKey = tuple[str, str, int, int]
+"""(source, module, first line, unit index): file order."""
+
+_RESOURCE_DUNDERS = frozenset({"__file__", "__path__", "__loader__", "__spec__", "__cached__"})
+_MISSING: Mapping[str, Category] = {
+    "unresolved": "unresolved-name",
+    "cycle": "unresolved-name",
+    "native": "native-op",
+    "not-indexed": "source-import",
+}
+
+
+Located = tuple[Category, str, str]
+"""(category, location, message) of a problem; the walk adds the dependency path."""
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """What including one unit adds to any closure: it does not depend on the block, so it
+    is computed once per unit and index and replayed by every walk that reaches the unit."""
+
+    deps: tuple[tuple[UnitKey, ModuleInfo, Unit], ...]
+    """Units to include, in the order the walk queues them."""
+    load: frozenset[UnitKey]
+    """Units that must run before this one (its load-time reads)."""
+    call: frozenset[UnitKey]
+    """Units its functions use when called."""
+    imports: tuple[tuple[tuple[str, str], tuple[ModuleInfo, ImportBinding]], ...]
+    references: tuple[tuple[tuple[str, str], tuple[str, str]], ...]
+    builtins: tuple[tuple[str, str], ...]
+    members: tuple[tuple[str, str, tuple[str, str] | None], ...]
+    """(module used as an object, attr, what it denotes); ``None``: the module only."""
+    problems: tuple[Located, ...]
+    sort_key: SortKey
+
+
+class UnitEffect:
+    """Computes the :class:`Effect` of one unit (what ``resolve``'s walk replays)."""
+
+    def __init__(  # noqa: PLR0917 (one unit of one index, as the walk holds them)
+        self,
+        index: Index,
+        symbols: Symbols,
+        scanner: UnitScanner,
+        key: UnitKey,
+        info: ModuleInfo,
+        unit: Unit,
+    ) -> None:
+        self.index = index
+        self.symbols = symbols
+        self.scanner = scanner
+        self.key = key
+        self.info = info
+        self.unit = unit
+        self.deps: list[tuple[UnitKey, ModuleInfo, Unit]] = []
+        self.load: set[UnitKey] = set()
+        self.call: set[UnitKey] = set()
+        self.imports: list[tuple[tuple[str, str], tuple[ModuleInfo, ImportBinding]]] = []
+        self.references: list[tuple[tuple[str, str], tuple[str, str]]] = []
+        self.members: list[tuple[str, str, tuple[str, str] | None]] = []
+        self.problems: list[Located] = []
+        self.escaped: set[str] = set()
+        """Modules whose object escapes (``vars(m)``): all their public names are members."""
+
+    def build(self) -> Effect:
+        info, key = self.info, self.key
+        summary = self.scanner.summary(info, self.unit, self.symbols)
+        for home, unit, load in summary.deps:
+            dep = self._include(home, unit)
+            if dep != key:
+                (self.load if load else self.call).add(dep)
+        self.imports.extend((local, (home, binding)) for local, home, binding in summary.imports)
+        self.references.extend(summary.references)
+        for use in summary.others:
+            self._use(use)
+        for chain, line in self.unit.local_reads:
+            self._local_read(chain, line)
+        for finding in summary.findings:
+            registry = finding.registry
+            if registry is not None:
+                for registration in registry.registrations:
+                    self.call.add(self._include(registry.home, registration))
+                if not registry.elsewhere:
+                    continue  # every registration is in the home module, now inlined
+            self._problem(finding.category, finding.message, line=finding.line, col=finding.col)
+        return Effect(
+            deps=tuple(self.deps),
+            load=frozenset(self.load),
+            call=frozenset(self.call),
+            imports=tuple(self.imports),
+            references=tuple(self.references),
+            builtins=summary.builtins,
+            members=tuple(self.members),
+            problems=tuple(dict.fromkeys(self.problems)),
+            sort_key=(key[0], key[1], self.unit.start_line, self.unit.index),
+        )
+
+    def _include(self, info: ModuleInfo, unit: Unit) -> UnitKey:
+        key = (info.source, info.module, unit.index)
+        self.deps.append((key, info, unit))
+        return key
+
+    def _use(self, use: Use) -> None:
+        """A read that becomes a problem (see :meth:`UnitScanner.summary`)."""
+        info = self.info
+        found = use.found
+        if found.kind == "external":
+            self._problem(
+                "native-op",
+                f"calls {found.target}, an operator registered by a compiled extension "
+                "of the source",
+                name=use.root,
+                line=use.line,
+            )
+        elif found.kind == "dunder":
+            if found.name in _RESOURCE_DUNDERS:
+                self._problem(
+                    "resource-file",
+                    f"reads {use.chain!r}: a file next to the source module, absent from the "
+                    "standalone block (ship the resource or pass its path in)",
+                    name=use.root,
+                    line=use.line,
+                )
+        elif found.kind == "module" and found.module is not None:
+            # an internal module used as an object becomes a namespace of inlined members
+            self.members.append((found.module.module, "", None))
+            if not use.line:  # the chain denotes the module object itself: it escapes
+                self.references.append(((info.module, use.prefix), (found.module.module, "")))
+                self._module_object((info, use.chain), found.module, (), load=use.load)
+        elif found.kind == "missing":
+            self._missing(use.chain, found, name=use.root, line=use.line)
+
+    # -- modules used as objects -------------------------------------------------------------
+
+    def _local_read(self, chain: str, line: int) -> None:
+        """A chain rooted at a name a local import binds (``aggr.MultiAggregation``)."""
+        parts = chain.split(".")
+        binding = next(
+            (b for b in self.unit.local_imports if b.name == parts[0] and b.line == line),
+            None,
+        )
+        if binding is None or self.index.source_of_module(binding.module) is None:
+            return
+        found = self.symbols.follow(self.info, binding, parts[0], ())
+        if found.kind == "module" and found.module is not None:
+            load = self._in_class_body(line)
+            self._module_object((self.info, chain), found.module, tuple(parts[1:]), load=load)
+
+    def _in_class_body(self, line: int) -> bool:
+        """Whether the import at ``line`` runs at load time (directly in a class body)."""
+        unit = self.unit
+        if unit.kind != "class":
+            return False
+        tree = self.scanner.tree(self.info, unit)
+        relative = line - unit.start_line + 1
+        return tree is not None and any(
+            isinstance(node, ast.ClassDef)
+            and any(
+                isinstance(stmt, ast.Import | ast.ImportFrom) and stmt.lineno == relative
+                for stmt in node.body
+            )
+            for node in ast.walk(tree)
+        )
+
+    def _module_object(
+        self,
+        where: tuple[ModuleInfo, str],
+        module: ModuleInfo,
+        rest: tuple[str, ...],
+        *,
+        load: bool,
+    ) -> None:
+        """``module`` used as an object: its attribute ``rest[0]`` (then ``rest[1:]`` inside
+        it when that is a submodule) is a member; with no ``rest`` the object escapes, and
+        every public name (``__all__``, else public top-level names) is a member."""
+        self.members.append((module.module, "", None))
+        if rest:
+            self._member(where, module, rest[0], rest[1:], load=load, escape=False)
+            return
+        if module.module in self.escaped:
+            return
+        self.escaped.add(module.module)
+        for name in sorted(self.symbols.exports(module)):
+            self._member(where, module, name, (), load=load, escape=True)
+
+    def _member(
+        self,
+        where: tuple[ModuleInfo, str],
+        module: ModuleInfo,
+        attr: str,
+        rest: tuple[str, ...],
+        *,
+        load: bool,
+        escape: bool,
+    ) -> None:
+        found = self.symbols.lookup(module, (attr,))
+        home = found.module
+        if found.kind == "definition" and home is not None:
+            for unit in found.units:
+                dep = self._include(home, unit)
+                if dep != self.key:
+                    (self.load if load else self.call).add(dep)
+            self.members.append((module.module, attr, (home.module, found.name)))
+        elif found.kind == "external" and home is not None and found.binding is not None:
+            if escape and attr not in (module.all_names or ()):
+                return  # without ``__all__``, the public names are the module's definitions
+            self.imports.append(((home.module, found.name), (home, found.binding)))
+            self.members.append((module.module, attr, (home.module, found.name)))
+        elif found.kind == "module" and home is not None:
+            if escape and attr not in (module.all_names or ()):
+                return  # submodules enumerate only when ``__all__`` lists them
+            self.members.append((module.module, attr, (home.module, "")))
+            self._module_object(where, home, rest, load=load)
+        elif found.kind == "dunder" and attr == "__name__":
+            self.members.append((module.module, attr, (module.module, attr)))
+        elif found.kind == "dunder" and attr in _RESOURCE_DUNDERS and not escape:
+            _, chain = where
+            self._problem(
+                "resource-file",
+                f"reads {chain!r}: a file of the source module, absent from the standalone "
+                "block (ship the resource or pass its path in)",
+                name=chain.split(".", 1)[0],
+            )
+        elif found.kind == "missing" and not escape:
+            _, chain = where
+            self._missing(chain, found, name=chain.split(".", 1)[0])
+
+    def _missing(self, chain: str, found: Resolution, *, name: str, line: int = 0) -> None:
+        info = self.info
+        reason = found.reason or "unresolved"
+        category = _MISSING[reason]
+        if reason == "native":
+            message = f"{chain!r} comes from {found.target}, a compiled extension of the source"
+        elif reason == "not-indexed":
+            message = f"{chain!r} comes from {found.target}, which is not indexed"
+        elif found.binding is not None and found.target:
+            message = f"{chain!r} is imported from {found.target}, which does not exist"
+        else:
+            message = f"name {chain!r} is not defined anywhere"
+            if found.module is not None and found.module.module != info.module:
+                message += f" (looked up in {found.module.module})"
+        self._problem(category, message, name=name, line=line)
+
+    def _problem(
+        self, category: Category, message: str, *, name: str = "", line: int = 0, col: int = 0
+    ) -> None:
+        if not line:
+            line, col = self.scanner.position(self.info, self.unit, name)
+        self.problems.append((category, f"{self.info.path}:{line}:{col or 1}", message))

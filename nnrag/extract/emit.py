@@ -1,0 +1,564 @@
+"""Emission: one standalone, deterministic block file from a closure.
+
+Layout of the body (after the provenance header of :mod:`nnrag.blockfile.header`)::
+
+    from __future__ import annotations        # only if every inlined module has it
+    <stdlib imports>                          # PEP 8 groups, original import forms,
+    <third-party imports>                     # merged, de-duplicated, sorted
+    # from <origin module>
+    <unit text, verbatim or minimally rewritten>
+    ...
+    __all__ = ["Target"]
+
+Only units that need it go through LibCST (renames, module-attribute chains, annotation
+stringification); all others are copied verbatim, comments and formatting included.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import itertools
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nnrag.blockfile.header import body_digest, render_header
+from nnrag.errors import ExtractionError, InternalError
+from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
+from nnrag.extract.namespaces import claim_namespaces, place_namespaces
+from nnrag.extract.rewrite import Rewrite
+from nnrag.model import (
+    Closure,
+    Extracted,
+    ImportBinding,
+    ModuleInfo,
+    Problem,
+    SourceFile,
+    Unit,
+)
+
+if TYPE_CHECKING:
+    from nnrag.index.build import Index
+    from nnrag.index.symbols import Symbols
+
+
+@dataclass(slots=True)
+class _Plan:
+    """Everything emit decides before writing text."""
+
+    units: list[tuple[ModuleInfo, Unit]] = field(default_factory=list)
+    flat: dict[Entity, str] = field(default_factory=dict)
+    imports: dict[Entity, ImportBinding] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def emit(index: Index, closure: Closure) -> Extracted:
+    """The standalone file for ``closure``: header, imports, units in order, ``__all__``."""
+    block = closure.block
+    plan = _Plan()
+    modules = _collect_units(index, closure, plan)
+    from nnrag.index.symbols import symbols_for
+
+    symbols = symbols_for(index)
+    _assign_flat_names(index, symbols, closure, plan, modules)
+    claim_namespaces(closure, plan.flat, plan.imports)
+    rewrites = _plan_rewrites(index, symbols, closure, plan)
+    plan.units = _load_order(cache_for(index), symbols, plan.units)
+    namespaces = place_namespaces(
+        closure, plan.flat, plan.units, lambda m, n: _member_flat(index, symbols, plan, m, n)
+    )
+
+    # `from __future__ import annotations` changes what annotations mean (lazy strings
+    # instead of evaluated expressions). It is emitted only when every inlined module has
+    # it. When modules disagree, the file gets no future import and the units of the
+    # modules that had it get their annotations turned into the string literals PEP 563
+    # would have stored, so both kinds of unit keep their original semantics.
+    lazy = {info.module for info, _ in plan.units if "annotations" in info.future}
+    all_lazy = bool(plan.units) and len(lazy) == len(modules)
+
+    chunks: list[str] = []
+    future = "from __future__ import annotations\n" if all_lazy else ""
+    imports = "\n".join(part for part in (future, _format_imports(plan.imports, plan.flat)) if part)
+    if imports:
+        chunks.append(imports)
+    emitted: dict[str, set[int]] = {}
+    cache = cache_for(index)
+    for position, (info, unit) in enumerate(plan.units):
+        if namespaces:
+            chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
+        if unit.kind == "import":
+            continue  # hoisted into the import section above
+        if cache.shares_lines(info):
+            lines = emitted.setdefault(info.module, set())
+            span = set(range(unit.start_line, unit.end_line + 1))
+            if span <= lines:
+                continue  # several statements on one line: already emitted with the first
+            lines |= span
+        rewrite = rewrites.get(id(unit))
+        stringify = info.module in lazy and not all_lazy
+        if not stringify and rewrite is None:
+            chunks.append(cache.chunk(info, unit))  # the same string object in every block
+            continue
+        try:
+            chunks.append(cache.rewritten(info, unit, rewrite or Rewrite(), stringify))
+        except (SyntaxError, ValueError) as error:  # keep the text, say so
+            plan.problems.append(
+                Problem(
+                    category="internal-error",
+                    message=f"could not rewrite unit: {error}",
+                    location=f"{info.path}:{unit.start_line}:1",
+                )
+            )
+            chunks.append(cache.chunk(info, unit))
+    chunks.extend(namespaces.get(len(plan.units) - 1, ()))
+    chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
+    body = "\n\n".join(chunk if _normal(chunk) else chunk.rstrip("\n") + "\n" for chunk in chunks)
+    digest = body_digest(body)
+
+    requirements = external_requirements(
+        [b for b in plan.imports.values() if not b.conditional],
+        exclude=_source_packages(index, closure, modules),
+    )
+    files = sorted(
+        {(info.source, info.path, info.sha1) for info in modules.values()},
+        key=lambda item: (item[0] != block.source, item[0], item[1]),
+    )
+    header = _header(
+        index=index,
+        closure=closure,
+        modules=modules,
+        files=files,
+        requirements=requirements,
+        digest=digest,
+    )
+    code = header + "\n" + body
+    # the header is compiled as bytes: only then does Python read a PEP 263 declaration
+    _check_compiles(code, block.id, chunks=[header.encode("utf-8"), *chunks])
+    dependencies = _dependencies(plan, block.module, block.name)
+    return Extracted(
+        block=block,
+        code=code,
+        digest=digest,
+        requirements=requirements,
+        files=tuple(SourceFile(source=s, path=p, sha1=h) for s, p, h in files),
+        problems=tuple(closure.problems) + tuple(plan.problems),
+        dependencies=dependencies,
+    )
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _collect_units(index: Index, closure: Closure, plan: _Plan) -> dict[str, ModuleInfo]:
+    modules: dict[str, ModuleInfo] = {}
+    cache = cache_for(index)
+    for ref in closure.units:
+        found = cache.unit(ref.source, ref.module, ref.index)
+        if found is None:
+            info = index.module(ref.module, prefer=ref.source)
+            if info is None or info.source != ref.source:
+                raise ExtractionError(
+                    f"module {ref.module} of source {ref.source!r} is not in the index; "
+                    "run `nnrag index` again",
+                    block_id=closure.block.id,
+                )
+            raise ExtractionError(
+                f"unit {ref.index} of {ref.module} is not in the index; run `nnrag index` again",
+                block_id=closure.block.id,
+            )
+        info = found[0]
+        if info.module not in modules:
+            modules[info.module] = info
+        plan.units.append(found)
+    return modules
+
+
+def _assign_flat_names(
+    index: Index,
+    symbols: Symbols,
+    closure: Closure,
+    plan: _Plan,
+    modules: Mapping[str, ModuleInfo],
+) -> None:
+    """Give every bound entity a unique flat name; honour ``closure.renames`` first.
+
+    Priority when two entities want one name: the target class, then builtins read by an
+    inlined unit, then kept imports, then definitions in closure order. The loser gets
+    ``<name>_2`` (``_3``, ...), unless resolve already chose a name.
+    """
+    block = closure.block
+    claims: dict[str, Entity] = {}
+
+    def claim(entity: Entity, wanted: str) -> None:
+        if entity in plan.flat:
+            return
+        name, number = wanted, 1
+        while name in claims and claims[name] != entity:
+            number += 1
+            name = f"{wanted}_{number}"
+        claims[name] = entity
+        plan.flat[entity] = name
+
+    claim(("def", block.module, block.name), block.name)
+    cache = cache_for(index)
+    roots = itertools.chain.from_iterable(cache.builtins(symbols, i, u) for i, u in plan.units)
+    for root in dict.fromkeys(roots):  # first read first, each once
+        claim(("builtin", root), root)
+
+    # Kept imports: closure.imports, plus external bindings of any inlined import unit
+    # (conditional imports kept whole inside their try/if unit are not hoisted).
+    inside_units = {b for _, unit in plan.units for b in unit.imports if unit.kind != "import"}
+    candidates = list(closure.imports)
+    for info, unit in plan.units:
+        if unit.kind == "import":
+            candidates += cache.external_imports(info, unit)
+    renamed: dict[str, list[tuple[str, str]]] = {}
+    for (module, name), flat in sorted(closure.renames.items()):
+        renamed.setdefault(name, []).append((module, flat))
+    for binding in sorted(candidates, key=_import_sort_key):
+        if binding.module == "__future__":
+            continue  # decided once for the whole file, see emit()
+        if binding.type_checking or binding in inside_units or binding.attr == "*":
+            if binding.attr == "*" and not binding.type_checking:
+                plan.imports.setdefault(cache.entity(binding), binding)
+            continue
+        entity = cache.entity(binding)
+        plan.imports.setdefault(entity, binding)
+        wanted = binding.name
+        form = (binding.module, binding.attr, binding.name)
+        for module, flat in renamed.get(binding.name, ()):
+            if module in modules and form in cache.import_forms(modules[module]):
+                wanted = flat
+                break
+        claim(entity, wanted)
+
+    flats, renames = plan.flat, closure.renames
+    for info, unit in plan.units:
+        if unit.kind == "import":
+            continue  # its external bindings are hoisted; internal ones are dropped
+        for entity in cache.defined(info, unit):
+            if entity in flats:
+                continue
+            wanted = renames.get((entity[1], entity[2]), entity[2]) if renames else entity[2]
+            if wanted in claims:
+                claim(entity, wanted)
+            else:  # the common case of claim(), inline
+                claims[wanted] = entity
+                flats[entity] = wanted
+
+
+def _import_sort_key(binding: ImportBinding) -> tuple[str, str, str, int]:
+    return (binding.module, binding.attr or "", binding.name, binding.line)
+
+
+def _plan_rewrites(
+    index: Index, symbols: Symbols, closure: Closure, plan: _Plan
+) -> dict[int, Rewrite]:
+    """For each inlined unit (by ``id``), the names and chains whose spelling changes."""
+    defs: dict[str, dict[str, str]] = {}
+    for entity, flat in plan.flat.items():
+        if entity[0] == "def" and entity[2] != flat:
+            defs.setdefault(entity[1], {})[entity[2]] = flat
+    rewrites: dict[int, Rewrite] = {}
+    cache = cache_for(index)
+    empty: dict[str, str] = {}
+    # entities whose flat name is not the name they are read by where they are defined
+    respelled = {entity for entity, flat in plan.flat.items() if entity[-1] != flat}
+    references = set(closure.references)
+    for info, unit in plan.units:
+        crossing, plain, prefixes = cache.read_kinds(symbols, info, unit)
+        if plain.isdisjoint(respelled) and prefixes.isdisjoint(references):
+            # only chains spelled otherwise than their flat name can change (same result)
+            load, call = _crossing_maps(plan.flat, crossing) if crossing else ({}, {})
+        else:
+            load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
+        imported: dict[tuple[str, str], str] = {}
+        for inner, target in cache.inner_imports(symbols, info, unit):
+            named = None if target is None else plan.flat.get(target)
+            if named is not None:
+                imported[inner] = named
+        renamed = defs.get(info.module, empty)
+        if load or call or imported or any(name in renamed for name in unit.binds):
+            if renamed:
+                # a name absent from the text cannot be renamed in it: leaving it out changes
+                # nothing but lets blocks that rename other names of the module share it
+                renamed = {
+                    name: flat for name, flat in renamed.items() if cache.mentions(info, unit, name)
+                }
+            package = info.module if info.is_package else info.module.rpartition(".")[0]
+            rewrites[id(unit)] = Rewrite(
+                load=load, call=call, defs=renamed, imported=imported, package=package
+            )
+    return rewrites
+
+
+def _member_flat(index: Index, symbols: Symbols, plan: _Plan, module: str, name: str) -> str | None:
+    """Flat name of ``name`` as bound in ``module``: an inlined definition or a kept import."""
+    flat = plan.flat.get(("def", module, name))
+    info = index.module(module) if flat is None else None
+    if info is not None:
+        resolution = symbols.lookup(info, name)
+        if resolution.kind == "external" and resolution.binding is not None:
+            flat = plan.flat.get(import_entity(resolution.binding))
+    return flat
+
+
+def _load_order(
+    cache: IndexCache, symbols: Symbols, units: list[tuple[ModuleInfo, Unit]]
+) -> list[tuple[ModuleInfo, Unit]]:
+    """``units`` in closure order, except that a unit never precedes one it reads at load time.
+
+    Resolve already orders by load-time edges; this keeps the emitted file importable even
+    if it did not (a stable topological sort; units on a load-time cycle keep their order).
+    """
+    by_name: dict[tuple[str, str], list[int]] = {}
+    for n, (info, unit) in enumerate(units):
+        for name in unit.binds:
+            by_name.setdefault((info.module, name), []).append(n)
+    later = any(
+        m > n
+        for n, (info, unit) in enumerate(units)
+        for defined in cache.load_defs(symbols, info, unit)
+        for m in by_name.get(defined, ())
+    )
+    if not later:
+        return units
+    needs: list[set[int]] = []
+    for n, (info, unit) in enumerate(units):
+        found: set[int] = set()
+        for defined in cache.load_defs(symbols, info, unit):
+            found.update(m for m in by_name.get(defined, ()) if m != n)
+        needs.append(found)
+    order: list[int] = []
+    placed: set[int] = set()
+    visiting: set[int] = set()
+
+    def place(n: int) -> None:
+        if n in placed or n in visiting:
+            return  # placed already, or a load-time cycle: keep closure order
+        visiting.add(n)
+        for m in sorted(needs[n]):
+            place(m)
+        visiting.discard(n)
+        placed.add(n)
+        order.append(n)
+
+    for n in range(len(units)):
+        place(n)
+    return [units[n] for n in order]
+
+
+def _chain_maps(
+    closure: Closure, plan: _Plan, info: ModuleInfo, reads: Iterable[Read]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(load-time, call-time): chain prefix as written -> flat name, where they differ."""
+    load: dict[str, str] = {}
+    call: dict[str, str] = {}
+    for chain, resolved, entity, at_load in reads:
+        prefix = resolved
+        flat = None if entity is None else plan.flat.get(entity)
+        if flat is None:  # resolve may know better (it filled references)
+            parts = chain.split(".")
+            for size in range(len(parts), 0, -1):
+                target = closure.references.get((info.module, ".".join(parts[:size])))
+                flat = None if target is None else plan.flat.get(("def", *target))
+                if flat is not None:
+                    prefix = ".".join(parts[:size])
+                    break
+        if flat is not None and flat != prefix:
+            (load if at_load else call)[prefix] = flat
+    return load, call
+
+
+def _crossing_maps(
+    flat: Mapping[Entity, str], crossing: Iterable[Read]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """:func:`_chain_maps` of reads that all denote an entity, when no prefix of theirs is
+    in ``closure.references`` (its fallback would find nothing)."""
+    load: dict[str, str] = {}
+    call: dict[str, str] = {}
+    for _, prefix, entity, at_load in crossing:
+        named = flat.get(entity) if entity is not None else None
+        if named is not None and named != prefix:
+            (load if at_load else call)[prefix] = named
+    return load, call
+
+
+def _normal(chunk: str) -> bool:
+    """Whether ``chunk`` ends in exactly one newline (as the body joins chunks)."""
+    return chunk.endswith("\n") and not chunk.endswith("\n\n")
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def _section(module: str) -> int:
+    top = module.split(".", 1)[0]
+    return 0 if top in sys.stdlib_module_names else 1
+
+
+def _format_imports(entities: Mapping[Entity, ImportBinding], flat: Mapping[Entity, str]) -> str:
+    """PEP 8 groups (stdlib, third-party); in each, ``import x`` lines then ``from x import``."""
+    plain: list[set[str]] = [set(), set()]
+    froms: list[dict[str, set[str]]] = [{}, {}]
+    for entity, binding in entities.items():
+        section = _section(binding.module)
+        local = flat.get(entity, binding.name)
+        if binding.attr is None:
+            top = binding.module.split(".", 1)[0]
+            if local == binding.module or (local == top and binding.name == top):
+                plain[section].add(f"import {binding.module}")
+            else:
+                plain[section].add(f"import {binding.module} as {local}")
+        else:
+            names = froms[section].setdefault(binding.module, set())
+            names.add(binding.attr if local == binding.attr else f"{binding.attr} as {local}")
+    sections: list[str] = []
+    for section in (0, 1):
+        lines = sorted(plain[section], key=_import_line_key)
+        for module in sorted(froms[section], key=lambda m: (m.lower(), m)):
+            ordered = sorted(froms[section][module], key=lambda n: (n != "*", n.lower(), n))
+            line = f"from {module} import {', '.join(ordered)}"
+            if len(line) > 100:
+                inner = "".join(f"    {name},\n" for name in ordered)
+                line = f"from {module} import (\n{inner})"
+            lines.append(line)
+        if lines:
+            sections.append("\n".join(lines) + "\n")
+    return "\n".join(sections)
+
+
+def _import_line_key(line: str) -> tuple[str, str]:
+    return (line.lower(), line)
+
+
+# --------------------------------------------------------------------------- requirements
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+@functools.cache
+def _requirement(top: str) -> str:
+    dists = sorted(_distributions().get(top, []), key=str.lower)
+    if not dists:
+        return top
+    dist = dists[0]
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return dist
+    public = re.split(r"[+]", version, maxsplit=1)[0]
+    return f"{dist}>={public}"
+
+
+def external_requirements(
+    bindings: Iterable[ImportBinding], *, exclude: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
+    """PEP 508 strings for the third-party top-level modules ``bindings`` import.
+
+    Each is ``<distribution>>=<installed version>`` (local version label dropped): the
+    version the block was extracted against, as a lower bound so newer releases satisfy
+    it. A module whose distribution is not installed is listed by its import name.
+    Standard-library modules and ``exclude`` (the source packages) are left out.
+    """
+    tops = {binding.module.split(".", 1)[0] for binding in bindings}
+    wanted = {
+        _requirement(top)
+        for top in tops
+        if top and top not in sys.stdlib_module_names and top not in exclude and top != "__future__"
+    }
+    return tuple(sorted(wanted, key=lambda r: (r.lower(), r)))
+
+
+# --------------------------------------------------------------------------- header
+
+
+def _source_packages(
+    index: Index, closure: Closure, modules: Mapping[str, ModuleInfo]
+) -> frozenset[str]:
+    sources = {closure.block.source} | {info.source for info in modules.values()}
+    packages: set[str] = set()
+    for source in sources:
+        packages |= index.source_packages(source)
+    return frozenset(packages)
+
+
+def _header(
+    *,
+    index: Index,
+    closure: Closure,
+    modules: Mapping[str, ModuleInfo],
+    files: Iterable[tuple[str, str, str]],
+    requirements: Iterable[str],
+    digest: str,
+) -> str:
+    block = closure.block
+    checkout = index.checkouts.get(block.source)
+    if checkout is None:
+        source, revision, license_ = f"{block.source} (unknown)", "unknown", None
+    else:
+        kind = checkout.spec.kind
+        if kind == "git":
+            source = f"{checkout.origin} @ {checkout.revision}"
+        else:
+            source = f"{checkout.origin} ({kind})"
+        revision, license_ = checkout.revision, checkout.license
+    return render_header(
+        block_id=block.id,
+        source=source,
+        revision=revision,
+        source_packages=_source_packages(index, closure, modules),
+        files=[(path, f"swh:1:cnt:{sha1}") for _, path, sha1 in files],
+        license=license_,
+        requires=requirements,
+        digest=digest,
+    )
+
+
+def _dependencies(plan: _Plan, module: str, name: str) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for info, unit in plan.units:
+        for bound in unit.binds:
+            if (info.module, bound) != (module, name):
+                seen.setdefault(f"{info.module}.{bound}")
+    return tuple(seen)
+
+
+@functools.lru_cache(maxsize=8192)
+def _compile_error(chunk: str | bytes) -> str | None:
+    """Why one top-level chunk of a block file does not compile (``None``: it does)."""
+    try:
+        compile(chunk, "<nnrag chunk>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        return str(error)
+    return None
+
+
+def _check_compiles(
+    code: str, block_id: str, *, chunks: Iterable[str | bytes] | None = None
+) -> None:
+    """Raise :class:`InternalError` (saving the file) if ``code`` does not compile.
+
+    With ``chunks`` (the top-level pieces the body was joined from, each a complete
+    sequence of statements) each piece is compiled on its own, memoized: top-level
+    statements compile independently, so this proves the same as compiling the file,
+    without recompiling units that many blocks share.
+    """
+    pieces = [code.encode("utf-8")] if chunks is None else list(chunks)
+    problem = next((error for error in map(_compile_error, pieces) if error), None)
+    if problem is not None:
+        folder = Path(tempfile.gettempdir()) / "nnrag-internal-errors"
+        folder.mkdir(parents=True, exist_ok=True)
+        evidence = folder / (re.sub(r"[^\w.-]", "_", block_id) + ".py")
+        evidence.write_text(code, encoding="utf-8")
+        raise InternalError(
+            f"the emitted file for {block_id} does not compile: {problem}", evidence=evidence
+        )

@@ -1,0 +1,630 @@
+"""Resolution: the exact dependency closure of a block, its order, flat-name renames, problems."""
+
+from __future__ import annotations
+
+import ast
+import heapq
+import itertools
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from nnrag.errors import ExtractionError
+from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
+from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
+from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
+from nnrag.model import (
+    BlockRef,
+    Closure,
+    ImportBinding,
+    ModuleInfo,
+    Problem,
+    Unit,
+    UnitRef,
+)
+
+if TYPE_CHECKING:
+    from nnrag.index.build import Index
+
+
+def resolve(index: Index, block: BlockRef) -> Closure:
+    """The closure of ``block``: internal units to inline, external imports, renames, problems."""
+    return _Walk(index, symbols_for(index), scanner_for(index), block).run()
+
+
+@dataclass(slots=True)
+class _Included:
+    info: ModuleInfo
+    unit: Unit
+    parent: UnitKey | None
+    effect: Effect | None = None
+
+
+@dataclass(slots=True)
+class _Memo:
+    """Per-index memos of the walk (they live as long as the index)."""
+
+    effects: dict[UnitKey, Effect] = field(default_factory=dict)
+    needs: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
+    same: dict[UnitKey, dict[str, object]] = field(default_factory=dict)
+    previous: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
+    identities: dict[int, tuple[ImportBinding, object]] = field(default_factory=dict)
+    wants: dict[UnitKey, tuple[tuple[tuple[str, str], str, object], ...]] = field(
+        default_factory=dict
+    )
+    components: dict[UnitKey, _Components] = field(default_factory=dict)
+    function_locals: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
+
+
+_MEMOS: weakref.WeakKeyDictionary[Index, _Memo] = weakref.WeakKeyDictionary()
+
+
+def _memo_for(index: Index) -> _Memo:
+    found = _MEMOS.get(index)
+    if found is None:
+        found = _MEMOS[index] = _Memo()
+    return found
+
+
+class _Walk:
+    """One resolution: a worklist over units, following every chain they read."""
+
+    def __init__(
+        self, index: Index, symbols: Symbols, scanner: UnitScanner, block: BlockRef
+    ) -> None:
+        self.index = index
+        self.symbols = symbols
+        self.scanner = scanner
+        self.memo = _memo_for(index)
+        self.block = block
+        self.units: dict[UnitKey, _Included] = {}
+        self.queue: list[UnitKey] = []
+        self.imports: dict[tuple[str, str], tuple[ModuleInfo, ImportBinding]] = {}
+        self.references: dict[tuple[str, str], tuple[str, str]] = {}
+        self.builtins: set[tuple[str, str]] = set()
+        self.problems: dict[Located, UnitKey] = {}
+        """Each problem, with the unit whose inclusion found it first."""
+        self.namespaces: dict[str, dict[str, tuple[str, str]]] = {}
+        """Internal modules used as objects -> attr -> (module, name) it denotes."""
+
+    # -- the walk ----------------------------------------------------------------------------
+
+    def run(self) -> Closure:
+        info = self.index.module(self.block.module, prefer=self.block.source)
+        if info is None or info.source != self.block.source:
+            raise ExtractionError(
+                f"module {self.block.module} is not in the index; run `nnrag index` again",
+                block_id=self.block.id,
+            )
+        roots = self._target_units(info)
+        for unit in roots:
+            key = (info.source, info.module, unit.index)
+            if key not in self.units:
+                self.units[key] = _Included(info=info, unit=unit, parent=None)
+                self.queue.append(key)
+        while self.queue:
+            self._visit(self.queue.pop())
+        order = self._order()
+        renames = self._renames(order)
+        imports = tuple(
+            binding
+            for _, (_, binding) in sorted(
+                self.imports.items(), key=lambda item: (item[0][0], item[1][1].line, item[0][1])
+            )
+        )
+        problems = sorted(
+            (
+                Problem(category=category, message=message, path=self._path(key), location=where)
+                for (category, where, message), key in self.problems.items()
+            ),
+            key=lambda p: (p.category, p.location, p.message),
+        )
+        return Closure(
+            block=self.block,
+            units=tuple(UnitRef(source=k[0], module=k[1], index=k[2]) for k in order),
+            imports=imports,
+            renames=renames,
+            problems=tuple(problems),
+            references=dict(sorted(self.references.items())),
+            namespaces={
+                module: tuple(sorted((attr, *target) for attr, target in members.items()))
+                for module, members in sorted(self.namespaces.items())
+            },
+        )
+
+    def _target_units(self, info: ModuleInfo) -> tuple[Unit, ...]:
+        for unit in info.units:
+            for klass in unit.classes:
+                if klass.name == self.block.name and klass.line == self.block.line:
+                    return (unit,)
+        units = tuple(u for u in info.units if self.block.name in u.binds and not u.type_checking)
+        if not units:
+            raise ExtractionError(
+                f"class {self.block.name} is no longer in {info.path}; run `nnrag index` again",
+                block_id=self.block.id,
+            )
+        return units[-1:]
+
+    def _visit(self, key: UnitKey) -> None:
+        entry = self.units[key]
+        effect = self.memo.effects.get(key)
+        if effect is None:
+            effect = UnitEffect(
+                self.index, self.symbols, self.scanner, key, entry.info, entry.unit
+            ).build()
+            self.memo.effects[key] = effect
+        entry.effect = effect
+        units, queue = self.units, self.queue
+        for dep, home, unit in effect.deps:
+            if dep not in units:
+                units[dep] = _Included(info=home, unit=unit, parent=key)
+                queue.append(dep)
+        imports = self.imports
+        for local, pair in effect.imports:
+            if local not in imports:
+                imports[local] = pair
+        if effect.references:
+            self.references.update(effect.references)
+        if effect.builtins:
+            self.builtins.update(effect.builtins)
+        for module, attr, target in effect.members:
+            members = self.namespaces.setdefault(module, {})
+            if target is not None:
+                members[attr] = target
+        for problem in effect.problems:
+            self.problems.setdefault(problem, key)
+
+    def _path(self, key: UnitKey | None) -> tuple[str, ...]:
+        labels: list[str] = []
+        seen: set[UnitKey] = set()
+        while key is not None and key not in seen:
+            seen.add(key)
+            entry = self.units[key]
+            labels.append(_label(entry.unit))
+            key = entry.parent
+        return tuple(reversed(labels))
+
+    # -- order -------------------------------------------------------------------------------
+
+    def _order(self) -> list[UnitKey]:
+        """Topological over load-time needs (stable by source, module, line); cycles broken.
+
+        Units of one module binding the same name keep their file order (each needs the
+        previous binder). When every such previous binder is in the closure, these edges are
+        the same in every closure and the memoized components order it; otherwise this
+        closure's graph is ordered as it is.
+        """
+        units = self.units
+        memo, previous = self.memo.needs, self.memo.previous
+        needs: dict[UnitKey, frozenset[UnitKey]] = {}
+        calls: _CallClosure | None = None
+        closed = True
+        for key, entry in units.items():
+            wanted = memo.get(key)
+            if wanted is None:
+                # what must run before this unit: its load-time reads, and all they call
+                # when they run then; the same in every closure, so memoized per index
+                calls = calls or _CallClosure(self.memo.effects, self.scanner.reach)
+                found = set(_effect(entry).load)
+                for dep in _effect(entry).load:
+                    if _runs_at_load(units[dep].unit, reader=entry.unit):
+                        found |= calls.of(dep)
+                found.discard(key)
+                wanted = memo[key] = frozenset(found)
+            before = previous.get(key)
+            if before is None:
+                before = previous[key] = self._previous_binders(key, entry)
+            if before:
+                closed = closed and all(other in units for other in before)
+                wanted = wanted | before
+            needs[key] = wanted
+        if closed:
+            return _Components.order(self.memo.components, needs, self._sort_key)
+        return _topological(self._closure_needs(), self._sort_key)
+
+    def _previous_binders(self, key: UnitKey, entry: _Included) -> frozenset[UnitKey]:
+        """For each name ``entry`` binds, the unit of its module binding it just before."""
+        found: set[UnitKey] = set()
+        binders = self.symbols.binders(entry.info)
+        for name in entry.unit.binds:
+            earlier = None
+            for unit in binders.get(name, ()):
+                if unit.index == key[2]:
+                    break
+                earlier = unit
+            if earlier is not None:
+                found.add((key[0], key[1], earlier.index))
+        return frozenset(found)
+
+    def _closure_needs(self) -> dict[UnitKey, frozenset[UnitKey]]:
+        """Memoized needs plus, per name bound by several units of a module in this
+        closure, each such unit after the previous one in it."""
+        needs = {key: self.memo.needs[key] for key in self.units}
+        by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
+        for key, entry in self.units.items():
+            for name in entry.unit.binds:
+                by_name.setdefault((key[0], key[1], name), []).append(key)
+        for keys in by_name.values():
+            if len(keys) > 1:
+                keys.sort(key=self._sort_key)
+                for earlier, later in itertools.pairwise(keys):
+                    needs[later] = needs[later] | {earlier}
+        return needs
+
+    def _sort_key(self, key: UnitKey) -> SortKey:
+        return _effect(self.units[key]).sort_key
+
+    # -- renames -----------------------------------------------------------------------------
+
+    def _renames(self, order: list[UnitKey]) -> dict[tuple[str, str], str]:
+        """Flat names for colliding bindings: target, builtins, imports keep theirs first."""
+        claims: dict[str, object] = {}
+        wanted: list[tuple[tuple[str, str], str, object]] = []
+        target = ("def", self.block.module, self.block.name)
+        claims[self.block.name] = target
+        for module, name in sorted(self.builtins):
+            owner = claims.setdefault(name, ("builtin", name))
+            del module, owner
+        identities = self.memo.identities
+        for (module, local), (_, binding) in sorted(self.imports.items()):
+            known = identities.get(id(binding))
+            if known is None:  # keyed by id: the binding lives in the index, as the memo
+                known = identities[id(binding)] = (binding, _import_identity(binding))
+            wanted.append(((module, local), local, known[1]))
+        wants = self.memo.wants
+        for key in order:
+            found = wants.get(key)
+            if found is None:
+                entry = self.units[key]
+                same = self._same_objects(key, entry) if entry.unit.kind in COMPOUND else {}
+                found = wants[key] = tuple(
+                    ((key[1], name), name, same.get(name, ("def", key[1], name)))
+                    for name in entry.unit.binds
+                    if not (name.startswith("__") and name.endswith("__"))
+                )
+            wanted.extend(found)
+        renames: dict[tuple[str, str], str] = {}
+        taken = set(claims) | {name for _, name, _ in wanted}
+        shadowed = self._shadowed(order)
+        for (module, name), local, identity in wanted:
+            owner = claims.setdefault(local, identity)
+            if owner == identity and (module, name) not in shadowed:
+                continue
+            new = _fresh(module, local, taken)
+            taken.add(new)
+            claims[new] = identity
+            renames[(module, name)] = new
+        return renames
+
+    def _shadowed(self, order: list[UnitKey]) -> set[tuple[str, str]]:
+        """Definitions a unit reads through a chain inside a function that binds their name.
+
+        ``use = backend.use`` in a method would become ``use = use`` (an unbound local) with
+        the flat name, so such a definition takes a fresh one.
+        """
+        shadowed: set[tuple[str, str]] = set()
+        for key in order:
+            references = _effect(self.units[key]).references
+            for (_, prefix), (home, name) in references:
+                if name and prefix != name and name in self._function_locals(key):
+                    shadowed.add((home, name))
+        return shadowed
+
+    def _function_locals(self, key: UnitKey) -> frozenset[str]:
+        found = self.memo.function_locals.get(key)
+        if found is None:
+            entry = self.units[key]
+            tree = self.scanner.tree(entry.info, entry.unit)
+            found = frozenset(_function_locals(tree) if tree is not None else ())
+            self.memo.function_locals[key] = found
+        return found
+
+    def _same_objects(self, key: UnitKey, entry: _Included) -> dict[str, object]:
+        """Names a conditional unit binds by importing an inlined definition of the same name
+        (``try: from .fast import fused``): one object, so one flat name, not a collision."""
+        found = self.memo.same.get(key)
+        if found is not None:
+            return found
+        found = self.memo.same[key] = {}
+        for binding in entry.unit.imports:
+            if binding.type_checking or binding.attr in (None, "*"):
+                continue
+            target = self.symbols.follow(entry.info, binding, binding.name, ())
+            if (
+                target.kind == "definition"
+                and target.module is not None
+                and target.name == binding.name
+            ):
+                found[binding.name] = ("def", target.module.module, target.name)
+        return found
+
+
+def _topological(
+    needs: Mapping[UnitKey, frozenset[UnitKey]], sort_key: Callable[[UnitKey], SortKey]
+) -> list[UnitKey]:
+    """Dependencies first, ties broken by ``sort_key``; a cycle stays together, in file order.
+
+    The strongly connected components of the ``needs`` graph (Tarjan) are ordered with
+    Kahn's algorithm, smallest component key first; members of a component by their key.
+    Most closures have no load-time cycle: Kahn's algorithm over the units themselves
+    then gives the same order (every component is one unit) without computing components.
+    """
+    acyclic = _acyclic_order(needs, sort_key)
+    if acyclic is not None:
+        return acyclic
+    components = _components(needs)
+    of = {key: number for number, members in enumerate(components) for key in members}
+    first = [min(sort_key(k) for k in members) for members in components]
+    users: list[set[int]] = [set() for _ in components]
+    pending = [0] * len(components)
+    for number, members in enumerate(components):
+        deps = {of[dep] for key in members for dep in needs[key]} - {number}
+        pending[number] = len(deps)
+        for dep in deps:
+            users[dep].add(number)
+    ready = [(first[n], n) for n in range(len(components)) if not pending[n]]
+    heapq.heapify(ready)
+    order: list[UnitKey] = []
+    while ready:
+        _, number = heapq.heappop(ready)
+        order.extend(sorted(components[number], key=sort_key))
+        for user in users[number]:
+            pending[user] -= 1
+            if not pending[user]:
+                heapq.heappush(ready, (first[user], user))
+    return order
+
+
+class _Components:
+    """A strongly connected component of the load-time needs of units, memoized per index.
+
+    ``needs`` of a unit do not depend on the block and a closure holds everything its units
+    need, so a component found in one closure is the same in every closure that has one of
+    its units. With each component's transitive needs (``reach``) known, only the needs not
+    implied by another need (``direct``) are edges for Kahn's algorithm: the same order as
+    :func:`_topological`, with a fraction of the edges and no per-block Tarjan.
+    """
+
+    __slots__ = ("direct", "first", "members", "reach")
+
+    def __init__(self, members: list[UnitKey], sort_key: Callable[[UnitKey], SortKey]) -> None:
+        self.members = sorted(members, key=sort_key)
+        self.first = sort_key(self.members[0])
+        self.reach: frozenset[_Components] = frozenset()
+        self.direct: tuple[_Components, ...] = ()
+
+    @staticmethod
+    def order(
+        memo: dict[UnitKey, _Components],
+        needs: Mapping[UnitKey, frozenset[UnitKey]],
+        sort_key: Callable[[UnitKey], SortKey],
+    ) -> list[UnitKey]:
+        """``needs`` (closed: it holds every unit its units need) in :func:`_topological` order."""
+        if any(key not in memo for key in needs):
+            _Components._learn(memo, needs, sort_key)
+        present = {memo[key]: None for key in needs}
+        pending: dict[_Components, int] = {}
+        users: dict[_Components, list[_Components]] = {}
+        ready: list[tuple[SortKey, int, _Components]] = []
+        for component in present:
+            pending[component] = len(component.direct)
+            if not component.direct:
+                ready.append((component.first, id(component), component))
+            for dep in component.direct:
+                users.setdefault(dep, []).append(component)
+        heapq.heapify(ready)
+        order: list[UnitKey] = []
+        while ready:
+            component = heapq.heappop(ready)[2]
+            order.extend(component.members)
+            for user in users.get(component, ()):
+                left = pending[user] - 1
+                pending[user] = left
+                if not left:
+                    heapq.heappush(ready, (user.first, id(user), user))
+        return order
+
+    @staticmethod
+    def _learn(
+        memo: dict[UnitKey, _Components],
+        needs: Mapping[UnitKey, frozenset[UnitKey]],
+        sort_key: Callable[[UnitKey], SortKey],
+    ) -> None:
+        # A known unit needs only known units (its component was learned with everything it
+        # reaches), so the new components are those of the new units, with edges among them.
+        # Tarjan yields a component after every component it reaches.
+        new = {key: frozenset(d for d in deps if d not in memo) for key, deps in needs.items()}
+        for key in [key for key in new if key in memo]:
+            del new[key]
+        for members in _components(new):
+            component = _Components(members, sort_key)
+            for key in members:
+                memo[key] = component
+            deps = {memo[dep] for key in members for dep in needs[key]}
+            deps.discard(component)
+            implied: set[_Components] = set()
+            for dep in deps:
+                implied |= dep.reach
+            component.reach = frozenset(deps | implied)
+            component.direct = tuple(sorted(deps - implied, key=lambda c: c.first))
+
+
+def _acyclic_order(
+    needs: Mapping[UnitKey, frozenset[UnitKey]], sort_key: Callable[[UnitKey], SortKey]
+) -> list[UnitKey] | None:
+    """Kahn's algorithm over single units, smallest key first; ``None`` on a cycle."""
+    pending: dict[UnitKey, int] = {}
+    users: dict[UnitKey, list[UnitKey]] = {}
+    ready: list[tuple[SortKey, UnitKey]] = []
+    for key, deps in needs.items():
+        pending[key] = len(deps)
+        if not deps:
+            ready.append((sort_key(key), key))
+        for dep in deps:
+            found = users.get(dep)
+            if found is None:
+                users[dep] = [key]
+            else:
+                found.append(key)
+    heapq.heapify(ready)
+    order: list[UnitKey] = []
+    while ready:
+        key = heapq.heappop(ready)[1]
+        order.append(key)
+        for user in users.get(key, ()):
+            left = pending[user] - 1
+            pending[user] = left
+            if not left:
+                heapq.heappush(ready, (sort_key(user), user))
+    return order if len(order) == len(needs) else None
+
+
+def _components(needs: Mapping[UnitKey, frozenset[UnitKey]]) -> list[list[UnitKey]]:
+    """Strongly connected components (iterative Tarjan).
+
+    Membership does not depend on visiting order; callers order components by their keys.
+    """
+    index: dict[UnitKey, int] = {}
+    low: dict[UnitKey, int] = {}
+    stack: list[UnitKey] = []
+    on_stack: set[UnitKey] = set()
+    found: list[list[UnitKey]] = []
+    for root in needs:
+        if root in index:
+            continue
+        work: list[tuple[UnitKey, Iterator[UnitKey]]] = [(root, iter(needs[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(needs[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                members: list[UnitKey] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == node:
+                        break
+                found.append(members)
+    return found
+
+
+_CREATION_HOOKS = frozenset({"__init_subclass__", "__set_name__", "__new__", "__prepare__"})
+
+
+def _runs_at_load(dep: Unit, *, reader: Unit) -> bool:
+    """Whether code of ``dep`` runs while ``reader`` executes (so what it calls is needed then).
+
+    A function read at load time is a decorator or a call; a class read by a statement that
+    is not a class is instantiated or called; a class with creation hooks
+    (``__init_subclass__``, a metaclass' ``__new__``) runs them for every subclass.
+    """
+    if dep.kind == "def":
+        return True
+    if dep.kind != "class":
+        return False
+    return reader.kind != "class" or any(_CREATION_HOOKS & set(c.methods) for c in dep.classes)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _function_locals(tree: ast.Module) -> Iterator[str]:
+    """Names bound inside the functions of ``tree`` (parameters, assignments, imports, defs)."""
+    for function in ast.walk(tree):
+        if not isinstance(function, _FUNCTIONS):
+            continue
+        yield from (a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg))
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                yield node.id
+            elif isinstance(node, ast.alias):
+                yield node.asname or node.name.split(".")[0]
+            elif isinstance(node, _DEFINITIONS) and node is not function:
+                yield node.name
+
+
+def _fresh(module: str, name: str, taken: set[str]) -> str:
+    """``<module_last>_<name>`` (leading underscores kept in front), then ``_2``, ``_3``..."""
+    stripped = name.lstrip("_")
+    prefix = name[: len(name) - len(stripped)]
+    last = module.rsplit(".", 1)[-1].strip("_") or "mod"
+    base = f"{prefix}{last}_{stripped}"
+    candidate, number = base, 1
+    while candidate in taken or candidate in BUILTINS:
+        number += 1
+        candidate = f"{base}_{number}"
+    return candidate
+
+
+def _import_identity(binding: ImportBinding) -> object:
+    """The object an import binds, whatever its form (``from torch import nn`` = ``torch.nn``)."""
+    if binding.attr is None:
+        top = binding.module.split(".", 1)[0]
+        return ("import", top if binding.name == top else binding.module)
+    return ("import", f"{binding.module}.{binding.attr}")
+
+
+def _label(unit: Unit) -> str:
+    if unit.binds:
+        return unit.binds[0]
+    return f"<{unit.kind} at line {unit.start_line}>"
+
+
+class _CallClosure:
+    """Units reachable through call-time edges (what runs when a unit's functions run).
+
+    Edges of a unit do not depend on the block being resolved, so the sets are kept per
+    index (``memo``) and shared by every resolution.
+    """
+
+    def __init__(
+        self, effects: Mapping[UnitKey, Effect], memo: dict[UnitKey, frozenset[UnitKey]]
+    ) -> None:
+        self.effects = effects
+        self.memo = memo
+
+    def of(self, start: UnitKey) -> frozenset[UnitKey]:
+        cached = self.memo.get(start)
+        if cached is not None:
+            return cached
+        seen: set[UnitKey] = set()
+        stack = [start]
+        while stack:
+            key = stack.pop()
+            known = self.memo.get(key) if key != start else None
+            if known is not None:
+                seen |= known
+                seen.add(key)
+                continue
+            effect = self.effects[key]
+            for dep in itertools.chain(effect.call, effect.load):
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        seen.discard(start)
+        result = frozenset(seen)
+        self.memo[start] = result
+        return result
+
+
+def _effect(entry: _Included) -> Effect:
+    assert entry.effect is not None, "every included unit is visited before ordering"
+    return entry.effect

@@ -1,0 +1,1 @@
+"""The index: scanning, per-module units, the SQLite store, discovery and symbols."""

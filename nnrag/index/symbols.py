@@ -1,0 +1,355 @@
+"""Cross-module name lookup over an Index: what a dotted chain read in a module denotes."""
+
+from __future__ import annotations
+
+import builtins
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from nnrag.model import ImportBinding, ModuleInfo, Unit
+
+if TYPE_CHECKING:
+    from nnrag.index.build import Index
+
+Kind = Literal["definition", "external", "module", "builtin", "dunder", "typing", "missing"]
+MissingReason = Literal["unresolved", "native", "not-indexed", "cycle"]
+
+BUILTINS: frozenset[str] = frozenset(dir(builtins))
+MODULE_DUNDERS: frozenset[str] = frozenset(
+    {
+        "__name__",
+        "__file__",
+        "__doc__",
+        "__spec__",
+        "__loader__",
+        "__package__",
+        "__builtins__",
+        "__path__",
+        "__cached__",
+        "__dict__",
+        "__annotations__",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolution:
+    """What a dotted chain denotes, and how many of its parts that took (``consumed``).
+
+    - ``definition``: ``units`` of ``module`` bind ``name`` (def, class, assignment, or a
+      compound ``if``/``try``/``with`` kept whole).
+    - ``external``: ``binding`` (as written in ``module``) imports it from outside every
+      indexed source; ``target`` is the absolute dotted name (``torch.nn.Conv2d``).
+    - ``module``: the internal module ``target`` itself (``module`` its index entry).
+    - ``builtin`` / ``dunder``: ``name`` is a builtin / a module attribute like ``__file__``.
+    - ``typing``: bound only under ``if TYPE_CHECKING:`` (not a runtime dependency).
+    - ``missing``: nothing binds it; ``reason`` says why, ``target`` what was looked for.
+    """
+
+    kind: Kind
+    name: str
+    consumed: int = 1
+    module: ModuleInfo | None = None
+    units: tuple[Unit, ...] = ()
+    binding: ImportBinding | None = None
+    target: str = ""
+    reason: MissingReason | None = None
+
+    def shifted(self, by: int) -> Resolution:
+        """The same resolution, seen from a chain ``by`` parts longer at the front."""
+        if by == 0:
+            return self
+        return Resolution(
+            kind=self.kind,
+            name=self.name,
+            consumed=self.consumed + by,
+            module=self.module,
+            units=self.units,
+            binding=self.binding,
+            target=self.target,
+            reason=self.reason,
+        )
+
+    @property
+    def key(self) -> tuple[str, str] | None:
+        """(module, name) of a definition or an external binding, for renames and references."""
+        if self.module is None or self.kind not in ("definition", "external"):
+            return None
+        return (self.module.module, self.name)
+
+
+_Key = tuple[str, str, str, tuple[str, ...], bool, int]
+
+
+_SHARED: weakref.WeakKeyDictionary[Index, Symbols] = weakref.WeakKeyDictionary()
+
+
+def symbols_for(index: Index) -> Symbols:
+    """The shared :class:`Symbols` of ``index`` (its memo lives as long as the index does)."""
+    found = _SHARED.get(index)
+    if found is None:
+        found = _SHARED[index] = Symbols(index)
+    return found
+
+
+class Symbols:
+    """Memoized name lookup over one Index (cycle-safe; one instance per Index)."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._binders: dict[tuple[str, str], dict[str, tuple[Unit, ...]]] = {}
+        self._exports: dict[tuple[str, str], frozenset[str]] = {}
+        self._memo: dict[_Key, Resolution] = {}
+        self._active: set[_Key] = set()
+        self._cycles = 0
+        self._files: dict[str, Literal["native", "not-indexed", "unresolved"]] = {}
+
+    # -- per-module tables -------------------------------------------------------------------
+
+    def binders(self, info: ModuleInfo) -> dict[str, tuple[Unit, ...]]:
+        """Name -> the units of ``info`` that bind it at module level, in file order."""
+        key = (info.source, info.module)
+        table = self._binders.get(key)
+        if table is None:
+            building: dict[str, list[Unit]] = {}
+            for unit in info.units:
+                for name in unit.binds:
+                    building.setdefault(name, []).append(unit)
+            table = {name: tuple(units) for name, units in building.items()}
+            self._binders[key] = table
+        return table
+
+    def exports(self, info: ModuleInfo) -> frozenset[str]:
+        """Names ``from info import *`` binds: ``__all__``, else public bound names (+ stars)."""
+        key = (info.source, info.module)
+        cached = self._exports.get(key)
+        if cached is not None:
+            return cached
+        self._exports[key] = frozenset()  # cycle guard
+        if info.all_names is not None:
+            names = frozenset(info.all_names)
+        else:
+            found = {n for n in self.binders(info) if not n.startswith("_")}
+            for star in info.star_imports:
+                other = self.index.module(star, prefer=info.source)
+                if other is not None:
+                    found |= self.exports(other)
+            names = frozenset(found)
+        self._exports[key] = names
+        return names
+
+    # -- lookup ------------------------------------------------------------------------------
+
+    def lookup(
+        self,
+        info: ModuleInfo,
+        chain: str | Sequence[str],
+        *,
+        before: int = 0,
+        inclusive: bool = False,
+    ) -> Resolution:
+        """What ``chain`` (``"nn.Conv2d"`` or its parts) read in module ``info`` denotes.
+
+        ``before``: a load-time read by the unit starting at that line sees only bindings
+        made before it (``class LayerNorm(LayerNorm)``); 0 sees every binding. With
+        ``inclusive`` the reading unit's own bindings count too (a ``try`` block reading a
+        name it bound itself). A name bound only later falls back to every binding.
+        """
+        parts = tuple(chain.split(".")) if isinstance(chain, str) else tuple(chain)
+        if inclusive and before:
+            before = -before  # the memo key keeps the two modes apart
+        return self._name(info, parts[0], parts[1:], top=True, before=before)
+
+    def module_resolution(self, name: str, *, prefer: str | None = None) -> Resolution:
+        """An absolute module name as an internal module, external, or a missing module."""
+        return self._module(name, (), prefer=prefer, binding=None, where=None, top_name=name)
+
+    def _name(
+        self, info: ModuleInfo, name: str, rest: tuple[str, ...], *, top: bool, before: int = 0
+    ) -> Resolution:
+        key: _Key = (info.source, info.module, name, rest, top, before)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        if key in self._active:
+            self._cycles += 1
+            return Resolution(kind="missing", name=name, reason="cycle", target=info.module)
+        self._active.add(key)
+        cycles = self._cycles
+        try:
+            result = self._name_uncached(info, name, rest, top=top, before=before)
+        finally:
+            self._active.discard(key)
+        if cycles == self._cycles:
+            self._memo[key] = result
+        return result
+
+    def _name_uncached(
+        self, info: ModuleInfo, name: str, rest: tuple[str, ...], *, top: bool, before: int
+    ) -> Resolution:
+        units = self.binders(info).get(name, ())
+        if before > 0:
+            units = tuple(u for u in units if u.start_line < before) or units
+        elif before < 0:
+            units = tuple(u for u in units if u.start_line <= -before) or units
+        runtime = tuple(u for u in units if not u.type_checking)
+        if units and not runtime:
+            return Resolution(kind="typing", name=name, module=info, units=units)
+        if runtime:
+            last = runtime[-1]
+            if last.kind != "import":
+                defs = tuple(u for u in runtime if u.kind != "import")
+                return Resolution(kind="definition", name=name, module=info, units=defs)
+            binding = binding_for(last, name)
+            if binding is not None:
+                return self.follow(info, binding, name, rest)
+        if name in MODULE_DUNDERS:
+            return Resolution(kind="dunder", name=name, module=info)
+        for star in reversed(info.star_imports):
+            other = self.index.module(star, prefer=info.source)
+            if other is not None and name in self.exports(other):
+                found = self._name(other, name, rest, top=False)
+                if found.kind != "missing":
+                    return found
+        if info.is_package:
+            sub = f"{info.module}.{name}"
+            if self._is_module_name(sub, info.source):
+                return self._module(sub, rest, prefer=info.source, binding=None, where=None)
+        if top and name in BUILTINS:
+            return Resolution(kind="builtin", name=name)
+        for star in reversed(info.star_imports):
+            if self.index.module(star, prefer=info.source) is None and not self._internal(star):
+                binding = ImportBinding(name="*", module=star, attr="*")
+                return Resolution(
+                    kind="external",
+                    name=name,
+                    module=info,
+                    binding=_star_binding(info, star) or binding,
+                    target=".".join((star, name, *rest)),
+                )
+        return Resolution(
+            kind="missing", name=name, module=info, reason="unresolved", target=info.module
+        )
+
+    def follow(
+        self, info: ModuleInfo, binding: ImportBinding, name: str, rest: tuple[str, ...]
+    ) -> Resolution:
+        """Resolve ``name`` (+``rest``) bound in ``info`` by the import ``binding``."""
+        if binding.attr is None:
+            top_package = binding.module.split(".", 1)[0]
+            binds_top = binding.name == top_package and binding.module != top_package
+            module = top_package if binds_top else binding.module
+            return self._module(
+                module, rest, prefer=info.source, binding=binding, where=info, top_name=name
+            )
+        target = self.index.module(binding.module, prefer=info.source)
+        if target is None:
+            return self._module(
+                f"{binding.module}.{binding.attr}",
+                rest,
+                prefer=info.source,
+                binding=binding,
+                where=info,
+                top_name=name,
+                attr_of=binding.module,
+            )
+        found = self._name(target, binding.attr, rest, top=False)
+        if found.kind == "missing":
+            # ``from pkg import sub``: a submodule, indexed or not (a compiled extension)
+            sub = f"{binding.module}.{binding.attr}"
+            if self._is_module_name(sub, info.source) or (
+                found.reason == "unresolved" and target.is_package
+            ):
+                return self._module(sub, rest, prefer=info.source, binding=binding, where=info)
+        return found
+
+    def _module(
+        self,
+        module: str,
+        rest: tuple[str, ...],
+        *,
+        prefer: str | None,
+        binding: ImportBinding | None,
+        where: ModuleInfo | None,
+        top_name: str = "",
+        attr_of: str | None = None,
+    ) -> Resolution:
+        """The module ``module`` (named by one chain part), then ``rest`` inside it."""
+        info = self.index.module(module, prefer=prefer)
+        if info is None:
+            if self._internal(attr_of or module):
+                missing = attr_of or module
+                reason = self._file_kind(missing, prefer)
+                return Resolution(
+                    kind="missing",
+                    name=top_name or module,
+                    module=where,
+                    reason=reason,
+                    target=missing,
+                    binding=binding,
+                )
+            return Resolution(
+                kind="external",
+                name=top_name or module.rsplit(".", 1)[-1],
+                module=where,
+                binding=binding,
+                target=".".join((module, *rest)),
+            )
+        if not rest:
+            return Resolution(kind="module", name=module, module=info, target=module)
+        return self._name(info, rest[0], rest[1:], top=False).shifted(1)
+
+    # -- module files ------------------------------------------------------------------------
+
+    def _is_module_name(self, name: str, prefer: str | None) -> bool:
+        return self.index.module(name, prefer=prefer) is not None
+
+    def _internal(self, module: str) -> bool:
+        """Whether ``module`` lies in a package of some indexed source."""
+        return self.index.source_of_module(module) is not None
+
+    def _file_kind(
+        self, module: str, prefer: str | None
+    ) -> Literal["native", "not-indexed", "unresolved"]:
+        """Why an internal module is not indexed: a compiled extension, or a file out of scope."""
+        cached = self._files.get(module)
+        if cached is not None:
+            return cached
+        # a private name (``_C``, ``_ext``) is a compiled extension even when the checkout has
+        # no binary (wheels unpacked without them, sdists that build them); so is any module
+        # with a binary next to its would-be source; a public name that exists nowhere is not
+        kind: Literal["native", "not-indexed", "unresolved"] = (
+            "native" if module.rsplit(".", 1)[-1].startswith("_") else "unresolved"
+        )
+        source = self.index.source_of_module(module)
+        checkout = self.index.checkouts.get(source or prefer or "")
+        if checkout is not None:
+            base = Path(checkout.root, *module.split("."))
+            if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+                kind = "not-indexed"
+            elif base.parent.is_dir() and any(
+                path.suffix in (".so", ".pyd") for path in base.parent.glob(base.name + ".*")
+            ):
+                kind = "native"
+        self._files[module] = kind
+        return kind
+
+
+def binding_for(unit: Unit, name: str) -> ImportBinding | None:
+    """The last import binding of ``unit`` that binds ``name`` (not a star import)."""
+    found = None
+    for binding in unit.imports:
+        if binding.name == name and binding.attr != "*":
+            found = binding
+    return found
+
+
+def _star_binding(info: ModuleInfo, module: str) -> ImportBinding | None:
+    for unit in info.units:
+        for binding in unit.imports:
+            if binding.attr == "*" and binding.module == module:
+                return binding
+    return None

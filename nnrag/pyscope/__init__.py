@@ -1,0 +1,1 @@
+"""Python's scoping rules on ``ast``: bindings, reads and unresolved names."""

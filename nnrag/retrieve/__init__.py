@@ -1,0 +1,1 @@
+"""Retrieval: search, de-duplication, categories and code features."""

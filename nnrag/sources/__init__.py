@@ -1,0 +1,1 @@
+"""Fetching sources: local paths, git checkouts and PyPI distributions."""

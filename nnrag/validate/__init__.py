@@ -1,0 +1,1 @@
+"""Validation: stages, the sandbox, the result cache and probing."""

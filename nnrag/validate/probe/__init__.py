@@ -1,0 +1,1 @@
+"""Probing in the sandbox child: constructor arguments, inputs and repairs."""

@@ -1,0 +1,622 @@
+"""Sandbox child: constructor arguments (size profiles, names, annotations, configs)."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import enum
+import inspect
+import numbers
+import re
+import sys
+import textwrap
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from nnrag.validate.probe import values as probe_values
+
+decode = probe_values.decode  # re-exported: probe, probe_inputs and probe_graph import them here
+encode = probe_values.encode
+tensor_spec = probe_values.tensor_spec
+
+MISSING = object()
+"""No rule matched."""
+
+# --------------------------------------------------------------------------- size profiles
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One consistent set of sizes: related names get related values, heads divide dims."""
+
+    dim: int = 32
+    heads: int = 2
+    hidden: int = 64
+    img: int = 32
+    seq: int = 16
+    norm: str = "layer"
+
+
+PROFILES = (
+    Profile(),
+    Profile(dim=64, heads=4, hidden=128, img=64, norm="batch"),
+    Profile(dim=16, heads=1, hidden=32, img=16),
+)
+
+_INT_RULES: tuple[tuple[str, Callable[[Profile], object]], ...] = (
+    (r"spatial_?dims?$|^n_?dims?$|^ndims?$|dimensions$", lambda p: 2),  # 2-D inputs (1/2/3)
+    (r"head_?dim|dim_?head|d_head|head_size|key_dim|d_k$|d_v$", lambda p: p.dim // p.heads),
+    (r"(^|_)(num_|n_)?heads?$|nhead|num_attention_heads", lambda p: p.heads),
+    (r"num_groups|gn_groups|norm_groups", lambda p: 4),
+    (r"classes|num_labels|n_class", lambda p: 10),
+    (r"vocab|num_embeddings|num_tokens|n_tokens|n_vocab|num_words", lambda p: 100),
+    (r"kernel|ksize|k_size", lambda p: 3),
+    (r"stride", lambda p: 1),
+    (r"index$|idx$", lambda p: 0),
+    (r"dilation|groups", lambda p: 1),
+    (r"padding|^pad", lambda p: 1),
+    (r"patch", lambda p: 4),
+    (r"window|partition", lambda p: 4),
+    (r"feat_?size|feature_size|grid_size|feat_res", lambda p: p.img // 4),
+    (r"img|image|resolution|input_size|^size$|^hw$", lambda p: p.img),
+    (r"(seq|max|context|block)_?(len|length)|positions|n_ctx|max_len", lambda p: 64),
+    (r"depths?$|layers$|num_blocks|n_blocks|blocks$|repeats$|stages$", lambda p: 1),
+    (r"num_experts|experts", lambda p: 2),
+    (r"top_?k", lambda p: 1),
+    (r"reduction|ratio|expan", lambda p: 4),
+    (r"scale|factor", lambda p: 2),
+    (r"hidden|ffn|mlp|intermediate|inner|feedforward|d_ff|ff_dim|mid", lambda p: p.hidden),
+    (r"rd_|reduced|squeeze|bottleneck", lambda p: p.dim // 4),
+    (
+        r"chan|ch$|chs$|^c\d?$|planes|feat|dim|width|d_model|embed|emb|latent|units|^nc|^nf|size|out",
+        lambda p: p.dim,
+    ),
+    (r"^num_|^n_|^n$|count", lambda p: 2),
+)
+_FLOAT_RULES: tuple[tuple[str, float], ...] = (
+    (r"mult", 1.0),
+    (r"drop|prob|rate|^p$", 0.0),
+    (r"eps", 1e-5),
+    (r"momentum", 0.1),
+    (r"ratio|expan", 4.0),
+    (r"scale|alpha|beta|gamma|temp|tau|init|weight", 1.0),
+)
+
+
+def int_for(name: str, profile: Profile) -> object:
+    low = name.lower()
+    for pattern, make in _INT_RULES:
+        if re.search(pattern, low):
+            return make(profile)
+    return MISSING
+
+
+def float_for(name: str) -> float:
+    low = name.lower()
+    return next((v for pattern, v in _FLOAT_RULES if re.search(pattern, low)), 0.5)
+
+
+# --------------------------------------------------------------------------- constructor arguments
+
+
+@dataclass(slots=True)
+class Ctor:
+    """One constructor candidate."""
+
+    origin: str
+    args: tuple[object, ...] = ()
+    kwargs: dict[str, object] = field(default_factory=dict)
+    placeholders: list[str] = field(default_factory=list)
+    profile: Profile | None = None
+
+    def with_kwargs(self, changes: Mapping[str, object]) -> Ctor:
+        """This candidate with ``changes`` merged into its keyword arguments."""
+        return Ctor(
+            self.origin, self.args, {**self.kwargs, **changes}, self.placeholders, self.profile
+        )
+
+
+def type_hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(owner)
+    except Exception:
+        pass
+    out: dict[str, Any] = {}
+    if init is None:
+        return out
+    namespace = vars(sys.modules.get(getattr(owner, "__module__", ""), sys))
+    for name, param in init.parameters.items():
+        annotation = param.annotation
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(
+                    annotation, dict(namespace)
+                )  # annotations are the file's own code
+            except Exception:
+                continue
+        if annotation is not inspect.Parameter.empty:
+            out[name] = annotation
+    return out
+
+
+def signature_of(func: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+_LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
+
+
+_KIND_SKIP = {"types", "type", "cls", "class", "fn", "factory", "constructor", "builder"}
+
+_KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
+"""Sequences of strings under these names are keys: they must be distinct and non-empty."""
+
+
+_SCALARS = (int, float, str, bool)
+
+
+def _preferred(options: list[Any]) -> Any:
+    """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest; a
+    scalar beats a sequence (``Sequence[int] | int``: one int broadcasts to any length, and a
+    bare ``tuple | str`` gives no item types to fill the tuple with)."""
+    for option in options:
+        if typing.get_origin(option) is typing.Literal or (
+            isinstance(option, type) and issubclass(option, enum.Enum)
+        ):
+            return option
+    if all(o in _SCALARS or _is_sequence(o) for o in options):
+        return next((o for o in options if o in _SCALARS), options[0])
+    return options[0]
+
+
+def _is_sequence(annotation: Any) -> bool:
+    """``tuple``, ``list``, ``Sequence[int]``, ``Tuple[int, int]`` and the like."""
+    origin = typing.get_origin(annotation) or annotation
+    return origin in (tuple, list) or getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
+
+
+def init_signature(cls: Any) -> tuple[inspect.Signature | None, Any]:
+    """The constructor signature, from the first base whose ``__init__`` names its parameters.
+
+    ``class Quantizable(Base): def __init__(self, *args, **kwargs)`` forwards everything to
+    ``Base.__init__``, so ``Base``'s parameters are the ones to synthesize.
+    """
+    sig = signature_of(cls)
+    owner = getattr(cls, "__init__", cls)
+    if sig is None or not _only_var(sig) or not isinstance(cls, type):
+        return sig, owner
+    for base in cls.__mro__[1:]:
+        init = base.__dict__.get("__init__")
+        if init is None or base in (nn.Module, object):
+            continue
+        base_sig = signature_of(init)
+        if base_sig is None:
+            continue
+        params = list(base_sig.parameters.values())[1:]
+        if params and not _only_var(base_sig.replace(parameters=params)):
+            return base_sig.replace(parameters=params), init
+    return sig, owner
+
+
+def _only_var(sig: inspect.Signature) -> bool:
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return all(p.kind in kinds for p in sig.parameters.values())
+
+
+def string_choices(cls: Any) -> dict[str, str]:
+    """First string a parameter is compared with in the class source (``mode in ('cat', ...)``)."""
+    out: dict[str, str] = {}
+    for klass in getattr(cls, "__mro__", ())[:4]:
+        if klass.__module__.split(".")[0] in {"torch", "builtins"}:
+            break
+        names = vars(sys.modules[klass.__module__]) if klass.__module__ in sys.modules else {}
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            left = node.left
+            name = (
+                left.id
+                if isinstance(left, ast.Name)
+                else left.attr
+                if isinstance(left, ast.Attribute)
+                else None
+            )
+            if name is None:
+                continue
+            for op, right in zip(node.ops, node.comparators, strict=False):
+                if not isinstance(op, (ast.Eq, ast.In)):
+                    continue
+                items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
+                values = [  # a module constant (mode in {BINARY_MODE, ...}) reads as its value
+                    i.value if isinstance(i, ast.Constant) else names.get(getattr(i, "id", ""))
+                    for i in items
+                ]
+                strings = [v for v in values if isinstance(v, str)]
+                if strings and strings[0]:
+                    out.setdefault(name, strings[0])
+    return out
+
+
+def named_class(module: Any, name: str) -> type | None:
+    """The class of ``module`` named ``name`` in CamelCase (``flow_head`` -> ``FlowHead``)."""
+    if module is None:
+        return None
+    camel = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
+    found = vars(module).get(camel)
+    if isinstance(found, type) and found.__module__ == module.__name__:
+        return found
+    return None
+
+
+class Synth:
+    """Synthesizes values for required parameters from annotations and names."""
+
+    def __init__(self, module: Any, profile: Profile, depth: int = 0) -> None:
+        self.module = module
+        self.profile = profile
+        self.depth = depth
+        self.placeholders: list[str] = []
+
+    def value(self, name: str, annotation: Any) -> object:
+        origin = typing.get_origin(annotation)
+        args = typing.get_args(annotation)
+        if annotation is inspect.Parameter.empty or annotation is Any:
+            return self.by_name(name)
+        if origin is typing.Union or type(annotation).__name__ == "UnionType":
+            options = [a for a in args if a is not type(None)]
+            if not options:
+                return None
+            return self.value(name, _preferred(options))
+        if origin is typing.Literal:
+            return next((a for a in args if a is not None), args[0])
+        if origin in (tuple, typing.Tuple):  # noqa: UP006 - runtime check of old spellings
+            items = [a for a in args if a is not Ellipsis] or [int]
+            if len(items) == 3 and Ellipsis not in args and all(i is str for i in items):
+                return ("a", "to", "a")  # a (source, relation, target) key
+            count = len(items) if Ellipsis not in args else 2
+            return tuple(self.item(name, items[min(i, len(items) - 1)], i) for i in range(count))
+        if origin in (list, list, typing.Sequence) or (
+            origin is not None and getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
+        ):
+            inner = args[0] if args else int
+            return [self.item(name, inner, i) for i in range(2)]
+        if (
+            origin is not None and getattr(origin, "__name__", "") == "Callable"
+        ) or annotation is Callable:
+            returned = args[-1] if args else None
+            if isinstance(returned, type) and issubclass(returned, nn.Module):
+                return self.class_for(name, returned)  # a class is a module factory
+            return self.layer_factory(name)
+        if origin is type and args:
+            return self.class_for(name, args[0])
+        if origin is not None and getattr(origin, "__name__", "") in {"dict", "Mapping"}:
+            key, item = args if len(args) == 2 else (str, int)
+            return {self.value(name, key) if key is not str else "0": self.value(name, item)}
+        if annotation is bool:
+            return False
+        if annotation is int:
+            value = int_for(name, self.profile)
+            return self.profile.dim if value is MISSING else value
+        if annotation is float:
+            return float_for(name)
+        if annotation is str:
+            return self.string_for(name)
+        if annotation is torch.dtype:
+            return torch.float32
+        if annotation is torch.device:
+            return torch.device("cpu")
+        if isinstance(annotation, type) and issubclass(annotation, torch.Tensor):
+            return self.tensor(name)
+        if isinstance(annotation, type) and issubclass(annotation, numbers.Number):
+            value = int_for(name, self.profile)
+            return float_for(name) if value is MISSING else value
+        if isinstance(annotation, type):
+            if issubclass(annotation, enum.Enum):
+                return next(iter(annotation))
+            if issubclass(annotation, nn.Module):
+                return self.submodule(name, annotation)
+            return self.config(name, annotation)
+        return self.by_name(name)
+
+    def item(self, name: str, annotation: Any, index: int) -> object:
+        """Item ``index`` of a synthesized sequence: strings are distinct keys ("a", "b")."""
+        if not _KEY_NAMES.search(name.lower()):
+            return self.value(name, annotation)
+        if annotation is str or (
+            typing.get_origin(annotation) is typing.Union
+            and str in typing.get_args(annotation)
+            and not any(
+                isinstance(a, type) and issubclass(a, enum.Enum)
+                for a in typing.get_args(annotation)
+            )
+        ):
+            return "ab"[index % 2]
+        return self.value(name, annotation)
+
+    def by_name(self, name: str) -> object:
+        low = name.lower()
+        if re.search(r"^(\w+_)?(types|keys|names)$", low):
+            return ["a", "b"]
+        if re.search(r"config|cfg|conf$|args$|^opt|hparams|params$", low):
+            return self.config(name, None)
+        if re.search(r"act|norm|layer$|_fn$|fn$", low) and not low.startswith(("num", "n_")):
+            return self.layer_factory(name)
+        if re.search(r"^(use_|with_|has_|is_|no_|return_|enable|apply)|bias$|affine|inplace", low):
+            return False
+        if re.search(r"drop|eps|prob|momentum|temperature|^p$|alpha|beta|gamma", low):
+            return float_for(name)
+        if re.search(r"^(\w+_)?nn$", low):
+            return self.linear(name)
+        if re.search(r"matrix|vector|tensor", low):
+            return self.tensor(name)
+        found = named_class(self.module, name)
+        if found is not None and (issubclass(found, nn.Module) or self.depth < 1):
+            built = self.build(found)
+            if built is not MISSING:
+                return built
+        value = int_for(name, self.profile)
+        if value is not MISSING:
+            return value
+        if re.search(r"block|module|net|encoder|decoder|backbone|model|layer|head", low):
+            return self.submodule(name, None)
+        return self.profile.dim
+
+    def build(self, cls: type) -> object:
+        """An instance of ``cls`` with synthesized arguments, one level deeper, or MISSING."""
+        if self.depth >= 2 or inspect.isabstract(cls):
+            return MISSING
+        inner = Synth(self.module, self.profile, self.depth + 1)
+        try:
+            args, kwargs = inner.fill(cls)
+            built = cls(*args, **kwargs)
+        except Exception:
+            return MISSING
+        self.placeholders.extend(inner.placeholders)
+        return built
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """A small tensor for a tensor-typed argument: index pairs, masks, square matrices."""
+        low = name.lower()
+        size = self.profile.dim
+        if "index" in low:
+            return torch.randint(0, 8, (2, 16))
+        if "mask" in low:
+            return torch.ones(size, dtype=torch.bool)
+        if re.search(r"matrix|weight|adj", low):
+            return torch.eye(size)
+        return torch.ones(size)
+
+    def class_for(self, name: str, inner: Any) -> object:
+        """A class for a ``type[...]`` argument: the first class of a union, else a factory."""
+        options = (
+            [a for a in typing.get_args(inner) if isinstance(a, type)]
+            if typing.get_origin(inner) is typing.Union or type(inner).__name__ == "UnionType"
+            else [inner]
+        )
+        first = next((o for o in options if isinstance(o, type)), nn.Module)
+        if first is nn.Module or not isinstance(first, type):
+            found = named_class(self.module, name)
+            if found is None and not re.search(r"norm|act|conv|^(\w+_)?(nn|mlp|lin)", name):
+                found = self.kind_class(name)
+            if found is not None and issubclass(found, nn.Module):
+                return found
+            return self.layer_factory(name)
+        return first
+
+    def kind_class(self, name: str) -> type | None:
+        """A module class of the file named like the argument's kind (``block_types``: ``*Block``)
+        that can be built with synthesized arguments."""
+        if self.module is None:
+            return None
+        kinds = [w.capitalize() for w in name.split("_") if len(w) > 2 and w not in _KIND_SKIP]
+        for value in vars(self.module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, nn.Module)
+                and value.__module__ == self.module.__name__
+                and any(value.__name__.endswith(k) for k in kinds)
+                and Synth(self.module, self.profile, self.depth).build(value) is not MISSING
+            ):
+                return value
+        return None
+
+    def string_for(self, name: str) -> str:
+        low = name.lower()
+        if "act" in low:
+            return "relu"
+        if "norm" in low:
+            return "batchnorm" if self.profile.norm == "batch" else "layernorm"
+        if "pad" in low:
+            return "same"
+        if "mode" in low:
+            return "nearest"
+        return ""
+
+    def layer_factory(self, name: str) -> object:
+        low = name.lower()
+        if "norm" in low:
+            return nn.BatchNorm2d if self.profile.norm == "batch" else nn.LayerNorm
+        if "act" in low:
+            return nn.ReLU
+        if "conv" in low:
+            return nn.Conv2d
+        if _LINEAR_NAMES.search(low):
+            return self.linear(name)
+        self.placeholders.append(name)
+        return nn.Identity
+
+    def linear(self, name: str) -> object:
+        """A real lazy ``Linear`` to the profile width for ``nn``/``mlp``/``gate_nn`` arguments."""
+        del name
+        return nn.LazyLinear(self.profile.dim)
+
+    def submodule(self, name: str, cls: type[nn.Module] | None) -> object:
+        if cls in (None, nn.Module) and _LINEAR_NAMES.search(name.lower()):
+            return self.linear(name)
+        if cls in (None, nn.Module):
+            found = named_class(self.module, name)
+            if found is not None and issubclass(found, nn.Module):
+                cls = found
+        if cls is not None and cls is not nn.Module:
+            built = self.build(cls)
+            if built is not MISSING:
+                return built
+        self.placeholders.append(name)
+        return nn.Identity()
+
+    def config(self, name: str, cls: type | None) -> object:
+        if cls is None:
+            cls = find_config_class(self.module)
+        if cls is not None and self.depth < 2:
+            inner = Synth(self.module, self.profile, self.depth + 1)
+            try:
+                args, kwargs = inner.fill(cls)
+                return shrink(cls(*args, **kwargs), self.profile)
+            except Exception:
+                pass
+        self.placeholders.append(name)
+        return AutoConfig(self.profile)
+
+    def fill(self, cls: Any) -> tuple[tuple[object, ...], dict[str, object]]:
+        """Positional and keyword arguments for every required parameter of ``cls``."""
+        sig, owner = init_signature(cls)
+        if sig is None:
+            return (), {}
+        hints = type_hints(sig, owner)
+        choices: dict[str, str] | None = None
+        args: list[object] = []
+        kwargs: dict[str, object] = {}
+        for name, param in sig.parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            if param.default is not param.empty:
+                continue
+            annotation = hints.get(name, param.annotation)
+            if annotation in (str, inspect.Parameter.empty, str | None):
+                choices = string_choices(cls) if choices is None else choices
+            if choices and name in choices:
+                value: object = choices[name]
+            else:
+                value = self.value(name, annotation)
+            if param.kind == param.POSITIONAL_ONLY:
+                args.append(value)
+            else:
+                kwargs[name] = value
+        return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+
+
+_STAGE_NAMES = re.compile(
+    r"(depths?|layers|blocks|dims|channels|chs|widths|heads|ratios|sizes|strides|repeats)$"
+)
+
+
+def stage_lengths(sig: inspect.Signature, kwargs: Mapping[str, object]) -> dict[str, object]:
+    """Synthesized per-stage sequences take the length of the defaulted per-stage ones.
+
+    ``ResNet(layers, channels=(64, 128, 256, 512))`` builds one stage per item of ``layers``
+    and reads four of them, so ``layers`` gets four items, not two.
+    """
+    lengths = [
+        len(p.default)
+        for n, p in sig.parameters.items()
+        if isinstance(p.default, (tuple, list))
+        and 2 < len(p.default) <= 6
+        and _STAGE_NAMES.search(n.lower())
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in p.default)
+    ]
+    if not lengths:
+        return {}
+    want = max(set(lengths), key=lengths.count)
+    out: dict[str, object] = {}
+    for name, value in kwargs.items():
+        if isinstance(value, (tuple, list)) and len(value) == 2 and _STAGE_NAMES.search(name):
+            items = [*value, *[value[-1]] * (want - 2)]
+            out[name] = tuple(items) if isinstance(value, tuple) else items
+    return out
+
+
+_DEPTH_NAMES = re.compile(r"^(depths?|num_layers|n_layers|layers|num_blocks|n_blocks|\w+_depths?)$")
+
+
+def shallow_defaults(cls: Any) -> dict[str, object]:
+    """Defaulted depth-like arguments cut to one layer per stage (same widths, much faster)."""
+    sig = signature_of(cls)
+    out: dict[str, object] = {}
+    for name, param in sig.parameters.items() if sig else ():
+        default = param.default
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            continue
+        if not _DEPTH_NAMES.match(name.lower()):
+            continue
+        if isinstance(default, int) and not isinstance(default, bool) and default > 2:
+            out[name] = 1
+        elif (
+            isinstance(default, tuple)
+            and default
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in default)
+            and any(v > 1 for v in default)
+        ):
+            out[name] = tuple(1 for _ in default)
+    return out
+
+
+class AutoConfig:
+    """A stand-in config whose attributes are synthesized by name (a placeholder)."""
+
+    def __init__(self, profile: Profile) -> None:
+        self._profile = profile
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Synth(None, self._profile).by_name(name)
+
+    def __repr__(self) -> str:
+        return "AutoConfig()"
+
+
+def find_config_class(module: Any) -> type | None:
+    if module is None:
+        return None
+    for name, value in vars(module).items():
+        if (
+            isinstance(value, type)
+            and value.__module__ == module.__name__
+            and re.search(r"(Config|Cfg|Args|Params)$", name)
+        ):
+            return value
+    return None
+
+
+def shrink(config: object, profile: Profile) -> object:
+    """Reduce big size-like integer attributes of a config object to the profile's sizes."""
+    try:
+        items = dict(vars(config))
+    except TypeError:
+        return config
+    for name, value in items.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            size = int_for(name, profile)  # dim_in = -1: "set me" sizes
+            if isinstance(size, int) and size > 0:
+                with contextlib.suppress(Exception):
+                    setattr(config, name, size)
+        elif isinstance(value, int) and not isinstance(value, bool) and value > 8:
+            new = int_for(name, profile)
+            if isinstance(new, int) and new < value:
+                with contextlib.suppress(Exception):
+                    setattr(config, name, new)
+        elif isinstance(value, int) and re.search(r"layers|depth|blocks", name) and value > 2:
+            setattr(config, name, 2)
+    return config

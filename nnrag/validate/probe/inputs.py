@@ -1,0 +1,412 @@
+"""Sandbox child: forward inputs (first layers, names) and shape repair."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import re
+import textwrap
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from nnrag.validate.probe.args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
+from nnrag.validate.probe.graph import build_graph, graph_inputs, is_graph
+from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
+from nnrag.validate.probe.values import seed_cpu
+
+_INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def first_layer(module: nn.Module) -> tuple[str, int, list[int]]:
+    """(kind, size, extra) from the first shape-defining layer of ``module``."""
+    for layer in module.modules():
+        if isinstance(layer, (nn.Conv2d, nn.ConvTranspose2d)):
+            return "image", layer.in_channels, []
+        if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):
+            return "signal", layer.in_channels, []
+        if isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
+            return "volume", layer.in_channels, []
+        if isinstance(layer, (nn.BatchNorm2d, nn.InstanceNorm2d)) and layer.num_features:
+            return "image", layer.num_features, []
+        if isinstance(layer, nn.GroupNorm):
+            return "image", layer.num_channels, []
+        if isinstance(layer, nn.BatchNorm1d):
+            return "flat", layer.num_features, []
+        if isinstance(layer, nn.Linear):
+            return "tokens", layer.in_features, []
+        if isinstance(layer, nn.MultiheadAttention):
+            return "tokens", layer.embed_dim, []
+        if isinstance(layer, nn.RNNBase):
+            return "tokens", layer.input_size, []
+        if isinstance(layer, nn.LayerNorm):
+            shape = list(layer.normalized_shape)
+            return "tokens", shape[-1], shape[:-1]
+        if isinstance(layer, nn.Embedding):
+            return "ids", layer.num_embeddings, []
+    return "unknown", 0, []
+
+
+def model_side(module: nn.Module) -> int | None:
+    """The square input side a model declares (``img_size``, ``pretrained_cfg``), if any."""
+    for layer in module.modules():
+        for name in ("img_size", "image_size", "input_size", "resolution"):
+            value = getattr(layer, name, None)
+            if isinstance(value, (tuple, list)) and value and isinstance(value[-1], int):
+                value = value[-1]
+            if isinstance(value, int) and not isinstance(value, bool) and 4 <= value <= 512:
+                return value
+        cfg = getattr(layer, "pretrained_cfg", None) or getattr(layer, "default_cfg", None)
+        if isinstance(cfg, Mapping):
+            size = cfg.get("input_size")
+            if isinstance(size, (tuple, list)) and len(size) == 3 and isinstance(size[-1], int):
+                return int(size[-1])
+    return None
+
+
+_SIDE_NAMES = re.compile(
+    r"img|image|input_size|resolution|feat_?size|feature_size|grid_size|^size$|^hw$"
+)
+
+
+def ctor_side(ctor: Mapping[str, object]) -> int | None:
+    """The spatial side a constructor argument fixes (``img_size``, ``feat_size``), if any."""
+    for key, value in ctor.items():
+        if not _SIDE_NAMES.search(key.lower()):
+            continue
+        last = value[-1] if isinstance(value, (tuple, list)) and value else value
+        if isinstance(last, int) and not isinstance(last, bool) and 2 <= last <= 512:
+            return last
+    return None
+
+
+def primary_specs(
+    module: nn.Module, profile: Profile, ctor: Mapping[str, object]
+) -> list[dict[str, Any]]:
+    """Candidate specs for the first input, best first."""
+    kind, size, extra = first_layer(module)
+    sig = signature_of(type(module))
+    defaults = {
+        name: param.default
+        for name, param in (sig.parameters.items() if sig else ())
+        if param.default is not param.empty
+    }
+    known = ctor_side(ctor) or model_side(module) or ctor_side(defaults)
+    side = known or profile.img
+    s, n = side, profile.seq
+    if kind == "image":
+        sides = dict.fromkeys([s, 2 * s, 224] if s < 224 else [s])
+        return [tensor_spec([2, size, k, k]) for k in sides]
+    if kind == "signal":
+        return [tensor_spec([2, size, 64]), tensor_spec([2, size, 256])]
+    if kind == "volume":
+        return [tensor_spec([2, size, 8, 8, 8]), tensor_spec([2, size, 16, 16, 16])]
+    if kind == "flat":
+        return [tensor_spec([2, size]), tensor_spec([2, size, n])]
+    grid = [tensor_spec([2, s * s, size or profile.dim])] if known and s * s <= 4096 else []
+    if kind == "tokens":
+        return [
+            *grid,
+            tensor_spec([2, *extra, n, size]) if extra else tensor_spec([2, n, size]),
+            tensor_spec([2, size]),
+            tensor_spec([2, size, 4, 4]),
+        ]
+    if kind == "ids":
+        sizes = [e.num_embeddings for e in module.modules() if isinstance(e, nn.Embedding)]
+        return [tensor_spec([2, n], "int64", max(1, min([*sizes, 100])))]
+    d = profile.dim
+    return [
+        *([tensor_spec([2, d, s, s])] if known else []),
+        *grid,
+        tensor_spec([2, d, 8, 8]),
+        tensor_spec([2, n, d]),
+        tensor_spec([2, d]),
+        tensor_spec([2, 3, s, s]),
+    ]
+
+
+def forward_params(module: nn.Module) -> list[inspect.Parameter]:
+    """``forward``'s parameters; a ``# type: (...) -> ...`` comment stands in for annotations."""
+    sig = signature_of(module.forward)
+    params = list(sig.parameters.values()) if sig else []
+    comment = _type_comment(module.forward)
+    if comment is not None and len(comment) == len(params):
+        params = [
+            p.replace(annotation=text) if p.annotation is p.empty else p
+            for p, text in zip(params, comment, strict=True)
+        ]
+    return params
+
+
+def _source_tree(func: Any) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, ast.FunctionDef) else None
+
+
+def _type_comment(func: Any) -> list[str] | None:
+    """The argument types of a PEP 484 ``# type: (A, B) -> C`` comment under ``def``."""
+    try:
+        lines = inspect.getsource(func).splitlines()
+    except (OSError, TypeError):
+        return None
+    for line in lines[:12]:
+        if m := re.match(r"\s*# type: \((.*)\) ->", line):
+            return _split_top(m.group(1)) if m.group(1).strip() else []
+    return None
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += 1 if ch in "[(" else -1 if ch in "])" else 0
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def dict_keys(func: Any) -> dict[str, list[str]]:
+    """String keys ``forward`` reads from each argument (``x["low"]``, ``x.get("high")``)."""
+    node = _source_tree(func)
+    keys: dict[str, list[str]] = {}
+    if node is None:
+        return keys
+    for sub in ast.walk(node):
+        target, key = None, None
+        if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name):
+            target, key = sub.value.id, sub.slice
+        elif (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in {"get", "pop"}
+            and isinstance(sub.func.value, ast.Name)
+            and sub.args
+        ):
+            target, key = sub.func.value.id, sub.args[0]
+        if target and isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found = keys.setdefault(target, [])
+            if key.value not in found:
+                found.append(key.value)
+    return keys
+
+
+def input_candidates(
+    module: nn.Module, profile: Profile, ctor: Mapping[str, object]
+) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    """Input spec lists (positional, keyword) to try, best first."""
+    params = forward_params(module)
+    names = [p.name for p in params]
+    required = frozenset(p.name for p in params if p.default is p.empty)
+    if is_graph(names, required):
+        yield from graph_inputs(params, profile, ctor, first_layer(module))
+        return
+    specs = primary_specs(module, profile, ctor)
+    d, side = profile.dim, profile.img
+    for extra in ([2, d, side, side], [2, profile.seq, d], [2, d]):
+        if all(spec["shape"] != extra for spec in specs):
+            specs.append(tensor_spec(extra))
+    keys = dict_keys(module.forward)
+    scope = getattr(module.forward, "__globals__", {})
+    for primary in specs:
+        yield fill_inputs(params, primary, profile, keys, scope)
+
+
+def fill_inputs(
+    params: list[inspect.Parameter],
+    primary: dict[str, Any],
+    profile: Profile,
+    keys: Mapping[str, list[str]] | None = None,
+    scope: Mapping[str, Any] | None = None,
+) -> tuple[list[Any], dict[str, Any]]:
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    first, sizes = True, False
+    shape = primary["shape"]
+    for p in params:
+        if p.kind == p.VAR_KEYWORD:
+            continue
+        if p.kind == p.VAR_POSITIONAL:
+            if first:
+                args.append(primary)
+                first = False
+            continue
+        if p.default is not p.empty:
+            continue
+        ints = int_tuple(p.annotation, shape)
+        if ints is not None:  # forward(shape: Tuple[int, int, int])
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = ints
+            else:
+                args.append(ints)
+            continue
+        named = (keys or {}).get(p.name, [])
+        sizes = sizes or (first and _BATCH_NAMES.match(p.name.lower()) is not None)
+        scalar = sizes and p.annotation in (int, "int", MISSING_ANN)  # forward(B, H, W)
+        if first and not (scalar and _SCALAR_NAMES.match(p.name.lower())):
+            value: Any = container(primary, p.annotation, named)
+            first = False
+        else:
+            value = secondary(p.name, shape, p.annotation, profile)
+            if _is_float_spec(value) and primary.get("dtype") == "int64":
+                value = dict(primary)  # index-like forward: every tensor argument indexes
+            value = container(value, p.annotation, named)
+        holder = plain_class(p.annotation, scope or {})
+        if holder is not None:
+            value = instance_spec(holder, primary if value is primary else value, profile)
+        if re.fullmatch(r"images?|imgs?|image_list", p.name.lower()) and isinstance(value, list):
+            value = [unbatched(v) for v in value]  # detection style: a list of (C, H, W) images
+        if p.kind == p.KEYWORD_ONLY:
+            kwargs[p.name] = value
+        else:
+            args.append(value)
+    return args, kwargs
+
+
+def int_tuple(annotation: Any, shape: list[int]) -> dict[str, list[int]] | None:
+    """Sizes for a ``Tuple[int, ...]`` argument: (B, H, W), (H, W) or (B, C, H, W) of the input."""
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    m = re.fullmatch(
+        r"(typing\.)?(Tuple|tuple)\[int(, int)*\]", text.replace(" ", "").replace(",", ", ")
+    )
+    if m is None:
+        return None
+    count = text.count("int")
+    side = shape[-1] if len(shape) == 4 else max(2, math.isqrt(shape[1]) if len(shape) == 3 else 8)
+    values = {2: [side, side], 3: [2, side, side], 4: [2, shape[1], side, side]}
+    return {"__tuple__": values.get(count, [side] * count)}
+
+
+def plain_class(annotation: Any, scope: Mapping[str, Any]) -> type | None:
+    """The block file's own non-module class an argument is annotated with (``ImageList``)."""
+    value = scope.get(annotation) if isinstance(annotation, str) else annotation
+    if (
+        isinstance(value, type)
+        and not issubclass(value, (nn.Module, torch.Tensor))
+        and value.__module__ == scope.get("__name__")
+        and "__init__" in vars(value)
+    ):
+        return value
+    return None
+
+
+def instance_spec(cls: type, tensor: Any, profile: Profile) -> Any:
+    """A spec that builds ``cls`` from its ``__init__``: tensors first, then sizes and names."""
+    sig = signature_of(cls)
+    if sig is None or not (isinstance(tensor, dict) and "shape" in tensor):
+        return tensor
+    shape = tensor["shape"]
+    args: list[Any] = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not p.empty:
+            continue
+        text = p.annotation if isinstance(p.annotation, str) else repr(p.annotation)
+        if not args:
+            args.append(tensor)
+        elif re.search(r"(List|list)\[(typing\.)?(Tuple|tuple)\[int", text) and len(shape) == 4:
+            args.append([{"__tuple__": shape[-2:]}] * shape[0])  # per-image sizes
+        else:
+            args.append(container(secondary(p.name, shape, p.annotation, profile), p.annotation))
+    return {"__new__": {"__ref__": f"{cls.__module__}:{cls.__qualname__}"}, "args": args}
+
+
+def unbatched(spec: Any) -> Any:
+    """A 4-D image spec without its batch dimension (other values unchanged)."""
+    if _is_float_spec(spec) and len(spec["shape"]) == 4:
+        return dict(spec, shape=spec["shape"][1:])
+    return spec
+
+
+def _is_float_spec(value: Any) -> bool:
+    return isinstance(value, dict) and "shape" in value and value.get("dtype") == "float32"
+
+
+def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
+    """Wrap a tensor spec into the list or dict of tensors that ``annotation`` asks for.
+
+    ``keys``: the string keys forward reads from this argument (a dict even unannotated).
+    """
+    if not (isinstance(spec, dict) and "shape" in spec):
+        return spec
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    if re.search(r"(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor", text):
+        return [spec, dict(spec)]
+    if keys or re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
+        return {"__dict__": {k: keyed(k, spec) for k in keys or ["0", "1"]}}
+    return spec
+
+
+def keyed(key: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The tensor under ``key`` of a dict input: masks/valid flags and coordinates by name."""
+    shape = spec["shape"]
+    low = key.lower()
+    if len(shape) >= 3 and re.search(r"valid|mask", low):
+        return tensor_spec(shape[:2], "bool")
+    if len(shape) >= 3 and re.search(r"coord|position|pos_ids", low):
+        return tensor_spec([*shape[:2], 2], "int64", max(2, math.isqrt(shape[1])))
+    return dict(spec)
+
+
+MISSING_ANN = inspect.Parameter.empty
+_BATCH_NAMES = re.compile(r"^(b|bs|bsz|batch_size)$")
+_SCALAR_NAMES = re.compile(r"^(b|bs|bsz|batch_size|h|w|height|width)$")
+
+
+def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
+    low = name.lower()
+    if "mask" in low:
+        return None
+    if _BATCH_NAMES.match(low) and annotation in (int, "int", MISSING_ANN):
+        return shape[0]
+    if low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w")):
+        return shape[-2] if len(shape) == 4 else math.isqrt(shape[1] if len(shape) > 2 else 16)
+    if re.search(r"thw|t_h_w", low):  # video: (T, H, W) beside tokens or a 5-D clip
+        if len(shape) == 5:
+            return {"__tuple__": shape[-3:]}
+        side = math.isqrt(shape[1]) if len(shape) == 3 else 4
+        return {"__tuple__": [1, side, side]}
+    if re.search(r"hw|size|shape|resolution", low):
+        if len(shape) == 4:
+            return {"__tuple__": shape[-2:]}
+        side = math.isqrt(shape[1]) if len(shape) == 3 else 4
+        return {"__tuple__": [side, side]}
+    if re.search(r"^(t|time|times|timesteps?|noise_level|sigma)$", low):
+        return tensor_spec([shape[0]])
+    if _INDEX_NAMES.match(low):
+        return tensor_spec(shape[:2], "int64", 10)
+    if annotation in (int, "int"):
+        value = int_for(name, profile)
+        return 1 if value is MISSING else value
+    if annotation in (bool, "bool"):
+        return False
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    if re.search(r"(List|list|Sequence|Tuple|tuple)\[str\b", text):
+        return ["0", "1"]  # names beside a list of two tensors
+    return dict(tensor_spec(list(shape)))
+
+
+def build_inputs(
+    args: list[Any], kwargs: dict[str, Any], seed: int
+) -> tuple[list[Any], dict[str, Any]]:
+    seed_cpu(seed)
+
+    def build(value: Any) -> Any:
+        if isinstance(value, dict) and ("zeros" in value or "graph" in value):
+            return build_graph(value)
+        if isinstance(value, dict) and "__new__" in value:  # an instance of the file's class
+            cls = decode(value["__new__"])
+            assert callable(cls)
+            return cls(*[build(a) for a in value["args"]])
+        return decode(value)
+
+    return [build(a) for a in args], {k: build(v) for k, v in kwargs.items()}

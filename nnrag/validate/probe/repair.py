@@ -1,0 +1,226 @@
+"""Runs in the sandbox child: repairs of synthesized constructor arguments from the error raised."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from nnrag.validate.probe.args import (
+    PROFILES,
+    Ctor,
+    Synth,
+    int_for,
+    signature_of,
+)
+from nnrag.validate.probe.repair_names import failing_line, name_repairs
+
+_NOT_A_LIST = re.compile(
+    r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
+)
+_RATE_NAMES = re.compile(r"drop|dpr|rate")
+
+
+_PLURAL = r"(_list|layers|sizes|dims|depths|blocks|strides|ratios|stages|widths|kernels|dilations)$"
+
+
+def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: an integer argument the failing line measures or indexes (``len(sigma)``), else
+    the plural-named ones, become lists when an ``int`` was not iterable."""
+    if ctor.origin != "synthesized" or not _NOT_A_LIST.search(str(error)):
+        return None
+    plural: dict[str, object]
+    if "'float'" in str(error):  # per-block rates: drop_path=[0.0, 0.0]
+        sig = signature_of(cls)
+        given = {
+            **{n: p.default for n, p in (sig.parameters.items() if sig else ())},
+            **ctor.kwargs,
+        }
+        plural = {
+            k: [v, v] for k, v in given.items() if isinstance(v, float) and _RATE_NAMES.search(k)
+        }
+        line = failing_line(error)
+        indexed = {k: v for k, v in plural.items() if re.search(rf"\b{k}\s*\[", line)}
+        plural = indexed or plural  # only the rate the failing line indexes, when it shows
+    else:
+        ints = {
+            k: v for k, v in ctor.kwargs.items() if isinstance(v, int) and not isinstance(v, bool)
+        }
+        line = failing_line(error)
+        used: dict[str, object] = {
+            k: [v, v] for k, v in ints.items() if re.search(rf"len\(\s*{k}\s*\)|\b{k}\[", line)
+        }
+        plural = used or {  # the int the failing line measures or indexes, else plural names
+            k: [v, v]
+            for k, v in ints.items()
+            if not k.startswith(("num_", "n_")) and re.search(_PLURAL, k)
+        }
+    if not plural:
+        return None
+    return ctor.with_kwargs(plural)
+
+
+_LAYER_NAMES = re.compile(r"(norm|act|conv)\w*(layer|_fn|_cls)$|^(norm|act|conv)$")
+
+
+def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: layer-factory arguments that default to ``None`` but were called anyway."""
+    if ctor.origin != "synthesized" or "'NoneType' object is not callable" not in str(error):
+        return None
+    sig = signature_of(cls)
+    synth = Synth(None, ctor.profile or PROFILES[0])
+    params = sig.parameters if sig else {}
+    filled = {
+        name: synth.layer_factory(name)
+        for name, param in params.items()
+        if param.default is None and name not in ctor.kwargs and _LAYER_NAMES.search(name.lower())
+    }
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):  # layers passed on in **kwargs
+        for name in ("act_layer", "norm_layer"):
+            if name not in ctor.kwargs and name not in params:
+                filled[name] = synth.layer_factory(name)
+    if not filled:
+        return None
+    return Ctor(
+        "synthesized",
+        ctor.args,
+        {**ctor.kwargs, **filled},
+        [*ctor.placeholders, *synth.placeholders],
+        ctor.profile,
+    )
+
+
+_RESIDUAL = re.compile(
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+    r" at non-singleton dimension 1"
+)
+_IN_NAMES = re.compile(r"^(in|inp|input)(_|planes|chs|channels|features|dim)|_in$|^dim$")
+
+
+def match_residual(ctor: Ctor, messages: list[str]) -> Ctor | None:
+    """Repair: a residual add of ``a`` and ``b`` channels sets the input width to the output's.
+
+    ``Bottleneck(inplanes, planes)`` expands ``planes`` by 4, so the identity shortcut only fits
+    when ``inplanes`` equals the expanded width: the input-named argument takes the other size.
+    """
+    if ctor.origin != "synthesized":
+        return None
+    for message in messages:
+        m = _RESIDUAL.search(message)
+        if m is None:
+            continue
+        a, b = int(m.group(1)), int(m.group(2))
+        for name, value in ctor.kwargs.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value not in (a, b):
+                continue
+            if _IN_NAMES.search(name.lower()):
+                other = b if value == a else a
+                return ctor.with_kwargs({name: other})
+    return None
+
+
+def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: "tuple index out of range" doubles per-stage sequences and fills empty defaults.
+
+    ``widths=()``/``depths=()`` defaults get four stages of the profile's width (one block
+    each); synthesized two-item tuples such as ``levels`` repeat their last item up to 8.
+    """
+    if ctor.origin != "synthesized" or not re.search(
+        r"(tuple|list) index out of range", str(error)
+    ):
+        return None
+    sig = signature_of(cls)
+    profile = ctor.profile or PROFILES[0]
+    given = {
+        **{
+            n: p.default
+            for n, p in (sig.parameters.items() if sig else ())
+            if isinstance(p.default, (tuple, list))
+        },
+        **ctor.kwargs,
+    }
+    longer: dict[str, object] = {}
+    for name, value in given.items():
+        if not isinstance(value, (tuple, list)) or len(value) >= 8:
+            continue
+        if value and any(isinstance(v, (str, bool)) or v is None for v in value):
+            continue
+        if value:
+            items = [*value, *[value[-1]] * len(value)][:8]
+        else:
+            size = int_for(name, profile)
+            items = [size if isinstance(size, int) and size > 1 else profile.dim] * 4
+            if re.search(r"depth|layers|blocks|repeats|levels", name.lower()):
+                items = [1] * 4
+        longer[name] = tuple(items) if isinstance(value, tuple) else items
+    if not longer:
+        return None
+    return ctor.with_kwargs(longer)
+
+
+_SIZE_NAMES = re.compile(
+    r"feat_?size|feature_size|grid_size|img_size|image_size|input_size|resolution|window_size"
+)
+
+
+def fill_none_sizes(ctor: Ctor, cls: type) -> Ctor | None:
+    """Repair: spatial sizes defaulting to ``None`` (``feat_size``) get a concrete side."""
+    if ctor.origin != "synthesized":
+        return None
+    sig = signature_of(cls)
+    profile = ctor.profile or PROFILES[0]
+    filled = {
+        name: int_for(name, profile)
+        for name, param in (sig.parameters.items() if sig else ())
+        if param.default is None and name not in ctor.kwargs and _SIZE_NAMES.search(name.lower())
+    }
+    if not filled:
+        return None
+    return ctor.with_kwargs(filled)
+
+
+_DIVISIBLE = re.compile(
+    r"\((\d+)\) must be divisible by \w+ \((\d+)\)|(\d+) is not divisible by (\d+)"
+)
+
+
+def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: "channels (8) must be divisible by groups (32)" scales every width-like argument."""
+    m = _DIVISIBLE.search(str(error))
+    if ctor.origin != "synthesized":
+        return None
+    if m is not None:
+        got, step = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+        factor = step // math.gcd(got, step) if got else 0
+    elif re.search(r"divisible|multiple of", str(error)) and not re.search(r"\d", str(error)):
+        factor = 2  # no sizes in the message: double the widths (bounded below)
+    elif re.search(r"negative dimension|groups must be a positive integer", str(error)):
+        factor = 2  # a width split into parts left one part negative: wider, same ratios
+    else:
+        return None
+    if not 1 < factor <= 16:
+        return None
+    profile = ctor.profile or PROFILES[0]
+    widths = {w * k for w in (profile.dim, profile.hidden, profile.dim // 4) for k in (1, 2, 4)}
+    scaled = {
+        k: v * factor
+        for k, v in ctor.kwargs.items()
+        if isinstance(v, int)
+        and not isinstance(v, bool)
+        and v in widths
+        and v * factor <= 8 * profile.hidden
+        and int_for(k, profile) in widths
+    }
+    if not scaled:
+        return None
+    return ctor.with_kwargs(scaled)
+
+
+__all__ = [
+    "fill_none_layers",
+    "fill_none_sizes",
+    "lengthen",
+    "listify",
+    "match_residual",
+    "name_repairs",
+    "scale_sizes",
+]

@@ -1,0 +1,287 @@
+"""Sandbox child: new forward inputs from the shape error a candidate raised (repair)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from nnrag.validate.probe.args import Profile, tensor_spec
+from nnrag.validate.probe.graph import graph_repair, is_graph_spec
+
+SHAPE_WORDS = re.compile(
+    r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index"
+    r"|out of range|divisible",
+    re.I,
+)
+
+
+def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
+    """A new input list derived from a shape error message, or ``None``."""
+    if is_graph_spec(args):
+        return graph_repair(message, args)
+    if args and isinstance(args[0], list) and args[0] and isinstance(args[0][0], dict):
+        want, got = _channel_numbers(message)
+        joined = several_channels(message, args[0], want, got) if want else None
+        if joined is not None:  # the list was concatenated, or one item met a layer
+            return [joined, *args[1:]]
+        fixed = repair(message, [args[0][0]], profile)
+        if fixed is None or not isinstance(fixed[0], dict):
+            return None
+        return [
+            [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
+            *args[1:],
+        ]
+    if re.search(r"number of (feature|level|map|input|tensor|image)|feature maps", message):
+        shorter = [a[:1] if isinstance(a, list) and len(a) > 1 else a for a in args]
+        if shorter != args:  # one item per configured level
+            return shorter
+    if not args or not isinstance(args[0], dict) or "shape" not in args[0]:
+        return None
+    spec = dict(args[0])
+    shape = list(spec["shape"])
+    new: list[int] | None = None
+    labels = args[1] if len(args) > 1 else None
+    if (
+        isinstance(labels, dict)
+        and labels.get("dtype") == "int64"
+        and len(labels.get("shape", ())) == len(shape) == 2
+        and re.search(r"index|target|type Long", message, re.I)
+    ):  # class-index targets of a loss: one per sample, below the number of classes
+        return [spec, tensor_spec([shape[0]], "int64", shape[1]), *args[2:]]
+    if m := re.search(r"to have (\d+) channels, but got (\d+) channels", message):
+        want, got = int(m.group(1)), int(m.group(2))
+        several = several_channels(message, args, want, got)
+        if several is not None:
+            return several
+        new = [shape[0], want, *shape[2:]] if len(shape) > 1 else None
+        ratio = got // shape[1] if len(shape) == 4 and shape[1] and got % shape[1] == 0 else 1
+        if new is not None and ratio > 1 and want % ratio == 0:  # space-to-depth multiplied C
+            new[1] = want // ratio
+    elif m := re.search(
+        r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
+        r"|same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]",  # meta's words
+        message,
+    ):
+        want = int(m.group(3) or m.group(7))
+        if shape[-1] != want:
+            new = [*shape[:-1], want]
+    elif m := re.search(r"must be equal to input_size\. Expected (\d+), got (\d+)", message):
+        new = [*shape[:-1], int(m.group(1))] if shape[-1] == int(m.group(2)) else None
+    elif m := re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message):
+        tail = [int(v) for v in m.group(1).split(",")]
+        if len(shape) == 4 and tail == [shape[1]]:  # a channels-last norm: B C H W -> B H W C
+            new = [shape[0], shape[2], shape[3], shape[1]]
+        else:
+            new = [shape[0], *shape[1 : max(1, len(shape) - len(tail))], *tail]
+    elif m := re.search(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)", message):
+        new = view_mismatch(shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
+    elif message.startswith("AssertionError") and len(args) > 1 and isinstance(args[1], dict):
+        new = class_token(shape, args[1])
+    elif m := re.search(r"\d+D \(unbatched\) or (\d+)D \(batched\)", message):
+        new = reshape_rank(shape, int(m.group(1)), profile)
+    elif m := re.search(
+        r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
+        r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)",
+        message,
+    ):
+        rank = int(next(g for g in m.groups() if g))
+        new = reshape_rank(shape, rank, profile)
+    elif m := re.search(
+        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+        r" at non-singleton dimension (\d+)",
+        message,
+    ):
+        a, b, dim = (int(g) for g in m.groups())
+        if dim < len(shape) and shape[dim] in (a, b):
+            new = list(shape)
+            new[dim] = b if shape[dim] == a else a
+            if dim == 1 and sum(_is_image_spec(x) and x["shape"] == shape for x in args) > 1:
+                spec["shape"] = new  # channels of the first image only (h beside x)
+                return [spec, *args[1:]]
+        else:
+            new = token_count(shape, a, b)
+    elif m := re.search(r"doesn't match model \((\d+)", message):
+        want = int(m.group(1))
+        new = [*shape[:-2], want, want] if len(shape) == 4 else None
+    elif m := re.search(r"divisible by (\d+)", message):
+        step = int(m.group(1))
+        if len(shape) == 4 and 1 < step <= 64:
+            side = -(-shape[-1] // step) * step
+            side = side if side != shape[-1] else side * 2
+            new = [*shape[:-2], side, side]
+    elif m := re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message):
+        got = int(m.group(3))
+        new = reshape_rank(shape, got + 1 if got >= 0 else -got, profile)
+    elif m := re.search(r"permitted channel values are \[([\d, ]+)\], but found (\d+)", message):
+        allowed = [int(v) for v in m.group(1).split(",")]
+        if len(shape) >= 3 and shape[-3] == int(m.group(2)):
+            new = [*shape[:-3], allowed[-1], *shape[-2:]]
+    elif m := re.search(r"not enough values to unpack \(expected (\d+), got (\d+)\)", message):
+        if int(m.group(2)) == len(shape):
+            new = reshape_rank(shape, int(m.group(1)), profile)
+        elif int(m.group(1)) == len(shape) == int(m.group(2)) + 1:  # forward iterated the tensor
+            return [[spec, dict(spec)], *args[1:]]
+    elif m := re.search(r"too many values to unpack \(expected (\d+)\)", message):
+        if len(shape) > int(m.group(1)):
+            new = reshape_rank(shape, int(m.group(1)), profile)
+    elif re.search(
+        r"Kernel size can't be greater|Output size is too small|smaller than|too small"
+        r"|Padding size should be less",
+        message,
+    ):
+        new = (
+            [*shape[:-2], *(s * 4 for s in shape[-2:])]
+            if len(shape) >= 3 and shape[-1] < 224
+            else None
+        )
+    elif re.search(
+        r"Long, Int|scalar type Long|expected scalar type Long"
+        r"|Expected tensor for argument #1 'indices'",
+        message,
+    ):
+        spec.update(dtype="int64", high=10)
+        return [spec, *args[1:]]
+    if new is None or new == shape or any(v <= 0 for v in new) or math.prod(new) > 50_000_000:
+        return None
+    spec["shape"] = new
+    rest = [
+        dict(a, shape=list(new)) if isinstance(a, dict) and a.get("shape") == shape else a
+        for a in args[1:]
+    ]
+    return [spec, *rest]
+
+
+def token_count(shape: list[int], got: int, want: int) -> list[int] | None:
+    """Fix a token-count mismatch (``got`` tokens where a fixed-size table wants ``want``).
+
+    Tokens ``(B, N, C)`` with ``N == got`` get ``N = want``; images ``(B, C, H, W)`` whose
+    grid (or a downsampled grid) holds ``got`` tokens get a side scaled to ``want`` tokens.
+    """
+    if got == want or got <= 1 or want <= 1:
+        return None
+    if len(shape) == 3 and shape[1] == got:
+        return [shape[0], want, shape[2]]
+    if len(shape) == 3 and shape[1] + 1 == got:  # the block prepended a class token
+        return [shape[0], want - 1, shape[2]] if want - 1 <= 65536 else None
+    root_got, root_want = math.isqrt(got), math.isqrt(want)
+    if len(shape) != 4 or root_got**2 != got or root_want**2 != want:
+        return None
+    side = shape[-1] * root_want
+    if side % root_got:
+        return None
+    return [*shape[:-2], side // root_got, side // root_got]
+
+
+def several_channels(message: str, args: list[Any], want: int, got: int) -> list[Any] | None:
+    """Channel repair for several image inputs: the one the layer saw, or their concatenation.
+
+    Only that input changes (``flow`` and ``corr`` of a motion encoder need different
+    channels); when the layer saw all of them concatenated, their channels add up to ``want``.
+    """
+    images = [i for i, a in enumerate(args) if _is_image_spec(a)]
+    if len(images) < 2:
+        return None
+    channels = [args[i]["shape"][1] for i in images]
+    fixed = list(args)
+    if got == sum(channels) and got not in channels:
+        if len(set(channels)) == 1 and want % len(images) == 0:
+            new = [want // len(images)] * len(images)
+        elif want - sum(channels[:-1]) > 0:
+            new = [*channels[:-1], want - sum(channels[:-1])]
+        else:
+            return None
+        for i, c in zip(images, new, strict=True):
+            fixed[i] = dict(args[i], shape=[args[i]["shape"][0], c, *args[i]["shape"][2:]])
+        return fixed
+    m = re.search(r"expected input\[([\d, ]+)\]", message)
+    seen = [int(v) for v in m.group(1).split(",")] if m else []
+    matching = [i for i in images if args[i]["shape"] == seen]
+    if not matching or len(matching) == len(images) == 1:
+        return None
+    i = matching[0]
+    fixed[i] = dict(args[i], shape=[seen[0], want, *seen[2:]])
+    return fixed
+
+
+def _channel_numbers(message: str) -> tuple[int, int]:
+    m = re.search(r"to have (\d+) channels, but got (\d+) channels", message)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _is_image_spec(value: Any) -> bool:
+    return isinstance(value, dict) and len(value.get("shape", ())) == 4
+
+
+def view_mismatch(shape: list[int], target: list[int], size: int) -> list[int] | None:
+    """A new input shape from a failed ``view``/``reshape`` to ``target`` of ``size`` elements.
+
+    Windows: ``(B, h, k, w, k, C)`` fixes the side to a multiple of the window ``k``.
+    A class token: the view wants one token more than the ``(B, N, C)`` input has, or the
+    block dropped one token (``size`` is the input less one token).
+    """
+    numel = math.prod(shape)
+    if (
+        len(shape) == 4
+        and len(target) > 4
+        and target[0] == shape[0]
+        and target[-2:] == shape[-2:]
+        and -1 not in target
+    ):  # channels split into blocks (depth-to-space): C must be their product
+        channels = math.prod(max(1, t) for t in target[1:-2])
+        return [shape[0], channels, *shape[2:]] if channels != shape[1] else None
+    if len(shape) == 3 and shape[0] == target[0]:
+        batch, tokens, width = shape
+        dropped = size == numel - batch * width and math.prod(target) == numel
+        if target[1] == tokens + 1 or dropped:
+            return [batch, tokens + 1, width]
+    if size != numel or len(shape) not in (3, 4):
+        return None
+    for j in range(2, len(target) - 2):
+        k = target[j]
+        if k >= 2 and target[j + 2] == k:
+            h, w = max(1, target[j - 1]) * k, max(1, target[j + 1]) * k
+            if len(shape) == 3:
+                return [shape[0], h * w, shape[2]]
+            if target[-1] == shape[-1] and target[-1] != shape[1]:  # channels last
+                return [shape[0], h, w, shape[3]]
+            return [shape[0], shape[1], h, w]
+    return None
+
+
+def class_token(shape: list[int], size: dict[str, Any]) -> list[int] | None:
+    """Tokens ``(B, H*W, C)`` beside a ``(H, W)`` size that failed an assertion: add one."""
+    hw = size.get("__tuple__")
+    if (
+        len(shape) == 3
+        and isinstance(hw, list)
+        and len(hw) == 2
+        and all(isinstance(v, int) for v in hw)
+        and shape[1] == hw[0] * hw[1]
+    ):
+        return [shape[0], shape[1] + 1, shape[2]]
+    return None
+
+
+def reshape_rank(shape: list[int], rank: int, profile: Profile) -> list[int] | None:
+    """Re-shape a tensor spec to ``rank`` keeping the feature/channel size where it can."""
+    if rank == len(shape):
+        return None
+    if len(shape) == 4:  # B C H W
+        channels = shape[1]
+    elif len(shape) >= 2:
+        channels = shape[-1]
+    else:
+        channels = profile.dim
+    side = 8
+    if len(shape) == 4 and rank == 3:  # B C H W -> B (H W) C
+        return [shape[0], shape[2] * shape[3], shape[1]]
+    if len(shape) == 3 and rank == 4 and math.isqrt(shape[1]) ** 2 == shape[1] > 1:
+        return [shape[0], shape[2], math.isqrt(shape[1]), math.isqrt(shape[1])]
+    return {
+        1: [channels],
+        2: [2, channels],
+        3: [2, profile.seq, channels],
+        4: [2, channels, side, side],
+        5: [2, channels, 4, side, side],
+    }.get(rank)

@@ -1,0 +1,646 @@
+"""Runs in the sandbox child: import a block file, find constructor arguments and inputs, run it."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from nnrag.validate.probe.args import (
+    PROFILES,
+    Ctor,
+    Synth,
+    decode,
+    encode,
+    shallow_defaults,
+)
+from nnrag.validate.probe.graph import called_class
+from nnrag.validate.probe.inputs import build_inputs, input_candidates
+from nnrag.validate.probe.repair import (
+    fill_none_layers,
+    fill_none_sizes,
+    lengthen,
+    listify,
+    match_residual,
+    name_repairs,
+    scale_sizes,
+)
+from nnrag.validate.probe.reshape import SHAPE_WORDS, repair
+from nnrag.validate.probe.screen import MetaScreen
+from nnrag.validate.probe.values import seed_cpu
+
+Send = Callable[[dict[str, Any]], None]
+MAX_ATTEMPTS = 40
+"""Hard bound on constructor plus forward attempts per block."""
+
+# --------------------------------------------------------------------------- harvesting
+
+
+class Harvester:
+    """Wraps ``__init__``/``forward`` of the file's own classes to record real arguments."""
+
+    def __init__(self, module: Any, skip: type) -> None:
+        self.records: dict[str, dict[str, Any]] = {}
+        self.saved: list[tuple[type, str, Any]] = []
+        self.paused = False
+        for value in list(vars(module).values()):
+            if (
+                isinstance(value, type)
+                and issubclass(value, nn.Module)
+                and value.__module__ == module.__name__
+                and value is not skip
+            ):
+                self.wrap(value)
+
+    def wrap(self, cls: type) -> None:
+        owner: Any = cls
+        init, forward = owner.__init__, owner.forward
+        records = self.records
+        harvester = self
+
+        @functools.wraps(init)
+        def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
+            try:
+                seen = {
+                    "init_args": [encode(a, strict=True) for a in args],
+                    "init_kwargs": {k: encode(v, strict=True) for k, v in kwargs.items()},
+                }
+            except TypeError:
+                seen = None
+            init(self_, *args, **kwargs)
+            if type(self_) is cls and seen is not None:
+                self_.__dict__["_nnrag_init"] = seen
+
+        @functools.wraps(forward)
+        def wrapped_forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            seen = self_.__dict__.get("_nnrag_init") if type(self_) is cls else None
+            if seen is None or harvester.paused or cls.__name__ in records:
+                return forward(self_, *args, **kwargs)
+            try:
+                inputs = {
+                    "inputs": [encode(a, strict=True) for a in args],
+                    "input_kwargs": {k: encode(v, strict=True) for k, v in kwargs.items()},
+                }
+            except TypeError:
+                inputs = None
+            out = forward(self_, *args, **kwargs)
+            if inputs is not None:
+                records[cls.__name__] = {"class": cls.__name__, **seen, **inputs}
+            return out
+
+        self.saved.append((cls, "__init__", cls.__dict__.get("__init__")))
+        self.saved.append((cls, "forward", cls.__dict__.get("forward")))
+        owner.__init__ = wrapped_init
+        owner.forward = wrapped_forward
+
+    def restore(self) -> None:
+        for cls, name, original in reversed(self.saved):
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def warm_up() -> None:
+    """Import and exercise what most blocks use, once, in the warm parent."""
+    import torch.nn.functional as F
+    import torch.utils.checkpoint
+
+    for name in ("numpy", "einops", "scipy.special"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    layer = nn.Sequential(
+        nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2)
+    )
+    out = layer(torch.randn(2, 3, 8, 8))
+    F.gelu(nn.LayerNorm(2)(out)).sum().backward()  # type: ignore[no-untyped-call]
+    nn.MultiheadAttention(4, 2, batch_first=True)(*(torch.randn(1, 3, 4),) * 3)
+    with torch.device("meta"):  # the first meta op loads torch's meta kernels (seconds)
+        F.gelu(nn.LayerNorm(4)(nn.Conv2d(3, 4, 3)(torch.randn(2, 3, 8, 8)).permute(0, 2, 3, 1)))
+    _probe_once()
+
+
+_WARM_BLOCK = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, in_features: int, out_features: int = 4) -> None:
+        super().__init__()
+        self.lin = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x)
+"""
+
+
+def _probe_once() -> None:
+    """Probe a small block in the parent, so that every forked child inherits warm caches
+    (compiled regular expressions, source lines, signatures) instead of filling its own."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "warm_block.py")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(_WARM_BLOCK)
+        request = {"path": path, "class_name": "Block", "depth": "backward", "timeout_s": 60}
+        Runner(request, lambda message: None, []).run()
+    sys.modules.pop("nnrag_block", None)
+
+
+def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_in(v, depth + 1)]
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
+    if hasattr(value, "__dataclass_fields__") or (
+        hasattr(value, "__dict__") and not isinstance(value, nn.Module)
+    ):
+        try:
+            return [t for v in vars(value).values() for t in tensors_in(v, depth + 1)]
+        except TypeError:
+            return []
+    return []
+
+
+def shapes_of(value: Any, depth: int = 0) -> object:
+    if isinstance(value, torch.Tensor):
+        return list(value.shape)
+    if isinstance(value, (list, tuple)) and depth < 3:
+        return [shapes_of(v, depth + 1) for v in value]
+    if isinstance(value, Mapping) and depth < 3:
+        return {str(k): shapes_of(v, depth + 1) for k, v in value.items()}
+    return type(value).__name__
+
+
+def classify(
+    error: BaseException,
+    stage: str,
+    violations: list[str],
+    source_packages: frozenset[str] = frozenset(),
+) -> str:
+    """The failure category for an exception raised in ``stage``."""
+    text = f"{type(error).__name__}: {error}"
+    if violations:
+        return "sandbox-violation"
+    if isinstance(error, MemoryError) or re.search(
+        r"can't allocate memory|not enough memory|DefaultCPUAllocator", text
+    ):
+        return "memory"
+    if re.search(
+        r"undefined symbol|\.so\b|torch\.ops\.|load_library|cpp_extension|Could not run '"
+        r"|No such operator",
+        text,
+    ):
+        return "native-op"
+    if isinstance(error, ModuleNotFoundError):  # at import, or a lazy import in a method
+        top = (error.name or "").split(".")[0]
+        return "source-import" if top in source_packages else "missing-external"
+    if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
+        return "missing-external"
+    if stage == "import":
+        if isinstance(error, OSError):
+            return "resource-file"
+        return "runtime-error"
+    if stage == "instantiate":
+        if isinstance(error, (FileNotFoundError, IsADirectoryError)):
+            return "resource-file"
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            return "runtime-error"
+        return "ctor-args"
+    if isinstance(error, (KeyboardInterrupt, SystemExit, OutputError)):
+        return "runtime-error"
+    if stage == "forward" and (
+        isinstance(error, (IndexError, ValueError, TypeError)) or SHAPE_WORDS.search(text)
+    ):
+        return "input-shape"
+    return "runtime-error"
+
+
+class OutputError(Exception):
+    """Forward ran but returned no tensor or non-finite values."""
+
+
+def describe(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) < 600 else text[:600] + "..."
+
+
+class Runner:
+    """One block through import, instantiate, forward and backward."""
+
+    def __init__(self, request: Mapping[str, Any], send: Send, violations: list[str]) -> None:
+        self.request = request
+        self.send = send
+        self.violations = violations
+        self.seed = int(request.get("seed", 0))
+        self.timings: dict[str, float] = {}
+        self.reached: str | None = request.get("reached")
+        self.recipe: dict[str, Any] = {"origin": "none", "seed": self.seed, "attempts": 0}
+        self.harvest: list[dict[str, Any]] = []
+        self.source_packages = frozenset(request.get("source_packages", ()))
+        self.deadline = time.monotonic() + min(0.6 * float(request.get("timeout_s", 60.0)), 40.0)
+
+    def passed(self, stage: str, started: float) -> None:
+        self.timings[stage] = time.monotonic() - started
+        self.reached = stage
+        self.send({"kind": "stage", "stage": stage, "seconds": self.timings[stage]})
+
+    def finish(
+        self, failed: str | None = None, category: str | None = None, message: str = ""
+    ) -> None:
+        if failed and self.violations and category not in {"memory", "timeout"}:
+            category, message = (
+                "sandbox-violation",
+                f"refused: {'; '.join(self.violations[:3])} ({message})",
+            )
+        self.send(
+            {
+                "kind": "result",
+                "stage_reached": self.reached,
+                "failed_stage": failed,
+                "category": category,
+                "message": message,
+                "recipe": self.recipe,
+                "timings": self.timings,
+                "harvest": self.harvest,
+            }
+        )
+
+    def violated(self, stage: str, started: float) -> bool:
+        if not self.violations:
+            self.passed(stage, started)
+            return False
+        self.finish(stage, "sandbox-violation", "refused: " + "; ".join(self.violations[:3]))
+        return True
+
+    def run(self) -> None:
+        depth = str(self.request.get("depth", "forward"))
+        started = time.monotonic()
+        self.send({"kind": "running", "stage": "import"})
+        try:
+            module = load(str(self.request["path"]))
+        except BaseException as error:
+            self.finish(
+                "import",
+                classify(error, "import", self.violations, self.source_packages),
+                describe(error),
+            )
+            return
+        if self.violated("import", started) or depth == "import":
+            if not self.violations:
+                self.finish()
+            return
+        cls = getattr(module, str(self.request["class_name"]), None)
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            self.finish(
+                "instantiate",
+                "internal-error",
+                f"{self.request['class_name']} is not an nn.Module class in the file",
+            )
+            return
+        self.search(module, cls, depth)
+
+    def ctor_candidates(
+        self, module: Any, cls: type
+    ) -> Iterator[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]]:
+        hints = self.request.get("hints")
+        if hints:
+            ctor = Ctor(
+                "hinted",
+                tuple(cast(list[object], decode(hints.get("init_args", [])))),
+                {k: decode(v) for k, v in hints.get("init_kwargs", {}).items()},
+            )
+            given = hints.get("inputs")
+            yield (
+                ctor,
+                [(list(given), dict(hints.get("input_kwargs", {})))] if given is not None else None,
+            )
+            return
+        for record in self.request.get("harvested", ()):
+            try:
+                ctor = Ctor(
+                    "harvested",
+                    tuple(cast(list[object], decode(record["init_args"]))),
+                    {k: decode(v) for k, v in record["init_kwargs"].items()},
+                )
+            except Exception:
+                continue
+            inputs = record["inputs"]
+            yield ctor, [(list(inputs), dict(record.get("input_kwargs", {})))]
+        seen: list[str] = []
+        for profile in PROFILES:
+            synth = Synth(module, profile)
+            try:
+                args, kwargs = synth.fill(cls)
+            except Exception:
+                continue
+            shallow = {**kwargs, **shallow_defaults(cls)}
+            for candidate in (shallow, kwargs):
+                key = repr((args, candidate))
+                if key in seen:
+                    continue
+                seen.append(key)
+                yield Ctor("synthesized", args, candidate, synth.placeholders, profile), None
+
+    def search(self, module: Any, cls: type, depth: str) -> None:
+        want_forward = depth in {"forward", "backward"}
+        harvester = Harvester(module, cls) if self.request.get("harvest") and want_forward else None
+        started = time.monotonic()
+        self.send({"kind": "running", "stage": "instantiate"})
+        attempts = 0
+        ctor_error: BaseException | None = None
+        forward_error: BaseException | None = None
+        output_error: OutputError | None = None
+        screened_error: RuntimeError | None = None
+        built_any = False
+        forward_started = 0.0
+        candidates = self.ctor_candidates(module, cls)
+        pending: list[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]] = []
+        widened_seen: set[str] = set()
+        while (item := pending.pop(0) if pending else next(candidates, None)) is not None:
+            ctor, given = item
+            profile = ctor.profile or PROFILES[0]
+            if attempts >= MAX_ATTEMPTS or (time.monotonic() > self.deadline and built_any):
+                break
+            attempts += 1
+            seed_cpu(self.seed)
+            try:
+                block = cls(*ctor.args, **ctor.kwargs)
+            except (KeyboardInterrupt, SystemExit, MemoryError) as error:
+                ctor_error = error
+                break
+            except BaseException as error:
+                ctor_error = error
+                for repaired in (
+                    listify(ctor, cls, error),
+                    fill_none_layers(ctor, cls, error),
+                    fill_none_sizes(ctor, cls),
+                    scale_sizes(ctor, error),
+                    lengthen(ctor, cls, error),
+                    *name_repairs(ctor, cls, error),
+                ):
+                    if repaired is not None:
+                        pending.append((repaired, given))
+                continue
+            try:
+                self.record_ctor(ctor, block)
+            except Exception as error:  # e.g. a subclass that never called Module.__init__
+                ctor_error = error
+                continue
+            if not built_any:
+                built_any = True
+                if self.violated("instantiate", started):
+                    return
+                if not want_forward:
+                    self.recipe["attempts"] = attempts
+                    self.finish()
+                    return
+                forward_started = time.monotonic()
+                self.send({"kind": "running", "stage": "forward"})
+            block.eval()
+            queue: list[tuple[list[Any], dict[str, Any], bool]] = [
+                (args, kwargs, False)
+                for args, kwargs in (
+                    given if given is not None else input_candidates(block, profile, ctor.kwargs)
+                )
+            ]
+            screen = self.screen_for(cls, ctor, block) if given is None else None
+            tried: list[str] = []
+            forward_messages: list[str] = []
+            while queue and attempts < MAX_ATTEMPTS and time.monotonic() < self.deadline:
+                args, kwargs, screened = queue.pop(0)
+                key = repr((args, kwargs))
+                if key in tried:
+                    continue
+                if (
+                    screen is not None
+                    and not screened
+                    and screen.worth(args, kwargs)
+                    and screen.active
+                ):
+                    rejected = self.screened_out(screen, harvester, args, kwargs)
+                    if rejected is not None:
+                        fixed = repair(rejected, args, profile)
+                        if fixed is not None:  # meta's message fixed it: no CPU run for this one
+                            queue.insert(0, (fixed, kwargs, False))
+                            tried.append(key)
+                            screened_error = screened_error or RuntimeError(
+                                f"{rejected} (on the meta device)"
+                            )
+                        else:  # run it for real, last: CPU's message may say more
+                            queue.append((args, kwargs, True))
+                        continue
+                tried.append(key)
+                attempts += 1
+                # the last inputs tried stay in the recipe, so a failure can be reproduced too
+                self.recipe.update(inputs=args, input_kwargs=kwargs)
+                try:
+                    out = self.forward(block, args, kwargs)
+                except (KeyboardInterrupt, SystemExit, MemoryError) as error:
+                    forward_error = error
+                    queue.clear()
+                    break
+                except BaseException as error:
+                    forward_error = error
+                    forward_messages.append(str(error))
+                    fixed = (
+                        repair(f"{type(error).__name__}: {error}", args, profile)
+                        if given is None
+                        else None
+                    )
+                    if fixed is not None:
+                        queue.insert(0, (fixed, kwargs, False))
+                    continue
+                self.recipe.update(
+                    inputs=args,
+                    input_kwargs=kwargs,
+                    output_shapes=[shapes_of(out)],
+                    attempts=attempts,
+                )
+                problem = self.check_output(out)
+                if problem:
+                    forward_error = output_error = OutputError(problem)
+                    continue
+                if harvester is not None:
+                    harvester.restore()
+                    self.harvest = list(harvester.records.values())
+                if self.violations:
+                    self.finish(
+                        "forward", "sandbox-violation", "refused: " + "; ".join(self.violations[:3])
+                    )
+                    return
+                if ctor.placeholders:
+                    self.finish(
+                        "forward",
+                        "ctor-args",
+                        f"forward ran only with placeholders for {', '.join(ctor.placeholders)}",
+                    )
+                    return
+                self.passed("forward", forward_started)
+                if depth == "backward":
+                    self.backward(block, args, kwargs)
+                else:
+                    self.finish()
+                return
+            if isinstance(forward_error, (KeyboardInterrupt, SystemExit, MemoryError)):
+                break
+            widened = match_residual(ctor, forward_messages) or called_class(ctor, forward_messages)
+            if widened is not None and repr(widened.kwargs) not in widened_seen:
+                widened_seen.add(repr(widened.kwargs))
+                pending.insert(0, (widened, given))
+        self.recipe["attempts"] = attempts
+        if not built_any:
+            assert ctor_error is not None or attempts == 0
+            failure = ctor_error or RuntimeError("no constructor candidate")
+            self.finish(
+                "instantiate", classify(failure, "instantiate", self.violations), describe(failure)
+            )
+            return
+        failure = (
+            output_error
+            or forward_error
+            or screened_error
+            or RuntimeError("no input candidate within the attempt bound")
+        )
+        self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
+
+    def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None:
+        """A meta-device screen for costly input candidates (request key ``meta_screen``:
+        ``"auto"``, the default, screens costly candidates; ``"always"`` every one; false none).
+        """
+        mode = self.request.get("meta_screen", "auto")
+        if not mode:
+            return None
+        return MetaScreen(
+            block,
+            lambda: cls(*ctor.args, **ctor.kwargs),
+            [*ctor.args, *ctor.kwargs.values()],
+            always=mode == "always",
+        )
+
+    def screened_out(
+        self,
+        screen: MetaScreen,
+        harvester: Harvester | None,
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> str | None:
+        """The meta-device error of a candidate (harvesting paused: meta runs prove nothing)."""
+        if harvester is not None:
+            harvester.paused = True
+        try:
+            return screen.check(args, kwargs, self.seed)
+        finally:
+            if harvester is not None:
+                harvester.paused = False
+            self.recipe["screens"] = screen.screens
+            self.recipe["meta_screen"] = screen.copy is not None
+
+    def record_ctor(self, ctor: Ctor, block: nn.Module) -> None:
+        self.recipe.update(
+            origin=ctor.origin,
+            init_args=encode(list(ctor.args)),
+            init_kwargs={k: encode(v) for k, v in ctor.kwargs.items()},
+            parameters=sum(
+                p.numel()
+                for p in block.parameters()
+                if not isinstance(p, nn.parameter.UninitializedParameter)  # lazy until forward
+            ),
+        )
+        if ctor.placeholders:
+            self.recipe["placeholders"] = list(ctor.placeholders)
+
+    def forward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        real_args, real_kwargs = build_inputs(args, kwargs, self.seed)
+        with torch.no_grad():
+            return block(*real_args, **real_kwargs)
+
+    @staticmethod
+    def check_output(out: Any) -> str:
+        found = tensors_in(out)
+        if not found:
+            return f"forward returned no tensor (got {type(out).__name__})"
+        for tensor in found:
+            if (tensor.is_floating_point() or tensor.is_complex()) and not bool(
+                torch.isfinite(tensor).all()
+            ):
+                return "forward returned non-finite values (nan or inf)"
+        return ""
+
+    def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None:
+        started = time.monotonic()
+        self.send({"kind": "running", "stage": "backward"})
+        block.train()
+        try:
+            real_args, real_kwargs = build_inputs(args, kwargs, self.seed)
+            for value in [*real_args, *real_kwargs.values()]:
+                if isinstance(value, torch.Tensor) and value.is_floating_point():
+                    value.requires_grad_(True)
+            out = block(*real_args, **real_kwargs)
+            live = [t for t in tensors_in(out) if t.requires_grad]
+            trainable = [p for p in block.parameters() if p.requires_grad]
+            if not live:
+                if trainable:
+                    self.finish(
+                        "backward",
+                        "runtime-error",
+                        "no output depends on a trainable parameter or input",
+                    )
+                    return
+                self.passed("backward", started)
+                self.finish()
+                return
+            loss = sum((t.float().mean() if not t.is_complex() else t.abs().mean()) for t in live)
+            assert isinstance(loss, torch.Tensor)
+            loss.backward()  # type: ignore[no-untyped-call]
+        except BaseException as error:
+            self.finish("backward", classify(error, "backward", self.violations), describe(error))
+            return
+        bad = [
+            n
+            for n, p in block.named_parameters()
+            if p.grad is not None and not bool(torch.isfinite(p.grad).all())
+        ]
+        if bad:
+            self.finish(
+                "backward", "runtime-error", f"non-finite gradients in {', '.join(bad[:5])}"
+            )
+            return
+        if self.violated("backward", started):
+            return
+        self.finish()
+
+
+def load(path: str) -> Any:
+    """Execute a block file as module ``nnrag_block``."""
+    name = "nnrag_block"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_block(request: Mapping[str, Any], *, send: Send, violations: list[str]) -> None:
+    """Entry point in the sandbox child."""
+    seed_cpu(int(request.get("seed", 0)))
+    Runner(request, send, violations).run()

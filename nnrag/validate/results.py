@@ -1,0 +1,227 @@
+"""The result cache: validation results and harvested recipes in SQLite (WAL) beside the index."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any, cast
+
+from filelock import FileLock
+
+from nnrag.errors import CacheError
+from nnrag.model import Recipe, Stage, ValidationResult
+
+VALIDATOR_VERSION = "2"
+"""Epoch of the result format; the validator's code fingerprint is added to it."""
+CacheKey = tuple[str, str, str, str]
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS extractions (
+    block_id TEXT NOT NULL, state TEXT NOT NULL, digest TEXT NOT NULL, file TEXT NOT NULL,
+    PRIMARY KEY (block_id, state)
+);
+CREATE TABLE IF NOT EXISTS harvest (
+    source TEXT NOT NULL, name TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (source, name, record)
+);
+"""
+
+
+@functools.cache
+def torch_version() -> str:
+    """Installed torch version, read from package metadata (without importing torch)."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+@functools.cache
+def validator_version() -> str:
+    """:data:`VALIDATOR_VERSION` plus a fingerprint of the validation code."""
+    from nnrag.versions import VALIDATION_CODE, code_fingerprint
+
+    return f"{VALIDATOR_VERSION}-{code_fingerprint(*VALIDATION_CODE)[:16]}"
+
+
+def cache_key(digest: str, depth: Stage, *, torch: str | None = None) -> CacheKey:
+    """(body digest, depth, validator version, torch version)."""
+    return (digest, depth, validator_version(), torch or torch_version())
+
+
+def result_to_dict(result: ValidationResult) -> dict[str, Any]:
+    """A JSON-ready dict of a result (the inverse of :func:`result_from_dict`)."""
+    recipe = result.recipe
+    return {
+        "block_id": result.block_id,
+        "depth": result.depth,
+        "stage_reached": result.stage_reached,
+        "failed_stage": result.failed_stage,
+        "category": result.category,
+        "message": result.message,
+        "dependency_path": list(result.dependency_path),
+        "recipe": None
+        if recipe is None
+        else {
+            "origin": recipe.origin,
+            "init_args": list(recipe.init_args),
+            "init_kwargs": dict(recipe.init_kwargs),
+            "inputs": list(recipe.inputs),
+            "input_kwargs": dict(recipe.input_kwargs),
+            "seed": recipe.seed,
+            "output_shapes": list(recipe.output_shapes),
+            "parameters": recipe.parameters,
+            "attempts": recipe.attempts,
+        },
+        "timings": dict(result.timings),
+        "duration_s": result.duration_s,
+        "passed": result.passed,
+        "cached": result.cached,
+        "file": result.file,
+    }
+
+
+def recipe_from_dict(data: Mapping[str, Any]) -> Recipe:
+    """A :class:`Recipe` from a dict as written by the sandbox child or the cache."""
+    origin = data.get("origin", "none")
+    return Recipe(
+        origin=origin if origin in {"hinted", "harvested", "synthesized"} else "none",
+        init_args=tuple(data.get("init_args") or ()),
+        init_kwargs=dict(data.get("init_kwargs") or {}),
+        inputs=tuple(data.get("inputs") or ()),
+        input_kwargs=dict(data.get("input_kwargs") or {}),
+        seed=int(data.get("seed") or 0),
+        output_shapes=tuple(data.get("output_shapes") or ()),
+        parameters=data.get("parameters"),
+        attempts=int(data.get("attempts") or 0),
+    )
+
+
+def result_from_dict(data: Mapping[str, Any]) -> ValidationResult:
+    """Rebuild a :class:`ValidationResult` from :func:`result_to_dict` output."""
+    recipe = data.get("recipe")
+    return ValidationResult(
+        block_id=data["block_id"],
+        depth=data["depth"],
+        stage_reached=data.get("stage_reached"),
+        failed_stage=data.get("failed_stage"),
+        category=data.get("category"),
+        message=data.get("message", ""),
+        dependency_path=tuple(data.get("dependency_path") or ()),
+        recipe=None if recipe is None else recipe_from_dict(recipe),
+        timings=dict(data.get("timings") or {}),
+        duration_s=float(data.get("duration_s") or 0.0),
+        cached=bool(data.get("cached", False)),
+        file=data.get("file"),
+    )
+
+
+class ResultCache:
+    """Validation results keyed by :func:`cache_key`; safe for concurrent processes (WAL)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False)
+            # Switching to WAL and creating tables need the database to themselves: two xdist
+            # workers opening a new cache at once would otherwise see "database is locked".
+            with FileLock(f"{path}.lock", timeout=120):
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(_SCHEMA)
+                self._db.commit()
+        except (OSError, sqlite3.Error) as error:
+            raise CacheError(
+                f"cannot open the result cache {path}: {error}; remove the file or choose "
+                "another cache folder with --cache"
+            ) from error
+
+    def close(self) -> None:
+        self._db.close()
+
+    @staticmethod
+    def _key(key: CacheKey) -> str:
+        return "|".join(key)
+
+    def get(self, key: CacheKey) -> ValidationResult | None:
+        """The cached result for ``key`` (marked ``cached=True``), or ``None``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT value FROM results WHERE key = ?", (self._key(key),)
+            ).fetchone()
+        if row is None:
+            return None
+        try:
+            return replace(result_from_dict(json.loads(row[0])), cached=True)
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: CacheKey, result: ValidationResult) -> None:
+        """Store ``result`` under ``key`` (last writer wins)."""
+        value = json.dumps(result_to_dict(result), default=repr)
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)",
+                (self._key(key), value),
+            )
+
+    def extraction(self, block_id: str, state: str) -> tuple[str, str] | None:
+        """(digest, file) of the block as last extracted from the same sources and code."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT digest, file FROM extractions WHERE block_id = ? AND state = ?",
+                (block_id, state),
+            ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    def put_extraction(self, block_id: str, state: str, digest: str, file: str) -> None:
+        """Remember what extracting ``block_id`` gave for ``state`` (see :meth:`extraction`)."""
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO extractions (block_id, state, digest, file) "
+                "VALUES (?, ?, ?, ?)",
+                (block_id, state, digest, file),
+            )
+
+    def harvested(self, source: str, name: str, *, limit: int = 3) -> list[dict[str, Any]]:
+        """Recipes recorded for class ``name`` of ``source`` while composite blocks ran."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record FROM harvest WHERE source = ? AND name = ? LIMIT ?",
+                (source, name, limit),
+            ).fetchall()
+        return [cast(dict[str, Any], json.loads(row[0])) for row in rows]
+
+    def add_harvest(self, source: str, records: Sequence[Mapping[str, Any]]) -> None:
+        """Remember harvested recipes (one row per distinct record)."""
+        rows = [
+            (source, str(r.get("class", "")), json.dumps(r, sort_keys=True))
+            for r in records
+            if r.get("class")
+        ]
+        if not rows:
+            return
+        with self._lock, self._db:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO harvest (source, name, record) VALUES (?, ?, ?)", rows
+            )
+
+
+__all__ = [
+    "VALIDATOR_VERSION",
+    "CacheKey",
+    "ResultCache",
+    "cache_key",
+    "recipe_from_dict",
+    "result_from_dict",
+    "result_to_dict",
+    "torch_version",
+    "validator_version",
+]

@@ -1,0 +1,554 @@
+"""The sandbox: a warm parent that imported torch once forks one locked-down child per block."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import os
+import pickle
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO
+
+from nnrag.errors import SandboxError
+from nnrag.validate.lockdown import ENV_ALLOW, PR_SET_PDEATHSIG, lock_down, prctl
+
+Message = dict[str, Any]
+
+CLONE_NEWNET = 0x40000000
+PR_SET_CHILD_SUBREAPER = 36
+_HEADER = struct.Struct("!Q")
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def write_frame(fd: int, message: object) -> None:
+    """Send one length-prefixed pickle over a pipe file descriptor."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exact(stream: BinaryIO, size: int) -> bytes | None:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = stream.read(size - len(chunks))
+        if not chunk:
+            return None
+        chunks += chunk
+    return bytes(chunks)
+
+
+def read_frame(stream: BinaryIO) -> object | None:
+    """Read one frame from a blocking stream; ``None`` at end of file."""
+    header = _read_exact(stream, _HEADER.size)
+    if header is None:
+        return None
+    data = _read_exact(stream, _HEADER.unpack(header)[0])
+    return None if data is None else _PlainUnpickler(io.BytesIO(data)).load()
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain data only: a frame naming any class or function is refused.
+
+    Frames from a child are untrusted (block code can write to the pipe), and unpickling a
+    global would run code chosen by the block in the warm parent.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"frame refers to {module}.{name}, not plain data")
+
+
+def _plain_frame(data: bytes) -> Message:
+    """One child frame as a message; anything but a plain ``dict`` becomes a ``refused`` one."""
+    try:
+        message = _PlainUnpickler(io.BytesIO(data)).load()
+    except Exception as error:  # malformed or hostile bytes: report, never raise
+        return {"kind": "refused", "message": f"the block wrote an unreadable frame ({error})"}
+    if not isinstance(message, dict):
+        return {"kind": "refused", "message": "the block wrote a frame that is not a message"}
+    return message
+
+
+def _split_frames(buffer: bytearray) -> list[Message]:
+    """Remove and return every complete frame (from a child) at the start of ``buffer``."""
+    out: list[Message] = []
+    while len(buffer) >= _HEADER.size:
+        (size,) = _HEADER.unpack_from(buffer)
+        if len(buffer) < _HEADER.size + size:
+            break
+        out.append(_plain_frame(bytes(buffer[_HEADER.size : _HEADER.size + size])))
+        del buffer[: _HEADER.size + size]
+    return out
+
+
+def _plain_key(key: object) -> object:
+    found = plain(key)
+    return (
+        found if isinstance(found, (str, int, float, bool, tuple)) or found is None else str(found)
+    )
+
+
+def plain(value: object, depth: int = 0) -> object:
+    """``value`` as plain data (what :class:`_PlainUnpickler` accepts); other objects as repr."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return value
+    if isinstance(value, (str, int, float, bytes)):  # str or int enums of the block, numpy ints
+        kind = next(t for t in (bool, str, int, float, bytes) if isinstance(value, t))
+        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]
+    if depth > 20:
+        return "..."
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, depth + 1) for v in value]
+        return items if type(value) is list else tuple(items)
+    if isinstance(value, dict):
+        return {_plain_key(k): plain(v, depth + 1) for k, v in value.items()}
+    try:
+        return repr(value)[:200]
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
+# --------------------------------------------------------------------------- client
+
+
+class Sandbox:
+    """Runs blocks in forked, locked-down children of one warm server process.
+
+    Use as a context manager; the server starts on first use and is restarted if it dies.
+    """
+
+    def __init__(
+        self, *, memory_mb: int = 4096, python: str | None = None, spawn: bool = False
+    ) -> None:
+        self.memory_mb = memory_mb
+        self.spawn = spawn or not hasattr(os, "fork")
+        self.python = python or sys.executable
+        self.info: Message = {}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._requests: BinaryIO | None = None
+        self._responses: BinaryIO | None = None
+        self._warned = False
+        self.restarts = 0
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the warm server, if it runs."""
+        return self._proc.pid if self._proc and self._proc.poll() is None else None
+
+    def start(self) -> None:
+        """Start the warm server (imports torch once) and wait until it is ready."""
+        if self.pid is not None:
+            return
+        self.close()
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        code = (
+            f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
+            "from nnrag.validate.sandbox import serve; "
+            f"serve({req_r}, {resp_w}, {self.memory_mb}, spawn={self.spawn})"
+        )
+        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+        try:
+            self._proc = subprocess.Popen(
+                [self.python, "-c", code],
+                pass_fds=(req_r, resp_w),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
+        self._requests = os.fdopen(req_w, "wb", buffering=0)
+        self._responses = os.fdopen(resp_r, "rb", buffering=0)
+        ready = self._receive(timeout_s=300.0)
+        if not isinstance(ready, dict) or not ready.get("ready"):
+            self.close()
+            raise SandboxError(
+                f"the sandbox server ({self.python}) did not start: {ready!r}; "
+                "check that torch imports in this interpreter"
+            )
+        self.info = ready
+        if ready.get("mode") == "spawn" and not self._warned:
+            self._warned = True
+            warnings.warn(
+                "os.fork is not available: the sandbox falls back to one fresh interpreter "
+                "per block (slow: torch is imported for every block)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def _receive(self, *, timeout_s: float) -> object | None:
+        assert self._responses is not None
+        ready, _, _ = select.select([self._responses], [], [], timeout_s)
+        if not ready:
+            return None
+        return read_frame(self._responses)
+
+    def run(self, request: Mapping[str, object]) -> Message:
+        """Run one block request in a fresh child; always returns a result message."""
+        for attempt in range(2):
+            self.start()
+            assert self._requests is not None
+            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]
+            try:
+                write_frame(self._requests.fileno(), dict(request))
+                reply = self._receive(timeout_s=timeout_s + 60.0)
+            except OSError:
+                reply = None
+            if isinstance(reply, dict):
+                return reply
+            self.close()
+            self.restarts += 1
+            if attempt:
+                break
+        return {
+            "stage_reached": None,
+            "category": "internal-error",
+            "message": "the sandbox server died twice while running this block",
+            "timings": {},
+        }
+
+    def close(self) -> None:
+        """Stop the server and any child it still has."""
+        proc, self._proc = self._proc, None
+        for stream in (self._requests, self._responses):
+            if stream is not None:
+                stream.close()
+        self._requests = self._responses = None
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- server
+
+
+def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> None:
+    """Warm server main loop: import torch once, then fork a child per request."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # One empty network namespace for the server, inherited by every child (no per-block cost).
+    unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
+    netns = unshare is not None and unshare(CLONE_NEWNET) == 0
+    import torch
+
+    torch.set_num_threads(1)
+    from nnrag.validate.probe import runner as probe
+
+    probe.warm_up()
+    requests = os.fdopen(req_fd, "rb", buffering=0)
+    mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
+    write_frame(
+        resp_fd, {"ready": True, "torch": str(torch.__version__), "mode": mode, "netns": netns}
+    )
+    while True:
+        request = read_frame(requests)
+        if not isinstance(request, dict):
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        run = _spawn_child if mode == "spawn" else _run_child
+        reply, cleanup = run(request, memory_mb, (req_fd, resp_fd))
+        write_frame(resp_fd, reply)
+        cleanup()  # after replying: the client goes on while the child is torn down
+
+
+def _run_child(
+    request: Message, memory_mb: int, server_fds: tuple[int, ...]
+) -> tuple[Message, Callable[[], None]]:
+    """Fork a child for ``request``; it closes ``server_fds`` (the client's pipes) first."""
+    tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
+    timeout_s = float(request.get("timeout_s", 60.0))
+    read_fd, write_fd = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # child
+        exit_code = 70
+        try:
+            for fd in (read_fd, *server_fds):  # the block must not reach the client's pipes
+                os.close(fd)
+            _child_main(request, tmp, write_fd, memory_mb)
+            exit_code = 0
+        except BaseException as error:  # the child must never return into the server loop
+            with contextlib.suppress(BaseException):
+                write_frame(write_fd, {"kind": "fatal", "message": repr(error)})
+        finally:
+            os._exit(exit_code)
+    os.close(write_fd)
+    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s)
+    os.close(read_fd)
+
+    def cleanup() -> None:
+        if status is None:
+            os.waitpid(pid, 0)
+        _reap_leftovers(pid)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    if messages and messages[-1].get("kind") == "result":
+        return summarize(messages, status=status, timed_out=timed_out), cleanup
+    _reap_leftovers(pid)
+    stderr_tail = _tail(tmp / "stderr.txt")
+    return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
+
+
+def _spawn_child(
+    request: Message, memory_mb: int, server_fds: tuple[int, ...] = ()
+) -> tuple[Message, Callable[[], None]]:
+    """The fallback without fork: a fresh interpreter per block (imports torch every time).
+
+    ``subprocess`` closes inherited descriptors, so ``server_fds`` need no closing here.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
+    read_fd, write_fd = os.pipe()
+    code = (
+        f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
+        f"from nnrag.validate.sandbox import spawned_child; spawned_child({write_fd}, {memory_mb})"
+    )
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        pass_fds=(write_fd,),
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+        cwd=tmp,
+    )
+    os.close(write_fd)
+    assert proc.stdin is not None
+    proc.stdin.write(pickle.dumps((request, str(tmp))))
+    proc.stdin.close()
+    deadline = started + float(request.get("timeout_s", 60.0)) + 60.0  # + torch import
+    messages, status, timed_out = _collect(proc.pid, read_fd, deadline)
+    os.close(read_fd)
+
+    def cleanup() -> None:
+        if status is None:
+            os.waitpid(proc.pid, 0)
+        _reap_leftovers(proc.pid)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    stderr_tail = _tail(tmp / "stderr.txt")
+    return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
+
+
+def spawned_child(fd: int, memory_mb: int) -> None:
+    """Main of a spawned (not forked) child: read the request from stdin, run it, exit."""
+    request, tmp = pickle.loads(sys.stdin.buffer.read())
+    exit_code = 70
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        _child_main(request, Path(tmp), fd, memory_mb)
+        exit_code = 0
+    finally:
+        os._exit(exit_code)
+
+
+def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | None, bool]:
+    """Read frames until the child exits or the deadline passes (then kill its group)."""
+    buffer = bytearray()
+    messages: list[Message] = []
+    status: int | None = None
+    timed_out = False
+    os.set_blocking(fd, False)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            _kill_group(pid)
+            _, status = os.waitpid(pid, 0)
+            break
+        ready, _, _ = select.select([fd], [], [], min(remaining, 0.05))
+        if ready:
+            _drain(fd, buffer)
+            messages.extend(_split_frames(buffer))
+            if messages and messages[-1].get("kind") == "result":
+                _kill_group(pid)  # reaped in cleanup, after the reply is sent
+                return messages, None, False
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+    _drain(fd, buffer)
+    messages.extend(_split_frames(buffer))
+    return messages, status, timed_out
+
+
+def _drain(fd: int, buffer: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        buffer += chunk
+
+
+def _reap_leftovers(pid: int) -> None:
+    """Kill the child's group and every orphan re-parented to this (subreaper) server."""
+    _kill_group(pid)
+    for _ in range(200):
+        _reap_all()
+        orphans = _children()
+        if not orphans:
+            return
+        for orphan in orphans:
+            _kill_group(orphan)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(orphan, signal.SIGKILL)
+        time.sleep(0.005)
+
+
+def _children() -> list[int]:
+    """Live children of this process (orphans land here: the server is a subreaper)."""
+    me = os.getpid()
+    try:
+        found: list[int] = []
+        for task in os.listdir(f"/proc/{me}/task"):
+            text = Path(f"/proc/{me}/task/{task}/children").read_text()
+            found += [int(p) for p in text.split()]
+    except OSError:
+        return [p for p, ppid, _ in _proc_table() if ppid == me]
+    return found
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            return
+
+
+def _proc_table() -> list[tuple[int, int, int]]:
+    """(pid, ppid, session id) of every live process, read from /proc."""
+    table: list[tuple[int, int, int]] = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[0] != "Z":
+            table.append((int(entry), int(fields[1]), int(fields[3])))
+    return table
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - limit))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def summarize(
+    messages: list[Message], *, status: int | None, timed_out: bool, stderr: str = ""
+) -> Message:
+    """Turn the child's messages and exit status into one result message."""
+    result: Message = {"stage_reached": None, "timings": {}, "harvest": []}
+    refused = [m["message"] for m in messages if m.get("kind") == "refused"]
+    if refused:  # only block code writing to the pipe makes these: a violation, whatever follows
+        reached = [m["stage"] for m in messages if m.get("kind") == "stage"]
+        running = [m["stage"] for m in messages if m.get("kind") == "running"]
+        return {
+            **result,
+            "stage_reached": reached[-1] if reached else None,
+            "failed_stage": running[-1] if running else None,
+            "category": "sandbox-violation",
+            "message": f"refused: {refused[0]}",
+        }
+    for message in messages:
+        if message.get("kind") == "stage":
+            result["stage_reached"] = message["stage"]
+            result["timings"][message["stage"]] = message["seconds"]
+        elif message.get("kind") == "running":
+            result["running"] = message["stage"]
+        elif message.get("kind") == "harvest":
+            result["harvest"].append(message["record"])
+        elif message.get("kind") == "result":
+            result.update({k: v for k, v in message.items() if k not in {"kind", "timings"}})
+            result["timings"].update(message.get("timings", {}))
+            result.pop("running", None)
+            return result
+        elif message.get("kind") == "fatal":
+            result.update(category="internal-error", message=message["message"])
+    result["failed_stage"] = result.pop("running", None)
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    tail = lines if len(lines) <= 6 else [*lines[:2], "...", *lines[-4:]]
+    detail = ("; stderr: " + " | ".join(tail)) if tail else ""
+    if timed_out:
+        result.update(category="timeout", message="wall-clock timeout; process group killed")
+    elif status is not None and os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        category = {"SIGXCPU": "timeout", "SIGKILL": "memory"}.get(name, "crash")
+        hint = " (likely out of memory)" if name == "SIGKILL" else ""
+        result.update(category=category, message=f"child killed by {name}{hint}{detail}")
+    elif "category" not in result:
+        code = os.WEXITSTATUS(status) if status is not None else -1
+        result.update(category="crash", message=f"child exited ({code}) with no result{detail}")
+    return result
+
+
+# --------------------------------------------------------------------------- child
+
+
+def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
+    """Lock the process down, then run the probe, reporting progress over ``fd``."""
+    violations = lock_down(
+        tmp, timeout_s=float(request.get("timeout_s", 60.0)), memory_mb=memory_mb
+    )
+
+    def send(message: Message) -> None:
+        write_frame(fd, plain(message))
+
+    from nnrag.validate.probe import runner as probe
+
+    probe.run_block(request, send=send, violations=violations)
+
+
+__all__ = ["ENV_ALLOW", "Sandbox", "read_frame", "serve", "summarize", "write_frame"]

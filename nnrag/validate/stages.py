@@ -1,0 +1,366 @@
+"""Validation stages: static checks in-process, then import..backward in the sandbox."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nnrag.errors import ExtractionError, InternalError
+from nnrag.model import (
+    STAGES,
+    BlockHints,
+    Category,
+    Problem,
+    Stage,
+    ValidationResult,
+    stage_index,
+)
+from nnrag.validate.results import recipe_from_dict
+
+if TYPE_CHECKING:
+    from nnrag.model import BlockRef, Settings
+    from nnrag.validate.sandbox import Sandbox
+    from nnrag.workspace import Workspace
+
+SANDBOX_STAGES: tuple[Stage, ...] = ("import", "instantiate", "forward", "backward")
+_HEADER_CODES = frozenset({"NNR010", "NNR011", "NNR012"})
+"""Header well-formedness is ``nnrag check``'s business, not the code's validity."""
+
+
+def static_stages(
+    code: str, *, filename: str, source_packages: frozenset[str], depth: Stage
+) -> tuple[Stage | None, Stage | None, Category | None, str, dict[str, float]]:
+    """Run parse, compile and closed: (reached, failed stage, category, message, timings)."""
+    from nnrag.check.static import check_code
+
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    try:
+        tree = ast.parse(code, filename=filename)
+        timings["parse"] = time.perf_counter() - started
+        compile(tree, filename, "exec", dont_inherit=True)
+        timings["compile"] = time.perf_counter() - started - timings["parse"]
+    except (SyntaxError, ValueError):
+        pass  # check_code reports it with its location
+    started = time.perf_counter()
+    findings = [
+        f
+        for f in check_code(code, filename=filename, source_packages=source_packages)
+        if f.code not in _HEADER_CODES
+    ]
+    timings["closed"] = time.perf_counter() - started
+    reached: Stage | None = None
+    for stage in ("parse", "compile", "closed"):
+        if stage_index(stage) > stage_index(depth):
+            break
+        failing = [f for f in findings if f.stage == stage]
+        if failing:
+            first = failing[0]
+            message = "; ".join(f.format(filename) for f in failing[:5])
+            if len(failing) > 5:
+                message += f"; and {len(failing) - 5} more"
+            return reached, stage, first.category, message, _upto(timings, stage)
+        reached = stage
+    return reached, None, None, "", _upto(timings, depth)
+
+
+def _upto(timings: dict[str, float], stage: Stage) -> dict[str, float]:
+    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]
+
+
+def hints_request(hints: BlockHints | None) -> dict[str, Any] | None:
+    """The sandbox request form of user hints."""
+    if hints is None:
+        return None
+    return {
+        "init_args": list(hints.init_args),
+        "init_kwargs": dict(hints.init_kwargs),
+        "inputs": None if hints.inputs is None else list(hints.inputs),
+        "input_kwargs": dict(hints.input_kwargs),
+    }
+
+
+def run_validation(
+    path: Path,
+    *,
+    block_id: str,
+    class_name: str,
+    depth: Stage = "forward",
+    timeout_s: float = 60.0,
+    hints: BlockHints | None = None,
+    source_packages: frozenset[str] = frozenset(),
+    sandbox: Sandbox | None = None,
+    harvested: Sequence[Mapping[str, Any]] = (),
+    harvest: bool = True,
+) -> tuple[ValidationResult, list[dict[str, Any]]]:
+    """Validate one block file; also return the sub-block recipes harvested while it ran."""
+    if sandbox is not None and stage_index(depth) > stage_index("closed"):
+        sandbox.start()  # the warm parent's start-up is not this block's time
+    started = time.perf_counter()
+    try:
+        code = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        result = ValidationResult(
+            block_id=block_id,
+            depth=depth,
+            stage_reached=None,
+            failed_stage="parse",
+            category="syntax",
+            message=f"{path}: cannot read the block file: {error}",
+            file=str(path),
+        )
+        return result, []
+    reached, failed, category, message, timings = static_stages(
+        code, filename=str(path), source_packages=source_packages, depth=depth
+    )
+    if failed is not None or stage_index(depth) <= stage_index("closed"):
+        result = ValidationResult(
+            block_id=block_id,
+            depth=depth,
+            stage_reached=reached,
+            failed_stage=failed,
+            category=category,
+            message=message,
+            timings=timings,
+            duration_s=time.perf_counter() - started,
+            file=str(path),
+        )
+        return result, []
+    request = {
+        "path": str(path.resolve()),
+        "class_name": class_name,
+        "depth": depth,
+        "timeout_s": timeout_s,
+        "hints": hints_request(hints),
+        "harvested": list(harvested),
+        "harvest": harvest,
+        "source_packages": sorted(source_packages),
+        "reached": reached,
+        "seed": 0,
+    }
+    if sandbox is None:
+        from nnrag.validate.sandbox import Sandbox
+
+        with Sandbox() as own:
+            reply = own.run(request)
+    else:
+        reply = sandbox.run(request)
+    result = result_from_reply(
+        reply, block_id=block_id, depth=depth, timings=timings, file=str(path), started=started
+    )
+    return result, list(reply.get("harvest") or [])
+
+
+def result_from_reply(
+    reply: Mapping[str, Any],
+    *,
+    block_id: str,
+    depth: Stage,
+    timings: Mapping[str, float],
+    file: str,
+    started: float,
+) -> ValidationResult:
+    """A :class:`ValidationResult` from the sandbox's reply, after the static stages."""
+    reached: Stage = reply.get("stage_reached") or "closed"
+    failed = reply.get("failed_stage")
+    category = reply.get("category")
+    if failed is None and category is not None:
+        position = STAGES.index(reached) + 1
+        failed = STAGES[position] if position < len(STAGES) else None
+    if category is None and failed is None and reached != depth:
+        category, failed = "internal-error", STAGES[STAGES.index(reached) + 1]
+        reply = {**reply, "message": f"the sandbox stopped after {reached} without a verdict"}
+    recipe = reply.get("recipe")
+    return ValidationResult(
+        block_id=block_id,
+        depth=depth,
+        stage_reached=reached,
+        failed_stage=failed,
+        category=category,
+        message=str(reply.get("message") or ""),
+        recipe=recipe_from_dict(recipe) if isinstance(recipe, Mapping) else None,
+        timings={**timings, **(reply.get("timings") or {})},
+        duration_s=time.perf_counter() - started,
+        file=file,
+    )
+
+
+def validate_file(
+    path: Path,
+    *,
+    block_id: str,
+    class_name: str,
+    depth: Stage = "forward",
+    timeout_s: float = 60.0,
+    hints: BlockHints | None = None,
+    source_packages: frozenset[str] = frozenset(),
+    sandbox: Sandbox | None = None,
+) -> ValidationResult:
+    """Validate one block file up to ``depth``; static stages here, the rest in the sandbox."""
+    result, _ = run_validation(
+        path,
+        block_id=block_id,
+        class_name=class_name,
+        depth=depth,
+        timeout_s=timeout_s,
+        hints=hints,
+        source_packages=source_packages,
+        sandbox=sandbox,
+    )
+    return result
+
+
+def config_hints(settings: Settings, block: BlockRef) -> BlockHints | None:
+    """The first hints entry of the block's source whose pattern matches it."""
+    names = (block.id, f"{block.module}:{block.name}", block.name)
+    for spec in settings.sources:
+        if spec.name != block.source:
+            continue
+        for hint in spec.hints:
+            if any(fnmatch.fnmatchcase(name, hint.pattern) for name in names):
+                return hint
+    return None
+
+
+def _hints_digest(hints: BlockHints) -> str:
+    text = json.dumps(hints_request(hints), sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def validate_block(
+    workspace: Workspace,
+    query: str | BlockRef,
+    *,
+    depth: Stage | None = None,
+    hints: BlockHints | None = None,
+) -> ValidationResult:
+    """Extract, write and validate one block, through the workspace's result cache."""
+    from nnrag.validate.results import cache_key
+
+    settings = workspace.settings
+    depth = depth or settings.depth
+    block = workspace.find(query) if isinstance(query, str) else query
+    hints = hints or config_hints(settings, block)
+    suffix = f"+hints:{_hints_digest(hints)}" if hints else ""
+    cache = workspace.results()
+    state = workspace.extraction_state()
+    if not settings.revalidate:
+        # Same sources, same nnrag code: the block's digest is known without extracting it.
+        known = cache.extraction(block.id, state)
+        cached = cache.get(cache_key(known[0] + suffix, depth)) if known else None
+        if cached is not None:
+            return cached
+    try:
+        extracted = workspace.extract(block)
+    except (ExtractionError, InternalError) as error:
+        return ValidationResult(
+            block_id=block.id,
+            depth=depth,
+            stage_reached=None,
+            failed_stage="parse",
+            category="internal-error",
+            message=str(error),
+        )
+    key = cache_key(extracted.digest + suffix, depth)
+    if not settings.revalidate:
+        cached = cache.get(key)
+        if cached is not None:
+            cache.put_extraction(block.id, state, extracted.digest, cached.file or "")
+            return cached
+    path = workspace.block_file(extracted)
+    cache.put_extraction(block.id, state, extracted.digest, str(path))
+    started = time.perf_counter()
+    blocking = extracted.blocking_problems
+    if blocking and stage_index(depth) >= stage_index("closed"):
+        first = blocking[0]
+        shown = "; ".join(str(p) for p in blocking[:5])
+        more = len(blocking) - 5
+        result = ValidationResult(
+            block_id=block.id,
+            depth=depth,
+            stage_reached="compile",
+            failed_stage="closed",
+            category=first.category,
+            message=shown + (f"; and {more} more" if more > 0 else ""),
+            dependency_path=first.path,
+            duration_s=time.perf_counter() - started,
+            file=str(path),
+        )
+    else:
+        result, records = run_validation(
+            path,
+            block_id=block.id,
+            class_name=block.name,
+            depth=depth,
+            timeout_s=settings.timeout_s,
+            hints=hints,
+            source_packages=workspace.index().source_packages(block.source),
+            sandbox=workspace.sandbox(),
+            harvested=cache.harvested(block.source, block.name),
+        )
+        cache.add_harvest(block.source, records)
+        result = _blame_advisory_problems(result, extracted.problems)
+    cache.put(key, result)
+    return result
+
+
+_EXPLAINS: dict[str, re.Pattern[str]] = {
+    "resource-file": re.compile(
+        r"FileNotFoundError|IsADirectoryError|No such file|TemplateNotFound|OSError"
+    ),
+    "dynamic-registry": re.compile(
+        r"KeyError|LookupError|not registered|[Uu]nknown \w+|no \w+ named|has no attribute"
+    ),
+}
+"""The run-time failures (by message) each advisory problem category can explain."""
+
+
+def _blame_advisory_problems(
+    result: ValidationResult, problems: tuple[Problem, ...]
+) -> ValidationResult:
+    """Name a known closure problem as the likely cause of a run-time failure it can explain.
+
+    A missing resource file explains a file error, a registry left empty a failed lookup;
+    anything else keeps its own category (pyg's MessagePassing reads its templates, then
+    falls back when they are missing, so most of its failures are not about them).
+    """
+    if result.category != "runtime-error":
+        return result
+    message = result.message or ""
+    cause = next(
+        (p for p in problems if p.category in _EXPLAINS and _EXPLAINS[p.category].search(message)),
+        None,
+    )
+    if cause is None:
+        return result
+    return replace(
+        result,
+        category=cause.category,
+        message=f"{result.message} (likely cause: {cause})",
+        dependency_path=result.dependency_path or cause.path,
+    )
+
+
+def class_names(code: str) -> list[str]:
+    """Top-level class names of a file (for validating plain files)."""
+    return [node.name for node in ast.parse(code).body if isinstance(node, ast.ClassDef)]
+
+
+__all__ = [
+    "SANDBOX_STAGES",
+    "class_names",
+    "config_hints",
+    "result_from_reply",
+    "run_validation",
+    "static_stages",
+    "validate_block",
+    "validate_file",
+]
