@@ -43,6 +43,10 @@ SourceKind = Literal["path", "git", "pypi"]
 UnitKind = Literal["def", "class", "assign", "import", "if", "try", "with", "other"]
 
 
+DEFAULT_EXTERN: tuple[str, ...] = ("torch",)
+"""Packages never inlined, even where indexed: the runtime itself (torch.package's ``extern``)."""
+
+
 def stage_index(stage: Stage) -> int:
     """Position of ``stage`` in the pipeline (``parse`` is 0)."""
     return STAGES.index(stage)
@@ -99,6 +103,8 @@ class Settings:
     revalidate: bool = False
     jobs: int | None = None
     """Worker processes for parsing (``None``: one per core)."""
+    extern: tuple[str, ...] = DEFAULT_EXTERN
+    """Packages kept as imports even where a source indexes them (repos.json ``extern``)."""
 
 
 # --------------------------------------------------------------------------- sources

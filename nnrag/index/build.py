@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nnrag.errors import CacheError, SourceError
-from nnrag.model import Checkout, FileProblem, IndexStats, ModuleInfo, Settings, SourceSpec
+from nnrag.index.layout import AnalysisCache, Extern, OnDemand
+from nnrag.model import (
+    DEFAULT_EXTERN,
+    Checkout,
+    FileProblem,
+    IndexStats,
+    ModuleInfo,
+    Settings,
+    SourceSpec,
+)
 from nnrag.sources.fetch import materialize
 from nnrag.sources.scan import scan_tree, tree_digest
 
@@ -45,8 +54,13 @@ class Index:
         modules: Iterable[ModuleInfo],
         problems: Iterable[FileProblem] = (),
         blobs: BlobLoader | None = None,
+        extern: Iterable[str] = DEFAULT_EXTERN,
+        analyses: AnalysisCache | None = None,
     ) -> None:
         self.checkouts: Mapping[str, Checkout] = dict(checkouts)
+        self.is_extern = Extern(extern)
+        """Whether a dotted module name is kept as an import even where indexed."""
+        self.on_demand = OnDemand(self.checkouts, analyses)
         self.problems: tuple[FileProblem, ...] = tuple(
             sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
         )
@@ -85,6 +99,8 @@ class Index:
         self._owner = {top: min(sources, key=self._rank) for top, sources in owners.items()}
         self._packages = {name: frozenset(tops) for name, tops in packages.items()}
         self._texts: dict[tuple[str, str], str] = {}
+        self._all_tops: dict[str, frozenset[str]] = {}
+        self._sources = tuple(sorted(self._by_source, key=self._rank))
 
     def _rank(self, source: str) -> int:
         return self._order.get(source, len(self._order))
@@ -92,7 +108,7 @@ class Index:
     @property
     def sources(self) -> tuple[str, ...]:
         """Source names, most preferred first (lower ``priority`` number, then config order)."""
-        return tuple(sorted(self._by_source, key=self._rank))
+        return self._sources
 
     def modules(self, source: str | None = None) -> Iterator[ModuleInfo]:
         """Every module (of one source), sorted by (source, module)."""
@@ -103,15 +119,48 @@ class Index:
             yield from infos
 
     def module(self, name: str, *, prefer: str | None = None) -> ModuleInfo | None:
-        """The module called ``name``: from source ``prefer`` if it has one, else by priority."""
-        infos = self._by_name.get(name)
-        if not infos:
-            return None
+        """The module called ``name``: from source ``prefer`` if it has one, else by priority.
+
+        Modules outside the sources' ``paths`` are indexed on demand (``paths`` scope
+        discovery, not resolution); an ``extern`` module is never indexed on demand.
+        """
+        infos = self._by_name.get(name, ())
         if prefer is not None:
             for info in infos:
                 if info.source == prefer:
                     return info
-        return infos[0]
+            if prefer in self.checkouts and not self.is_extern(name):
+                found = self.on_demand.module(prefer, name)
+                if found is not None:
+                    return found
+        if infos:
+            return infos[0]
+        if self.is_extern(name):
+            return None
+        for source in self.sources:
+            if source != prefer and name.split(".", 1)[0] in self._tops(source):
+                found = self.on_demand.module(source, name)
+                if found is not None:
+                    return found
+        return None
+
+    def in_scope(self, info: ModuleInfo) -> bool:
+        """Whether ``info`` lies in its source's ``paths`` (where blocks are discovered)."""
+        from nnrag.sources.scan import in_scope
+
+        checkout = self.checkouts.get(info.source)
+        return checkout is None or in_scope(info.path, checkout.spec.paths)
+
+    def _tops(self, source: str) -> frozenset[str]:
+        """Top-level import names of ``source``: indexed ones and the checkout's layout."""
+        found = self._all_tops.get(source)
+        if found is None:
+            layout = self.on_demand.layouts.get(source)
+            found = self._packages.get(source, frozenset()) | frozenset(
+                layout.tops if layout is not None else ()
+            )
+            self._all_tops[source] = found
+        return found
 
     def text(self, info: ModuleInfo) -> str:
         """The text of the file ``info`` was made from (checked against its blob SHA-1)."""
@@ -143,12 +192,21 @@ class Index:
         return text
 
     def source_packages(self, source: str) -> frozenset[str]:
-        """Top-level import names (packages and modules) the source defines."""
-        return self._packages.get(source, frozenset())
+        """Top-level import names (packages and modules) the source defines, except ``extern``."""
+        return frozenset(top for top in self._tops(source) if not self.is_extern(top))
 
     def source_of_module(self, name: str) -> str | None:
-        """The source that owns ``name``'s top-level package (by priority when several do)."""
-        return self._owner.get(name.split(".", 1)[0])
+        """The source that owns ``name``'s top-level package (by priority when several do).
+
+        ``None`` for an ``extern`` module: it is an import, wherever it is indexed.
+        """
+        if self.is_extern(name):
+            return None
+        top = name.split(".", 1)[0]
+        owner = self._owner.get(top)
+        if owner is None:
+            owner = next((s for s in self.sources if top in self._tops(s)), None)
+        return owner
 
 
 def _position(checkouts: Mapping[str, Checkout], name: str) -> int:
@@ -173,28 +231,45 @@ def analyze_file(
     return analyze_module(source=source, module=module, path=path, data=data, is_package=is_package)
 
 
-def index_tree(root: Path, *, source: str = "src") -> Index:
+def index_tree(
+    root: Path,
+    *,
+    source: str = "src",
+    paths: Sequence[str] = (),
+    extern: Iterable[str] = DEFAULT_EXTERN,
+) -> Index:
     """Index a folder in memory (no cache, no processes): for tests and small trees."""
+    spec = SourceSpec(
+        name=source, kind="path", location=str(Path(root).resolve()), paths=tuple(paths)
+    )
+    return index_trees((spec,), extern=extern)
+
+
+def index_trees(specs: Sequence[SourceSpec], *, extern: Iterable[str] = DEFAULT_EXTERN) -> Index:
+    """Index local folders (``path`` sources) in memory, honouring ``paths``: for tests."""
     from nnrag.sources.scan import git_blob_sha1
 
-    root = Path(root).resolve()
-    if not root.is_dir():
-        raise SourceError("folder does not exist", source=source, location=str(root))
-    entries, problems = scan_tree(root, source=source)
+    checkouts: dict[str, Checkout] = {}
     modules: list[ModuleInfo] = []
-    found: list[FileProblem] = list(problems)
-    digests: list[tuple[str, str]] = []
-    for entry in entries:
-        data = entry.file.read_bytes()
-        digests.append((entry.path, git_blob_sha1(data)))
-        result = analyze_file(source=source, root=root, path=entry.path, data=data)
-        if isinstance(result, ModuleInfo):
-            modules.append(result)
-        else:
-            found.append(result)
-    spec = SourceSpec(name=source, kind="path", location=str(root))
-    checkout = Checkout(spec=spec, root=root, revision=tree_digest(digests), origin=str(root))
-    return Index(checkouts={source: checkout}, modules=modules, problems=found)
+    found: list[FileProblem] = []
+    for spec in specs:
+        root = Path(spec.location).resolve()
+        if not root.is_dir():
+            raise SourceError("folder does not exist", source=spec.name, location=str(root))
+        entries, problems = scan_tree(root, source=spec.name, paths=spec.paths)
+        found.extend(problems)
+        digests: list[tuple[str, str]] = []
+        for entry in entries:
+            data = entry.file.read_bytes()
+            digests.append((entry.path, git_blob_sha1(data)))
+            result = analyze_file(source=spec.name, root=root, path=entry.path, data=data)
+            if isinstance(result, ModuleInfo):
+                modules.append(result)
+            else:
+                found.append(result)
+        revision = tree_digest(digests)
+        checkouts[spec.name] = Checkout(spec=spec, root=root, revision=revision, origin=str(root))
+    return Index(checkouts=checkouts, modules=modules, problems=found, extern=extern)
 
 
 # --------------------------------------------------------------------------- building
@@ -224,7 +299,14 @@ def load_index(settings: Settings) -> Index:
         raise CacheError(
             f"the index at {path} is damaged ({error}); run `nnrag index` to rebuild it"
         ) from None
-    return Index(checkouts=checkouts, modules=modules, problems=problems, blobs=_BlobReader(path))
+    return Index(
+        checkouts=checkouts,
+        modules=modules,
+        problems=problems,
+        blobs=_BlobReader(path),
+        extern=settings.extern,
+        analyses=AnalysisCache(path),
+    )
 
 
 class _BlobReader:
