@@ -78,6 +78,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
                 for where, p in located
             ],
             "source_errors": list(stats.source_errors),
+            "warnings": list(stats.warnings),
         }
         print(json.dumps(summary, indent=2))
     else:
@@ -85,6 +86,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
             print(f"{where}:{problem.line}:{problem.col}: {problem.message}")
         for message in stats.source_errors:
             print(f"nnrag index: error: {message}", file=sys.stderr)
+        for message in stats.warnings:
+            print(f"nnrag index: warning: {message}", file=sys.stderr)
         print(
             f"nnrag index: {stats.sources} of {len(settings.sources)} sources, "
             f"{stats.files} files ({stats.parsed} parsed), {stats.modules} modules, "

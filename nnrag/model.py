@@ -254,6 +254,8 @@ class IndexStats:
     problems: tuple[FileProblem, ...] = ()
     source_errors: tuple[str, ...] = ()
     """Sources that could not be materialized (message each); the others were indexed."""
+    warnings: tuple[str, ...] = ()
+    """Configuration that has no effect (an ``extern`` pattern matching nothing), one each."""
 
 
 # --------------------------------------------------------------------------- blocks

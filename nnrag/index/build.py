@@ -5,17 +5,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import os
 import sqlite3
 import sys
 import time
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nnrag.errors import CacheError, SourceError
-from nnrag.index.layout import AnalysisCache, Extern, OnDemand
+from nnrag.index.layout import AnalysisCache, Extern, OnDemand, unused_extern
 from nnrag.model import (
     DEFAULT_EXTERN,
     Checkout,
@@ -274,9 +273,6 @@ def index_trees(specs: Sequence[SourceSpec], *, extern: Iterable[str] = DEFAULT_
 
 # --------------------------------------------------------------------------- building
 
-PARALLEL_MIN_FILES = 48
-"""Below this many files to parse, parse in this process (a pool costs more than it saves)."""
-
 
 def build_index(settings: Settings, *, progress: bool = False) -> IndexStats:
     """Materialize every source and bring the stored index up to date (under the writer lock)."""
@@ -348,7 +344,7 @@ def build_and_load(
                         _index_source(store, spec, settings, progress=progress)
                         for spec in settings.sources
                     ]
-                    state = _state(counts)
+                    state = _state(counts, settings.extern)
                     cached = store.get_meta("stats")
                 break
             except sqlite3.DatabaseError as error:
@@ -373,6 +369,7 @@ def build_and_load(
                 "lines": sum(m.lines for m in modules),
                 "blocks": _count_blocks(index),
                 "problems": [[p.source, p.path, p.message, p.line, p.col] for p in index.problems],
+                "warnings": list(unused_extern(settings.extern, _module_names(index))),
             }
             with Store(path) as store:
                 store.set_meta("stats", summary)
@@ -391,8 +388,20 @@ def build_and_load(
         seconds=time.perf_counter() - started,
         problems=tuple(sorted(problems, key=lambda p: (p.source, p.path, p.line, p.message))),
         source_errors=tuple(c.error for c in counts if c.error),
+        warnings=tuple(summary.get("warnings", ())),
     )
     return stats, index
+
+
+def _module_names(index: Index) -> Iterator[str]:
+    """Every module the sources define or import (for the ``extern`` check)."""
+    for info in index.modules():
+        yield info.module
+        for unit in info.units:
+            for binding in unit.imports:
+                yield binding.module
+    for source in index.sources:
+        yield from index.on_demand.layouts[source].tops
 
 
 @contextlib.contextmanager
@@ -421,13 +430,16 @@ def _locked(cache_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def _state(counts: Sequence[_Counts]) -> str:
+def _state(counts: Sequence[_Counts], extern: Sequence[str]) -> str:
     """Identifies what was indexed (and by which code), so cached counts can be trusted."""
     from nnrag.index.store import analyzer_version
     from nnrag.versions import code_fingerprint
 
     digest = hashlib.sha1(analyzer_version().encode(), usedforsecurity=False)
-    digest.update(code_fingerprint("discover", "symbols").encode())
+    digest.update(
+        code_fingerprint("index/discover.py", "index/symbols.py", "index/layout.py").encode()
+    )
+    digest.update("\0".join(extern).encode())
     for count in counts:
         digest.update(f"{count.state}\n".encode())
     return digest.hexdigest()
@@ -461,6 +473,7 @@ class _Counts:
 
 
 def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progress: bool) -> _Counts:
+    from nnrag.index.parse import analyze_all
     from nnrag.index.store import Analysis, FileRow
     from nnrag.index.units import module_name_for
     from nnrag.sources.scan import git_blob_sha1
@@ -526,7 +539,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
                 )
                 todo.remove(row)
                 rows.remove(row)
-    results = _analyze_all(spec.name, root, todo, data_of, settings, progress=progress)
+    results = analyze_all(spec.name, root, todo, data_of, settings, progress=progress)
     analyses = [
         Analysis(
             sha1=row.sha1,
@@ -546,79 +559,3 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
         problems=problems,
         state=f"{spec.name}\0{spec.kind}\0{spec.location}\0{checkout.revision}\0{state}",
     )
-
-
-def _analyze_all(
-    source: str,
-    root: Path,
-    rows: Sequence[FileRow],
-    data_of: Mapping[str, bytes],
-    settings: Settings,
-    *,
-    progress: bool,
-) -> list[str | FileProblem]:
-    """Each file's encoded analysis or problem, in ``rows`` order (processes when many)."""
-    jobs = settings.jobs or os.cpu_count() or 1
-    items = [(r.path, r.module, r.is_package, data_of[r.path]) for r in rows]
-    bar = _progress_bar(len(items), source) if progress and items else None
-    try:
-        if jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
-            results = []
-            for item in items:
-                results.append(_analyze_one(source, item))
-                if bar is not None:
-                    bar.update(1)
-            return results
-        import multiprocessing
-        import threading
-        from concurrent.futures import ProcessPoolExecutor
-
-        size = max(4, len(items) // (jobs * 4))
-        batches = [items[i : i + size] for i in range(0, len(items), size)]
-        context = multiprocessing.get_context(
-            "fork" if threading.active_count() == 1 else "forkserver"
-        )
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = [pool.submit(_analyze_batch, source, batch) for batch in batches]
-            out: list[str | FileProblem] = []
-            for future in futures:
-                part = future.result()
-                out.extend(part)
-                if bar is not None:
-                    bar.update(len(part))
-            return out
-    finally:
-        if bar is not None:
-            bar.close()
-
-
-def _progress_bar(total: int, source: str) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=f"indexing {source}", unit="file", leave=False)
-
-
-def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> str | FileProblem:
-    """One file's analysis, encoded for the store (in the worker: it parallelizes too)."""
-    from nnrag.index.store import encode_module
-    from nnrag.index.units import analyze_module
-
-    path, module, is_package, data = item
-    try:
-        result = analyze_module(
-            source=source, module=module, path=path, data=data, is_package=is_package
-        )
-        return encode_module(result) if isinstance(result, ModuleInfo) else result
-    except Exception as error:
-        return FileProblem(
-            source=source,
-            path=path,
-            message=f"internal error in nnrag while analyzing this file (please report it): "
-            f"{type(error).__name__}: {error}",
-        )
-
-
-def _analyze_batch(
-    source: str, batch: Sequence[tuple[str, str, bool, bytes]]
-) -> list[str | FileProblem]:
-    return [_analyze_one(source, item) for item in batch]

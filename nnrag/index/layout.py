@@ -108,6 +108,22 @@ class Extern:
         return found
 
 
+def unused_extern(patterns: Iterable[str], names: Iterable[str]) -> tuple[str, ...]:
+    """A warning for each ``extern`` pattern that matches none of ``names`` (modules the
+    sources define and import)."""
+    left = list(dict.fromkeys(patterns))
+    for name in names:
+        left = [pattern for pattern in left if not matches(pattern, name)]
+        if not left:
+            break
+    return tuple(
+        f"repos.json 'extern' pattern {pattern!r} matches no module of any source and no "
+        "import of one; check its spelling (a dotted package such as 'torch', or a glob "
+        "such as 'mmcv._ext*')"
+        for pattern in left
+    )
+
+
 def matches(pattern: str, module: str) -> bool:
     """``torch`` matches ``torch`` and ``torch.nn``; a glob (``mmcv._ext*``) matches by fnmatch."""
     if any(c in pattern for c in "*?["):
