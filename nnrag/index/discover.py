@@ -15,7 +15,7 @@ from nnrag.index.symbols import Resolution, Symbols, binding_for
 from nnrag.model import BlockRef, ClassInfo, ModuleInfo, SourceSpec
 
 if TYPE_CHECKING:
-    from nnrag.index.build import Index
+    from nnrag.index.snapshot import Index
 
 ABC_NAMES = frozenset({"abc.ABC", "abc.ABCMeta"})
 _COMPOUND = frozenset({"if", "try", "with"})

@@ -267,17 +267,14 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> 
     # One empty network namespace for the server, inherited by every child (no per-block cost).
     unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
     netns = unshare is not None and unshare(CLONE_NEWNET) == 0
-    import torch
-
-    torch.set_num_threads(1)
     from nnrag.validate.probe import runner as probe
+    from nnrag.validate.probe.boot import start_torch
 
+    torch_version = start_torch()
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
     mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
-    write_frame(
-        resp_fd, {"ready": True, "torch": str(torch.__version__), "mode": mode, "netns": netns}
-    )
+    write_frame(resp_fd, {"ready": True, "torch": torch_version, "mode": mode, "netns": netns})
     while True:
         request = read_frame(requests)
         if not isinstance(request, dict):
@@ -372,9 +369,9 @@ def spawned_child(fd: int, memory_mb: int) -> None:
     request, tmp = pickle.loads(sys.stdin.buffer.read())
     exit_code = 70
     try:
-        import torch
+        from nnrag.validate.probe.boot import start_torch
 
-        torch.set_num_threads(1)
+        start_torch()
         _child_main(request, Path(tmp), fd, memory_mb)
         exit_code = 0
     finally:
