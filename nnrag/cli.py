@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from nnrag import __version__
@@ -187,13 +187,13 @@ def _extract_files(args: argparse.Namespace) -> int:
     names = [block.name for block in blocks]
     out = Path(args.out)
     rows: list[dict[str, object]] = []
-    iterator: object = blocks
+    iterator: Iterable[BlockRef] = blocks
     if args.all and not args.json and sys.stderr.isatty():
         from tqdm import tqdm
 
         iterator = tqdm(blocks, desc="extract", unit="block")
     failed = 0
-    for block in iterator:  # type: ignore[attr-defined]
+    for block in iterator:
         row: dict[str, object] = {"id": block.id}
         try:
             extracted = workspace.extract(block)

@@ -107,7 +107,7 @@ def _decoder(cls: type[T]) -> Callable[[list[Any]], T]:
     names: dict[str, Any] = {"_cls": cls}
     parts = [
         f"{f.name}={_expression(hints[f.name], f'r[{i}]', names)}"
-        for i, f in enumerate(fields(cls))  # type: ignore[arg-type]
+        for i, f in enumerate(fields(cls))  # type: ignore[arg-type]  # cls is a dataclass type (checked by the callers' codecs)
     ]
     code = f"def decode(r):\n    return _cls({', '.join(parts)})\n"
     exec(code, names)  # generated from the data model's own field types

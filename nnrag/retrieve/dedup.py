@@ -320,7 +320,7 @@ def dedup(
         ("structural", params.structural_threshold),
     ):
         merges = _merge_near(representatives, level, components, threshold=threshold, params=params)
-        levels.append(_snapshot(level, components, merges))  # type: ignore[arg-type]
+        levels.append(_snapshot(level, components, merges))  # type: ignore[arg-type]  # level is one of the two Level literals of the loop above
 
     return DedupResult(
         scope=scope,

@@ -109,7 +109,7 @@ def plain(value: object, depth: int = 0) -> object:
         return value
     if isinstance(value, (str, int, float, bytes)):  # str or int enums of the block, numpy ints
         kind = next(t for t in (bool, str, int, float, bytes) if isinstance(value, t))
-        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]
+        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]  # kind is the builtin the value is an instance of
     if depth > 20:
         return "..."
     if isinstance(value, (list, tuple)):
@@ -217,7 +217,7 @@ class Sandbox:
         for attempt in range(2):
             self.start()
             assert self._requests is not None
-            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]
+            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]  # the request's values are plain JSON-like objects; float() checks
             try:
                 write_frame(self._requests.fileno(), dict(request))
                 reply = self._receive(timeout_s=timeout_s + 60.0)

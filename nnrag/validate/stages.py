@@ -89,7 +89,7 @@ def static_stages(
 
 
 def _upto(timings: dict[str, float], stage: Stage) -> dict[str, float]:
-    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]
+    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]  # timings are keyed by stage names (Stage) only
 
 
 def hints_request(hints: BlockHints | None) -> dict[str, Any] | None:
