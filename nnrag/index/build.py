@@ -20,6 +20,7 @@ from nnrag.sources.scan import scan_tree, tree_digest
 
 if TYPE_CHECKING:
     from nnrag.index.store import FileRow, Store
+    from nnrag.sources.scan import FileEntry
 
 __all__ = [
     "BlobLoader",
@@ -254,9 +255,7 @@ class _Counts:
 
 
 def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progress: bool) -> _Counts:
-    from nnrag.index.store import Analysis, FileRow
-    from nnrag.index.units import module_name_for
-    from nnrag.sources.scan import git_blob_sha1
+    from nnrag.index.store import Analysis
 
     manifest = store.manifest(spec.name)
     same_place = store.recorded_root(spec.name)
@@ -275,37 +274,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
     if same_place != str(root):
         manifest = {}
     entries, problems = scanned or scan_tree(root, source=spec.name, paths=spec.paths)
-    same_files = set(manifest) == {e.path for e in entries}
-    rows: list[FileRow] = []
-    data_of: dict[str, bytes] = {}
-    for entry in entries:
-        old = manifest.get(entry.path)
-        if old is not None and (old.size, old.mtime_ns) == (entry.size, entry.mtime_ns):
-            sha1 = old.sha1
-        else:
-            try:
-                data = entry.file.read_bytes()
-            except OSError as error:
-                problems.append(
-                    FileProblem(source=spec.name, path=entry.path, message=f"cannot read: {error}")
-                )
-                continue
-            sha1 = git_blob_sha1(data)
-            data_of[entry.path] = data
-        if same_files and old is not None:
-            module, is_package = old.module, old.is_package
-        else:
-            module, is_package = module_name_for(entry.file, root)
-        rows.append(
-            FileRow(
-                path=entry.path,
-                size=entry.size,
-                mtime_ns=entry.mtime_ns,
-                sha1=sha1,
-                module=module,
-                is_package=is_package,
-            )
-        )
+    rows, data_of = _file_rows(spec.name, root, entries, manifest, problems)
     missing = store.missing_analyses((r.sha1, r.module, r.is_package) for r in rows)
     todo = [r for r in rows if (r.sha1, r.module, r.is_package) in missing]
     todo = list({(r.sha1, r.module, r.is_package): r for r in todo}.values())
@@ -339,6 +308,55 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
         problems=problems,
         state=f"{spec.name}\0{spec.kind}\0{spec.location}\0{checkout.revision}\0{state}",
     )
+
+
+def _file_rows(
+    source: str,
+    root: Path,
+    entries: Sequence[FileEntry],
+    manifest: Mapping[str, FileRow],
+    problems: list[FileProblem],
+) -> tuple[list[FileRow], dict[str, bytes]]:
+    """The store rows of the scanned files, and the bytes of those read (size or mtime changed).
+
+    A file whose size and mtime match the manifest keeps its recorded hash (and its module
+    name, when the set of files is the same); an unreadable file is a problem, not a row.
+    """
+    from nnrag.index.store import FileRow
+    from nnrag.index.units import module_name_for
+    from nnrag.sources.scan import git_blob_sha1
+
+    same_files = set(manifest) == {e.path for e in entries}
+    rows: list[FileRow] = []
+    data_of: dict[str, bytes] = {}
+    for entry in entries:
+        old = manifest.get(entry.path)
+        if old is not None and (old.size, old.mtime_ns) == (entry.size, entry.mtime_ns):
+            sha1 = old.sha1
+        else:
+            try:
+                data = entry.file.read_bytes()
+            except OSError as error:
+                message = f"cannot read: {error}"
+                problems.append(FileProblem(source=source, path=entry.path, message=message))
+                continue
+            sha1 = git_blob_sha1(data)
+            data_of[entry.path] = data
+        if same_files and old is not None:
+            module, is_package = old.module, old.is_package
+        else:
+            module, is_package = module_name_for(entry.file, root)
+        rows.append(
+            FileRow(
+                path=entry.path,
+                size=entry.size,
+                mtime_ns=entry.mtime_ns,
+                sha1=sha1,
+                module=module,
+                is_package=is_package,
+            )
+        )
+    return rows, data_of
 
 
 def _analyze_all(
