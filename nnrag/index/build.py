@@ -221,7 +221,7 @@ def _state(counts: Sequence[_Counts]) -> str:
     from nnrag.versions import code_fingerprint
 
     digest = hashlib.sha1(analyzer_version().encode(), usedforsecurity=False)
-    digest.update(code_fingerprint("discover", "symbols").encode())
+    digest.update(code_fingerprint("index/discover.py", "index/symbols.py").encode())
     for count in counts:
         digest.update(f"{count.state}\n".encode())
     return digest.hexdigest()

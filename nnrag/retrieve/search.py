@@ -434,7 +434,7 @@ def stored_categories(path: Path, index: Index) -> dict[str, str]:
 
 def category_cache_path(cache_dir: Path, info: ModuleInfo) -> Path:
     """The per-module category file: keyed by source, module, file hash and categorizer code."""
-    key = f"{info.source}\0{info.module}\0{info.sha1}\0{code_fingerprint('categorize')}"
+    key = f"{info.source}\0{info.module}\0{info.sha1}\0{code_fingerprint('retrieve/categorize.py')}"
     digest = hashlib.sha1(key.encode()).hexdigest()
     return cache_dir / "categories" / digest[:2] / f"{digest}.json"
 
