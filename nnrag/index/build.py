@@ -1,20 +1,20 @@
-"""The index: every module of every source, analyzed, stored by content and loaded read-only."""
+"""Building the index: materialize each source, analyze changed files into the store, load it."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
+import os
 import sqlite3
 import sys
 import time
-import tokenize
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nnrag.errors import CacheError, SourceError
-from nnrag.index.layout import AnalysisCache, Extern, OnDemand, unused_extern
+from nnrag.index.layout import AnalysisCache, unused_extern
+from nnrag.index.snapshot import BlobLoader, Index, decode_source
 from nnrag.model import (
     DEFAULT_EXTERN,
     Checkout,
@@ -29,190 +29,19 @@ from nnrag.sources.scan import scan_tree, tree_digest
 
 if TYPE_CHECKING:
     from nnrag.index.store import FileRow, Store
+    from nnrag.sources.scan import FileEntry
 
-BlobLoader = Callable[[str], bytes | None]
-"""Looks up a file's bytes by git blob SHA-1 (the store keeps them), ``None`` if unknown."""
-
-
-def decode_source(data: bytes) -> str:
-    """A Python file's text, decoded as ``index.units`` does (PEP 263 cookie or UTF-8, no BOM).
-
-    Line endings are kept as they are in the file.
-    """
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
-
-
-class Index:
-    """Read-only, in-memory view of the indexed modules of every source."""
-
-    def __init__(
-        self,
-        *,
-        checkouts: Mapping[str, Checkout],
-        modules: Iterable[ModuleInfo],
-        problems: Iterable[FileProblem] = (),
-        blobs: BlobLoader | None = None,
-        extern: Iterable[str] = DEFAULT_EXTERN,
-        analyses: AnalysisCache | None = None,
-    ) -> None:
-        self.checkouts: Mapping[str, Checkout] = dict(checkouts)
-        self.is_extern = Extern(extern)
-        """Whether a dotted module name is kept as an import even where indexed."""
-        self.on_demand = OnDemand(self.checkouts, analyses)
-        self.problems: tuple[FileProblem, ...] = tuple(
-            sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
-        )
-        self._blobs = blobs
-        self._order = {
-            name: rank
-            for rank, name in enumerate(
-                sorted(
-                    self.checkouts,
-                    key=lambda s: (self.checkouts[s].spec.priority, _position(self.checkouts, s)),
-                )
-            )
-        }
-        by_source: dict[str, list[ModuleInfo]] = {name: [] for name in self.checkouts}
-        for info in modules:
-            by_source.setdefault(info.source, []).append(info)
-        self._by_source: dict[str, tuple[ModuleInfo, ...]] = {
-            name: tuple(sorted(infos, key=lambda m: m.module))
-            for name, infos in sorted(by_source.items())
-        }
-        by_name: dict[str, list[ModuleInfo]] = {}
-        owners: dict[str, list[str]] = {}
-        packages: dict[str, set[str]] = {}
-        for source, infos in self._by_source.items():
-            tops = packages.setdefault(source, set())
-            for info in infos:
-                by_name.setdefault(info.module, []).append(info)
-                top = info.module.split(".", 1)[0]
-                if top not in tops:
-                    tops.add(top)
-                    owners.setdefault(top, []).append(source)
-        self._by_name = {
-            name: tuple(sorted(infos, key=lambda m: self._rank(m.source)))
-            for name, infos in by_name.items()
-        }
-        self._owner = {top: min(sources, key=self._rank) for top, sources in owners.items()}
-        self._packages = {name: frozenset(tops) for name, tops in packages.items()}
-        self._texts: dict[tuple[str, str], str] = {}
-        self._all_tops: dict[str, frozenset[str]] = {}
-        self._sources = tuple(sorted(self._by_source, key=self._rank))
-
-    def _rank(self, source: str) -> int:
-        return self._order.get(source, len(self._order))
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        """Source names, most preferred first (lower ``priority`` number, then config order)."""
-        return self._sources
-
-    def modules(self, source: str | None = None) -> Iterator[ModuleInfo]:
-        """Every module (of one source), sorted by (source, module)."""
-        if source is not None:
-            yield from self._by_source.get(source, ())
-            return
-        for infos in self._by_source.values():
-            yield from infos
-
-    def module(self, name: str, *, prefer: str | None = None) -> ModuleInfo | None:
-        """The module called ``name``: from source ``prefer`` if it has one, else by priority.
-
-        Modules outside the sources' ``paths`` are indexed on demand (``paths`` scope
-        discovery, not resolution); an ``extern`` module is never indexed on demand.
-        """
-        infos = self._by_name.get(name, ())
-        if prefer is not None:
-            for info in infos:
-                if info.source == prefer:
-                    return info
-            if prefer in self.checkouts and not self.is_extern(name):
-                found = self.on_demand.module(prefer, name)
-                if found is not None:
-                    return found
-        if infos:
-            return infos[0]
-        if self.is_extern(name):
-            return None
-        for source in self.sources:
-            if source != prefer and name.split(".", 1)[0] in self._tops(source):
-                found = self.on_demand.module(source, name)
-                if found is not None:
-                    return found
-        return None
-
-    def in_scope(self, info: ModuleInfo) -> bool:
-        """Whether ``info`` lies in its source's ``paths`` (where blocks are discovered)."""
-        from nnrag.sources.scan import in_scope
-
-        checkout = self.checkouts.get(info.source)
-        return checkout is None or in_scope(info.path, checkout.spec.paths)
-
-    def _tops(self, source: str) -> frozenset[str]:
-        """Top-level import names of ``source``: indexed ones and the checkout's layout."""
-        found = self._all_tops.get(source)
-        if found is None:
-            layout = self.on_demand.layouts.get(source)
-            found = self._packages.get(source, frozenset()) | frozenset(
-                layout.tops if layout is not None else ()
-            )
-            self._all_tops[source] = found
-        return found
-
-    def text(self, info: ModuleInfo) -> str:
-        """The text of the file ``info`` was made from (checked against its blob SHA-1)."""
-        key = (info.source, info.path)
-        cached = self._texts.get(key)
-        if cached is not None:
-            return cached
-        from nnrag.sources.scan import git_blob_sha1
-
-        data: bytes | None = None
-        checkout = self.checkouts.get(info.source)
-        if checkout is not None:
-            try:
-                data = (checkout.root / info.path).read_bytes()
-            except OSError:
-                data = None
-            if data is not None and git_blob_sha1(data) != info.sha1:
-                data = None
-        if data is None and self._blobs is not None:
-            data = self._blobs(info.sha1)
-        if data is None:
-            raise SourceError(
-                f"{info.path} changed or disappeared since it was indexed; run `nnrag index` again",
-                source=info.source,
-                location=str(checkout.root) if checkout else "",
-            )
-        text = decode_source(data)
-        self._texts[key] = text
-        return text
-
-    def source_packages(self, source: str) -> frozenset[str]:
-        """Top-level import names (packages and modules) the source defines, except ``extern``."""
-        return frozenset(top for top in self._tops(source) if not self.is_extern(top))
-
-    def source_of_module(self, name: str) -> str | None:
-        """The source that owns ``name``'s top-level package (by priority when several do).
-
-        ``None`` for an ``extern`` module: it is an import, wherever it is indexed.
-        """
-        if self.is_extern(name):
-            return None
-        top = name.split(".", 1)[0]
-        owner = self._owner.get(top)
-        if owner is None:
-            owner = next((s for s in self.sources if top in self._tops(s)), None)
-        return owner
-
-
-def _position(checkouts: Mapping[str, Checkout], name: str) -> int:
-    for position, key in enumerate(checkouts):
-        if key == name:
-            return position
-    return len(checkouts)
+__all__ = [
+    "BlobLoader",
+    "Index",
+    "analyze_file",
+    "build_and_load",
+    "build_index",
+    "decode_source",
+    "index_tree",
+    "index_trees",
+    "load_index",
+]
 
 
 def analyze_file(
@@ -238,9 +67,8 @@ def index_tree(
     extern: Iterable[str] = DEFAULT_EXTERN,
 ) -> Index:
     """Index a folder in memory (no cache, no processes): for tests and small trees."""
-    spec = SourceSpec(
-        name=source, kind="path", location=str(Path(root).resolve()), paths=tuple(paths)
-    )
+    location = str(Path(root).resolve())
+    spec = SourceSpec(name=source, kind="path", location=location, paths=tuple(paths))
     return index_trees((spec,), extern=extern)
 
 
@@ -272,6 +100,9 @@ def index_trees(specs: Sequence[SourceSpec], *, extern: Iterable[str] = DEFAULT_
 
 
 # --------------------------------------------------------------------------- building
+
+PARALLEL_MIN_FILES = 48
+"""Below this many files to parse, parse in this process (a pool costs more than it saves)."""
 
 
 def build_index(settings: Settings, *, progress: bool = False) -> IndexStats:
@@ -436,9 +267,8 @@ def _state(counts: Sequence[_Counts], extern: Sequence[str]) -> str:
     from nnrag.versions import code_fingerprint
 
     digest = hashlib.sha1(analyzer_version().encode(), usedforsecurity=False)
-    digest.update(
-        code_fingerprint("index/discover.py", "index/symbols.py", "index/layout.py").encode()
-    )
+    fingerprint = code_fingerprint("index/discover.py", "index/symbols.py", "index/layout.py")
+    digest.update(fingerprint.encode())
     digest.update("\0".join(extern).encode())
     for count in counts:
         digest.update(f"{count.state}\n".encode())
@@ -473,10 +303,7 @@ class _Counts:
 
 
 def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progress: bool) -> _Counts:
-    from nnrag.index.parse import analyze_all
-    from nnrag.index.store import Analysis, FileRow
-    from nnrag.index.units import module_name_for
-    from nnrag.sources.scan import git_blob_sha1
+    from nnrag.index.store import Analysis
 
     manifest = store.manifest(spec.name)
     same_place = store.recorded_root(spec.name)
@@ -495,37 +322,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
     if same_place != str(root):
         manifest = {}
     entries, problems = scanned or scan_tree(root, source=spec.name, paths=spec.paths)
-    same_files = set(manifest) == {e.path for e in entries}
-    rows: list[FileRow] = []
-    data_of: dict[str, bytes] = {}
-    for entry in entries:
-        old = manifest.get(entry.path)
-        if old is not None and (old.size, old.mtime_ns) == (entry.size, entry.mtime_ns):
-            sha1 = old.sha1
-        else:
-            try:
-                data = entry.file.read_bytes()
-            except OSError as error:
-                problems.append(
-                    FileProblem(source=spec.name, path=entry.path, message=f"cannot read: {error}")
-                )
-                continue
-            sha1 = git_blob_sha1(data)
-            data_of[entry.path] = data
-        if same_files and old is not None:
-            module, is_package = old.module, old.is_package
-        else:
-            module, is_package = module_name_for(entry.file, root)
-        rows.append(
-            FileRow(
-                path=entry.path,
-                size=entry.size,
-                mtime_ns=entry.mtime_ns,
-                sha1=sha1,
-                module=module,
-                is_package=is_package,
-            )
-        )
+    rows, data_of = _file_rows(spec.name, root, entries, manifest, problems)
     missing = store.missing_analyses((r.sha1, r.module, r.is_package) for r in rows)
     todo = [r for r in rows if (r.sha1, r.module, r.is_package) in missing]
     todo = list({(r.sha1, r.module, r.is_package): r for r in todo}.values())
@@ -539,7 +336,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
                 )
                 todo.remove(row)
                 rows.remove(row)
-    results = analyze_all(spec.name, root, todo, data_of, settings, progress=progress)
+    results = _analyze_all(spec.name, root, todo, data_of, settings, progress=progress)
     analyses = [
         Analysis(
             sha1=row.sha1,
@@ -559,3 +356,128 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
         problems=problems,
         state=f"{spec.name}\0{spec.kind}\0{spec.location}\0{checkout.revision}\0{state}",
     )
+
+
+def _file_rows(
+    source: str,
+    root: Path,
+    entries: Sequence[FileEntry],
+    manifest: Mapping[str, FileRow],
+    problems: list[FileProblem],
+) -> tuple[list[FileRow], dict[str, bytes]]:
+    """The store rows of the scanned files, and the bytes of those read (size or mtime changed).
+
+    A file whose size and mtime match the manifest keeps its recorded hash (and its module
+    name, when the set of files is the same); an unreadable file is a problem, not a row.
+    """
+    from nnrag.index.store import FileRow
+    from nnrag.index.units import module_name_for
+    from nnrag.sources.scan import git_blob_sha1
+
+    same_files = set(manifest) == {e.path for e in entries}
+    rows: list[FileRow] = []
+    data_of: dict[str, bytes] = {}
+    for entry in entries:
+        old = manifest.get(entry.path)
+        if old is not None and (old.size, old.mtime_ns) == (entry.size, entry.mtime_ns):
+            sha1 = old.sha1
+        else:
+            try:
+                data = entry.file.read_bytes()
+            except OSError as error:
+                message = f"cannot read: {error}"
+                problems.append(FileProblem(source=source, path=entry.path, message=message))
+                continue
+            sha1 = git_blob_sha1(data)
+            data_of[entry.path] = data
+        if same_files and old is not None:
+            module, is_package = old.module, old.is_package
+        else:
+            module, is_package = module_name_for(entry.file, root)
+        rows.append(
+            FileRow(
+                path=entry.path,
+                size=entry.size,
+                mtime_ns=entry.mtime_ns,
+                sha1=sha1,
+                module=module,
+                is_package=is_package,
+            )
+        )
+    return rows, data_of
+
+
+def _analyze_all(
+    source: str,
+    root: Path,
+    rows: Sequence[FileRow],
+    data_of: Mapping[str, bytes],
+    settings: Settings,
+    *,
+    progress: bool,
+) -> list[str | FileProblem]:
+    """Each file's encoded analysis or problem, in ``rows`` order (processes when many)."""
+    jobs = settings.jobs or os.cpu_count() or 1
+    items = [(r.path, r.module, r.is_package, data_of[r.path]) for r in rows]
+    bar = _progress_bar(len(items), source) if progress and items else None
+    try:
+        if jobs <= 1 or len(items) < PARALLEL_MIN_FILES:
+            results = []
+            for item in items:
+                results.append(_analyze_one(source, item))
+                if bar is not None:
+                    bar.update(1)
+            return results
+        import multiprocessing
+        import threading
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = max(4, len(items) // (jobs * 4))
+        batches = [items[i : i + size] for i in range(0, len(items), size)]
+        context = multiprocessing.get_context(
+            "fork" if threading.active_count() == 1 else "forkserver"
+        )
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = [pool.submit(_analyze_batch, source, batch) for batch in batches]
+            out: list[str | FileProblem] = []
+            for future in futures:
+                part = future.result()
+                out.extend(part)
+                if bar is not None:
+                    bar.update(len(part))
+            return out
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _progress_bar(total: int, source: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"indexing {source}", unit="file", leave=False)
+
+
+def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> str | FileProblem:
+    """One file's analysis, encoded for the store (in the worker: it parallelizes too)."""
+    from nnrag.index.store import encode_module
+    from nnrag.index.units import analyze_module
+
+    path, module, is_package, data = item
+    try:
+        result = analyze_module(
+            source=source, module=module, path=path, data=data, is_package=is_package
+        )
+        return encode_module(result) if isinstance(result, ModuleInfo) else result
+    except Exception as error:
+        return FileProblem(
+            source=source,
+            path=path,
+            message=f"internal error in nnrag while analyzing this file (please report it): "
+            f"{type(error).__name__}: {error}",
+        )
+
+
+def _analyze_batch(
+    source: str, batch: Sequence[tuple[str, str, bool, bytes]]
+) -> list[str | FileProblem]:
+    return [_analyze_one(source, item) for item in batch]
