@@ -328,20 +328,67 @@ def reference_names(info: dict[str, Any], config: dict[str, Any]) -> dict[str, s
     return names
 
 
+def partial_report(repos: Path, cache: Path, index_cache: Path) -> dict[str, Any]:
+    """A report from the result cache of a run that was stopped before its end.
+
+    Every discovered block is listed; one with no stored result has ``outcome`` "not-run".
+    """
+    import sqlite3
+
+    from nnrag.config import load_settings
+    from nnrag.workspace import Workspace
+
+    ids = [b.id for b in Workspace(load_settings(repos, cache_dir=index_cache)).blocks()]
+    db = sqlite3.connect(f"file:{cache / 'results.sqlite'}?mode=ro", uri=True)
+    stored: dict[str, dict[str, Any]] = {}
+    for (value,) in db.execute("SELECT value FROM results"):
+        row = json.loads(value)
+        stored[row["block_id"]] = row
+    files = dict(db.execute("SELECT block_id, file FROM extractions").fetchall())
+    blocks = []
+    for block_id in ids:
+        row = stored.get(block_id)
+        blocks.append(
+            {
+                "id": block_id,
+                "source": block_id.split(":", 1)[0],
+                "outcome": "not-run" if row is None else ("passed" if row["passed"] else "failed"),
+                "stage_reached": row["stage_reached"] if row else None,
+                "failed_stage": row["failed_stage"] if row else None,
+                "category": row["category"] if row else None,
+                "message": row["message"] if row else "",
+                "file": (row or {}).get("file") or files.get(block_id),
+            }
+        )
+    return {"blocks": blocks, "partial": True}
+
+
 def analyze(
-    report: dict[str, Any], run: dict[str, Any], repos: Path, info: dict[str, Any]
+    report: dict[str, Any],
+    run: dict[str, Any],
+    repos: Path,
+    info: dict[str, Any],
+    *,
+    extract_sample: int = 0,
 ) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = report["blocks"]
+    every: list[dict[str, Any]] = report["blocks"]
+    not_run = Counter(b["source"] for b in every if b["outcome"] == "not-run")
+    blocks = [b for b in every if b["outcome"] != "not-run"]
     config = json.loads(repos.read_text())
     has_times = any("extract_s" in b for b in blocks)
+    ids = [b["id"] for b in every]
+    if extract_sample and len(ids) > extract_sample:
+        ids = ids[:: -(-len(ids) // extract_sample)]
     times = (
         {b["id"]: b["extract_s"] for b in blocks if b.get("extract_s") is not None}
         if has_times
-        else extraction_times(repos, Path(run["cache"]), [b["id"] for b in blocks])
+        else extraction_times(repos, Path(run.get("index_cache") or run["cache"]), ids)
     )
     by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for block in blocks:
         by_source[block["source"]].append(block)
+    for source in not_run:
+        by_source.setdefault(source, [])
     per_source: dict[str, Any] = {}
     all_lines: list[int] = []
     for source in sorted(by_source):
@@ -357,9 +404,10 @@ def analyze(
             key = (b.get("failed_stage") or "", b.get("category") or "", _message_key(b["message"]))
             groups[key] += 1
             example.setdefault(key, f"{b['id']}: {(b['message'] or '')[:300]}")
-        total = len(items)
+        total = max(len(items), 1)
         per_source[source] = {
-            "blocks": total,
+            "blocks": len(items),
+            "not_run": not_run.get(source, 0),
             **{
                 stage: sum(_reached(b, stage) for b in items)
                 for stage in ("closed", "import", "instantiate", "forward")
@@ -389,12 +437,15 @@ def analyze(
     total = len(blocks)
     names = reference_names(info, config)
     found_names = defaultdict(set)
-    for b in blocks:
+    for b in every:
         found_names[b["source"]].add(b["id"].rsplit(":", 1)[-1])
     ref_all = set().union(*names.values()) if names else set()
     ours_all = set().union(*found_names.values()) if found_names else set()
     openmmlab = [s for s in by_source if s.startswith("open-mmlab/")]
     return {
+        "discovered": len(every),
+        "not_run": sum(not_run.values()),
+        "extract_timed": len(times),
         "blocks": total,
         "forward": sum(_reached(b, "forward") for b in blocks),
         "forward_rate": round(sum(_reached(b, "forward") for b in blocks) / max(total, 1), 3),
@@ -458,7 +509,15 @@ def markdown(result: dict[str, Any]) -> str:
         f"{run['peak_rss_process_gb']} GB in one process, {run['peak_rss_tree_gb']} GB for the "
         "whole process tree.",
         "",
-        f"Blocks **{totals['blocks']}**, forward **{totals['forward']} "
+        f"Discovered **{totals['discovered']}** blocks; validated {totals['blocks']}"
+        + (
+            f" (**{totals['not_run']} not run**: the run was stopped before its end)"
+            if totals["not_run"]
+            else ""
+        )
+        + ".",
+        "",
+        f"Validated **{totals['blocks']}**, forward **{totals['forward']} "
         f"({totals['forward_rate']:.1%})**; OpenMMLab sources together "
         f"{totals['forward_rate_openmmlab']:.1%}, transformers "
         f"{totals['forward_rate_transformers']:.1%}. Lowest closed rate of a source: "
@@ -466,15 +525,17 @@ def markdown(result: dict[str, Any]) -> str:
         f"{totals['lines']['median']}/{totals['lines']['p99']}/{totals['lines']['max']} "
         f"({totals['files_over_20000_lines']} over 20,000). Extraction s median/p95/max "
         f"{totals['extract_s']['median']}/{totals['extract_s']['p95']}/"
-        f"{totals['extract_s']['max']} ({totals['extract_times_from']}).",
+        f"{totals['extract_s']['max']} ({totals['extract_times_from']}, "
+        f"{totals['extract_timed']} blocks timed).",
         "",
-        "| source | blocks | closed | import | instantiate | forward | lines med/p99/max "
-        "| extract s med/p95/max |",
-        "|---|---|---|---|---|---|---|---|",
+        "| source | validated | not run | closed | import | instantiate | forward "
+        "| lines med/p99/max | extract s med/p95/max |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for source, s in totals["per_source"].items():
         md.append(
-            f"| {source} | {s['blocks']} | {s['closed']} | {s['import']} | {s['instantiate']} "
+            f"| {source} | {s['blocks']} | {s['not_run']} | {s['closed']} | {s['import']} "
+            f"| {s['instantiate']} "
             f"| {s['forward']} ({s['forward_rate']:.0%}) | {s['lines']['median']}/"
             f"{s['lines']['p99']}/{s['lines']['max']} | {s['extract_s']['median']}/"
             f"{s['extract_s']['p95']}/{s['extract_s']['max']} |"
@@ -515,19 +576,61 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="folder (default: a temp one)")
     parser.add_argument("--only", nargs="*", default=None, help="reference keys to keep")
     parser.add_argument("--name", default="paper_config_bench", help="results file stem")
+    parser.add_argument(
+        "--analyze",
+        action="store_true",
+        help="do not run: analyze the run in --work (its report, or its result cache when "
+        "the run was stopped early; run.json or the wall/RSS given below)",
+    )
+    parser.add_argument("--wall-s", type=float, default=0.0, help="with --analyze, no run.json")
+    parser.add_argument("--extract-sample", type=int, default=0, help="time N blocks (0: all)")
+    parser.add_argument(
+        "--index-cache",
+        type=Path,
+        default=None,
+        help="with --analyze: a cache holding the same index, for discovery and extraction "
+        "timing (default: the run's)",
+    )
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="nnrag-paper-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     load_before = round(os.getloadavg()[0], 2)
-    repos, info = assemble(work)
-    if args.only:
+    repos, info = assemble(work) if not args.analyze else (work / "repos.json", {})
+    if args.analyze:
+        info = assemble(Path(tempfile.mkdtemp()))[1]
+    if args.only and not args.analyze:
         config = json.loads(repos.read_text())
         repos.write_text(json.dumps({k: v for k, v in config.items() if k in args.only}, indent=2))
     print(f"paper bench in {work}", flush=True)
-    run = run_plugin(repos, work, workers=args.workers, depth=args.depth)
+    if args.analyze:
+        saved = work / "run.json"
+        run = (
+            json.loads(saved.read_text())
+            if saved.is_file()
+            else {
+                "command": "(stopped before its end)",
+                "exit": None,
+                "wall_s": args.wall_s,
+                "peak_rss_tree_gb": None,
+                "peak_rss_process_gb": None,
+                "report": str(work / "report.json"),
+                "cache": str(work / "cache"),
+                "load_1m_at_end": round(os.getloadavg()[0], 2),
+            }
+        )
+    else:
+        run = run_plugin(repos, work, workers=args.workers, depth=args.depth)
+        (work / "run.json").write_text(json.dumps(run, indent=2))
     print(json.dumps(run, indent=2), flush=True)
-    report = json.loads(Path(run["report"]).read_text())
-    totals = analyze(report, run, repos, info)
+    report_file = Path(run["report"])
+    report = (
+        json.loads(report_file.read_text())
+        if report_file.is_file()
+        else partial_report(repos, Path(run["cache"]), args.index_cache or Path(run["cache"]))
+    )
+    if args.index_cache is not None:
+        run["index_cache"] = str(args.index_cache)
+    totals = analyze(report, run, repos, info, extract_sample=args.extract_sample)
     import torch
 
     result = {
