@@ -42,12 +42,15 @@ def prctl(option: int, value: int) -> None:
         call(option, value)
 
 
-def lock_down(tmp: Path, *, timeout_s: float, memory_mb: int) -> list[str]:
+def lock_down(
+    tmp: Path, *, timeout_s: float, memory_mb: int, stderr_fd: int | None = None
+) -> list[str]:
     """Lock this (child) process down inside ``tmp``; return the list the audit hook fills.
 
     New session, parent-death signal, working folder and HOME in ``tmp``, an environment
-    reduced to :data:`ENV_ALLOW`, stdio redirected, rlimits, and an audit hook that refuses
-    network, processes and writes outside ``tmp`` (each refusal is appended to the list).
+    reduced to :data:`ENV_ALLOW`, stdio redirected (stderr to ``stderr_fd`` or
+    ``tmp/stderr.txt``), rlimits, and an audit hook that refuses network, processes and writes
+    outside ``tmp`` (each refusal is appended to the list).
     """
     with contextlib.suppress(OSError):  # already a session leader when spawned
         os.setsid()
@@ -61,8 +64,12 @@ def lock_down(tmp: Path, *, timeout_s: float, memory_mb: int) -> list[str]:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    err = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(err, 2)
+    if stderr_fd is None:
+        stderr_fd = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    if stderr_fd != 2:
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+    os.close(devnull)
     import faulthandler
 
     faulthandler.enable()
