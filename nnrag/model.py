@@ -99,6 +99,8 @@ class Settings:
     revalidate: bool = False
     jobs: int | None = None
     """Worker processes for parsing (``None``: one per core)."""
+    sandbox: Literal["default", "strict"] = "default"
+    """``strict``: refuse to run blocks unless every kernel isolation layer is active."""
 
 
 # --------------------------------------------------------------------------- sources
