@@ -55,10 +55,13 @@ class Sandbox:
         spawn: bool = False,
         strict: bool = False,
         disk_mb: int = 512,
+        kernel_layers: bool = True,
     ) -> None:
         self.memory_mb = memory_mb
         self.disk_mb = disk_mb
         self.strict = strict
+        self.kernel_layers = kernel_layers
+        """``False``: no namespaces, seccomp or Landlock (measuring their cost; debugging)."""
         self.spawn = spawn or not hasattr(os, "fork")
         self.python = python or sys.executable
         self.info: Message = {}
@@ -113,7 +116,7 @@ class Sandbox:
             f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
             "from nnrag.validate.sandbox import serve; "
             f"serve({req_r}, {resp_w}, {self.memory_mb}, spawn={self.spawn}, "
-            f"disk_mb={self.disk_mb})"
+            f"disk_mb={self.disk_mb}, kernel_layers={self.kernel_layers})"
         )
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
@@ -219,14 +222,20 @@ def _kill_group(pgid: int) -> None:
 
 
 def serve(
-    req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False, disk_mb: int = 512
+    req_fd: int,
+    resp_fd: int,
+    memory_mb: int,
+    *,
+    spawn: bool = False,
+    disk_mb: int = 512,
+    kernel_layers: bool = True,
 ) -> None:
     """Warm server main loop: import torch once, then fork a child per request."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
     namespaces = False
     server_pid = os.getpid()
-    if mode == "fork":
+    if mode == "fork" and kernel_layers:
         with contextlib.suppress(OSError):
             isolation.enter_server_namespaces(network=True)
             namespaces = True
@@ -244,7 +253,8 @@ def serve(
 
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
-    layers = _layers(namespaces) if mode == "fork" else dict.fromkeys(LAYERS, False)
+    isolate = mode == "fork" and kernel_layers
+    layers = _layers(namespaces) if isolate else dict.fromkeys(LAYERS, False)
     rules = syscalls.build_filter() if layers["seccomp"] else None
     setup = {"memory_mb": memory_mb, "disk_mb": disk_mb, "layers": layers, "rules": rules}
     ready = {"ready": True, "torch": str(torch.__version__), "mode": mode, "netns": netns}
