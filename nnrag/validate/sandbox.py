@@ -326,7 +326,7 @@ def _run_child(
         theirs.close()
         listener = syscalls.receive_listener(ours, timeout_s)
         ours.close()
-    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener)
+    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, str(tmp))
     os.close(read_fd)
     if listener is not None:
         os.close(listener)
@@ -403,7 +403,7 @@ def spawned_child(fd: int, memory_mb: int) -> None:
 
 
 def _collect(
-    pid: int, fd: int, deadline: float, listener: int | None = None
+    pid: int, fd: int, deadline: float, listener: int | None = None, root: str = ""
 ) -> tuple[list[Message], int | None, bool]:
     """Read frames until the child exits or the deadline passes (then kill its group).
 
@@ -428,7 +428,7 @@ def _collect(
             break
         for ready, events in poller.poll(int(1000 * min(remaining, 0.05))):
             if ready == listener:
-                refused = syscalls.answer(ready) if events & select.POLLIN else None
+                refused = syscalls.answer(ready, root) if events & select.POLLIN else None
                 if refused:
                     messages.append({"kind": "refused", "message": refused})
                 elif events & (select.POLLHUP | select.POLLERR):

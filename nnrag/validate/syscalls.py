@@ -5,7 +5,9 @@ libseccomp's own Python module, which is not on PyPI). Refused calls go to the k
 notification (``SECCOMP_RET_USER_NOTIF``): the block's thread waits while its keeper — the
 process outside the block's PID namespace that started it — records the call by name and
 answers ``EPERM``. So native code (ctypes, ``_posixsubprocess``, C extensions) is refused like
-Python code, and the report names the operation. Where the kernel has no user notification,
+Python code, and the report names the operation. Writes by path (``open`` for writing,
+``unlink``, ``rename``, ``mkdir``, ...) are asked too: below the block's folder they go on,
+elsewhere they are refused and named (the mounts and Landlock refuse them anyway). Where the kernel has no user notification,
 the same calls fail with ``EPERM`` directly and are not named.
 """
 
@@ -62,6 +64,38 @@ _NAMESPACE_FLAGS = (  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
     0x40000000,
     0x00000080,
 )
+_PATH_CALLS: dict[str, tuple[tuple[int | None, int], ...]] = {
+    # system call -> (dirfd argument or None for the working folder, path argument) per path it
+    # writes; asked to the server, which lets a call through only below the block's folder
+    "open": ((None, 0),),
+    "openat": ((0, 1),),
+    "creat": ((None, 0),),
+    "unlink": ((None, 0),),
+    "unlinkat": ((0, 1),),
+    "rmdir": ((None, 0),),
+    "mkdir": ((None, 0),),
+    "mkdirat": ((0, 1),),
+    "mknod": ((None, 0),),
+    "mknodat": ((0, 1),),
+    "rename": ((None, 0), (None, 1)),
+    "renameat": ((0, 1), (2, 3)),
+    "renameat2": ((0, 1), (2, 3)),
+    "link": ((None, 1),),
+    "linkat": ((2, 3),),
+    "symlink": ((None, 1),),
+    "symlinkat": ((1, 2),),
+    "truncate": ((None, 0),),
+    "chmod": ((None, 0),),
+    "fchmodat": ((0, 1),),
+    "chown": ((None, 0),),
+    "lchown": ((None, 0),),
+    "fchownat": ((0, 1),),
+}
+_OPEN_FLAGS_ARG = {"open": 1, "openat": 2}  # only opens that write are asked
+_WRITE_FLAGS = (os.O_WRONLY, os.O_RDWR, os.O_CREAT, os.O_TRUNC)
+_KERNEL_DECIDES = ("/dev/", "/proc/")  # devices and the block's own /proc entries
+_AT_FDCWD = -100
+_CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE
 _NOTIF = struct.Struct("=QII iIQ6Q")  # struct seccomp_notif: id, pid, flags, seccomp_data
 _NOTIF_RESP = struct.Struct("=QqiI")  # struct seccomp_notif_resp: id, val, error, flags
 _IOCTL_RECV = (3 << 30) | (_NOTIF.size << 16) | (ord("!") << 8) | 0
@@ -79,6 +113,16 @@ def build_filter(*, notify: bool = True) -> Any:
         with contextlib.suppress(OSError, ValueError):  # unknown on this architecture
             rules.add_rule(action, name)
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")  # flags in a struct: libc falls back
+    if notify:  # writes by path: the server names those outside the block's folder
+        for name in _PATH_CALLS:
+            with contextlib.suppress(OSError, ValueError):
+                if name not in _OPEN_FLAGS_ARG:
+                    rules.add_rule(action, name)
+                    continue
+                for flag in _WRITE_FLAGS:
+                    arg = seccomp.Arg(_OPEN_FLAGS_ARG[name], seccomp.MASKED_EQ, flag, flag)
+                    rules.add_rule(action, name, arg)
     for flag in _NAMESPACE_FLAGS:
         rules.add_rule(action, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     for name in ("socket", "socketpair"):
@@ -138,8 +182,13 @@ def receive_listener(channel: socket.socket, timeout_s: float) -> int | None:
     return None
 
 
-def answer(listener: int) -> str | None:
-    """Answer one pending refused call with ``EPERM``; its description, ``None`` if none."""
+def answer(listener: int, root: str) -> str | None:
+    """Answer one pending call; its description if refused, ``None`` if let through or none.
+
+    Writes by path below ``root`` (the block's folder) go on, checked by the kernel as usual;
+    anything else gets ``EPERM``. Paths are read from the block's memory for the report only:
+    what the block may write is enforced by the mounts and Landlock, not by this answer.
+    """
     import pyseccomp as seccomp
 
     buffer = bytearray(_NOTIF.size)
@@ -147,14 +196,56 @@ def answer(listener: int) -> str | None:
         fcntl.ioctl(listener, _IOCTL_RECV, buffer, True)
     except OSError:
         return None  # the caller died meanwhile, or no filter user is left
-    ident, _, _, nr, arch, _, *args = _NOTIF.unpack(buffer)
-    with contextlib.suppress(OSError):
-        fcntl.ioctl(listener, _IOCTL_SEND, bytearray(_NOTIF_RESP.pack(ident, 0, -errno.EPERM, 0)))
+    ident, pid, _, nr, arch, _, *args = _NOTIF.unpack(buffer)
     try:
         name = seccomp.resolve_syscall(arch, nr).decode()
     except (OSError, ValueError):
         name = f"#{nr}"
-    return _describe(name, args)
+    refused: str | None = _describe(name, args)
+    if name in _PATH_CALLS:
+        paths = [_path_of(pid, args, at, where) for at, where in _PATH_CALLS[name]]
+        if all(path is not None and _allowed(path, root) for path in paths):
+            refused = None
+        else:
+            refused = f"system call {name} on {', '.join(p or '?' for p in paths)}"
+    reply = (ident, 0, 0, _CONTINUE) if refused is None else (ident, 0, -errno.EPERM, 0)
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(listener, _IOCTL_SEND, bytearray(_NOTIF_RESP.pack(*reply)))
+    return refused
+
+
+def _allowed(path: str, root: str) -> bool:
+    return path == root or path.startswith((root + os.sep, *_KERNEL_DECIDES))
+
+
+def _path_of(pid: int, args: list[int], at: int | None, where: int) -> str | None:
+    """The absolute path a call of ``pid`` names (``None`` where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
+            text = _c_string(memory.fileno(), args[where])
+        if text is None:
+            return None
+        if not text.startswith("/"):
+            dirfd = args[at] & 0xFFFFFFFF if at is not None else _AT_FDCWD & 0xFFFFFFFF
+            dirfd = dirfd - (1 << 32) if dirfd >= 1 << 31 else dirfd
+            folder = "cwd" if dirfd == _AT_FDCWD else f"fd/{dirfd}"
+            text = os.path.join(os.readlink(f"/proc/{pid}/{folder}"), text)
+    except OSError:
+        return None
+    return os.path.normpath(text)
+
+
+def _c_string(fd: int, address: int, limit: int = 4096) -> str | None:
+    data = b""
+    while len(data) < limit:
+        chunk = os.pread(fd, min(256, 4096 - (address + len(data)) % 4096), address + len(data))
+        if not chunk:
+            return None
+        end = chunk.find(b"\0")
+        if end >= 0:
+            return os.fsdecode(data + chunk[:end])
+        data += chunk
+    return None
 
 
 def _describe(name: str, args: list[int]) -> str:

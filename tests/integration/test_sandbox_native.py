@@ -30,7 +30,7 @@ FAILING = HEADER + TRIVIAL.replace("return self.lin(x)", "raise RuntimeError('al
 
 # file -> (category, words the message must contain); None: harmless, the block passes.
 CASES: dict[str, tuple[str | None, str]] = {
-    "libc_unlink": (None, ""),
+    "libc_unlink": ("sandbox-violation", "system call unlink on /tmp/"),
     "chdir_relative": ("sandbox-violation", "os.remove on keep.txt"),
     "dir_fd_remove": ("sandbox-violation", "os.remove on keep.txt"),
     "sqlite_cache": ("sandbox-violation", "sqlite3.connect"),
