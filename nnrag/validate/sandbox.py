@@ -415,6 +415,7 @@ def _collect(
     status: int | None = None
     timed_out = False
     os.set_blocking(fd, False)
+    started = [0]  # processes and threads the block started (seccomp counts them)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     if listener is not None:
@@ -428,7 +429,7 @@ def _collect(
             break
         for ready, events in poller.poll(int(1000 * min(remaining, 0.05))):
             if ready == listener:
-                refused = syscalls.answer(ready, root) if events & select.POLLIN else None
+                refused = syscalls.answer(ready, root, started) if events & select.POLLIN else None
                 if refused:
                     messages.append({"kind": "refused", "message": refused})
                 elif events & (select.POLLHUP | select.POLLERR):

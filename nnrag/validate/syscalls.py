@@ -7,8 +7,9 @@ process outside the block's PID namespace that started it — records the call b
 answers ``EPERM``. So native code (ctypes, ``_posixsubprocess``, C extensions) is refused like
 Python code, and the report names the operation. Writes by path (``open`` for writing,
 ``unlink``, ``rename``, ``mkdir``, ...) are asked too: below the block's folder they go on,
-elsewhere they are refused and named (the mounts and Landlock refuse them anyway). Where the kernel has no user notification,
-the same calls fail with ``EPERM`` directly and are not named.
+elsewhere they are refused and named (the mounts and Landlock refuse them anyway). New
+processes and threads are counted. Where the kernel has no user notification, the refused
+calls fail with ``EPERM`` directly and are not named.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ _OPEN_FLAGS_ARG = {"open": 1, "openat": 2}  # only opens that write are asked
 _WRITE_FLAGS = (os.O_WRONLY, os.O_RDWR, os.O_CREAT, os.O_TRUNC)
 _KERNEL_DECIDES = ("/dev/", "/proc/")  # devices and the block's own /proc entries
 _AT_FDCWD = -100
+MAX_TASKS = 128
+"""Processes and threads one block may start (RLIMIT_NPROC does not bind uid 0, even inside a
+user namespace; this count does)."""
+_NAMESPACE_MASK = sum(_NAMESPACE_FLAGS)
 _CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE
 _NOTIF = struct.Struct("=QII iIQ6Q")  # struct seccomp_notif: id, pid, flags, seccomp_data
 _NOTIF_RESP = struct.Struct("=QqiI")  # struct seccomp_notif_resp: id, val, error, flags
@@ -123,8 +128,13 @@ def build_filter(*, notify: bool = True) -> Any:
                 for flag in _WRITE_FLAGS:
                     arg = seccomp.Arg(_OPEN_FLAGS_ARG[name], seccomp.MASKED_EQ, flag, flag)
                     rules.add_rule(action, name, arg)
-    for flag in _NAMESPACE_FLAGS:
-        rules.add_rule(action, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    if notify:  # every new process or thread is counted by the server (namespace flags refused)
+        for name in ("clone", "fork", "vfork"):
+            with contextlib.suppress(OSError, ValueError):
+                rules.add_rule(action, name)
+    else:
+        for flag in _NAMESPACE_FLAGS:
+            rules.add_rule(action, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     for name in ("socket", "socketpair"):
         rules.add_rule(action, name, seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
     return rules
@@ -182,11 +192,13 @@ def receive_listener(channel: socket.socket, timeout_s: float) -> int | None:
     return None
 
 
-def answer(listener: int, root: str) -> str | None:
+def answer(listener: int, root: str, started: list[int]) -> str | None:
     """Answer one pending call; its description if refused, ``None`` if let through or none.
 
     Writes by path below ``root`` (the block's folder) go on, checked by the kernel as usual;
-    anything else gets ``EPERM``. Paths are read from the block's memory for the report only:
+    so do new processes and threads while ``started`` (one counter per block) stays below
+    :data:`MAX_TASKS`; anything else gets ``EPERM`` (``EAGAIN`` past the process count).
+    Paths are read from the block's memory for the report only:
     what the block may write is enforced by the mounts and Landlock, not by this answer.
     """
     import pyseccomp as seccomp
@@ -202,13 +214,20 @@ def answer(listener: int, root: str) -> str | None:
     except (OSError, ValueError):
         name = f"#{nr}"
     refused: str | None = _describe(name, args)
-    if name in _PATH_CALLS:
+    code = errno.EPERM
+    if name in {"clone", "fork", "vfork"} and not (name == "clone" and args[0] & _NAMESPACE_MASK):
+        started[0] += 1
+        refused = None
+        if started[0] > MAX_TASKS:
+            refused = f"more than {MAX_TASKS} processes or threads (a fork bomb)"
+            code = errno.EAGAIN
+    elif name in _PATH_CALLS:
         paths = [_path_of(pid, args, at, where) for at, where in _PATH_CALLS[name]]
         if all(path is not None and _allowed(path, root) for path in paths):
             refused = None
         else:
             refused = f"system call {name} on {', '.join(p or '?' for p in paths)}"
-    reply = (ident, 0, 0, _CONTINUE) if refused is None else (ident, 0, -errno.EPERM, 0)
+    reply = (ident, 0, 0, _CONTINUE) if refused is None else (ident, 0, -code, 0)
     with contextlib.suppress(OSError):
         fcntl.ioctl(listener, _IOCTL_SEND, bytearray(_NOTIF_RESP.pack(*reply)))
     return refused

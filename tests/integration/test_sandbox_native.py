@@ -42,6 +42,7 @@ CASES: dict[str, tuple[str | None, str]] = {
     "native_socket": ("sandbox-violation", "system call socket (family AF_INET"),
     "ptrace_server": ("sandbox-violation", "system call ptrace"),
     "fill_disk": ("runtime-error", "before the folder was full"),
+    "fork_bomb": ("sandbox-violation", "more than 128 processes or threads"),
 }
 
 
