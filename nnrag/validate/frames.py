@@ -87,7 +87,7 @@ def plain(value: object, depth: int = 0) -> object:
         return value
     if isinstance(value, (str, int, float, bytes)):  # str or int enums of the block, numpy ints
         kind = next(t for t in (bool, str, int, float, bytes) if isinstance(value, t))
-        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]
+        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]  # kind is the builtin the value is an instance of
     if depth > 20:
         return "..."
     if isinstance(value, (list, tuple)):

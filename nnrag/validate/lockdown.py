@@ -139,7 +139,7 @@ def audit_hook(
         if isinstance(path, int):
             return True
         try:
-            text = os.fsdecode(path)  # type: ignore[arg-type]
+            text = os.fsdecode(path)  # type: ignore[arg-type]  # an audit-hook path: str, bytes or PathLike; TypeError otherwise
         except TypeError:
             return False
         if not os.path.isabs(text):

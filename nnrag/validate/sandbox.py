@@ -170,7 +170,7 @@ class Sandbox:
         for attempt in range(2):
             self.start()
             assert self._requests is not None
-            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]
+            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]  # the request's values are plain JSON-like objects; float() checks
             try:
                 write_frame(self._requests.fileno(), dict(request))
                 reply = self._receive(timeout_s=timeout_s + 60.0)
@@ -246,18 +246,17 @@ def serve(
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
         netns = unshare is not None and unshare(CLONE_NEWNET) == 0
-    import torch
-
-    torch.set_num_threads(1)
     from nnrag.validate.probe import runner as probe
+    from nnrag.validate.probe.boot import start_torch
 
+    torch_version = start_torch()
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
     isolate = mode == "fork" and kernel_layers
     layers = _layers(namespaces) if isolate else dict.fromkeys(LAYERS, False)
     rules = syscalls.build_filter() if layers["seccomp"] else None
     setup = {"memory_mb": memory_mb, "disk_mb": disk_mb, "layers": layers, "rules": rules}
-    ready = {"ready": True, "torch": str(torch.__version__), "mode": mode, "netns": netns}
+    ready = {"ready": True, "torch": torch_version, "mode": mode, "netns": netns}
     write_frame(resp_fd, {**ready, "layers": layers, "server_pid": server_pid})
     while True:
         request = read_frame(requests)
@@ -387,9 +386,9 @@ def spawned_child(fd: int, memory_mb: int) -> None:
     request, tmp = pickle.loads(sys.stdin.buffer.read())
     exit_code = 70
     try:
-        import torch
+        from nnrag.validate.probe.boot import start_torch
 
-        torch.set_num_threads(1)
+        start_torch()
         timeout_s = float(request.get("timeout_s", 60.0))
         violations = lock_down(Path(tmp), timeout_s=timeout_s, memory_mb=memory_mb)
         from nnrag.validate.probe import runner as probe
