@@ -101,6 +101,34 @@ def enter_server_namespaces(*, network: bool) -> None:
     _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
 
 
+def namespaces_work(*, network: bool) -> bool:
+    """Whether :func:`enter_server_namespaces` and a ``/proc`` of its own succeed here.
+
+    Tried in a throwaway child first: a half-entered user namespace (unshared, but the uid map
+    refused) cannot be left, and would leave the server running as an unmapped user.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            enter_server_namespaces(network=network)
+            inner = os.fork()
+            if inner == 0:
+                ok = False
+                with contextlib.suppress(OSError):
+                    mount_proc()
+                    ok = True
+                os._exit(0 if ok else 1)
+            _, status = os.waitpid(inner, 0)
+            code = 0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 1
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def become_init(close: tuple[int, ...]) -> int:
     """Fork; the child returns as PID 1 of the new PID namespace with its own ``/proc``.
 
@@ -303,6 +331,7 @@ __all__ = [
     "kill_namespace",
     "landlock_abi",
     "mount_proc",
+    "namespaces_work",
     "probe_block_layers",
     "wait_and_mirror",
 ]

@@ -235,10 +235,9 @@ def serve(
     mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
     namespaces = False
     server_pid = os.getpid()
-    if mode == "fork" and kernel_layers:
-        with contextlib.suppress(OSError):
-            isolation.enter_server_namespaces(network=True)
-            namespaces = True
+    if mode == "fork" and kernel_layers and isolation.namespaces_work(network=True):
+        isolation.enter_server_namespaces(network=True)
+        namespaces = True
     if namespaces:
         server_pid = isolation.become_init(close=(req_fd, resp_fd))
         netns = True
