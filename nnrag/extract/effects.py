@@ -190,7 +190,7 @@ class UnitEffect:
     ) -> None:
         """``module`` used as an object: its attribute ``rest[0]`` (then ``rest[1:]`` inside
         it when that is a submodule) is a member; with no ``rest`` the object escapes, and
-        every public name (``__all__``, else public top-level names) is a member."""
+        every name of its run-time namespace (:meth:`Symbols.namespace`) is a member."""
         self.members.append((module.module, "", None))
         if rest:
             self._member(where, module, rest[0], rest[1:], load=load, escape=False)
@@ -198,7 +198,7 @@ class UnitEffect:
         if module.module in self.escaped:
             return
         self.escaped.add(module.module)
-        for name in sorted(self.symbols.exports(module)):
+        for name in sorted(self.symbols.namespace(module)):
             self._member(where, module, name, (), load=load, escape=True)
 
     def _member(
