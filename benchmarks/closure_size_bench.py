@@ -155,9 +155,7 @@ def main() -> None:
         result = run(args.limit, args.timeout, Path(temp) / "cache")
         load_after = os.getloadavg()
     rows: list[dict[str, object]] = result["rows"]  # type: ignore[assignment]
-    per_source = {
-        name: summarize([r for r in rows if r["source"] == name]) for name in MEASURED
-    }
+    per_source = {name: summarize([r for r in rows if r["source"] == name]) for name in MEASURED}
     entry = {
         "label": args.label,
         "limit": args.limit,
@@ -166,9 +164,17 @@ def main() -> None:
         "overall": summarize(rows),
         "per_source": per_source,
         "largest": sorted(
-            ({"id": r["id"], "lines": r.get("lines"), "files": r.get("files"),
-              "seconds": r["seconds"], "timeout": r.get("timeout", False)} for r in rows),
-            key=lambda r: (-(r["lines"] or 10**9 if r["timeout"] else r["lines"] or 0)),
+            (
+                {
+                    "id": r["id"],
+                    "lines": r.get("lines"),
+                    "files": r.get("files"),
+                    "seconds": r["seconds"],
+                    "timeout": r.get("timeout", False),
+                }
+                for r in rows
+            ),
+            key=lambda r: -(r["lines"] or 10**9 if r["timeout"] else r["lines"] or 0),
         )[:15],
         "machine": {
             "python": platform.python_version(),
@@ -224,7 +230,9 @@ def write_markdown(data: dict[str, dict[str, object]], path: Path) -> None:
             cells = [entry["overall"][key]] + [per[s][key] for s in MEASURED]  # type: ignore[index]
             out.append(
                 f"| {title} | "
-                + " | ".join(f"{c:.3f}" if isinstance(c, float) and c < 10 else str(c) for c in cells)
+                + " | ".join(
+                    f"{c:.3f}" if isinstance(c, float) and c < 10 else str(c) for c in cells
+                )
                 + " |"
             )
         out += ["", "largest:", ""]

@@ -148,6 +148,8 @@ def emit(index: Index, closure: Closure) -> Extracted:
         files=tuple(SourceFile(source=s, path=p, sha1=h) for s, p, h in files),
         problems=tuple(closure.problems) + tuple(plan.problems),
         dependencies=dependencies,
+        registrations=closure.registrations,
+        file_lines=_file_lines(plan),
     )
 
 
@@ -530,6 +532,15 @@ def _dependencies(plan: _Plan, module: str, name: str) -> tuple[str, ...]:
             if (info.module, bound) != (module, name):
                 seen.setdefault(f"{info.module}.{bound}")
     return tuple(seen)
+
+
+def _file_lines(plan: _Plan) -> dict[str, int]:
+    """Per source file (``source:path``), the lines of its units the block holds."""
+    found: dict[str, int] = {}
+    for info, unit in plan.units:
+        key = f"{info.source}:{info.path}"
+        found[key] = found.get(key, 0) + unit.end_line - unit.start_line + 1
+    return dict(sorted(found.items()))
 
 
 @functools.lru_cache(maxsize=8192)

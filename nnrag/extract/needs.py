@@ -531,6 +531,8 @@ def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
     else:
         return False
     for func in calls:
+        if isinstance(func, ast.Attribute) and "register" in func.attr.lower():
+            continue  # a registration: carried by its key (see nnrag.extract.registries)
         root = func
         while isinstance(root, ast.Attribute):
             root = root.value

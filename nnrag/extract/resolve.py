@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from nnrag.errors import ExtractionError
 from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
 from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
+from nnrag.extract.registries import Family, RegistryIndex, registries_for
 from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
 from nnrag.model import (
     BlockRef,
@@ -20,6 +21,7 @@ from nnrag.model import (
     ImportBinding,
     ModuleInfo,
     Problem,
+    Registration,
     Unit,
     UnitRef,
 )
@@ -105,6 +107,7 @@ class _Walk:
                 self.queue.append(key)
         while self.queue:
             self._visit(self.queue.pop())
+        registrations = self._carry_registrations()
         order = self._order()
         renames = self._renames(order)
         imports = tuple(
@@ -131,7 +134,72 @@ class _Walk:
                 module: tuple(sorted((attr, *target) for attr, target in members.items()))
                 for module, members in sorted(self.namespaces.items())
             },
+            registrations=registrations,
         )
+
+    def _carry_registrations(self) -> tuple[Registration, ...]:
+        """Add the registrations of every type string the closure reaches, to a fixed point.
+
+        A registry in the closure (or one of its family) gets the entries whose key is a
+        string constant of some unit in the closure; their units bring their own strings.
+        A config ``type=`` string that nothing in the indexed sources registers (a name
+        registered at run time, in a loop or under a computed name) is reported as
+        ``dynamic-registry``.
+        """
+        index = registries_for(self.index, self.scanner)
+        if not index.family_of:
+            return ()
+        carried: dict[Registration, None] = {}
+        strings: set[str] = set()
+        scanned: set[UnitKey] = set()
+        families: dict[int, tuple[UnitKey, Family]] = {}
+        while True:
+            for key in [k for k in self.units if k not in scanned]:
+                scanned.add(key)
+                entry = self.units[key]
+                strings |= index.strings(entry.info, entry.unit)
+                family = index.family(key)
+                if family is not None:
+                    families.setdefault(id(family), (key, family))
+            added = False
+            for parent, family in families.values():
+                for text in strings & family.entries.keys():
+                    for registration in family.entries[text]:
+                        carried.setdefault(registration)
+                        added = self._add_registration(registration, parent) or added
+            if not added:
+                break
+            while self.queue:
+                self._visit(self.queue.pop())
+        if families:
+            self._unregistered_types(index, [f for _, f in families.values()])
+        return tuple(sorted(carried, key=lambda r: (r.registry, r.key, r.module, r.unit)))
+
+    def _add_registration(self, registration: Registration, parent: UnitKey) -> bool:
+        key = (registration.source, registration.module, registration.unit)
+        if key in self.units:
+            return False
+        info = self.index.module(registration.module, prefer=registration.source)
+        if info is None or info.source != registration.source:
+            return False
+        self.units[key] = _Included(info=info, unit=info.units[registration.unit], parent=parent)
+        self.queue.append(key)
+        return True
+
+    def _unregistered_types(self, index: RegistryIndex, families: list[Family]) -> None:
+        known = set().union(*(family.entries.keys() for family in families))
+        for key, entry in self.units.items():
+            for text, line in index.types(entry.info, entry.unit):
+                if text in known or index.registered(text):
+                    continue
+                problem: Located = (
+                    "dynamic-registry",
+                    f"{entry.info.path}:{line}:1",
+                    f"type string {text!r} is registered nowhere in the indexed sources "
+                    "(a registration made at run time is not inlined): building it fails "
+                    "unless it is registered by the caller",
+                )
+                self.problems.setdefault(problem, key)
 
     def _target_units(self, info: ModuleInfo) -> tuple[Unit, ...]:
         for unit in info.units:

@@ -1,0 +1,274 @@
+"""Registries as data: which unit registers which type string into which registry object.
+
+One mechanism for every flavour, driven by the pattern, not by names of libraries:
+
+- an object (a module-level ``X = SomeClass(...)``) that units register into with
+  ``@X.register...(...)`` on a class or def, or a statement ``X.register...(...)``; its
+  key is the ``name=`` (a string or a list of strings) or first positional string, else
+  the ``module=`` object's or the decorated definition's name. Registries whose
+  constructor names another registry as ``parent=`` form one family (a child scope finds
+  its parent's entries and the other way round, by scope name);
+- a module-level dict filled by a function used as a decorator (``@register_model``),
+  keyed by the decorated definition's name (see :class:`nnrag.extract.needs.Registry`).
+
+A closure that reaches a registry carries the registrations of every type string it
+reaches statically (string constants in its units: ``norm_cfg=dict(type='BN')``, class
+attributes, defaults), and those registrations' own type strings in turn.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from nnrag.index.symbols import Symbols, symbols_for
+from nnrag.model import ModuleInfo, Registration, Unit
+
+if TYPE_CHECKING:
+    from nnrag.extract.needs import UnitKey, UnitScanner
+    from nnrag.index.build import Index
+
+__all__ = ["Family", "RegistryIndex", "registries_for", "type_strings"]
+
+_MAX_KEY = 80
+_REGISTERING = "register"
+
+
+def registries_for(index: Index, scanner: UnitScanner) -> RegistryIndex:
+    """The shared :class:`RegistryIndex` of ``index`` (built on first use, per index)."""
+    found = _SHARED.get(index)
+    if found is None:
+        found = _SHARED[index] = RegistryIndex(index, symbols_for(index), scanner)
+    return found
+
+
+@dataclass(slots=True)
+class Family:
+    """Registries connected by ``parent=``: the root's label and every member's unit."""
+
+    label: str
+    members: set[UnitKey] = field(default_factory=set)
+    entries: dict[str, list[Registration]] = field(default_factory=dict)
+
+
+class RegistryIndex:
+    """Every registration of an index, by registry family and type string.
+
+    Built in one pass over the units whose load-time reads call a ``register...``
+    attribute or a registry-filling function (a cheap filter on the index's data); only
+    those units are parsed again.
+    """
+
+    def __init__(self, index: Index, symbols: Symbols, scanner: UnitScanner) -> None:
+        self.index = index
+        self.symbols = symbols
+        self.scanner = scanner
+        self.family_of: dict[UnitKey, Family] = {}
+        """Registry object unit -> its family."""
+        self.registering: dict[UnitKey, tuple[Registration, ...]] = {}
+        """Registering unit -> what it registers."""
+        self._strings: dict[UnitKey, frozenset[str]] = {}
+        self._types: dict[UnitKey, tuple[tuple[str, int], ...]] = {}
+        self._build()
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def family(self, key: UnitKey) -> Family | None:
+        """The family of the registry object defined by unit ``key`` (``None``: not one)."""
+        return self.family_of.get(key)
+
+    def strings(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """String constants of ``unit`` that could be type strings (short, one word)."""
+        key = (info.source, info.module, unit.index)
+        found = self._strings.get(key)
+        if found is None:
+            tree = self.scanner.tree(info, unit)
+            found = frozenset(_words(tree)) if tree is not None else frozenset()
+            self._strings[key] = found
+        return found
+
+    def types(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[str, int], ...]:
+        """``type=`` strings of config dicts in ``unit`` (``dict(type='BN')``,
+        ``{'type': 'BN'}``), each with its absolute line."""
+        key = (info.source, info.module, unit.index)
+        found = self._types.get(key)
+        if found is None:
+            tree = self.scanner.tree(info, unit)
+            found = tuple(
+                (text, unit.start_line + line - 1)
+                for text, line in (type_strings(tree) if tree is not None else ())
+            )
+            self._types[key] = found
+        return found
+
+    def registered(self, text: str) -> bool:
+        """Whether any registry of the index has an entry for ``text``."""
+        return any(text in family.entries for family in self._families())
+
+    def _families(self) -> Iterator[Family]:
+        seen: set[int] = set()
+        for family in self.family_of.values():
+            if id(family) not in seen:
+                seen.add(id(family))
+                yield family
+
+    # -- building ----------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        for info in self.index.modules():
+            for unit in info.units:
+                if unit.type_checking or not any(
+                    _REGISTERING in chain.rsplit(".", 1)[-1].lower() for chain in unit.load_reads
+                ):
+                    continue
+                found = tuple(self._registrations(info, unit))
+                if found:
+                    self.registering[(info.source, info.module, unit.index)] = found
+
+    def _registrations(self, info: ModuleInfo, unit: Unit) -> Iterator[Registration]:
+        tree = self.scanner.tree(info, unit)
+        if tree is None:
+            return
+        for node, call, target in _sites(tree):
+            family = self._registry(info, unit, node)
+            if family is None:
+                continue
+            for key in _keys(call, target):
+                registration = Registration(
+                    registry=family.label,
+                    key=key,
+                    source=info.source,
+                    module=info.module,
+                    unit=unit.index,
+                )
+                family.entries.setdefault(key, []).append(registration)
+                yield registration
+
+    def _registry(self, info: ModuleInfo, unit: Unit, node: ast.expr) -> Family | None:
+        """The family of the registry object ``node`` (``X`` of ``X.register_module``) denotes."""
+        chain = _dotted(node)
+        if chain is None:
+            return None
+        found = self.symbols.lookup(info, chain, before=unit.start_line)
+        home = found.module
+        if found.kind != "definition" or home is None or len(found.units) != 1:
+            return None
+        owner = found.units[0]
+        key = (home.source, home.module, owner.index)
+        known = self.family_of.get(key)
+        if known is not None:
+            return known
+        value = _assigned_call(self.scanner.tree(home, owner))
+        if value is None:
+            return None
+        family = Family(label=f"{home.module}:{found.name}", members={key})
+        self.family_of[key] = family
+        parent = next((k.value for k in value.keywords if k.arg == "parent"), None)
+        if parent is not None:
+            above = self._registry(home, owner, parent)
+            if above is not None and above is not family:
+                self._merge(above, family)
+        return self.family_of[key]
+
+    def _merge(self, into: Family, other: Family) -> None:
+        for member in other.members:
+            self.family_of[member] = into
+        into.members |= other.members
+        for text, entries in other.entries.items():
+            into.entries.setdefault(text, []).extend(entries)
+
+
+_SHARED: weakref.WeakKeyDictionary[Index, RegistryIndex] = weakref.WeakKeyDictionary()
+
+
+def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | None]]:
+    """(registry expression, the registering call or ``None``, decorated name or ``None``)
+    of every ``@X.register...``/``@X.register...(...)`` decorator and ``X.register...(...)``
+    call statement in ``tree`` (compound units included)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for decorator in node.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                func = call.func if call is not None else decorator
+                if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():
+                    yield func.value, call, node.name
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():
+                yield func.value, node.value, None
+
+
+def _keys(call: ast.Call | None, target: str | None) -> list[str]:
+    """The type strings one registration uses."""
+    if call is not None:
+        named = next((k.value for k in call.keywords if k.arg == "name"), None)
+        if named is None and call.args:
+            named = call.args[0]
+        if isinstance(named, ast.Constant) and isinstance(named.value, str):
+            return [named.value]
+        if isinstance(named, (ast.List, ast.Tuple)):
+            texts = [e.value for e in named.elts if isinstance(e, ast.Constant)]
+            return [t for t in texts if isinstance(t, str)]
+        if named is not None:
+            return []  # a name computed at run time (``register_module(name, module=m)``)
+        module = next((k.value for k in call.keywords if k.arg == "module"), None)
+        if module is not None:
+            chain = _dotted(module)
+            return [chain.rsplit(".", 1)[-1]] if chain else []
+    return [target] if target else []
+
+
+def _assigned_call(tree: ast.Module | None) -> ast.Call | None:
+    """The call a one-statement assignment unit binds (``MODELS = Registry(...)``)."""
+    if tree is None or len(tree.body) != 1:
+        return None
+    stmt = tree.body[0]
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    return value if isinstance(value, ast.Call) else None
+
+
+def _words(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and 0 < len(node.value) <= _MAX_KEY
+            and not any(c.isspace() for c in node.value)
+        ):
+            yield node.value
+
+
+def type_strings(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """``type`` entries of config dicts: ``dict(type='BN')``, ``{'type': 'BN'}`` (line
+    relative to ``tree``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == "type" and _is_text(keyword.value):
+                    yield keyword.value.value, keyword.value.lineno  # type: ignore[attr-defined]  # _is_text checked it
+        elif isinstance(node, ast.Dict):
+            for dict_key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(dict_key, ast.Constant)
+                    and dict_key.value == "type"
+                    and _is_text(value)
+                ):
+                    yield value.value, value.lineno  # type: ignore[attr-defined]  # _is_text checked it
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(node.value)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
