@@ -19,8 +19,9 @@ attributes, defaults), and those registrations' own type strings in turn.
 from __future__ import annotations
 
 import ast
+import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Family", "RegistryIndex", "registries_for", "type_strings"]
 
-_MAX_KEY = 80
 _REGISTERING = "register"
+_QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")
+_PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
+_TYPE_KEY = re.compile(r"""\btype\b['"]?\s*[=:]""")
+_DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
 
 
 def registries_for(index: Index, scanner: UnitScanner) -> RegistryIndex:
@@ -70,6 +74,8 @@ class RegistryIndex:
         """Registry object unit -> its family."""
         self.registering: dict[UnitKey, tuple[Registration, ...]] = {}
         """Registering unit -> what it registers."""
+        self.into: dict[Registration, UnitKey] = {}
+        """Registration -> the registry object (of its family) it registers into."""
         self._strings: dict[UnitKey, frozenset[str]] = {}
         self._types: dict[UnitKey, tuple[tuple[str, int], ...]] = {}
         self._build()
@@ -81,12 +87,16 @@ class RegistryIndex:
         return self.family_of.get(key)
 
     def strings(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
-        """String constants of ``unit`` that could be type strings (short, one word)."""
+        """Quoted words in ``unit``'s code that could be type strings.
+
+        A regular expression over the text without its comments and triple-quoted strings
+        (docstrings show examples that name other types), not a parse: every unit of every
+        closure is read, and a unit can be thousands of lines."""
         key = (info.source, info.module, unit.index)
         found = self._strings.get(key)
         if found is None:
-            tree = self.scanner.tree(info, unit)
-            found = frozenset(_words(tree)) if tree is not None else frozenset()
+            text = _PROSE.sub("", self.scanner.text(info, unit))
+            found = frozenset(m.group(2) for m in _QUOTED.finditer(text))
             self._strings[key] = found
         return found
 
@@ -96,7 +106,8 @@ class RegistryIndex:
         key = (info.source, info.module, unit.index)
         found = self._types.get(key)
         if found is None:
-            tree = self.scanner.tree(info, unit)
+            text = self.scanner.text(info, unit)
+            tree = self.scanner.tree(info, unit) if _TYPE_KEY.search(text) else None
             found = tuple(
                 (text, unit.start_line + line - 1)
                 for text, line in (type_strings(tree) if tree is not None else ())
@@ -129,14 +140,20 @@ class RegistryIndex:
                     self.registering[(info.source, info.module, unit.index)] = found
 
     def _registrations(self, info: ModuleInfo, unit: Unit) -> Iterator[Registration]:
-        tree = self.scanner.tree(info, unit)
+        tree = (
+            _head(self.scanner.text(info, unit))
+            if unit.kind in ("class", "def")
+            else self.scanner.tree(info, unit)
+        )
         if tree is None:
             return
+        loops = _loop_values(tree)
         for node, call, target in _sites(tree):
             family = self._registry(info, unit, node)
             if family is None:
                 continue
-            for key in _keys(call, target):
+            into = self._object(info, unit, node)
+            for key in _keys(call, target, loops):
                 registration = Registration(
                     registry=family.label,
                     key=key,
@@ -145,7 +162,16 @@ class RegistryIndex:
                     unit=unit.index,
                 )
                 family.entries.setdefault(key, []).append(registration)
+                if into is not None:
+                    self.into[registration] = into
                 yield registration
+
+    def entries(self, family: Family, text: str, present: Container[UnitKey]) -> list[Registration]:
+        """The registrations of ``text`` in ``family``; those into a registry object in
+        ``present`` when there are any (a scope finds its own entry before another's)."""
+        found = family.entries.get(text, [])
+        own = [r for r in found if self.into.get(r) in present]
+        return own or found
 
     def _registry(self, info: ModuleInfo, unit: Unit, node: ast.expr) -> Family | None:
         """The family of the registry object ``node`` (``X`` of ``X.register_module``) denotes."""
@@ -172,6 +198,13 @@ class RegistryIndex:
             if above is not None and above is not family:
                 self._merge(above, family)
         return self.family_of[key]
+
+    def _object(self, info: ModuleInfo, unit: Unit, node: ast.expr) -> UnitKey | None:
+        chain = _dotted(node)
+        found = self.symbols.lookup(info, chain, before=unit.start_line) if chain else None
+        if found is None or found.module is None or len(found.units) != 1:
+            return None
+        return (found.module.source, found.module.module, found.units[0].index)
 
     def _merge(self, into: Family, other: Family) -> None:
         for member in other.members:
@@ -201,8 +234,26 @@ def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | 
                 yield func.value, node.value, None
 
 
-def _keys(call: ast.Call | None, target: str | None) -> list[str]:
-    """The type strings one registration uses."""
+def _loop_values(tree: ast.Module) -> dict[str, list[str]]:
+    """``for m in [nn.ReLU, nn.ELU]:`` -> ``{"m": ["nn.ReLU", "nn.ELU"]}`` (literal
+    sequences of names only)."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, (ast.List, ast.Tuple))
+        ):
+            chains = [_dotted(element) for element in node.iter.elts]
+            if chains and all(chains):
+                found[node.target.id] = [c for c in chains if c]
+    return found
+
+
+def _keys(
+    call: ast.Call | None, target: str | None, loops: dict[str, list[str]] | None = None
+) -> list[str]:
+    """The type strings one registration uses (``loops``: what a loop variable runs over)."""
     if call is not None:
         named = next((k.value for k in call.keywords if k.arg == "name"), None)
         if named is None and call.args:
@@ -217,6 +268,8 @@ def _keys(call: ast.Call | None, target: str | None) -> list[str]:
         module = next((k.value for k in call.keywords if k.arg == "module"), None)
         if module is not None:
             chain = _dotted(module)
+            if isinstance(module, ast.Name) and loops and module.id in loops:
+                return [value.rsplit(".", 1)[-1] for value in loops[module.id]]
             return [chain.rsplit(".", 1)[-1]] if chain else []
     return [target] if target else []
 
@@ -230,15 +283,18 @@ def _assigned_call(tree: ast.Module | None) -> ast.Call | None:
     return value if isinstance(value, ast.Call) else None
 
 
-def _words(tree: ast.Module) -> Iterator[str]:
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and 0 < len(node.value) <= _MAX_KEY
-            and not any(c.isspace() for c in node.value)
-        ):
-            yield node.value
+def _head(text: str) -> ast.Module | None:
+    """The decorators of a top-level class or def, parsed on an empty body (a class body
+    can be thousands of lines; only its decorators register it)."""
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        match = _DEFINITION.match(line)
+        if match is not None:
+            try:
+                return ast.parse("".join(lines[:number]) + f"class {match.group(1)}: pass\n")
+            except SyntaxError:
+                return None
+    return None
 
 
 def type_strings(tree: ast.Module) -> Iterator[tuple[str, int]]:

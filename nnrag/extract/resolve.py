@@ -164,7 +164,7 @@ class _Walk:
             added = False
             for parent, family in families.values():
                 for text in strings & family.entries.keys():
-                    for registration in family.entries[text]:
+                    for registration in index.entries(family, text, self.units):
                         carried.setdefault(registration)
                         added = self._add_registration(registration, parent) or added
             if not added:

@@ -44,6 +44,8 @@ FILES = {
             MODELS.register_module("SiLU", module=nn.SiLU)
         for _name in ("A", "B"):
             MODELS.register_module(_name, module=nn.Identity)
+        for _module in [nn.ReLU, nn.ELU]:
+            MODELS.register_module(module=_module)
 
 
         @OTHER.register_module(name=["Twice", "Double"])
@@ -57,6 +59,16 @@ FILES = {
         from core.root import MODELS as ROOT
 
         MODELS = Registry("model", parent=ROOT)
+        """,
+    "side/__init__.py": "",
+    "side/norms.py": """
+        from torch import nn
+
+        from core.registry import Registry
+        from core.root import MODELS as ROOT
+
+        SIDE = Registry("model", parent=ROOT)
+        SIDE.register_module("BN", module=nn.SyncBatchNorm)
         """,
     "app/blocks.py": """
         from torch import nn
@@ -103,11 +115,12 @@ def test_registrations_by_family_and_key(index: Index) -> None:
     # the child registry (parent=) joins its parent's family
     assert labels == ["core.root:MODELS", "core.root:OTHER"]
     models = next(f for f in families.values() if f.label == "core.root:MODELS")
-    assert sorted(models.entries) == ["BN", "LayerNorm", "Plain", "SiLU", "Uses"]
+    assert sorted(models.entries) == ["BN", "ELU", "LayerNorm", "Plain", "ReLU", "SiLU", "Uses"]
     other = next(f for f in families.values() if f.label == "core.root:OTHER")
     assert sorted(other.entries) == ["Double", "Twice"]
-    (bn,) = models.entries["BN"]
+    bn, side = models.entries["BN"]
     assert (bn.registry, bn.module) == ("core.root:MODELS", "core.root")
+    assert (side.registry, side.module) == ("core.root:MODELS", "side.norms")
     (uses,) = models.entries["Uses"]
     assert (uses.registry, uses.module) == ("core.root:MODELS", "app.blocks")  # its family
     assert str(uses) == "core.root:MODELS['Uses']"
@@ -128,7 +141,8 @@ def test_type_strings_of_config_dicts() -> None:
 def test_closure_carries_reached_keys_only(index: Index) -> None:
     block = next(b for b in discover_blocks(index) if b.name == "Uses")
     closure = resolve(index, block)
-    assert [r.key for r in closure.registrations] == ["BN"]
+    # the sibling scope's "BN" is not carried: a registry of the closure has its own
+    assert [(r.key, r.module) for r in closure.registrations] == [("BN", "core.root")]
     root = index.module("core.root")
     assert root is not None
     texts = [
