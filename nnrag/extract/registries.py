@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["Family", "RegistryIndex", "registries_for", "type_strings"]
 
 _REGISTERING = "register"
-_QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")
-_PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
 _TYPE_KEY = re.compile(r"""\btype\b['"]?\s*[=:]""")
 _DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
 
@@ -76,7 +74,6 @@ class RegistryIndex:
         """Registering unit -> what it registers."""
         self.into: dict[Registration, UnitKey] = {}
         """Registration -> the registry object (of its family) it registers into."""
-        self._strings: dict[UnitKey, frozenset[str]] = {}
         self._types: dict[UnitKey, tuple[tuple[str, int], ...]] = {}
         self._build()
 
@@ -87,18 +84,8 @@ class RegistryIndex:
         return self.family_of.get(key)
 
     def strings(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
-        """Quoted words in ``unit``'s code that could be type strings.
-
-        A regular expression over the text without its comments and triple-quoted strings
-        (docstrings show examples that name other types), not a parse: every unit of every
-        closure is read, and a unit can be thousands of lines."""
-        key = (info.source, info.module, unit.index)
-        found = self._strings.get(key)
-        if found is None:
-            text = _PROSE.sub("", self.scanner.text(info, unit))
-            found = frozenset(m.group(2) for m in _QUOTED.finditer(text))
-            self._strings[key] = found
-        return found
+        """Quoted words of ``unit``'s code (:meth:`UnitScanner.words`)."""
+        return self.scanner.words(info, unit)
 
     def types(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[str, int], ...]:
         """``type=`` strings of config dicts in ``unit`` (``dict(type='BN')``,

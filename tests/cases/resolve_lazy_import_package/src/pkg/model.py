@@ -3,10 +3,17 @@ from torch import nn
 from .layers import Mlp
 
 
+def layer_names():
+    import pkg.layers as layers
+
+    return sorted(vars(layers))
+
+
 class Block(nn.Module):
     def __init__(self, dim=8):
         super().__init__()
         self.mlp = Mlp(dim)
+        self.names = layer_names()
 
     def forward(self, x):
         return self.mlp(x) + x
@@ -15,6 +22,6 @@ class Block(nn.Module):
     def register_for(cls, kind):
         import pkg.layers as layers
 
-        if not hasattr(layers, kind):
+        if not hasattr(layers, kind) or not hasattr(layers, "Mlp"):
             raise ValueError(kind)
-        return vars(layers)
+        return kind
