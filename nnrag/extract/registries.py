@@ -102,6 +102,28 @@ class RegistryIndex:
             self._types[key] = found
         return found
 
+    def locations(self, info: ModuleInfo, unit: Unit) -> tuple[str, ...]:
+        """The source text of the registry constructor's arguments that name modules of the
+        indexed sources to import (``locations=['mmdet.models']``): lists of such names."""
+        tree = self.scanner.tree(info, unit)
+        call = _assigned_call(tree)
+        if call is None:
+            return ()
+        text = self.scanner.text(info, unit)
+        found: list[str] = []
+        for keyword in call.keywords:
+            value = keyword.value
+            if not isinstance(value, (ast.List, ast.Tuple)) or not value.elts:
+                continue
+            names = [e.value for e in value.elts if isinstance(e, ast.Constant)]
+            if len(names) == len(value.elts) and all(
+                isinstance(n, str) and self.index.source_of_module(n) is not None for n in names
+            ):
+                segment = ast.get_source_segment(text, value)
+                if segment:
+                    found.append(segment)
+        return tuple(found)
+
     def registered(self, text: str) -> bool:
         """Whether any registry of the index has an entry for ``text``."""
         return any(text in family.entries for family in self._families())

@@ -1,3 +1,6 @@
+from importlib import import_module
+
+
 def build_from_cfg(cfg, registry, **kwargs):
     args = dict(cfg)
     kind = args.pop("type")
@@ -5,9 +8,10 @@ def build_from_cfg(cfg, registry, **kwargs):
 
 
 class Registry:
-    def __init__(self, name, build_func=None, parent=None, scope=None):
+    def __init__(self, name, build_func=None, parent=None, scope=None, locations=()):
         self.name = name
         self.parent = parent
+        self.locations = locations
         self._module_dict = {}
         self.children = {}
         if parent is not None:
@@ -15,6 +19,8 @@ class Registry:
         self.build_func = build_func or build_from_cfg
 
     def get(self, key):
+        for location in self.locations:
+            import_module(location)  # fills the registry (the modules register on import)
         if key in self._module_dict:
             return self._module_dict[key]
         if self.parent is not None:
