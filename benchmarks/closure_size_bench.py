@@ -41,6 +41,15 @@ MEASURED = ("mmdet", "mmseg", "transformers")
 """Sources whose blocks are extracted (mmengine and mmcv are indexed for resolution)."""
 
 
+NOTE = (
+    "Lines and source-file statistics cover the blocks extracted within the per-block timeout;"
+    " a block that timed out (the largest closures) is counted under `timeouts` only, so a"
+    " run with timeouts understates sizes. `registry` rows: a block reaches registry type"
+    " strings when it carries a registration or reports a type string registered nowhere;"
+    " `every type string carried` has no such report."
+)
+
+
 class _Timeout(Exception):
     pass
 
@@ -102,14 +111,16 @@ def run(limit: int | None, timeout: float, cache: Path) -> dict[str, object]:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         registry = [p for p in extracted.problems if p.category == "dynamic-registry"]
-        carried = getattr(extracted, "registry_keys", None)
+        carried = getattr(extracted, "registrations", None)  # None: before this field existed
+        unregistered = [p for p in registry if "registered nowhere" in p.message]
         row.update(
             seconds=time.perf_counter() - began,
             lines=extracted.code.count("\n"),
             files=len(extracted.files),
             categories=sorted({p.category for p in extracted.problems}),
             dynamic_registry=[f"{p}"[:300] for p in registry],
-            registry_keys=len(carried) if carried is not None else None,
+            registrations=len(carried) if carried is not None else None,
+            unregistered_types=len(unregistered),
         )
         rows.append(row)
         if number % 100 == 0:
@@ -122,7 +133,7 @@ def summarize(rows: list[dict[str, object]]) -> dict[str, object]:
     lines = [float(r["lines"]) for r in done]  # type: ignore[arg-type]
     files = [float(r["files"]) for r in done]  # type: ignore[arg-type]
     seconds = [float(r["seconds"]) for r in rows]  # type: ignore[arg-type]
-    with_keys = [r for r in done if r.get("registry_keys")]
+    with_keys = [r for r in done if r.get("registrations") or r.get("unregistered_types")]
     return {
         "blocks": len(rows),
         "extracted": len(done),
@@ -139,7 +150,7 @@ def summarize(rows: list[dict[str, object]]) -> dict[str, object]:
         "seconds_p95": percentile(seconds, 95),
         "seconds_max": max(seconds, default=0),
         "dynamic_registry": sum(1 for r in done if r["dynamic_registry"]),
-        "registry_all_carried": sum(1 for r in with_keys if not r["dynamic_registry"]),
+        "registry_all_carried": sum(1 for r in with_keys if not r["unregistered_types"]),
         "registry_blocks": len(with_keys),
     }
 
@@ -208,11 +219,11 @@ def write_markdown(data: dict[str, dict[str, object]], path: Path) -> None:
         ("seconds_median", "extract s median"),
         ("seconds_p95", "extract s p95"),
         ("seconds_max", "extract s max"),
-        ("registry_blocks", "blocks reaching registry keys"),
-        ("registry_all_carried", "... all keys carried"),
-        ("dynamic_registry", "blocks with dynamic-registry"),
+        ("registry_blocks", "blocks whose closure reaches registry type strings"),
+        ("registry_all_carried", "... every type string carried"),
+        ("dynamic_registry", "blocks with any dynamic-registry problem"),
     )
-    out = ["# Closure size benchmark", "", __doc__.split("\n\n")[1], ""]
+    out = ["# Closure size benchmark", "", __doc__.split("\n\n")[1], "", NOTE, ""]
     for label, entry in data.items():
         machine = entry["machine"]
         out += [

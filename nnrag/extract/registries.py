@@ -21,9 +21,9 @@ from __future__ import annotations
 import ast
 import re
 import weakref
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from nnrag.index.symbols import Symbols, symbols_for
 from nnrag.model import ModuleInfo, Registration, Unit
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from nnrag.extract.needs import UnitKey, UnitScanner
     from nnrag.index.build import Index
 
-__all__ = ["Family", "RegistryIndex", "registries_for", "type_strings"]
+__all__ = ["Carrier", "Family", "RegistryIndex", "registries_for", "type_strings"]
 
 _REGISTERING = "register"
 _TYPE_KEY = re.compile(r"""\btype\b['"]?\s*[=:]""")
@@ -224,6 +224,63 @@ class RegistryIndex:
 
 
 _SHARED: weakref.WeakKeyDictionary[Index, RegistryIndex] = weakref.WeakKeyDictionary()
+
+
+class _Held(Protocol):
+    """A unit a closure holds (``resolve``'s walk entries)."""
+
+    @property
+    def info(self) -> ModuleInfo: ...
+
+    @property
+    def unit(self) -> Unit: ...
+
+
+class Carrier:
+    """The registrations one closure carries: what its type strings reach, to a fixed point.
+
+    Each :meth:`step` reads the words of the units added since the last step; every
+    registry family the closure holds gets the entries keyed by a word read so far.
+    """
+
+    def __init__(self, index: RegistryIndex) -> None:
+        self.index = index
+        self.carried: dict[Registration, None] = {}
+        self.words: set[str] = set()
+        self.scanned: set[UnitKey] = set()
+        self.families: dict[int, tuple[UnitKey, Family]] = {}
+
+    def step(self, units: Mapping[UnitKey, _Held]) -> list[tuple[Registration, UnitKey]]:
+        """Registrations whose key the closure reaches, each with the registry unit (of its
+        family, in the closure) that brings it."""
+        for key in [k for k in units if k not in self.scanned]:
+            self.scanned.add(key)
+            entry = units[key]
+            self.words |= self.index.strings(entry.info, entry.unit)
+            family = self.index.family(key)
+            if family is not None:
+                self.families.setdefault(id(family), (key, family))
+        found: list[tuple[Registration, UnitKey]] = []
+        for parent, family in self.families.values():
+            for text in sorted(self.words & family.entries.keys()):
+                for registration in self.index.entries(family, text, units):
+                    self.carried.setdefault(registration)
+                    found.append((registration, parent))
+        return found
+
+    def unregistered(self, units: Mapping[UnitKey, _Held]) -> Iterator[tuple[UnitKey, str, str]]:
+        """(unit, ``path:line:col``, type string) of each config ``type=`` string in a
+        closure holding registries that no registry of the index has an entry for."""
+        if not self.families:
+            return
+        known = set().union(*(family.entries.keys() for _, family in self.families.values()))
+        for key, entry in units.items():
+            for text, line in self.index.types(entry.info, entry.unit):
+                if text not in known and not self.index.registered(text):
+                    yield key, f"{entry.info.path}:{line}:1", text
+
+    def registrations(self) -> tuple[Registration, ...]:
+        return tuple(sorted(self.carried, key=lambda r: (r.registry, r.key, r.module, r.unit)))
 
 
 def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | None]]:

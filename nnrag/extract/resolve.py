@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from nnrag.errors import ExtractionError
 from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
 from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
-from nnrag.extract.registries import Family, RegistryIndex, registries_for
+from nnrag.extract.registries import Carrier, registries_for
 from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
 from nnrag.model import (
     BlockRef,
@@ -138,42 +138,31 @@ class _Walk:
         )
 
     def _carry_registrations(self) -> tuple[Registration, ...]:
-        """Add the registrations of every type string the closure reaches, to a fixed point.
-
-        A registry in the closure (or one of its family) gets the entries whose key is a
-        string constant of some unit in the closure; their units bring their own strings.
-        A config ``type=`` string that nothing in the indexed sources registers (a name
-        registered at run time, in a loop or under a computed name) is reported as
-        ``dynamic-registry``.
-        """
-        index = registries_for(self.index, self.scanner)
-        if not index.family_of:
+        """Add the registrations of every type string the closure reaches, to a fixed point
+        (:class:`~nnrag.extract.registries.Carrier`); report the config type strings that
+        nothing registers."""
+        registries = registries_for(self.index, self.scanner)
+        if not registries.family_of:
             return ()
-        carried: dict[Registration, None] = {}
-        strings: set[str] = set()
-        scanned: set[UnitKey] = set()
-        families: dict[int, tuple[UnitKey, Family]] = {}
+        carrier = Carrier(registries)
         while True:
-            for key in [k for k in self.units if k not in scanned]:
-                scanned.add(key)
-                entry = self.units[key]
-                strings |= index.strings(entry.info, entry.unit)
-                family = index.family(key)
-                if family is not None:
-                    families.setdefault(id(family), (key, family))
             added = False
-            for parent, family in families.values():
-                for text in strings & family.entries.keys():
-                    for registration in index.entries(family, text, self.units):
-                        carried.setdefault(registration)
-                        added = self._add_registration(registration, parent) or added
+            for registration, parent in carrier.step(self.units):
+                added = self._add_registration(registration, parent) or added
             if not added:
                 break
             while self.queue:
                 self._visit(self.queue.pop())
-        if families:
-            self._unregistered_types(index, [f for _, f in families.values()])
-        return tuple(sorted(carried, key=lambda r: (r.registry, r.key, r.module, r.unit)))
+        for key, where, text in carrier.unregistered(self.units):
+            problem: Located = (
+                "dynamic-registry",
+                where,
+                f"type string {text!r} is registered nowhere in the indexed sources "
+                "(a registration made at run time is not inlined): building it fails "
+                "unless it is registered by the caller",
+            )
+            self.problems.setdefault(problem, key)
+        return carrier.registrations()
 
     def _add_registration(self, registration: Registration, parent: UnitKey) -> bool:
         key = (registration.source, registration.module, registration.unit)
@@ -185,21 +174,6 @@ class _Walk:
         self.units[key] = _Included(info=info, unit=info.units[registration.unit], parent=parent)
         self.queue.append(key)
         return True
-
-    def _unregistered_types(self, index: RegistryIndex, families: list[Family]) -> None:
-        known = set().union(*(family.entries.keys() for family in families))
-        for key, entry in self.units.items():
-            for text, line in index.types(entry.info, entry.unit):
-                if text in known or index.registered(text):
-                    continue
-                problem: Located = (
-                    "dynamic-registry",
-                    f"{entry.info.path}:{line}:1",
-                    f"type string {text!r} is registered nowhere in the indexed sources "
-                    "(a registration made at run time is not inlined): building it fails "
-                    "unless it is registered by the caller",
-                )
-                self.problems.setdefault(problem, key)
 
     def _target_units(self, info: ModuleInfo) -> tuple[Unit, ...]:
         for unit in info.units:
