@@ -362,3 +362,13 @@ def test_registry_misses_are_dynamic_registry_at_every_stage() -> None:
         assert classify(error, "forward", []) == "dynamic-registry"
     assert classify(KeyError("weight"), "instantiate", []) == "ctor-args"
     assert classify(KeyError("weight"), "forward", []) == "runtime-error"
+
+
+def test_an_absent_compiled_extension_is_a_native_op() -> None:
+    from nnrag.validate.probe.runner import classify
+
+    ext = ModuleNotFoundError("No module named 'mmcv._ext'", name="mmcv._ext")
+    assert classify(ext, "import", [], frozenset({"mmcv"})) == "native-op"
+    assert classify(ext, "forward", []) == "native-op"
+    public = ModuleNotFoundError("No module named 'mmcv.ops'", name="mmcv.ops")
+    assert classify(public, "import", [], frozenset({"mmcv"})) == "source-import"
