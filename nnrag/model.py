@@ -332,6 +332,28 @@ class Closure:
     or ``"__name__"`` for the module's name. Emit writes one
     ``types.SimpleNamespace`` per module after its members; ``references`` map a chain that
     denotes the module object to ``(module, "")``."""
+    registrations: tuple[Registration, ...] = ()
+    """Registrations carried because the closure reaches their type string (their units are
+    among :attr:`units`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Registration:
+    """One entry a unit puts into a registry: ``@MODELS.register_module()`` on a class,
+    ``MODELS.register_module('BN', module=nn.BatchNorm2d)``, ``@register_model`` on a def."""
+
+    registry: str
+    """The registry as ``module:name``: the root of its family when registries are chained by
+    ``parent=`` (a child scope finds its parent's entries)."""
+    key: str
+    """The type string it is registered under."""
+    source: str
+    module: str
+    unit: int
+    """Index of the registering unit in its module."""
+
+    def __str__(self) -> str:
+        return f"{self.registry}[{self.key!r}]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -361,6 +383,20 @@ class Extracted:
     problems: tuple[Problem, ...] = ()
     dependencies: tuple[str, ...] = ()
     """Qualified names of the inlined definitions (``module.name``)."""
+    registrations: tuple[Registration, ...] = ()
+    """Registry entries carried for the type strings the closure reaches."""
+    file_lines: Mapping[str, int] = field(default_factory=dict)
+    """Per inlined source file (``source:path``): how many of its lines the block holds."""
+
+    @property
+    def lines(self) -> int:
+        """Lines of the emitted file (header included)."""
+        return self.code.count("\n") + (0 if self.code.endswith("\n") or not self.code else 1)
+
+    @property
+    def source_files(self) -> int:
+        """How many source files the block inlines definitions from."""
+        return len(self.files)
 
     @property
     def blocking_problems(self) -> tuple[Problem, ...]:

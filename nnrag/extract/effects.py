@@ -190,15 +190,34 @@ class UnitEffect:
     ) -> None:
         """``module`` used as an object: its attribute ``rest[0]`` (then ``rest[1:]`` inside
         it when that is a submodule) is a member; with no ``rest`` the object escapes, and
-        every public name (``__all__``, else public top-level names) is a member."""
+        every name of its run-time namespace (:meth:`Symbols.namespace`) is a member."""
         self.members.append((module.module, "", None))
         if rest:
             self._member(where, module, rest[0], rest[1:], load=load, escape=False)
             return
         if module.module in self.escaped:
             return
+        _, chain = where
+        lookups = self.scanner.lookups(self.info, self.unit, chain)
+        if lookups is not None:  # only ``getattr(m, name)``/``hasattr(m, name)``: no escape
+            names, dynamic = lookups
+            if dynamic:  # a computed name: the names the unit's own strings give it
+                words = self.scanner.words(self.info, self.unit)
+                keyed = sorted(words & self.symbols.namespace(module))
+                names, dynamic = (*names, *keyed), not keyed
+            for name in dict.fromkeys(names):
+                self._member(where, module, name, (), load=load, escape=False)
+            if dynamic:
+                self._problem(
+                    "dynamic-registry",
+                    f"getattr({chain}, ...) looks a name up in module {module.module} at run "
+                    "time, and no string of the code names one of its definitions; only the "
+                    "names the closure reads are inlined",
+                    name=chain.split(".", 1)[0],
+                )
+            return
         self.escaped.add(module.module)
-        for name in sorted(self.symbols.exports(module)):
+        for name in sorted(self.symbols.namespace(module)):
             self._member(where, module, name, (), load=load, escape=True)
 
     def _member(

@@ -31,6 +31,8 @@ from nnrag.blockfile.header import body_digest, render_header
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
+from nnrag.extract.needs import scanner_for
+from nnrag.extract.registries import registries_for
 from nnrag.extract.rewrite import Rewrite
 from nnrag.model import (
     Closure,
@@ -119,6 +121,8 @@ def emit(index: Index, closure: Closure) -> Extracted:
         files=tuple(SourceFile(source=s, path=p, sha1=h) for s, p, h in files),
         problems=tuple(closure.problems) + tuple(plan.problems),
         dependencies=dependencies,
+        registrations=closure.registrations,
+        file_lines=_file_lines(plan),
     )
 
 
@@ -135,11 +139,14 @@ def _unit_chunks(
 
     Namespace statements go after the unit they follow; a unit sharing its lines with an
     earlier one is emitted once; a unit of a module in ``lazy`` gets string annotations
-    unless ``all_lazy`` (then the file has the future import).
+    unless ``all_lazy`` (then the file has the future import). A registry that imports
+    source modules by name to fill itself (``locations=['pkg.models']``) gets an empty list
+    instead: the closure carries the registrations its type strings need.
     """
     chunks: list[str] = []
     emitted: dict[str, set[int]] = {}
     cache = cache_for(index)
+    registries = registries_for(index, scanner_for(index))
     for position, (info, unit) in enumerate(plan.units):
         if namespaces:
             chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
@@ -151,24 +158,44 @@ def _unit_chunks(
             if span <= lines:
                 continue  # several statements on one line: already emitted with the first
             lines |= span
-        rewrite = rewrites.get(id(unit))
-        stringify = info.module in lazy and not all_lazy
-        if not stringify and rewrite is None:
-            chunks.append(cache.chunk(info, unit))  # the same string object in every block
-            continue
-        try:
-            chunks.append(cache.rewritten(info, unit, rewrite or Rewrite(), stringify))
-        except (SyntaxError, ValueError) as error:  # keep the text, say so
-            plan.problems.append(
-                Problem(
-                    category="internal-error",
-                    message=f"could not rewrite unit: {error}",
-                    location=f"{info.path}:{unit.start_line}:1",
-                )
-            )
-            chunks.append(cache.chunk(info, unit))
+        chunk = _chunk_of(
+            cache,
+            plan,
+            info,
+            unit,
+            rewrites.get(id(unit)),
+            stringify=(info.module in lazy and not all_lazy),
+        )
+        if registries.family((info.source, info.module, unit.index)) is not None:
+            for located in registries.locations(info, unit):
+                chunk = chunk.replace(located, "[]", 1)
+        chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     return chunks
+
+
+def _chunk_of(
+    cache: IndexCache,
+    plan: _Plan,
+    info: ModuleInfo,
+    unit: Unit,
+    rewrite: Rewrite | None,
+    *,
+    stringify: bool,
+) -> str:
+    if not stringify and rewrite is None:
+        return cache.chunk(info, unit)  # the same string object in every block
+    try:
+        return cache.rewritten(info, unit, rewrite or Rewrite(), stringify)
+    except (SyntaxError, ValueError) as error:  # keep the text, say so
+        plan.problems.append(
+            Problem(
+                category="internal-error",
+                message=f"could not rewrite unit: {error}",
+                location=f"{info.path}:{unit.start_line}:1",
+            )
+        )
+        return cache.chunk(info, unit)
 
 
 # --------------------------------------------------------------------------- planning
@@ -550,6 +577,15 @@ def _dependencies(plan: _Plan, module: str, name: str) -> tuple[str, ...]:
             if (info.module, bound) != (module, name):
                 seen.setdefault(f"{info.module}.{bound}")
     return tuple(seen)
+
+
+def _file_lines(plan: _Plan) -> dict[str, int]:
+    """Per source file (``source:path``), the lines of its units the block holds."""
+    found: dict[str, int] = {}
+    for info, unit in plan.units:
+        key = f"{info.source}:{info.path}"
+        found[key] = found.get(key, 0) + unit.end_line - unit.start_line + 1
+    return dict(sorted(found.items()))
 
 
 @functools.lru_cache(maxsize=8192)

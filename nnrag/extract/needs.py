@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ _DYNAMIC_ROOTS = frozenset({"getattr", "globals", "vars", "eval", "exec", "__imp
 _DYNAMIC_ROOTS |= frozenset({"importlib", "sys", "import_module"})
 _EMPTY_FACTORIES = frozenset({"dict", "OrderedDict", "defaultdict", "collections.OrderedDict"})
 _EMPTY_FACTORIES |= frozenset({"collections.defaultdict"})
+_QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")
+_PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
 _WRITERS = frozenset({"update", "setdefault", "__setitem__"})
 _NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
 
@@ -94,6 +97,8 @@ class UnitScanner:
         self.reach: dict[UnitKey, frozenset[UnitKey]] = {}
         """Per unit: every unit its functions may run (see ``_CallClosure``)."""
         self._positions: dict[tuple[UnitKey, str], tuple[int, int]] = {}
+        self._words: dict[UnitKey, frozenset[str]] = {}
+        self._lookups: dict[tuple[UnitKey, str], tuple[tuple[str, ...], bool] | None] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
         """The closure effects of including ``unit`` (memoized)."""
@@ -247,6 +252,41 @@ class UnitScanner:
         result = tuple(found)
         self._uses[key] = result
         return result
+
+    def lookups(
+        self, info: ModuleInfo, unit: Unit, chain: str
+    ) -> tuple[tuple[str, ...], bool] | None:
+        """How ``unit`` uses the object ``chain`` denotes, when it only looks names up in it.
+
+        ``(constant names, whether some name is computed)`` when every use of ``chain``
+        itself is the first argument of ``getattr``/``hasattr`` (``getattr(m, "Mlp")``,
+        ``hasattr(m, kind)``), or an attribute chain through it (resolved on its own);
+        ``None`` when the object escapes (``vars(m)``, passed on, stored, returned).
+        """
+        key = ((info.source, info.module, unit.index), chain)
+        if key in self._lookups:
+            return self._lookups[key]
+        tree = self.tree(info, unit)
+        found: tuple[tuple[str, ...], bool] | None = None
+        if tree is not None:
+            found = _lookups_only(tree, chain)
+        self._lookups[key] = found
+        return found
+
+    def words(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """Quoted words in ``unit``'s code: the strings it can use as keys (type strings,
+        attribute names).
+
+        A regular expression over the text without its comments and triple-quoted strings
+        (docstrings show examples that name other types), not a parse: every unit of every
+        closure is read, and a unit can be thousands of lines.
+        """
+        key = (info.source, info.module, unit.index)
+        found = self._words.get(key)
+        if found is None:
+            text = _PROSE.sub("", self.text(info, unit))
+            found = self._words[key] = frozenset(m.group(2) for m in _QUOTED.finditer(text))
+        return found
 
     def text(self, info: ModuleInfo, unit: Unit) -> str:
         """The unit's lines of its file."""
@@ -531,6 +571,8 @@ def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
     else:
         return False
     for func in calls:
+        if isinstance(func, ast.Attribute) and "register" in func.attr.lower():
+            continue  # a registration: carried by its key (see nnrag.extract.registries)
         root = func
         while isinstance(root, ast.Attribute):
             root = root.value
@@ -554,6 +596,35 @@ def _dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] | None:
+    """See :meth:`UnitScanner.lookups`."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    names: list[str] = []
+    dynamic = False
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            continue
+        if _dotted(node) != chain:
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute):
+            continue  # ``m.x``: a longer chain
+        if (
+            isinstance(parent, ast.Call)
+            and _dotted(parent.func) in ("getattr", "hasattr")
+            and parent.args
+            and parent.args[0] is node
+        ):
+            name = parent.args[1] if len(parent.args) > 1 else None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                names.append(name.value)
+            else:
+                dynamic = True
+            continue
+        return None
+    return tuple(dict.fromkeys(names)), dynamic
 
 
 def _may_find(text: str, roots: set[str]) -> bool:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from nnrag.errors import ExtractionError
 from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
 from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
+from nnrag.extract.registries import Carrier, registries_for
 from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
 from nnrag.model import (
     BlockRef,
@@ -20,6 +21,7 @@ from nnrag.model import (
     ImportBinding,
     ModuleInfo,
     Problem,
+    Registration,
     Unit,
     UnitRef,
 )
@@ -105,6 +107,7 @@ class _Walk:
                 self.queue.append(key)
         while self.queue:
             self._visit(self.queue.pop())
+        registrations = self._carry_registrations()
         order = self._order()
         renames = self._renames(order)
         imports = tuple(
@@ -131,7 +134,46 @@ class _Walk:
                 module: tuple(sorted((attr, *target) for attr, target in members.items()))
                 for module, members in sorted(self.namespaces.items())
             },
+            registrations=registrations,
         )
+
+    def _carry_registrations(self) -> tuple[Registration, ...]:
+        """Add the registrations of every type string the closure reaches, to a fixed point
+        (:class:`~nnrag.extract.registries.Carrier`); report the config type strings that
+        nothing registers."""
+        registries = registries_for(self.index, self.scanner)
+        if not registries.family_of:
+            return ()
+        carrier = Carrier(registries)
+        while True:
+            added = False
+            for registration, parent in carrier.step(self.units):
+                added = self._add_registration(registration, parent) or added
+            if not added:
+                break
+            while self.queue:
+                self._visit(self.queue.pop())
+        for key, where, text in carrier.unregistered(self.units):
+            problem: Located = (
+                "dynamic-registry",
+                where,
+                f"type string {text!r} is registered nowhere in the indexed sources "
+                "(a registration made at run time is not inlined): building it fails "
+                "unless it is registered by the caller",
+            )
+            self.problems.setdefault(problem, key)
+        return carrier.registrations()
+
+    def _add_registration(self, registration: Registration, parent: UnitKey) -> bool:
+        key = (registration.source, registration.module, registration.unit)
+        if key in self.units:
+            return False
+        info = self.index.module(registration.module, prefer=registration.source)
+        if info is None or info.source != registration.source:
+            return False
+        self.units[key] = _Included(info=info, unit=info.units[registration.unit], parent=parent)
+        self.queue.append(key)
+        return True
 
     def _target_units(self, info: ModuleInfo) -> tuple[Unit, ...]:
         for unit in info.units:

@@ -82,6 +82,7 @@ class Resolution:
 
 
 _Key = tuple[str, str, str, tuple[str, ...], bool, int]
+_OWN_KINDS = frozenset({"def", "class", "assign"})
 
 
 _SHARED: weakref.WeakKeyDictionary[Index, Symbols] = weakref.WeakKeyDictionary()
@@ -102,6 +103,7 @@ class Symbols:
         self.index = index
         self._binders: dict[tuple[str, str], dict[str, tuple[Unit, ...]]] = {}
         self._exports: dict[tuple[str, str], frozenset[str]] = {}
+        self._namespaces: dict[tuple[str, str], frozenset[str]] = {}
         self._memo: dict[_Key, Resolution] = {}
         self._active: set[_Key] = set()
         self._cycles = 0
@@ -140,6 +142,31 @@ class Symbols:
             names = frozenset(found)
         self._exports[key] = names
         return names
+
+    def namespace(self, info: ModuleInfo) -> frozenset[str]:
+        """The names a module object enumerates at run time (``vars(m)``, ``dir(m)``).
+
+        ``__all__`` when the module defines it, else the public names its own definitions
+        (def, class, assignment) bind. Not what it imports from other modules, nor what
+        star imports under ``if TYPE_CHECKING:`` show a type checker (a lazy package binds
+        its API only when a name is read): enumerating those would carry whole packages
+        into every closure that passes a module object around.
+        """
+        key = (info.source, info.module)
+        cached = self._namespaces.get(key)
+        if cached is None:
+            if info.all_names is not None:
+                cached = frozenset(info.all_names)
+            else:
+                cached = frozenset(
+                    name
+                    for unit in info.units
+                    if unit.kind in _OWN_KINDS and not unit.type_checking
+                    for name in unit.binds
+                    if not name.startswith("_")
+                )
+            self._namespaces[key] = cached
+        return cached
 
     # -- lookup ------------------------------------------------------------------------------
 
@@ -200,6 +227,9 @@ class Symbols:
             return Resolution(kind="typing", name=name, module=info, units=units)
         if runtime:
             last = runtime[-1]
+            lazy = _lazy_binding(last, name)
+            if lazy is not None:
+                return self.follow(info, lazy, name, rest)
             if last.kind != "import":
                 defs = tuple(u for u in runtime if u.kind != "import")
                 return Resolution(kind="definition", name=name, module=info, units=defs)
@@ -349,6 +379,26 @@ def binding_for(unit: Unit, name: str) -> ImportBinding | None:
     found = None
     for binding in unit.imports:
         if binding.name == name and binding.attr != "*":
+            found = binding
+    return found
+
+
+def _lazy_binding(unit: Unit, name: str) -> ImportBinding | None:
+    """The import that binds ``name`` in the ``if TYPE_CHECKING:`` branch of a run-time
+    ``if``/``else`` unit, when nothing else in the unit binds it by import.
+
+    A lazy package (``if TYPE_CHECKING: from .a import X`` ``else: sys.modules[__name__] =
+    LazyModule(...)``) hands out exactly that object when ``X`` is read, so ``X`` resolves
+    through the import, not to the whole unit (whose ``else`` branch builds the lazy
+    machinery, and whose branch imports name the whole package).
+    """
+    if unit.kind != "if" or unit.type_checking:
+        return None
+    found = None
+    for binding in unit.imports:
+        if binding.name == name and binding.attr != "*":
+            if not binding.type_checking:
+                return None
             found = binding
     return found
 

@@ -349,6 +349,21 @@ def test_import_errors_are_missing_externals_at_every_stage() -> None:
     assert classify(ValueError("bad size"), "instantiate", []) == "ctor-args"
 
 
+def test_registry_misses_are_dynamic_registry_at_every_stage() -> None:
+    from nnrag.validate.probe.runner import classify
+
+    mmengine = KeyError(
+        "BN is not in the mmengine::model registry. Please check whether the value of `BN` "
+        "is correct or it was registered as expected."
+    )
+    fvcore = KeyError("No object named 'ResNet' found in 'BACKBONE' registry!")
+    for error in (mmengine, fvcore):
+        assert classify(error, "instantiate", []) == "dynamic-registry"
+        assert classify(error, "forward", []) == "dynamic-registry"
+    assert classify(KeyError("weight"), "instantiate", []) == "ctor-args"
+    assert classify(KeyError("weight"), "forward", []) == "runtime-error"
+
+
 def test_an_absent_compiled_extension_is_a_native_op() -> None:
     from nnrag.validate.probe.runner import classify
 

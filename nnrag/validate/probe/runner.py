@@ -189,6 +189,14 @@ def shapes_of(value: Any, depth: int = 0) -> object:
     return type(value).__name__
 
 
+REGISTRY_MISS = re.compile(
+    r"\bregist(?:ry|ered)\b|no object named|not (?:a )?(?:supported|valid|known) type",
+    re.IGNORECASE,
+)
+"""What a registry says when a type string is not in it (``'BN is not in the model
+registry'``, ``"No object named 'X' found in 'Y' registry!"``, ``'Foo' is not registered``)."""
+
+
 def classify(
     error: BaseException,
     stage: str,
@@ -219,6 +227,8 @@ def classify(
         return "source-import" if top in source_packages else "missing-external"
     if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
         return "missing-external"
+    if isinstance(error, LookupError) and REGISTRY_MISS.search(str(error)):
+        return "dynamic-registry"  # a type string looked up in a registry that lacks it
     if stage == "import":
         if isinstance(error, OSError):
             return "resource-file"

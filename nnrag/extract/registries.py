@@ -1,0 +1,396 @@
+"""Registries as data: which unit registers which type string into which registry object.
+
+One mechanism for every flavour, driven by the pattern, not by names of libraries:
+
+- an object (a module-level ``X = SomeClass(...)``) that units register into with
+  ``@X.register...(...)`` on a class or def, or a statement ``X.register...(...)``; its
+  key is the ``name=`` (a string or a list of strings) or first positional string, else
+  the ``module=`` object's or the decorated definition's name. Registries whose
+  constructor names another registry as ``parent=`` form one family (a child scope finds
+  its parent's entries and the other way round, by scope name);
+- a module-level dict filled by a function used as a decorator (``@register_model``),
+  keyed by the decorated definition's name (see :class:`nnrag.extract.needs.Registry`).
+
+A closure that reaches a registry carries the registrations of every type string it
+reaches statically (string constants in its units: ``norm_cfg=dict(type='BN')``, class
+attributes, defaults), and those registrations' own type strings in turn.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import weakref
+from collections.abc import Container, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from nnrag.index.symbols import Symbols, symbols_for
+from nnrag.model import ModuleInfo, Registration, Unit
+
+if TYPE_CHECKING:
+    from nnrag.extract.needs import UnitKey, UnitScanner
+    from nnrag.index.build import Index
+
+__all__ = ["Carrier", "Family", "RegistryIndex", "registries_for", "type_strings"]
+
+_REGISTERING = "register"
+_TYPE_KEY = re.compile(r"""\btype\b['"]?\s*[=:]""")
+_DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
+
+
+def registries_for(index: Index, scanner: UnitScanner) -> RegistryIndex:
+    """The shared :class:`RegistryIndex` of ``index`` (built on first use, per index)."""
+    found = _SHARED.get(index)
+    if found is None:
+        found = _SHARED[index] = RegistryIndex(index, symbols_for(index), scanner)
+    return found
+
+
+@dataclass(slots=True)
+class Family:
+    """Registries connected by ``parent=``: the root's label and every member's unit."""
+
+    label: str
+    members: set[UnitKey] = field(default_factory=set)
+    entries: dict[str, list[Registration]] = field(default_factory=dict)
+
+
+class RegistryIndex:
+    """Every registration of an index, by registry family and type string.
+
+    Built in one pass over the units whose load-time reads call a ``register...``
+    attribute or a registry-filling function (a cheap filter on the index's data); only
+    those units are parsed again.
+    """
+
+    def __init__(self, index: Index, symbols: Symbols, scanner: UnitScanner) -> None:
+        self.index = index
+        self.symbols = symbols
+        self.scanner = scanner
+        self.family_of: dict[UnitKey, Family] = {}
+        """Registry object unit -> its family."""
+        self.registering: dict[UnitKey, tuple[Registration, ...]] = {}
+        """Registering unit -> what it registers."""
+        self.into: dict[Registration, UnitKey] = {}
+        """Registration -> the registry object (of its family) it registers into."""
+        self._types: dict[UnitKey, tuple[tuple[str, int], ...]] = {}
+        self._build()
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def family(self, key: UnitKey) -> Family | None:
+        """The family of the registry object defined by unit ``key`` (``None``: not one)."""
+        return self.family_of.get(key)
+
+    def strings(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """Quoted words of ``unit``'s code (:meth:`UnitScanner.words`)."""
+        return self.scanner.words(info, unit)
+
+    def types(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[str, int], ...]:
+        """``type=`` strings of config dicts in ``unit`` (``dict(type='BN')``,
+        ``{'type': 'BN'}``), each with its absolute line."""
+        key = (info.source, info.module, unit.index)
+        found = self._types.get(key)
+        if found is None:
+            text = self.scanner.text(info, unit)
+            tree = self.scanner.tree(info, unit) if _TYPE_KEY.search(text) else None
+            found = tuple(
+                (text, unit.start_line + line - 1)
+                for text, line in (type_strings(tree) if tree is not None else ())
+            )
+            self._types[key] = found
+        return found
+
+    def locations(self, info: ModuleInfo, unit: Unit) -> tuple[str, ...]:
+        """The source text of the registry constructor's arguments that name modules of the
+        indexed sources to import (``locations=['mmdet.models']``): lists of such names."""
+        tree = self.scanner.tree(info, unit)
+        call = _assigned_call(tree)
+        if call is None:
+            return ()
+        text = self.scanner.text(info, unit)
+        found: list[str] = []
+        for keyword in call.keywords:
+            value = keyword.value
+            if not isinstance(value, (ast.List, ast.Tuple)) or not value.elts:
+                continue
+            names = [e.value for e in value.elts if isinstance(e, ast.Constant)]
+            if len(names) == len(value.elts) and all(
+                isinstance(n, str) and self.index.source_of_module(n) is not None for n in names
+            ):
+                segment = ast.get_source_segment(text, value)
+                if segment:
+                    found.append(segment)
+        return tuple(found)
+
+    def registered(self, text: str) -> bool:
+        """Whether any registry of the index has an entry for ``text``."""
+        return any(text in family.entries for family in self._families())
+
+    def _families(self) -> Iterator[Family]:
+        seen: set[int] = set()
+        for family in self.family_of.values():
+            if id(family) not in seen:
+                seen.add(id(family))
+                yield family
+
+    # -- building ----------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        for info in self.index.modules():
+            for unit in info.units:
+                if unit.type_checking or not any(
+                    _REGISTERING in chain.rsplit(".", 1)[-1].lower() for chain in unit.load_reads
+                ):
+                    continue
+                found = tuple(self._registrations(info, unit))
+                if found:
+                    self.registering[(info.source, info.module, unit.index)] = found
+
+    def _registrations(self, info: ModuleInfo, unit: Unit) -> Iterator[Registration]:
+        tree = (
+            _head(self.scanner.text(info, unit))
+            if unit.kind in ("class", "def")
+            else self.scanner.tree(info, unit)
+        )
+        if tree is None:
+            return
+        loops = _loop_values(tree)
+        for node, call, target in _sites(tree):
+            family = self._registry(info, unit, node)
+            if family is None:
+                continue
+            into = self._object(info, unit, node)
+            for key in _keys(call, target, loops):
+                registration = Registration(
+                    registry=family.label,
+                    key=key,
+                    source=info.source,
+                    module=info.module,
+                    unit=unit.index,
+                )
+                family.entries.setdefault(key, []).append(registration)
+                if into is not None:
+                    self.into[registration] = into
+                yield registration
+
+    def entries(self, family: Family, text: str, present: Container[UnitKey]) -> list[Registration]:
+        """The registrations of ``text`` in ``family``; those into a registry object in
+        ``present`` when there are any (a scope finds its own entry before another's)."""
+        found = family.entries.get(text, [])
+        own = [r for r in found if self.into.get(r) in present]
+        return own or found
+
+    def _registry(self, info: ModuleInfo, unit: Unit, node: ast.expr) -> Family | None:
+        """The family of the registry object ``node`` (``X`` of ``X.register_module``) denotes."""
+        chain = _dotted(node)
+        if chain is None:
+            return None
+        found = self.symbols.lookup(info, chain, before=unit.start_line)
+        home = found.module
+        if found.kind != "definition" or home is None or len(found.units) != 1:
+            return None
+        owner = found.units[0]
+        key = (home.source, home.module, owner.index)
+        known = self.family_of.get(key)
+        if known is not None:
+            return known
+        value = _assigned_call(self.scanner.tree(home, owner))
+        if value is None:
+            return None
+        family = Family(label=f"{home.module}:{found.name}", members={key})
+        self.family_of[key] = family
+        parent = next((k.value for k in value.keywords if k.arg == "parent"), None)
+        if parent is not None:
+            above = self._registry(home, owner, parent)
+            if above is not None and above is not family:
+                self._merge(above, family)
+        return self.family_of[key]
+
+    def _object(self, info: ModuleInfo, unit: Unit, node: ast.expr) -> UnitKey | None:
+        chain = _dotted(node)
+        found = self.symbols.lookup(info, chain, before=unit.start_line) if chain else None
+        if found is None or found.module is None or len(found.units) != 1:
+            return None
+        return (found.module.source, found.module.module, found.units[0].index)
+
+    def _merge(self, into: Family, other: Family) -> None:
+        for member in other.members:
+            self.family_of[member] = into
+        into.members |= other.members
+        for text, entries in other.entries.items():
+            into.entries.setdefault(text, []).extend(entries)
+
+
+_SHARED: weakref.WeakKeyDictionary[Index, RegistryIndex] = weakref.WeakKeyDictionary()
+
+
+class _Held(Protocol):
+    """A unit a closure holds (``resolve``'s walk entries)."""
+
+    @property
+    def info(self) -> ModuleInfo: ...
+
+    @property
+    def unit(self) -> Unit: ...
+
+
+class Carrier:
+    """The registrations one closure carries: what its type strings reach, to a fixed point.
+
+    Each :meth:`step` reads the words of the units added since the last step; every
+    registry family the closure holds gets the entries keyed by a word read so far.
+    """
+
+    def __init__(self, index: RegistryIndex) -> None:
+        self.index = index
+        self.carried: dict[Registration, None] = {}
+        self.words: set[str] = set()
+        self.scanned: set[UnitKey] = set()
+        self.families: dict[int, tuple[UnitKey, Family]] = {}
+
+    def step(self, units: Mapping[UnitKey, _Held]) -> list[tuple[Registration, UnitKey]]:
+        """Registrations whose key the closure reaches, each with the registry unit (of its
+        family, in the closure) that brings it."""
+        for key in [k for k in units if k not in self.scanned]:
+            self.scanned.add(key)
+            entry = units[key]
+            self.words |= self.index.strings(entry.info, entry.unit)
+            family = self.index.family(key)
+            if family is not None:
+                self.families.setdefault(id(family), (key, family))
+        found: list[tuple[Registration, UnitKey]] = []
+        for parent, family in self.families.values():
+            for text in sorted(self.words & family.entries.keys()):
+                for registration in self.index.entries(family, text, units):
+                    self.carried.setdefault(registration)
+                    found.append((registration, parent))
+        return found
+
+    def unregistered(self, units: Mapping[UnitKey, _Held]) -> Iterator[tuple[UnitKey, str, str]]:
+        """(unit, ``path:line:col``, type string) of each config ``type=`` string in a
+        closure holding registries that no registry of the index has an entry for."""
+        if not self.families:
+            return
+        known = set().union(*(family.entries.keys() for _, family in self.families.values()))
+        for key, entry in units.items():
+            for text, line in self.index.types(entry.info, entry.unit):
+                if text not in known and not self.index.registered(text):
+                    yield key, f"{entry.info.path}:{line}:1", text
+
+    def registrations(self) -> tuple[Registration, ...]:
+        return tuple(sorted(self.carried, key=lambda r: (r.registry, r.key, r.module, r.unit)))
+
+
+def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | None]]:
+    """(registry expression, the registering call or ``None``, decorated name or ``None``)
+    of every ``@X.register...``/``@X.register...(...)`` decorator and ``X.register...(...)``
+    call statement in ``tree`` (compound units included)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for decorator in node.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                func = call.func if call is not None else decorator
+                if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():
+                    yield func.value, call, node.name
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():
+                yield func.value, node.value, None
+
+
+def _loop_values(tree: ast.Module) -> dict[str, list[str]]:
+    """``for m in [nn.ReLU, nn.ELU]:`` -> ``{"m": ["nn.ReLU", "nn.ELU"]}`` (literal
+    sequences of names only)."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, (ast.List, ast.Tuple))
+        ):
+            chains = [_dotted(element) for element in node.iter.elts]
+            if chains and all(chains):
+                found[node.target.id] = [c for c in chains if c]
+    return found
+
+
+def _keys(
+    call: ast.Call | None, target: str | None, loops: dict[str, list[str]] | None = None
+) -> list[str]:
+    """The type strings one registration uses (``loops``: what a loop variable runs over)."""
+    if call is not None:
+        named = next((k.value for k in call.keywords if k.arg == "name"), None)
+        if named is None and call.args:
+            named = call.args[0]
+        if isinstance(named, ast.Constant) and isinstance(named.value, str):
+            return [named.value]
+        if isinstance(named, (ast.List, ast.Tuple)):
+            texts = [e.value for e in named.elts if isinstance(e, ast.Constant)]
+            return [t for t in texts if isinstance(t, str)]
+        if named is not None:
+            return []  # a name computed at run time (``register_module(name, module=m)``)
+        module = next((k.value for k in call.keywords if k.arg == "module"), None)
+        if module is not None:
+            chain = _dotted(module)
+            if isinstance(module, ast.Name) and loops and module.id in loops:
+                return [value.rsplit(".", 1)[-1] for value in loops[module.id]]
+            return [chain.rsplit(".", 1)[-1]] if chain else []
+    return [target] if target else []
+
+
+def _assigned_call(tree: ast.Module | None) -> ast.Call | None:
+    """The call a one-statement assignment unit binds (``MODELS = Registry(...)``)."""
+    if tree is None or len(tree.body) != 1:
+        return None
+    stmt = tree.body[0]
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    return value if isinstance(value, ast.Call) else None
+
+
+def _head(text: str) -> ast.Module | None:
+    """The decorators of a top-level class or def, parsed on an empty body (a class body
+    can be thousands of lines; only its decorators register it)."""
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        match = _DEFINITION.match(line)
+        if match is not None:
+            try:
+                return ast.parse("".join(lines[:number]) + f"class {match.group(1)}: pass\n")
+            except SyntaxError:
+                return None
+    return None
+
+
+def type_strings(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """``type`` entries of config dicts: ``dict(type='BN')``, ``{'type': 'BN'}`` (line
+    relative to ``tree``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == "type" and _is_text(keyword.value):
+                    yield keyword.value.value, keyword.value.lineno  # type: ignore[attr-defined]  # _is_text checked it
+        elif isinstance(node, ast.Dict):
+            for dict_key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(dict_key, ast.Constant)
+                    and dict_key.value == "type"
+                    and _is_text(value)
+                ):
+                    yield value.value, value.lineno  # type: ignore[attr-defined]  # _is_text checked it
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(node.value)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

@@ -1,0 +1,15 @@
+from torch import nn
+
+from det.registry import MODELS
+
+
+@MODELS.register_module()
+class L1Loss(nn.Module):
+    def forward(self, pred, target):
+        return (pred - target).abs().mean()
+
+
+@MODELS.register_module(force=True)
+class L2Loss(nn.Module):
+    def forward(self, pred, target):
+        return ((pred - target) ** 2).mean()

@@ -1,0 +1,158 @@
+"""Registries as data: registrations indexed by registry family and type string."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nnrag.extract.needs import scanner_for
+from nnrag.extract.registries import RegistryIndex, registries_for, type_strings
+from nnrag.extract.resolve import resolve
+from nnrag.index.build import Index, index_tree
+from nnrag.index.discover import discover_blocks
+
+FILES = {
+    "core/__init__.py": "",
+    "core/registry.py": """
+        class Registry:
+            def __init__(self, name, parent=None):
+                self.name, self.parent, self.entries = name, parent, {}
+
+            def register_module(self, name=None, force=False, module=None):
+                def add(obj):
+                    self.entries[name or obj.__name__] = obj
+                    return obj
+                return add(module) if module is not None else add
+
+            def build(self, cfg):
+                return self.entries[cfg["type"]]()
+        """,
+    "core/root.py": """
+        import torch
+        from torch import nn
+
+        from .registry import Registry
+
+        MODELS = Registry("model")
+        OTHER = Registry("other")
+        MODELS.register_module("BN", module=nn.BatchNorm2d)
+        MODELS.register_module(module=nn.LayerNorm)
+        if torch.__version__ >= "1":
+            MODELS.register_module("SiLU", module=nn.SiLU)
+        for _name in ("A", "B"):
+            MODELS.register_module(_name, module=nn.Identity)
+        for _module in [nn.ReLU, nn.ELU]:
+            MODELS.register_module(module=_module)
+
+
+        @OTHER.register_module(name=["Twice", "Double"])
+        class Twice(nn.Module):
+            def forward(self, x):
+                return 2 * x
+        """,
+    "app/__init__.py": "",
+    "app/registry.py": """
+        from core.registry import Registry
+        from core.root import MODELS as ROOT
+
+        MODELS = Registry("model", parent=ROOT)
+        """,
+    "side/__init__.py": "",
+    "side/norms.py": """
+        from torch import nn
+
+        from core.registry import Registry
+        from core.root import MODELS as ROOT
+
+        SIDE = Registry("model", parent=ROOT)
+        SIDE.register_module("BN", module=nn.SyncBatchNorm)
+        """,
+    "app/blocks.py": """
+        from torch import nn
+
+        from app.registry import MODELS
+
+
+        @MODELS.register_module()
+        class Uses(nn.Module):
+            def __init__(self, norm=dict(type="BN"), other={"type": "Nowhere"}):
+                super().__init__()
+                self.norm = MODELS.build(norm)
+
+            def forward(self, x):
+                return self.norm(x)
+
+
+        @MODELS.register_module
+        class Plain(nn.Module):
+            def forward(self, x):
+                return x
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("registries")
+    for name, text in FILES.items():
+        path = Path(root, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return index_tree(root, source="src")
+
+
+def _registry_index(index: Index) -> RegistryIndex:
+    return registries_for(index, scanner_for(index))
+
+
+def test_registrations_by_family_and_key(index: Index) -> None:
+    registries = _registry_index(index)
+    families = {id(f): f for f in registries.family_of.values()}
+    labels = sorted(f.label for f in families.values())
+    # the child registry (parent=) joins its parent's family
+    assert labels == ["core.root:MODELS", "core.root:OTHER"]
+    models = next(f for f in families.values() if f.label == "core.root:MODELS")
+    assert sorted(models.entries) == ["BN", "ELU", "LayerNorm", "Plain", "ReLU", "SiLU", "Uses"]
+    other = next(f for f in families.values() if f.label == "core.root:OTHER")
+    assert sorted(other.entries) == ["Double", "Twice"]
+    bn, side = models.entries["BN"]
+    assert (bn.registry, bn.module) == ("core.root:MODELS", "core.root")
+    assert (side.registry, side.module) == ("core.root:MODELS", "side.norms")
+    (uses,) = models.entries["Uses"]
+    assert (uses.registry, uses.module) == ("core.root:MODELS", "app.blocks")  # its family
+    assert str(uses) == "core.root:MODELS['Uses']"
+
+
+def test_registration_in_a_loop_has_no_static_key(index: Index) -> None:
+    registries = _registry_index(index)
+    assert not registries.registered("A")
+    assert not registries.registered("_name")
+    assert registries.registered("SiLU")  # a guarded registration is still one
+
+
+def test_type_strings_of_config_dicts() -> None:
+    tree = ast.parse("a = dict(type='BN', eps=1)\nb = {'type': 'GN', 'n': 'x'}\nc = f(type=t)\n")
+    assert list(type_strings(tree)) == [("BN", 1), ("GN", 2)]
+
+
+def test_closure_carries_reached_keys_only(index: Index) -> None:
+    block = next(b for b in discover_blocks(index) if b.name == "Uses")
+    closure = resolve(index, block)
+    # the sibling scope's "BN" is not carried: a registry of the closure has its own
+    assert [(r.key, r.module) for r in closure.registrations] == [("BN", "core.root")]
+    root = index.module("core.root")
+    assert root is not None
+    texts = [
+        scanner_for(index).text(root, root.units[u.index])
+        for u in closure.units
+        if u.module == "core.root"
+    ]
+    assert any('register_module("BN"' in text for text in texts)
+    assert not any("LayerNorm" in text or "Twice" in text for text in texts)
+    registry = [p for p in closure.problems if p.category == "dynamic-registry"]
+    assert len(registry) == 1
+    assert "'Nowhere'" in registry[0].message
+    assert registry[0].path[0] == "Uses"
