@@ -466,3 +466,25 @@ class JobOutcome:
     harvest: tuple[Mapping[str, object], ...] = ()
     cache: bool = True
     """Store the result in the result cache (not when the run, not the block, failed it)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RayOptions:
+    """How the Ray executor uses a cluster (``nnrag validate --all --executor ray``)."""
+
+    address: str | None = None
+    """Cluster to join (``ray.init(address=...)``); ``None``: Ray's default (``RAY_ADDRESS``,
+    else a new local instance)."""
+    local_cpus: int | None = None
+    """CPUs of a new local instance (default: every CPU of this machine)."""
+    cpus_per_actor: float = 1.0
+    """Each actor reserves this many CPUs and holds one warm sandbox."""
+    actors: int | None = None
+    """How many actors (default: the cluster's CPUs divided by ``cpus_per_actor``)."""
+    max_task_retries: int = 2
+    """Re-runs of a block whose actor died under it; then the block is a ``crash``."""
+    memory_mb: int = 4096
+    """Memory limit of each sandbox child, as in a local run."""
+    ship_code: bool = True
+    """Send this nnrag to the workers (``runtime_env`` ``py_modules``) instead of relying on
+    the cluster's installed copy."""
