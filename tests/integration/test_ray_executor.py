@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from nnrag.cli import main
 from nnrag.config import load_settings
 from nnrag.model import BlockJob, JobOutcome, RayOptions, ValidationResult
 from nnrag.validate.executors import Dispatch, LocalExecutor, validate_many
@@ -278,3 +281,37 @@ def test_block_whose_worker_dies_is_a_crash(
     assert recorder.sent == ["toy:toy.blocks:Slow"]
     assert all(r.cached for r in again)
     assert len(again) == len(local_results) - 1
+
+
+def test_cli_validate_all_on_ray_writes_the_same_report(
+    local_ray: None,
+    tmp_path: Path,
+    local_results: dict[str, ValidationResult],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``nnrag validate --all --executor ray``: JSON rows in block order and the run report."""
+    workspace(tmp_path, "cache").close()  # writes the toy source and repos.json
+    report = tmp_path / "report.json"
+    args = ["validate", "--all", "--repos", str(tmp_path / "repos.json")]
+    args += ["--cache", str(tmp_path / "cache"), "--json", "--report", str(report)]
+    args += ["--executor", "ray", "--ray-cpus-per-actor", "2"]  # one actor holds both CPUs
+    assert main(args) == 1  # some toy blocks fail
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["block_id"] for row in rows] == sorted(local_results)  # block order
+    assert {row["block_id"]: row["category"] for row in rows} == {
+        b: r.category for b, r in local_results.items()
+    }
+    entries = {e["id"]: e for e in json.loads(report.read_text())["blocks"]}
+    assert {b: e["outcome"] for b, e in entries.items()} == {
+        b: "passed" if r.passed else "failed" for b, r in local_results.items()
+    }
+    assert ray.is_initialized()  # the CLI joined this process's Ray and left it running
+
+
+def test_nothing_imports_ray_unless_asked() -> None:
+    code = "import sys, nnrag.cli, nnrag.validate.executors, nnrag.workspace; print(sorted("
+    code += "m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
