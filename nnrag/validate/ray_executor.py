@@ -149,14 +149,20 @@ class RayExecutor:
         """``ready()`` of every actor that ran jobs, replacements included."""
         self.replaced = 0
         """Actors replaced after a block went without a verdict."""
-        self.round_trips: list[float] = []
-        """Seconds from sending each job to having its outcome on the driver."""
+        self.round_trips: dict[str, float] = {}
+        """Block id -> seconds from sending its job to having its outcome on the driver."""
         self.in_flight: dict[str, _Slot] = {}
         """Block id -> the slot whose actor runs it now."""
 
     def _new_slot(self) -> _Slot:
         actor = self._actor_class.remote(self.options.memory_mb)
         return _Slot(actor=actor, ready=actor.ready.remote())  # type: ignore[attr-defined]  # Ray's actor-method typing
+
+    def wait_ready(self) -> list[dict[str, Any]]:
+        """Wait until every actor's sandbox runs; what each reported (see ``ready``)."""
+        for slot in self.slots:
+            self._wait_ready(slot)
+        return [slot.info for slot in self.slots if slot.info is not None]
 
     def _wait_ready(self, slot: _Slot) -> None:
         if slot.info is not None:
@@ -190,8 +196,7 @@ class RayExecutor:
         queue = list(reversed(jobs))  # pop() takes the next job in order
         if not queue:
             return
-        for slot in self.slots:
-            self._wait_ready(slot)
+        self.wait_ready()
         objects: dict[str, Any] = {}  # content address -> ObjectRef of the file's bytes
         pending: dict[Any, tuple[BlockJob, _Slot, float]] = {}
 
@@ -219,7 +224,7 @@ class RayExecutor:
                 job, slot, sent = pending.pop(ref)
                 self.in_flight.pop(job.block_id, None)
                 outcome = self._outcome(job, ref)
-                self.round_trips.append(time.perf_counter() - sent)
+                self.round_trips[job.block_id] = time.perf_counter() - sent
                 objects.pop(job.sha256, None)
                 if isinstance(outcome, _Lost):
                     slot = self._replace(slot)
