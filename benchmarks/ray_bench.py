@@ -110,6 +110,7 @@ def run_config(name: str, cpus: int | None, n: int | None, timeout_s: float) -> 
     durations = [r.duration_s for r in results]
     row: dict[str, Any] = {
         "config": name,
+        "folder": str(folder),
         "cpus": cpus,
         "actors": workers,
         "blocks": len(results),
@@ -202,7 +203,98 @@ def markdown(report: dict[str, Any]) -> str:
             for block, (local, other) in same["differ"].items():
                 lines.append(f"- `{block}`: local {local}, {row['config']} {other}")
             lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *scaling(report)])
+
+
+def shipping(run: dict[str, Any], n: int | None, timeout_s: float) -> dict[str, Any]:
+    """Bytes shipped once per job (nnrag) and per block (job, file, result), from a run's cache.
+
+    The jobs are prepared again (``revalidate``: no cache hits) from the run's index; the
+    results are the run's own, as stored in its result cache.
+    """
+    import io
+    import pickle
+    import sqlite3
+    import zipfile
+
+    import nnrag
+    from nnrag.validate.results import result_from_dict
+    from nnrag.validate.stages import prepare_block
+
+    package = Path(nnrag.__file__).parent
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for file in sorted(package.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(package.parent).as_posix())
+    folder = Path(run["folder"])
+    settings = load_settings(
+        folder / "repos.json", cache_dir=folder / "cache", environ={}, timeout_s=timeout_s
+    )
+    from dataclasses import replace
+
+    space = Workspace(replace(settings, revalidate=True))
+    jobs = [
+        prepared
+        for block in sample(space.blocks(), n)
+        if isinstance(prepared := prepare_block(space, block), BlockJob)
+    ]
+    with sqlite3.connect(folder / "cache" / "results.sqlite") as db:
+        rows = [json.loads(value) for (value,) in db.execute("SELECT value FROM results")]
+    space.close()
+    outcomes = [len(pickle.dumps(JobOutcome(result=result_from_dict(r)))) for r in rows]
+    job_bytes = [len(pickle.dumps(job)) for job in jobs]
+    files = [job.size for job in jobs]
+    return {
+        "package_zip_bytes": len(buffer.getvalue()),
+        "jobs": len(jobs),
+        "job_pickle_bytes_mean": round(statistics.fmean(job_bytes)),
+        "block_file_bytes_mean": round(statistics.fmean(files)),
+        "block_file_bytes_max": max(files),
+        "result_pickle_bytes_mean": round(statistics.fmean(outcomes)),
+        "result_pickle_bytes_max": max(outcomes),
+    }
+
+
+def scaling(report: dict[str, Any]) -> list[str]:
+    """How a run scales to N nodes, with this run's numbers."""
+    sizes = report.get("shipping") or {}
+    runs = {row["config"]: row for row in report["runs"]}
+    local = runs.get("local", {})
+    per_block = (
+        f"{sizes['job_pickle_bytes_mean']} B job + {sizes['block_file_bytes_mean']} B block "
+        f"file (max {sizes['block_file_bytes_max']}) out, {sizes['result_pickle_bytes_mean']} "
+        f"B result (max {sizes['result_pickle_bytes_max']}) back"
+        if sizes
+        else "(not measured)"
+    )
+    prepare = local.get("prepare_s")
+    blocks = local.get("blocks") or 1
+    return [
+        "## Scaling to N nodes (on paper)",
+        "",
+        "Shipped once per run: nnrag itself (`runtime_env` `py_modules`, "
+        f"{sizes.get('package_zip_bytes', '?')} B zipped, uploaded once, unpacked once per "
+        "node). Started once per actor (one per CPU by default): a Ray worker and its warm "
+        "sandbox server (a torch import: the startup column). Never shipped: the sources, "
+        "the index and the result cache stay on the driver; block files are dependency-"
+        "closed, so a worker needs only torch (and the block's third-party requirements) "
+        "installed, the same torch as the driver (checked at start).",
+        "",
+        f"Shipped per block: {per_block}; a block file goes through the object store under "
+        "its sha256, which the worker checks before writing it to a content-addressed path.",
+        "",
+        "Serial on the driver, per block: result-cache look-up, extraction and block file "
+        f"({prepare} s for {blocks} blocks here, ~{1000 * (prepare or 0) / blocks:.0f} ms per "
+        "block incl. cache misses), then one SQLite write per outcome. The workers' share "
+        "is the validation itself (the sum-of-block-s column). So N nodes of c CPUs finish "
+        "in about prepare + max(sum of block s / (N c) + slack, driver time per outcome x "
+        "blocks) + startup: the driver stops being the limit only when N c reaches about "
+        "(mean block s) / (driver ms per outcome), hundreds of CPUs for timm-like blocks; "
+        "largest-first order keeps the tail short, and the actors warm up while the driver "
+        "extracts.",
+        "",
+    ]
 
 
 def main() -> None:
@@ -213,7 +305,17 @@ def main() -> None:
         "--configs", default="local,ray-1,ray-2", help="comma-separated: local, ray-1, ray-2"
     )
     parser.add_argument("--out", default="ray_bench")
+    parser.add_argument(
+        "--render", action="store_true", help="only re-write the .md from the .json"
+    )
     args = parser.parse_args()
+    if args.render:
+        report = json.loads((RESULTS / f"{args.out}.json").read_text())
+        if "shipping" not in report:
+            report["shipping"] = shipping(report["runs"][-1], args.sample or None, args.timeout)
+            (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=2) + "\n")
+        (RESULTS / f"{args.out}.md").write_text(markdown(report))
+        return
     runs = []
     for config in args.configs.split(","):
         cpus = None if config == "local" else int(config.split("-")[1])
@@ -243,6 +345,7 @@ def main() -> None:
         "timeout_s": args.timeout,
         "runs": runs,
     }
+    report["shipping"] = shipping(runs[-1], args.sample or None, args.timeout)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=2) + "\n")
     (RESULTS / f"{args.out}.md").write_text(markdown(report))
