@@ -35,6 +35,8 @@ from nnrag.validate.stages import run_job
 
 READY_TIMEOUT_S = 900.0
 """How long actors may take to start (a cluster may first have to add nodes)."""
+REPLACE_TIMEOUT_S = 300.0
+"""How long a replacement actor may take to find room before the run goes on without it."""
 
 
 class SandboxWorker:
@@ -164,14 +166,14 @@ class RayExecutor:
             self._wait_ready(slot)
         return [slot.info for slot in self.slots if slot.info is not None]
 
-    def _wait_ready(self, slot: _Slot) -> None:
+    def _wait_ready(self, slot: _Slot, timeout_s: float = READY_TIMEOUT_S) -> None:
         if slot.info is not None:
             return
         try:
-            info: dict[str, Any] = ray.get(slot.ready, timeout=READY_TIMEOUT_S)
+            info: dict[str, Any] = ray.get(slot.ready, timeout=timeout_s)
         except GetTimeoutError as error:
             raise ExecutorError(
-                f"a Ray actor did not start within {READY_TIMEOUT_S:.0f} s: does the cluster "
+                f"a Ray actor did not start within {timeout_s:.0f} s: does the cluster "
                 f"have {self.options.cpus_per_actor} free CPUs per actor?"
             ) from error
         except RayError as error:
@@ -220,17 +222,50 @@ class RayExecutor:
             yield from send(slot)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-            for ref in done:
+            now = time.perf_counter()
+            stuck = [
+                r
+                for r, (j, _, t) in pending.items()
+                if r not in done and now - t > self._patience(j)
+            ]
+            for ref in [*done, *stuck]:
                 job, slot, sent = pending.pop(ref)
                 self.in_flight.pop(job.block_id, None)
-                outcome = self._outcome(job, ref)
+                outcome = self._outcome(job, ref) if ref in done else self._stuck(job, ref)
                 self.round_trips[job.block_id] = time.perf_counter() - sent
                 objects.pop(job.sha256, None)
+                replacement: _Slot | None = slot
                 if isinstance(outcome, _Lost):
-                    slot = self._replace(slot)
+                    replacement = self._replace(slot)
                     outcome = outcome.outcome
                 yield job, outcome
-                yield from send(slot)
+                if replacement is not None:
+                    yield from send(replacement)
+            if queue and not pending:
+                raise ExecutorError(
+                    f"every Ray actor is gone and none could be restarted: {len(queue)} "
+                    "blocks were not validated (the results so far are cached); check the "
+                    "cluster's nodes and run again"
+                )
+
+    def _patience(self, job: BlockJob) -> float:
+        """Seconds after which a job that has not come back is given up.
+
+        A live actor answers within two sandbox attempts of ``timeout_s + 60`` s; each
+        retry may first wait for the actor to restart. Past that the actor is not coming
+        back (its node is gone and no other node has room): the block is a ``crash``.
+        """
+        attempt = 2 * (job.timeout_s + 60.0) + 120.0
+        return attempt * (self.options.max_task_retries + 1)
+
+    def _stuck(self, job: BlockJob, ref: Any) -> _Lost:
+        with contextlib.suppress(RayError, TypeError, ValueError):
+            ray.cancel(ref)
+        message = (
+            f"no verdict from Ray within {self._patience(job):.0f} s: the actor running "
+            "this block died and could not be restarted (node lost, no free CPUs?)"
+        )
+        return _Lost(JobOutcome(result=_failure(job, "crash", message), cache=False))
 
     def _outcome(self, job: BlockJob, ref: Any) -> JobOutcome | _Lost:
         try:
@@ -251,13 +286,24 @@ class RayExecutor:
             return _Lost(JobOutcome(result=_failure(job, "crash", message), cache=False))
         return outcome
 
-    def _replace(self, slot: _Slot) -> _Slot:
-        """Put a fresh actor in place of ``slot``'s (its own restarts may be exhausted)."""
+    def _replace(self, slot: _Slot) -> _Slot | None:
+        """Put a fresh actor in place of ``slot``'s (its own restarts may be exhausted).
+
+        ``None`` (and one actor fewer) if the fresh one finds no room within
+        :data:`REPLACE_TIMEOUT_S` (its node is gone and the others are full).
+        """
         ray.kill(slot.actor, no_restart=True)
         fresh = self._new_slot()
         self.slots[self.slots.index(slot)] = fresh
         self.replaced += 1
-        self._wait_ready(fresh)
+        try:
+            self._wait_ready(fresh, REPLACE_TIMEOUT_S)
+        except ExecutorError:
+            if fresh.info is not None or not _unplaced(fresh):
+                raise
+            ray.kill(fresh.actor, no_restart=True)
+            self.slots.remove(fresh)
+            return None
         return fresh
 
     def close(self) -> None:
@@ -310,9 +356,15 @@ class _Lost:
     outcome: JobOutcome
 
 
+def _unplaced(slot: _Slot) -> bool:
+    """``slot``'s actor has not answered yet (as opposed to: it started and failed)."""
+    ready, _ = ray.wait([slot.ready], timeout=0)
+    return not ready
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
 
-__all__ = ["READY_TIMEOUT_S", "RayExecutor", "SandboxWorker", "connect"]
+__all__ = ["READY_TIMEOUT_S", "REPLACE_TIMEOUT_S", "RayExecutor", "SandboxWorker", "connect"]
