@@ -268,31 +268,38 @@ def scaling(report: dict[str, Any]) -> list[str]:
         if sizes
         else "(not measured)"
     )
-    prepare = local.get("prepare_s")
+    prepare = local.get("prepare_s") or 0.0
     blocks = local.get("blocks") or 1
+    jobs = local.get("jobs") or 1
+    mean_block_s = (local.get("sum_block_s") or 0.0) / jobs
+    driver_ms = local.get("slack_per_block_ms") or 0.0
+    feedable = (1000 * mean_block_s / driver_ms) if driver_ms > 0 else float("inf")
     return [
         "## Scaling to N nodes (on paper)",
         "",
         "Shipped once per run: nnrag itself (`runtime_env` `py_modules`, "
         f"{sizes.get('package_zip_bytes', '?')} B zipped, uploaded once, unpacked once per "
         "node). Started once per actor (one per CPU by default): a Ray worker and its warm "
-        "sandbox server (a torch import: the startup column). Never shipped: the sources, "
-        "the index and the result cache stay on the driver; block files are dependency-"
-        "closed, so a worker needs only torch (and the block's third-party requirements) "
-        "installed, the same torch as the driver (checked at start).",
+        "sandbox server (a torch import: the startup column; in the CLI the actors start "
+        "while the driver prepares). Never shipped: the sources, the index and the result "
+        "cache stay on the driver; block files are dependency-closed, so a worker needs only "
+        "torch (the driver's version, checked at start) and the blocks' third-party "
+        "requirements installed.",
         "",
-        f"Shipped per block: {per_block}; a block file goes through the object store under "
-        "its sha256, which the worker checks before writing it to a content-addressed path.",
+        f"Shipped per block: {per_block}; harvested recipes ride along with a job when "
+        "there are any. A block file goes through the object store under its sha256, which "
+        "the worker checks before writing it to a content-addressed path.",
         "",
-        "Serial on the driver, per block: result-cache look-up, extraction and block file "
-        f"({prepare} s for {blocks} blocks here, ~{1000 * (prepare or 0) / blocks:.0f} ms per "
-        "block incl. cache misses), then one SQLite write per outcome. The workers' share "
-        "is the validation itself (the sum-of-block-s column). So N nodes of c CPUs finish "
-        "in about prepare + max(sum of block s / (N c) + slack, driver time per outcome x "
-        "blocks) + startup: the driver stops being the limit only when N c reaches about "
-        "(mean block s) / (driver ms per outcome), hundreds of CPUs for timm-like blocks; "
-        "largest-first order keeps the tail short, and the actors warm up while the driver "
-        "extracts.",
+        "Serial on the driver: (1) before the first job, the prepare phase (cache look-ups, "
+        f"extraction with cold memos, categories, block files): {prepare} s for {blocks} "
+        f"blocks here, ~{1000 * prepare / blocks:.0f} ms per block on this loaded machine; "
+        "it does not shrink with N. (2) Per outcome: dispatch (harvest look-up, `ray.put`) "
+        f"and the cache write, ~{driver_ms} ms per block (the local run's slack). The workers' "
+        f"share is the validation itself, {mean_block_s:.2f} s per block here. So N nodes of "
+        "c CPUs take about startup + prepare + sum of block s / (N c) + the last block's "
+        f"time, until N c reaches ~{feedable:.0f} actors, where the driver's per-outcome "
+        "work (2) becomes the limit; past that, the next step is to overlap (1) with "
+        "validation and to batch cache writes. Largest-first order keeps the tail short.",
         "",
     ]
 
