@@ -229,7 +229,7 @@ def test_killed_actor_loses_no_block(
     local_ray: None, tmp_path: Path, local_results: dict[str, ValidationResult]
 ) -> None:
     remote = workspace(tmp_path, "cache-ray")
-    executor = RayExecutor(RayOptions())
+    executor = RayExecutor(RayOptions(actors=1))  # one torch start-up, not two
     kills: list[int] = []
     try:
         killer = kill_while_running(executor, "Slow", kills)
@@ -259,7 +259,7 @@ def test_block_whose_worker_dies_is_a_crash(
 ) -> None:
     """Without retries, the block whose actor dies is a ``crash``; the run goes on."""
     remote = workspace(tmp_path, "cache-ray")
-    executor = RayExecutor(RayOptions(max_task_retries=0))
+    executor = RayExecutor(RayOptions(actors=1, max_task_retries=0))
     kills: list[int] = []
     try:
         killer = kill_while_running(executor, "Slow", kills)
