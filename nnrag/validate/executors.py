@@ -12,7 +12,7 @@ from nnrag.validate.stages import finish_job, prepare_block, run_job, with_harve
 if TYPE_CHECKING:
     from nnrag.model import BlockRef, Stage
     from nnrag.validate.sandbox import Sandbox
-    from nnrag.workspace import Workspace
+    from nnrag.validate.stages import BlockSource
 
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[ExecutorName, ...] = ("local", "ray")
@@ -59,7 +59,7 @@ def schedule(jobs: Iterable[BlockJob]) -> list[BlockJob]:
 
 
 def validate_many(
-    workspace: Workspace,
+    workspace: BlockSource,
     blocks: Iterable[BlockRef],
     *,
     executor: Executor,
@@ -86,7 +86,7 @@ def validate_many(
 
 
 def make_executor(
-    name: ExecutorName, workspace: Workspace, *, ray: RayOptions | None = None
+    name: ExecutorName, workspace: BlockSource, *, ray: RayOptions | None = None
 ) -> Executor:
     """The executor called ``name``; Ray is imported only here, and only for ``"ray"``."""
     if name == "local":

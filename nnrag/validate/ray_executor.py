@@ -17,7 +17,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskErro
 import nnrag
 from nnrag.errors import ExecutorError, SandboxError
 from nnrag.model import BlockJob, JobOutcome, RayOptions, ValidationResult, stage_index
-from nnrag.validate.executors import Dispatch
 from nnrag.validate.results import torch_version
 from nnrag.validate.sandbox import Sandbox
 from nnrag.validate.stages import run_job
@@ -192,7 +191,7 @@ class RayExecutor:
         self.workers.append(info)
 
     def run(
-        self, jobs: Sequence[BlockJob], *, dispatch: Dispatch
+        self, jobs: Sequence[BlockJob], *, dispatch: Callable[[BlockJob], BlockJob]
     ) -> Iterator[tuple[BlockJob, JobOutcome]]:
         """Send jobs in order, one in flight per actor; yield each outcome as it arrives."""
         queue = list(reversed(jobs))  # pop() takes the next job in order

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 
 class BlockSource(Protocol):
-    """What :func:`validate_block` needs of the workspace (``nnrag.workspace.Workspace``)."""
+    """What :func:`validate_block` and the executors need of the workspace
+    (``nnrag.workspace.Workspace``)."""
 
     settings: Settings
 
@@ -268,14 +269,14 @@ def validate_block(
     return finish_job(workspace, job, run_job(job, sandbox=workspace.sandbox()))
 
 
-def with_harvest(workspace: Workspace, job: BlockJob) -> BlockJob:
+def with_harvest(workspace: BlockSource, job: BlockJob) -> BlockJob:
     """``job`` with the recipes harvested so far for its class (read when it is dispatched)."""
     harvested = workspace.results().harvested(job.source, job.class_name)
     return replace(job, harvested=tuple(harvested))
 
 
 def prepare_block(
-    workspace: Workspace,
+    workspace: BlockSource,
     query: str | BlockRef,
     *,
     depth: Stage | None = None,
@@ -367,7 +368,7 @@ def run_job(job: BlockJob, *, sandbox: Sandbox, path: Path | None = None) -> Job
     return JobOutcome(result=result, harvest=tuple(records))
 
 
-def finish_job(workspace: Workspace, job: BlockJob, outcome: JobOutcome) -> ValidationResult:
+def finish_job(workspace: BlockSource, job: BlockJob, outcome: JobOutcome) -> ValidationResult:
     """On the driver: store the harvest and the result, with any advisory problem blamed."""
     cache = workspace.results()
     cache.add_harvest(job.source, outcome.harvest)
