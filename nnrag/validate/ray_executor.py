@@ -338,7 +338,8 @@ def connect(options: RayOptions) -> bool:
             log_to_driver=False,
             logging_level=logging.WARNING,
         )
-    except (ConnectionError, RuntimeError, ValueError) as error:
+    except Exception as error:  # Ray raises bare Exception too (a raylet start-up timeout)
+        ray.shutdown()  # whatever half of a local instance did start
         where = options.address or "the default address (RAY_ADDRESS, else local)"
         raise ExecutorError(
             f"cannot start or join the Ray cluster at {where}: {error}; start one with "

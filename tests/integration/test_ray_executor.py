@@ -14,9 +14,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from nnrag.cli import main
 from nnrag.config import load_settings
+from nnrag.errors import ExecutorError
 from nnrag.model import BlockJob, JobOutcome, RayOptions, ValidationResult
 from nnrag.validate.executors import Dispatch, LocalExecutor, validate_many
 from nnrag.workspace import Workspace
@@ -109,13 +111,25 @@ def outcome(result: ValidationResult) -> tuple[object, ...]:
 
 
 @pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    """A local Ray instance with two CPUs for this module; shut down (processes gone) after."""
-    assert connect(RayOptions(local_cpus=2))  # ray.init(num_cpus=2), nnrag in py_modules
-    try:
-        yield
-    finally:
-        ray.shutdown()
+def local_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A local Ray instance with two CPUs for this module; shut down (processes gone) after.
+
+    xdist may split this module over workers: they take turns (a lock in the base temp
+    folder they share), as two Ray instances starting at once on two cores can time out.
+    """
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(shared / "nnrag-ray-tests.lock", timeout=1800):
+        for attempt in range(3):  # Ray gives its raylet 30 s to start: a loaded machine
+            try:
+                assert connect(RayOptions(local_cpus=2))  # ray.init(num_cpus=2) + py_modules
+                break
+            except ExecutorError:
+                if attempt == 2:
+                    raise
+        try:
+            yield
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture(scope="module")
