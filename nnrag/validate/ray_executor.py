@@ -209,7 +209,8 @@ class RayExecutor:
                         data = Path(job.file).read_bytes()
                     except OSError as error:
                         message = f"{job.file}: cannot read the block file: {error}"
-                        yield job, JobOutcome(result=_failure(job, "internal-error", message))
+                        failure = _failure(job, "internal-error", message)
+                        yield job, JobOutcome(result=failure, cache=False)
                         continue
                     objects[job.sha256] = ray.put(data)
                 ref = slot.actor.validate.remote(job, objects[job.sha256])
