@@ -253,14 +253,22 @@ def _print_extracted(block_id: str, path: object, problems: Sequence[object]) ->
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    """``nnrag validate ID|NAME... [--all]``: exit 1 if any block fails."""
+    """``nnrag validate ID|NAME... [--all] [--executor ray]``: exit 1 if any block fails."""
     import json
 
     from nnrag.config import load_settings
     from nnrag.errors import ConfigError
+    from nnrag.model import RayOptions
+    from nnrag.validate.executors import make_executor, validate_many
     from nnrag.validate.results import result_to_dict
     from nnrag.workspace import Workspace
 
+    if args.executor != "ray" and (args.ray_address or args.ray_cpus_per_actor is not None):
+        raise ConfigError(
+            "--ray-address and --ray-cpus-per-actor need --executor ray", key="executor"
+        )
+    if args.ray_cpus_per_actor is not None and args.ray_cpus_per_actor <= 0:
+        raise ConfigError("--ray-cpus-per-actor must be a positive number of CPUs", key="executor")
     settings = load_settings(
         args.repos,
         cache_dir=args.cache,
@@ -276,20 +284,29 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         blocks = [workspace.find(query) for query in args.blocks]
     else:
         raise ConfigError("name blocks to validate (ID or class name), or pass --all", key="blocks")
+    options = RayOptions(address=args.ray_address, cpus_per_actor=args.ray_cpus_per_actor or 1.0)
+    # Created before extraction starts: Ray actors warm their sandboxes meanwhile.
+    executor = make_executor(args.executor, workspace, ray=options)
+    bar = None
+    if len(blocks) > 1 and not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(blocks), desc="validate", unit="block")
+    say = print if bar is None else bar.write
     results = []
-    for block in blocks:
-        result = workspace.validate(block)
-        results.append(result)
-        if not args.json:
-            reached = result.stage_reached or "-"
-            if result.passed:
-                line = f"PASS {result.block_id} ({reached}, {result.duration_s:.2f} s)"
-            else:
-                line = (
-                    f"FAIL {result.block_id} at {result.failed_stage} [{result.category}]: "
-                    f"{result.message}"
-                )
-            print(line + (" (cached)" if result.cached else ""), flush=True)
+    try:
+        for result in validate_many(workspace, blocks, executor=executor):
+            results.append(result)
+            if bar is not None:
+                bar.update()
+            if not args.json:
+                say(_verdict_line(result))
+    finally:
+        if bar is not None:
+            bar.close()
+        executor.close()
+    order = {block.id: position for position, block in enumerate(blocks)}
+    results.sort(key=lambda r: order.get(r.block_id, len(order)))
     if args.json:
         print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
     else:
@@ -309,6 +326,18 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         results, settings.depth, report=args.report, badge=args.badge, block_categories=kinds
     )
     return 0 if all(r.passed for r in results) else 1
+
+
+def _verdict_line(result: ValidationResult) -> str:
+    """``PASS id (stage, s)`` or ``FAIL id at stage [category]: message``."""
+    reached = result.stage_reached or "-"
+    if result.passed:
+        line = f"PASS {result.block_id} ({reached}, {result.duration_s:.2f} s)"
+    else:
+        line = (
+            f"FAIL {result.block_id} at {result.failed_stage} [{result.category}]: {result.message}"
+        )
+    return line + (" (cached)" if result.cached else "")
 
 
 def _write_run_report(
@@ -583,6 +612,24 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--report", metavar="PATH", help="write the JSON run report")
     validate.add_argument(
         "--badge", metavar="PATH", help="write an SVG badge (+ shields JSON beside it)"
+    )
+    validate.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where the sandbox runs: this machine (default), or actors of a Ray cluster "
+        "(needs nnrag[ray]); the cache and the report are the same",
+    )
+    validate.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="Ray cluster to join, e.g. HOST:6379 (default: $RAY_ADDRESS, else a local instance)",
+    )
+    validate.add_argument(
+        "--ray-cpus-per-actor",
+        type=float,
+        metavar="N",
+        help="CPUs each Ray actor (one warm sandbox) reserves (default 1)",
     )
     validate.set_defaults(handler=_cmd_validate)
 

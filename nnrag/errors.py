@@ -114,3 +114,8 @@ class InternalError(NnragError, RuntimeError):
 
 class SandboxError(NnragError, RuntimeError):
     """The sandbox itself could not run (not: a block failed inside it)."""
+
+
+class ExecutorError(NnragError, RuntimeError):
+    """An executor could not run blocks at all: its engine is missing or unreachable, or its
+    workers could not start (not: a block failed, nor a worker died while running one)."""

@@ -470,3 +470,68 @@ class Finding:
 
     def format(self, path: str) -> str:
         return f"{path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+
+# --------------------------------------------------------------------------- execution
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockJob:
+    """One block file to run through the stages: everything a worker needs, and no more.
+
+    The driver builds it (extraction, result cache, hints); an executor runs it anywhere:
+    in this process's sandbox, or on a Ray worker that receives the file's bytes by
+    content address (``sha256``) instead of reading ``file``.
+    """
+
+    block_id: str
+    source: str
+    class_name: str
+    depth: Stage
+    timeout_s: float
+    file: str
+    """Path of the block file on the driver: what results and reports name."""
+    sha256: str
+    """Content address of the file's bytes: a worker validates exactly these bytes."""
+    size: int
+    """Bytes in the file: the scheduling weight (largest first)."""
+    key: tuple[str, str, str, str]
+    """Result cache key (body digest, depth, validator version, torch version)."""
+    hints: BlockHints | None = None
+    source_packages: frozenset[str] = frozenset()
+    problems: tuple[Problem, ...] = ()
+    """Advisory closure problems: named as the likely cause of a run-time failure."""
+    harvested: tuple[Mapping[str, object], ...] = ()
+    """Recipes recorded for this class while composite blocks ran (filled when dispatched)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobOutcome:
+    """What running a :class:`BlockJob` gave: the result and the sub-block recipes harvested."""
+
+    result: ValidationResult
+    harvest: tuple[Mapping[str, object], ...] = ()
+    cache: bool = True
+    """Store the result in the result cache (not when the run, not the block, failed it)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RayOptions:
+    """How the Ray executor uses a cluster (``nnrag validate --all --executor ray``)."""
+
+    address: str | None = None
+    """Cluster to join (``ray.init(address=...)``); ``None``: Ray's default (``RAY_ADDRESS``,
+    else a new local instance)."""
+    local_cpus: int | None = None
+    """CPUs of a new local instance (default: every CPU of this machine)."""
+    cpus_per_actor: float = 1.0
+    """Each actor reserves this many CPUs and holds one warm sandbox."""
+    actors: int | None = None
+    """How many actors (default: the cluster's CPUs divided by ``cpus_per_actor``)."""
+    max_task_retries: int = 2
+    """Re-runs of a block whose actor died under it; then the block is a ``crash``."""
+    memory_mb: int = 4096
+    """Memory limit of each sandbox child, as in a local run."""
+    ship_code: bool = True
+    """Send this nnrag to the workers (``runtime_env`` ``py_modules``) instead of relying on
+    the cluster's installed copy."""

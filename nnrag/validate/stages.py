@@ -17,7 +17,9 @@ from nnrag.errors import ExtractionError, InternalError
 from nnrag.model import (
     STAGES,
     BlockHints,
+    BlockJob,
     Category,
+    JobOutcome,
     Problem,
     Stage,
     ValidationResult,
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
 
 
 class BlockSource(Protocol):
-    """What :func:`validate_block` needs of the workspace (``nnrag.workspace.Workspace``)."""
+    """What :func:`validate_block` and the executors need of the workspace
+    (``nnrag.workspace.Workspace``)."""
 
     settings: Settings
 
@@ -259,6 +262,28 @@ def validate_block(
     hints: BlockHints | None = None,
 ) -> ValidationResult:
     """Extract, write and validate one block, through the workspace's result cache."""
+    prepared = prepare_block(workspace, query, depth=depth, hints=hints)
+    if isinstance(prepared, ValidationResult):
+        return prepared
+    job = with_harvest(workspace, prepared)
+    return finish_job(workspace, job, run_job(job, sandbox=workspace.sandbox()))
+
+
+def with_harvest(workspace: BlockSource, job: BlockJob) -> BlockJob:
+    """``job`` with the recipes harvested so far for its class (read when it is dispatched)."""
+    harvested = workspace.results().harvested(job.source, job.class_name)
+    return replace(job, harvested=tuple(harvested))
+
+
+def prepare_block(
+    workspace: BlockSource,
+    query: str | BlockRef,
+    *,
+    depth: Stage | None = None,
+    hints: BlockHints | None = None,
+) -> ValidationResult | BlockJob:
+    """Everything before the sandbox, on the driver: a result (cached, or decided by the
+    closure) or the :class:`BlockJob` an executor runs. The block file is written here."""
     from nnrag.validate.results import cache_key
 
     settings = workspace.settings
@@ -293,7 +318,6 @@ def validate_block(
             return cached
     path = workspace.block_file(extracted)
     cache.put_extraction(block.id, state, extracted.digest, str(path))
-    started = time.perf_counter()
     blocking = extracted.blocking_problems
     if blocking and stage_index(depth) >= stage_index("closed"):
         first = blocking[0]
@@ -307,24 +331,50 @@ def validate_block(
             category=first.category,
             message=shown + (f"; and {more} more" if more > 0 else ""),
             dependency_path=first.path,
-            duration_s=time.perf_counter() - started,
             file=str(path),
         )
-    else:
-        result, records = run_validation(
-            path,
-            block_id=block.id,
-            class_name=block.name,
-            depth=depth,
-            timeout_s=settings.timeout_s,
-            hints=hints,
-            source_packages=workspace.index().source_packages(block.source),
-            sandbox=workspace.sandbox(),
-            harvested=cache.harvested(block.source, block.name),
-        )
-        cache.add_harvest(block.source, records)
-        result = _blame_advisory_problems(result, extracted.problems)
-    cache.put(key, result)
+        cache.put(key, result)
+        return result
+    data = path.read_bytes()
+    return BlockJob(
+        block_id=block.id,
+        source=block.source,
+        class_name=block.name,
+        depth=depth,
+        timeout_s=settings.timeout_s,
+        file=str(path),
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        key=key,
+        hints=hints,
+        source_packages=workspace.index().source_packages(block.source),
+        problems=extracted.problems,
+    )
+
+
+def run_job(job: BlockJob, *, sandbox: Sandbox, path: Path | None = None) -> JobOutcome:
+    """Run ``job``'s stages on its file (or on ``path``, a copy with the same bytes)."""
+    result, records = run_validation(
+        path or Path(job.file),
+        block_id=job.block_id,
+        class_name=job.class_name,
+        depth=job.depth,
+        timeout_s=job.timeout_s,
+        hints=job.hints,
+        source_packages=job.source_packages,
+        sandbox=sandbox,
+        harvested=job.harvested,
+    )
+    return JobOutcome(result=result, harvest=tuple(records))
+
+
+def finish_job(workspace: BlockSource, job: BlockJob, outcome: JobOutcome) -> ValidationResult:
+    """On the driver: store the harvest and the result, with any advisory problem blamed."""
+    cache = workspace.results()
+    cache.add_harvest(job.source, outcome.harvest)
+    result = _blame_advisory_problems(outcome.result, job.problems)
+    if outcome.cache:
+        cache.put(job.key, result)
     return result
 
 
@@ -374,9 +424,13 @@ __all__ = [
     "SANDBOX_STAGES",
     "class_names",
     "config_hints",
+    "finish_job",
+    "prepare_block",
     "result_from_reply",
+    "run_job",
     "run_validation",
     "static_stages",
     "validate_block",
     "validate_file",
+    "with_harvest",
 ]
