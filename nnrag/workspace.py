@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         Stage,
         ValidationResult,
     )
+    from nnrag.plugins import Plugins
     from nnrag.validate.results import ResultCache
     from nnrag.validate.sandbox import Sandbox
 
@@ -34,6 +35,7 @@ class Workspace:
         self._extraction_state: str | None = None
         self._sandbox: Sandbox | None = None
         self._results: ResultCache | None = None
+        self._plugins: Plugins | None = None
 
     # -- index (owner: index) ---------------------------------------------------------------
 
@@ -163,6 +165,15 @@ class Workspace:
             self._sandbox = Sandbox()
             atexit.register(self._sandbox.close)
         return self._sandbox
+
+    def plugins(self) -> Plugins:
+        """nnrag plugins: built-ins, the ``nnrag`` entry points, ``nnragfile.py`` beside
+        repos.json (loaded once)."""
+        if self._plugins is None:
+            from nnrag.plugins import parent_plugins
+
+            self._plugins = parent_plugins(self.settings.repos_file)
+        return self._plugins
 
     def results(self) -> ResultCache:
         """The result cache, ``<cache>/results.sqlite``."""

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 RESULT_KEY = pytest.StashKey[ValidationResult]()
 REPORT_ATTR = "nnrag"
 """Name of the TestReport attribute carrying :func:`nnrag.validate.results.result_to_dict` JSON."""
-HINT_KEYS = frozenset({"args", "kwargs", "inputs", "input_kwargs"})
 
 
 class NnragFailure(Exception):
@@ -116,21 +115,12 @@ def error_result(block_id: str, depth: Stage, error: BaseException) -> Validatio
 
 def hints_from_hook(block_id: str, value: object) -> BlockHints:
     """Turn a ``pytest_nnrag_block_inputs`` result into :class:`BlockHints`."""
-    if not isinstance(value, Mapping) or not set(value) <= HINT_KEYS:
-        allowed = ", ".join(sorted(HINT_KEYS))
-        raise ConfigError(
-            f"pytest_nnrag_block_inputs returned {value!r} for {block_id}; "
-            f"return None or a dict with the keys {allowed}",
-            file="conftest.py",
-        )
-    inputs = value.get("inputs")
-    return BlockHints(
-        pattern=block_id,
-        init_args=tuple(value.get("args", ())),
-        init_kwargs=dict(value.get("kwargs", {})),
-        inputs=None if inputs is None else tuple(inputs),
-        input_kwargs=dict(value.get("input_kwargs", {})),
-    )
+    from nnrag.plugins import hints_from_answer
+
+    try:
+        return hints_from_answer(block_id, value, "pytest_nnrag_block_inputs")
+    except ConfigError as error:
+        raise ConfigError(str(error), file="conftest.py") from error
 
 
 # --------------------------------------------------------------------------- items

@@ -236,6 +236,22 @@ class NnragSession:
             f"depth {settings.depth}, cache {settings.cache_dir}"
         )
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_nnrag_block_inputs(
+        self, block_id: str, class_name: str, config: pytest.Config
+    ) -> dict[str, Any] | None:
+        """Forward to nnrag's own plugins (entry points, nnragfile.py), after conftest.py's
+        answers: the CLI and pytest see the same plugins."""
+        hints = self.state.workspace.plugins().block_inputs(block_id, class_name)
+        if hints is None:
+            return None
+        return {
+            "args": list(hints.init_args),
+            "kwargs": dict(hints.init_kwargs),
+            "inputs": None if hints.inputs is None else list(hints.inputs),
+            "input_kwargs": dict(hints.input_kwargs),
+        }
+
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
         """Collect the repos.json where pytest walks over it (so its node ids select tests)."""
         if file_path != self.state.repos_file:

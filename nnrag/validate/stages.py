@@ -100,6 +100,7 @@ def run_validation(
     sandbox: Sandbox | None = None,
     harvested: Sequence[Mapping[str, Any]] = (),
     harvest: bool = True,
+    plugins: Mapping[str, Any] | None = None,
 ) -> tuple[ValidationResult, list[dict[str, Any]]]:
     """Validate one block file; also return the sub-block recipes harvested while it ran."""
     if sandbox is not None and stage_index(depth) > stage_index("closed"):
@@ -145,6 +146,7 @@ def run_validation(
         "source_packages": sorted(source_packages),
         "reached": reached,
         "seed": 0,
+        "plugins": dict(plugins or {}),
     }
     if sandbox is None:
         from nnrag.validate.sandbox import Sandbox
@@ -235,21 +237,22 @@ def _hints_digest(hints: BlockHints) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def validate_block(
+def _validate_block(
     workspace: Workspace,
     query: str | BlockRef,
     *,
     depth: Stage | None = None,
     hints: BlockHints | None = None,
 ) -> ValidationResult:
-    """Extract, write and validate one block, through the workspace's result cache."""
     from nnrag.validate.results import cache_key
 
     settings = workspace.settings
     depth = depth or settings.depth
     block = workspace.find(query) if isinstance(query, str) else query
-    hints = hints or config_hints(settings, block)
+    plugins = workspace.plugins()
+    hints = hints or plugins.block_inputs(block.id, block.name) or config_hints(settings, block)
     suffix = f"+hints:{_hints_digest(hints)}" if hints else ""
+    suffix += f"+plugins:{plugins.digest()}"
     cache = workspace.results()
     state = workspace.extraction_state()
     if not settings.revalidate:
@@ -305,10 +308,26 @@ def validate_block(
             source_packages=workspace.index().source_packages(block.source),
             sandbox=workspace.sandbox(),
             harvested=cache.harvested(block.source, block.name),
+            plugins=plugins.child_spec(),
         )
         cache.add_harvest(block.source, records)
         result = _blame_advisory_problems(result, extracted.problems)
     cache.put(key, result)
+    return result
+
+
+def validate_block(
+    workspace: Workspace,
+    query: str | BlockRef,
+    *,
+    depth: Stage | None = None,
+    hints: BlockHints | None = None,
+) -> ValidationResult:
+    """Extract, write and validate one block, through the workspace's result cache; the
+    ``nnrag_result`` observers see every result, cached or not."""
+    block = workspace.find(query) if isinstance(query, str) else query
+    result = _validate_block(workspace, block, depth=depth, hints=hints)
+    workspace.plugins().observe(block.id, result)
     return result
 
 

@@ -144,6 +144,7 @@ class FakeWorkspace:
         self.written = 0
         self._sandbox = None
         self._results = None
+        self._plugins = None
 
     def find(self, query: str) -> object:
         return self.block
@@ -160,6 +161,7 @@ class FakeWorkspace:
 
     sandbox = Workspace.sandbox
     results = Workspace.results
+    plugins = Workspace.plugins
     close = Workspace.close
 
     def index(self) -> FakeIndex:

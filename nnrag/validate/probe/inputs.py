@@ -10,11 +10,13 @@ import textwrap
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import pluggy
 import torch
 from torch import nn
 
+from nnrag.plugins import builtin_child_manager
 from nnrag.validate.probe.args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
-from nnrag.validate.probe.graph import build_graph, graph_inputs, is_graph
+from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.values import seed_cpu
 
@@ -202,14 +204,25 @@ def dict_keys(func: Any) -> dict[str, list[str]]:
 
 
 def input_candidates(
-    module: nn.Module, profile: Profile, ctor: Mapping[str, object]
+    module: nn.Module,
+    profile: Profile,
+    ctor: Mapping[str, object],
+    plugins: pluggy.PluginManager | None = None,
 ) -> Iterator[tuple[list[Any], dict[str, Any]]]:
-    """Input spec lists (positional, keyword) to try, best first."""
+    """Input spec lists (positional, keyword) to try, best first.
+
+    The ``nnrag_input_candidates`` hooks answer first (built in: graph inputs); a block any
+    plugin answered for gets only the plugins' candidates.
+    """
     params = forward_params(module)
-    names = [p.name for p in params]
-    required = frozenset(p.name for p in params if p.default is p.empty)
-    if is_graph(names, required):
-        yield from graph_inputs(params, profile, ctor, first_layer(module))
+    manager = plugins if plugins is not None else builtin_child_manager()
+    answers = manager.hook.nnrag_input_candidates(
+        block=module, params=params, profile=profile, ctor=dict(ctor)
+    )
+    if answers:
+        for answer in answers:
+            for args, kwargs in answer:
+                yield list(args), dict(kwargs)
         return
     specs = primary_specs(module, profile, ctor)
     d, side = profile.dim, profile.img

@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
+import pluggy
 import torch
 from torch import nn
 
+from nnrag.plugins import builtin_child_manager, child_manager
 from nnrag.validate.probe.args import (
     PROFILES,
     Ctor,
@@ -130,6 +132,7 @@ def warm_up() -> None:
     nn.MultiheadAttention(4, 2, batch_first=True)(*(torch.randn(1, 3, 4),) * 3)
     with torch.device("meta"):  # the first meta op loads torch's meta kernels (seconds)
         F.gelu(nn.LayerNorm(4)(nn.Conv2d(3, 4, 3)(torch.randn(2, 3, 8, 8)).permute(0, 2, 3, 1)))
+    builtin_child_manager()
     _probe_once()
 
 
@@ -256,6 +259,7 @@ class Runner:
         self.harvest: list[dict[str, Any]] = []
         self.source_packages = frozenset(request.get("source_packages", ()))
         self.deadline = time.monotonic() + min(0.6 * float(request.get("timeout_s", 60.0)), 40.0)
+        self.plugins: pluggy.PluginManager | None = None
 
     def passed(self, stage: str, started: float) -> None:
         self.timings[stage] = time.monotonic() - started
@@ -293,6 +297,11 @@ class Runner:
     def run(self) -> None:
         depth = str(self.request.get("depth", "forward"))
         started = time.monotonic()
+        try:
+            self.plugins = child_manager(self.request.get("plugins") or {})
+        except Exception as error:
+            self.finish("import", "internal-error", f"cannot load nnrag plugins: {error}")
+            return
         self.send({"kind": "running", "stage": "import"})
         try:
             module = load(str(self.request["path"]))
@@ -418,7 +427,9 @@ class Runner:
             queue: list[tuple[list[Any], dict[str, Any], bool]] = [
                 (args, kwargs, False)
                 for args, kwargs in (
-                    given if given is not None else input_candidates(block, profile, ctor.kwargs)
+                    given
+                    if given is not None
+                    else input_candidates(block, profile, ctor.kwargs, self.plugins)
                 )
             ]
             screen = self.screen_for(cls, ctor, block) if given is None else None

@@ -1,0 +1,15 @@
+"""Built-in parent-side nnrag plugin: the registry convention nnrag knows without a plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nnrag.hookspecs import hookimpl
+
+
+@hookimpl
+def nnrag_registry_shims() -> list[dict[str, Any]]:
+    """Registries that keep ``{type string: class}`` in ``_module_dict`` and read a config
+    dict's class from its ``type`` key (the OpenMMLab convention; written as a plugin so that
+    another framework's convention is one more answer of this hook in a user's nnragfile)."""
+    return [{"attribute": "_module_dict", "type_key": "type"}]
