@@ -6,10 +6,12 @@ from typing import Any
 
 from nnrag.hookspecs import hookimpl
 
+DEFAULT_SHIMS: tuple[dict[str, Any], ...] = ({"attribute": "_module_dict", "type_key": "type"},)
+
 
 @hookimpl
 def nnrag_registry_shims() -> list[dict[str, Any]]:
     """Registries that keep ``{type string: class}`` in ``_module_dict`` and read a config
     dict's class from its ``type`` key (the OpenMMLab convention; written as a plugin so that
     another framework's convention is one more answer of this hook in a user's nnragfile)."""
-    return [{"attribute": "_module_dict", "type_key": "type"}]
+    return [dict(shim) for shim in DEFAULT_SHIMS]

@@ -23,6 +23,7 @@ Category = Literal[
     "ctor-args",
     "input-shape",
     "runtime-error",
+    "non-finite",
     "timeout",
     "memory",
     "crash",
@@ -376,9 +377,34 @@ class Recipe:
     """Input specs (JSON values) that were used, with their seed."""
     input_kwargs: Mapping[str, object] = field(default_factory=dict)
     seed: int = 0
+    input_seed: int | None = None
+    """Seed the inputs were drawn with (``seed`` unless a non-finite output was retried)."""
     output_shapes: tuple[object, ...] = ()
     parameters: int | None = None
     attempts: int = 0
+    output_digest: str | None = None
+    """SHA-1 (16 hex digits) over the output tensors of the recorded forward."""
+    lossless: bool = True
+    """Every value is written as a constructor expression (``nnrag replay`` rebuilds it)."""
+    lossy: tuple[str, ...] = ()
+    """Where a value could only be kept as ``repr()`` (then ``lossless`` is false)."""
+    placeholders: tuple[str, ...] = ()
+    """Arguments nnrag could only fill with stand-ins (``nn.Identity()``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replay:
+    """A block rebuilt and rerun from its recorded recipe (``nnrag replay``)."""
+
+    block_id: str
+    recorded: ValidationResult
+    replayed: ValidationResult
+    differences: tuple[str, ...] = ()
+    """What differs between the two runs (empty: the recipe reproduces its outcome)."""
+
+    @property
+    def reproduced(self) -> bool:
+        return not self.differences
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

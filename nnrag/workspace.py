@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         BlockRef,
         Extracted,
         IndexStats,
+        Replay,
         Settings,
         Stage,
         ValidationResult,
@@ -206,3 +207,9 @@ class Workspace:
         from nnrag.validate.stages import validate_block
 
         return validate_block(self, query, depth=depth, hints=hints)
+
+    def replay(self, query: str | BlockRef) -> Replay:
+        """Rebuild and rerun a block from its recorded recipe; say whether it reproduces."""
+        from nnrag.validate.replay import replay_block
+
+        return replay_block(self, query)

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_nnrag.fixtures import nnrag_extract, nnrag_index, nnrag_validate, nnrag_workspace
+from pytest_nnrag.fixtures import (
+    nnrag_extract,
+    nnrag_index,
+    nnrag_replay,
+    nnrag_validate,
+    nnrag_workspace,
+)
 from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
@@ -23,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "nnrag_extract",
     "nnrag_index",
+    "nnrag_replay",
     "nnrag_validate",
     "nnrag_workspace",
 ]
@@ -315,6 +322,9 @@ class NnragSession:
         if _is_worker(self.config) or not self.state.results:
             return
         from nnrag.report import build_report, write_badge, write_report
+        from nnrag.validate.stages import complete_harvests
+
+        complete_harvests(self.state.workspace, self.state.results)
 
         self.report = build_report(
             self.state.results.values(),

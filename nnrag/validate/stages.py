@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,8 +101,12 @@ def run_validation(
     harvested: Sequence[Mapping[str, Any]] = (),
     harvest: bool = True,
     plugins: Mapping[str, Any] | None = None,
+    replay: Mapping[str, Any] | None = None,
 ) -> tuple[ValidationResult, list[dict[str, Any]]]:
-    """Validate one block file; also return the sub-block recipes harvested while it ran."""
+    """Validate one block file; also return the sub-block recipes harvested while it ran.
+
+    ``replay``: a recorded recipe (``recipe_to_dict``) to rerun exactly, with no search.
+    """
     if sandbox is not None and stage_index(depth) > stage_index("closed"):
         sandbox.start()  # the warm parent's start-up is not this block's time
     started = time.perf_counter()
@@ -148,6 +152,8 @@ def run_validation(
         "seed": 0,
         "plugins": dict(plugins or {}),
     }
+    if replay is not None:
+        request.update(replay=dict(replay), harvest=False, harvested=[], hints=None)
     if sandbox is None:
         from nnrag.validate.sandbox import Sandbox
 
@@ -233,8 +239,29 @@ def config_hints(settings: Settings, block: BlockRef) -> BlockHints | None:
 
 
 def _hints_digest(hints: BlockHints) -> str:
-    text = json.dumps(hints_request(hints), sort_keys=True, default=repr)
+    return _digest(hints_request(hints))
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def complete_harvests(workspace: Workspace, validated: Iterable[str]) -> list[str]:
+    """Freeze the harvest of every source whose blocks all ran (ids in ``validated``); return
+    those sources. Called after a full pass (``nnrag validate --all``, a pytest session)."""
+    done = set(validated)
+    by_source: dict[str, list[str]] = {}
+    for block in workspace.blocks():
+        by_source.setdefault(block.source, []).append(block.id)
+    cache = workspace.results()
+    state = workspace.extraction_state()
+    frozen = []
+    for source, ids in sorted(by_source.items()):
+        if all(i in done for i in ids) and not cache.harvest_complete(source, state):
+            cache.complete_harvest(source, state)
+            frozen.append(source)
+    return frozen
 
 
 def _validate_block(
@@ -255,6 +282,12 @@ def _validate_block(
     suffix += f"+plugins:{plugins.digest()}"
     cache = workspace.results()
     state = workspace.extraction_state()
+    # Harvested recipes only once the source's harvest pass is over, and a result is keyed by
+    # the harvest it used: the verdict never depends on which blocks happened to run first.
+    final = cache.harvest_complete(block.source, state)
+    harvested = cache.harvested(block.source, block.name) if final else []
+    if harvested:
+        suffix += f"+harvest:{_digest(harvested)}"
     if not settings.revalidate:
         # Same sources, same nnrag code: the block's digest is known without extracting it.
         known = cache.extraction(block.id, state)
@@ -307,11 +340,13 @@ def _validate_block(
             hints=hints,
             source_packages=workspace.index().source_packages(block.source),
             sandbox=workspace.sandbox(),
-            harvested=cache.harvested(block.source, block.name),
+            harvested=harvested,
+            harvest=not final,
             plugins=plugins.child_spec(),
         )
-        cache.add_harvest(block.source, records)
-        result = _blame_advisory_problems(result, extracted.problems)
+        if not final:
+            cache.add_harvest(block.source, records)
+        result = blame_advisory_problems(result, extracted.problems)
     cache.put(key, result)
     return result
 
@@ -342,7 +377,7 @@ _EXPLAINS: dict[str, re.Pattern[str]] = {
 """The run-time failures (by message) each advisory problem category can explain."""
 
 
-def _blame_advisory_problems(
+def blame_advisory_problems(
     result: ValidationResult, problems: tuple[Problem, ...]
 ) -> ValidationResult:
     """Name a known closure problem as the likely cause of a run-time failure it can explain.
@@ -375,7 +410,9 @@ def class_names(code: str) -> list[str]:
 
 __all__ = [
     "SANDBOX_STAGES",
+    "blame_advisory_problems",
     "class_names",
+    "complete_harvests",
     "config_hints",
     "result_from_reply",
     "run_validation",

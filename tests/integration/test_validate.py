@@ -162,6 +162,8 @@ class FakeWorkspace:
     sandbox = Workspace.sandbox
     results = Workspace.results
     plugins = Workspace.plugins
+    validate = Workspace.validate
+    replay = Workspace.replay
     close = Workspace.close
 
     def index(self) -> FakeIndex:

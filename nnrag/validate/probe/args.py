@@ -19,7 +19,10 @@ import torch
 from torch import nn
 
 from nnrag.validate.probe import values as probe_values
+from nnrag.validate.probe.registries import Carried
 
+call = probe_values.call
+remember = probe_values.remember
 decode = probe_values.decode  # re-exported: probe, probe_inputs and probe_graph import them here
 encode = probe_values.encode
 tensor_spec = probe_values.tensor_spec
@@ -380,11 +383,12 @@ class Synth:
         inner = Synth(self.module, self.profile, self.depth + 1)
         try:
             args, kwargs = inner.fill(cls)
+            probe_values.seed_cpu(0)  # the recipe replays the same weights
             built = cls(*args, **kwargs)
         except Exception:
             return MISSING
         self.placeholders.extend(inner.placeholders)
-        return built
+        return remember(built, call(cls, args, kwargs, seed=0))
 
     def tensor(self, name: str) -> torch.Tensor:
         """A small tensor for a tensor-typed argument: index pairs, masks, square matrices."""
@@ -395,7 +399,7 @@ class Synth:
         if "mask" in low:
             return torch.ones(size, dtype=torch.bool)
         if re.search(r"matrix|weight|adj", low):
-            return torch.eye(size)
+            return remember(torch.eye(size), call(torch.eye, [size]))
         return torch.ones(size)
 
     def class_for(self, name: str, inner: Any) -> object:
@@ -460,7 +464,7 @@ class Synth:
     def linear(self, name: str) -> object:
         """A real lazy ``Linear`` to the profile width for ``nn``/``mlp``/``gate_nn`` arguments."""
         del name
-        return nn.LazyLinear(self.profile.dim)
+        return remember(nn.LazyLinear(self.profile.dim), call(nn.LazyLinear, [self.profile.dim]))
 
     def submodule(self, name: str, cls: type[nn.Module] | None) -> object:
         if cls in (None, nn.Module) and _LINEAR_NAMES.search(name.lower()):
@@ -470,11 +474,35 @@ class Synth:
             if found is not None and issubclass(found, nn.Module):
                 cls = found
         if cls is not None and cls is not nn.Module:
-            built = self.build(cls)
-            if built is not MISSING:
-                return built
+            for candidate in concrete_modules(cls, self.module):
+                built = self.build(candidate)
+                if built is not MISSING:
+                    return built
+        kind = self.kind_module(name)
+        if kind is not None:
+            return kind
         self.placeholders.append(name)
-        return nn.Identity()
+        return remember(nn.Identity(), call(nn.Identity))
+
+    def kind_module(self, name: str) -> object | None:
+        """A real small ``torch.nn`` module for a module argument named by its kind
+        (activation, dropout, normalization over the profile width), or ``None``."""
+        low = name.lower()
+        made: tuple[type[nn.Module], list[object]] | None = None
+        if re.search(r"act|nonlin", low):
+            made = nn.ReLU, []
+        elif re.search(r"drop", low):
+            made = nn.Dropout, [0.0]
+        elif re.search(r"norm", low):
+            made = (nn.BatchNorm2d, [self.profile.dim])
+            if self.profile.norm != "batch":
+                made = (nn.LayerNorm, [self.profile.dim])
+        elif re.search(r"pool", low):
+            made = nn.AdaptiveAvgPool2d, [1]
+        if made is None:
+            return None
+        owner, args = made
+        return remember(owner(*args), call(owner, args))
 
     def config(self, name: str, cls: type | None) -> object:
         if cls is None:
@@ -483,11 +511,57 @@ class Synth:
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(cls)
-                return shrink(cls(*args, **kwargs), self.profile)
+                built = cls(*args, **kwargs)
+                changes = shrink(built, self.profile)
             except Exception:
                 pass
+            else:
+                expression = call(cls, args, kwargs)
+                if changes:
+                    expression["__set__"] = {k: encode(v) for k, v in changes.items()}
+                return remember(built, expression)
         self.placeholders.append(name)
-        return AutoConfig(self.profile)
+        return remember(AutoConfig(self.profile), call(AutoConfig, [self.profile]))
+
+    def by_usage(self, cls: Any, name: str) -> object:
+        """An unannotated parameter by what the constructor does with it: a config object
+        whose attributes it reads, a registry config dict it passes to a ``build`` call."""
+        reads, builds = parameter_usage(cls, name)
+        if builds and Carried.tables:
+            value = self.registry_dict(name, builds)
+            if value is not MISSING:
+                return value
+        if len(reads) >= 2 and self.depth < 2:
+            config = config_class_for(self.module, reads)
+            if config is not None:
+                return self.config(name, config)
+        return self.value(name, inspect.Parameter.empty)
+
+    def registry_dict(self, name: str, builds: list[str]) -> object:
+        """``{"type": ..., **required}`` for the smallest class of the registry the parameter
+        is built from (the registry named like the build call or the parameter, else any)."""
+        words = tuple(
+            w for text in (name, *builds) for w in re.split(r"_+", text.lower()) if len(w) > 2
+        )
+        words = tuple(w for w in words if w not in {"build", "cfg", "config", "from"})
+        options = [
+            (key, value)
+            for key, value in Carried.candidates(words)
+            if isinstance(value, type) and not is_abstract_module(value)
+        ]
+        options.sort(key=lambda item: (_required_count(item[1]), item[0]))
+        for key, option in options[:8]:
+            inner = Synth(self.module, self.profile, self.depth + 1)
+            try:
+                args, kwargs = inner.fill(option)
+                if args:
+                    continue
+                option(**kwargs)
+            except Exception:
+                continue
+            self.placeholders.extend(inner.placeholders)
+            return {Carried.key: key, **kwargs}
+        return MISSING
 
     def fill(self, cls: Any) -> tuple[tuple[object, ...], dict[str, object]]:
         """Positional and keyword arguments for every required parameter of ``cls``."""
@@ -508,6 +582,8 @@ class Synth:
                 choices = string_choices(cls) if choices is None else choices
             if choices and name in choices:
                 value: object = choices[name]
+            elif annotation is inspect.Parameter.empty:
+                value = self.by_usage(cls, name)
             else:
                 value = self.value(name, annotation)
             if param.kind == param.POSITIONAL_ONLY:
@@ -515,6 +591,125 @@ class Synth:
             else:
                 kwargs[name] = value
         return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+
+
+def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
+    """(attributes the constructors read from parameter ``name``, names of ``build``-like
+    calls it is passed to), from the ``__init__`` sources of ``cls`` and its bases."""
+    reads: set[str] = set()
+    builds: list[str] = []
+    for klass in getattr(cls, "__mro__", ())[:4]:
+        init = vars(klass).get("__init__")
+        if init is None or klass.__module__.split(".")[0] in {"torch", "builtins"}:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == name
+            ):
+                reads.add(node.attr)
+            elif isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                passed = [*node.args, *(k.value for k in node.keywords)]
+                if any(isinstance(a, ast.Name) and a.id == name for a in passed):
+                    if called == "getattr" and len(node.args) > 1:
+                        key = node.args[1]
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            reads.add(key.value)
+                    elif "build" in called.lower():
+                        builds.append(called)
+    return reads, builds
+
+
+def config_class_for(module: Any, reads: set[str]) -> type | None:
+    """The block file's class whose default instance has most of the attributes ``reads``
+    (at least half of them): a config class built from its defaults, by what is read."""
+    if module is None:
+        return None
+    best: tuple[int, str, type] | None = None
+    for value in list(vars(module).values()):
+        if (
+            not isinstance(value, type)
+            or issubclass(value, (nn.Module, torch.Tensor, BaseException, enum.Enum))
+            or value.__module__ != module.__name__
+            or _required_count(value) > 0
+        ):
+            continue
+        try:
+            instance = value()
+            names = set(dir(instance))
+        except Exception:
+            continue
+        score = len(reads & names)
+        if 2 * score >= len(reads) and (best is None or (score, value.__name__) > best[:2]):
+            best = (score, value.__name__, value)
+    return None if best is None else best[2]
+
+
+def is_abstract_module(cls: type) -> bool:
+    """A module class that cannot run: abstract methods, no ``forward`` of its own, or a
+    ``forward`` that only raises ``NotImplementedError`` (a base such as a message-passing
+    layer's)."""
+    if inspect.isabstract(cls):
+        return True
+    forward = getattr(cls, "forward", None)
+    if forward is None or forward is nn.Module.forward:
+        return True
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(forward)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = [
+        n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+    ]
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Raise)
+        and "NotImplementedError" in ast.unparse(body[0])
+    )
+
+
+def concrete_modules(cls: type, module: Any) -> list[type]:
+    """``cls`` if it can run, else its subclasses from the block file (or from ``cls``'s own
+    package), fewest required constructor parameters first, then by name."""
+    if not is_abstract_module(cls):
+        return [cls]
+    home = getattr(module, "__name__", None)
+    package = cls.__module__.split(".")[0]
+    seen: list[type] = []
+    pending: list[type] = list(cls.__subclasses__())
+    while pending:
+        sub = pending.pop(0)
+        if sub in seen:
+            continue
+        seen.append(sub)
+        pending.extend(sub.__subclasses__())
+    usable = [
+        sub
+        for sub in seen
+        if (sub.__module__ == home or sub.__module__.split(".")[0] == package)
+        and not is_abstract_module(sub)
+    ]
+    return sorted(usable, key=lambda sub: (_required_count(sub), sub.__qualname__))
+
+
+def _required_count(cls: type) -> int:
+    sig, _ = init_signature(cls)
+    if sig is None:
+        return 0
+    return sum(
+        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in sig.parameters.values()
+    )
 
 
 _STAGE_NAMES = re.compile(
@@ -600,12 +795,14 @@ def find_config_class(module: Any) -> type | None:
     return None
 
 
-def shrink(config: object, profile: Profile) -> object:
-    """Reduce big size-like integer attributes of a config object to the profile's sizes."""
+def shrink(config: object, profile: Profile) -> dict[str, object]:
+    """Reduce big size-like integer attributes of a config object to the profile's sizes;
+    return the attributes changed (the recipe sets them after the constructor call)."""
     try:
         items = dict(vars(config))
     except TypeError:
-        return config
+        return {}
+    before = dict(items)
     for name, value in items.items():
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:
             size = int_for(name, profile)  # dim_in = -1: "set me" sizes
@@ -618,5 +815,7 @@ def shrink(config: object, profile: Profile) -> object:
                 with contextlib.suppress(Exception):
                     setattr(config, name, new)
         elif isinstance(value, int) and re.search(r"layers|depth|blocks", name) and value > 2:
-            setattr(config, name, 2)
-    return config
+            with contextlib.suppress(Exception):
+                setattr(config, name, 2)
+    after = getattr(config, "__dict__", {})
+    return {k: after[k] for k in before if k in after and after[k] != before[k]}

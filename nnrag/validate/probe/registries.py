@@ -33,3 +33,35 @@ def nnrag_registry_classes(module: Any, shims: list[dict[str, Any]]) -> dict[str
 def type_key(shims: list[dict[str, Any]]) -> str:
     """The key config dicts name their class under (the first shim's, ``type`` by default)."""
     return next((str(s["type_key"]) for s in shims if s.get("type_key")), "type")
+
+
+class Carried:
+    """The registries of the block file being probed (set once per sandbox child)."""
+
+    tables: dict[str, dict[str, Any]] = {}  # noqa: RUF012 - one child probes one block
+    key: str = "type"
+
+    @classmethod
+    def load(cls, manager: Any, module: Any, shims: list[dict[str, Any]] | None) -> None:
+        """Ask every ``nnrag_registry_classes`` hook about ``module``."""
+        from nnrag.builtin_plugins import DEFAULT_SHIMS
+
+        shims = list(shims) if shims else [dict(s) for s in DEFAULT_SHIMS]
+        tables: dict[str, dict[str, Any]] = {}
+        for answer in manager.hook.nnrag_registry_classes(module=module, shims=shims):
+            for name, table in (answer or {}).items():
+                tables.setdefault(str(name), {}).update(table)
+        cls.tables, cls.key = tables, type_key(shims)
+
+    @classmethod
+    def candidates(cls, words: tuple[str, ...]) -> list[tuple[str, type]]:
+        """``(type string, class)`` of the registries named like ``words`` (else of all)."""
+        named = [
+            t for name, t in sorted(cls.tables.items()) if any(w in name.lower() for w in words)
+        ]
+        tables = named or [t for _, t in sorted(cls.tables.items())]
+        seen: dict[str, type] = {}
+        for table in tables:
+            for key, value in sorted(table.items()):
+                seen.setdefault(key, value)
+        return list(seen.items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib.util
 import os
 import re
@@ -28,6 +29,7 @@ from nnrag.validate.probe.args import (
 )
 from nnrag.validate.probe.graph import called_class
 from nnrag.validate.probe.inputs import build_inputs, input_candidates
+from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.repair import (
     fill_none_layers,
     fill_none_sizes,
@@ -39,7 +41,7 @@ from nnrag.validate.probe.repair import (
 )
 from nnrag.validate.probe.reshape import SHAPE_WORDS, repair
 from nnrag.validate.probe.screen import MetaScreen
-from nnrag.validate.probe.values import seed_cpu
+from nnrag.validate.probe.values import lossy, ref, remember, seed_cpu
 
 Send = Callable[[dict[str, Any]], None]
 MAX_ATTEMPTS = 40
@@ -82,6 +84,8 @@ class Harvester:
             init(self_, *args, **kwargs)
             if type(self_) is cls and seen is not None:
                 self_.__dict__["_nnrag_init"] = seen
+                expression = {"__call__": ref(cls), "args": seen["init_args"]}
+                remember(self_, {**expression, "kwargs": seen["init_kwargs"]})
 
         @functools.wraps(forward)
         def wrapped_forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
@@ -227,6 +231,8 @@ def classify(
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             return "runtime-error"
         return "ctor-args"
+    if isinstance(error, OutputError) and NON_FINITE in str(error):
+        return "non-finite"
     if isinstance(error, (KeyboardInterrupt, SystemExit, OutputError)):
         return "runtime-error"
     if stage == "forward" and (
@@ -236,8 +242,26 @@ def classify(
     return "runtime-error"
 
 
+NON_FINITE = "non-finite"
+
+
 class OutputError(Exception):
     """Forward ran but returned no tensor or non-finite values."""
+
+
+class RecipeError(Exception):
+    """A hinted or recorded recipe names values that cannot be rebuilt."""
+
+
+def output_digest(out: Any) -> str:
+    """SHA-1 over the output tensors' shapes, dtypes and bytes (replays compare it)."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    for tensor in tensors_in(out):
+        value = tensor.detach().cpu().contiguous()
+        digest.update(f"{list(value.shape)}{value.dtype}".encode())
+        with contextlib.suppress(RuntimeError, TypeError):  # sparse, quantized: shape only
+            digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def describe(error: BaseException) -> str:
@@ -260,6 +284,10 @@ class Runner:
         self.source_packages = frozenset(request.get("source_packages", ()))
         self.deadline = time.monotonic() + min(0.6 * float(request.get("timeout_s", 60.0)), 40.0)
         self.plugins: pluggy.PluginManager | None = None
+        self.replay: Mapping[str, Any] | None = request.get("replay")
+        self.input_seed = self.seed
+        if self.replay is not None and self.replay.get("input_seed") is not None:
+            self.input_seed = int(self.replay["input_seed"])
 
     def passed(self, stage: str, started: float) -> None:
         self.timings[stage] = time.monotonic() - started
@@ -316,6 +344,12 @@ class Runner:
             if not self.violations:
                 self.finish()
             return
+        try:
+            shims = (self.request.get("plugins") or {}).get("shims")
+            Carried.load(self.plugins, module, shims)
+        except Exception as error:
+            self.finish("import", "internal-error", f"an nnrag registry plugin failed: {error}")
+            return
         cls = getattr(module, str(self.request["class_name"]), None)
         if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
             self.finish(
@@ -324,11 +358,24 @@ class Runner:
                 f"{self.request['class_name']} is not an nn.Module class in the file",
             )
             return
-        self.search(module, cls, depth)
+        try:
+            self.search(module, cls, depth)
+        except RecipeError as error:
+            self.finish("instantiate", "ctor-args", str(error))
 
     def ctor_candidates(
         self, module: Any, cls: type
     ) -> Iterator[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]]:
+        if self.replay is not None:  # exactly the recorded constructor call and inputs
+            recipe = self.replay
+            ctor = Ctor(
+                str(recipe.get("origin") or "none"),
+                tuple(cast(list[object], decode(recipe.get("init_args") or []))),
+                {k: decode(v) for k, v in (recipe.get("init_kwargs") or {}).items()},
+            )
+            inputs = (list(recipe.get("inputs") or []), dict(recipe.get("input_kwargs") or {}))
+            yield ctor, [inputs]
+            return
         hints = self.request.get("hints")
         if hints:
             ctor = Ctor(
@@ -383,12 +430,13 @@ class Runner:
         candidates = self.ctor_candidates(module, cls)
         pending: list[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]] = []
         widened_seen: set[str] = set()
-        while (item := pending.pop(0) if pending else next(candidates, None)) is not None:
+        while (item := self.next_candidate(pending, candidates)) is not None:
             ctor, given = item
             profile = ctor.profile or PROFILES[0]
             if attempts >= MAX_ATTEMPTS or (time.monotonic() > self.deadline and built_any):
                 break
             attempts += 1
+            self.record_ctor(ctor)
             seed_cpu(self.seed)
             try:
                 block = cls(*ctor.args, **ctor.kwargs)
@@ -397,6 +445,8 @@ class Runner:
                 break
             except BaseException as error:
                 ctor_error = error
+                if self.replay is not None:
+                    continue
                 for repaired in (
                     listify(ctor, cls, error),
                     fill_none_layers(ctor, cls, error),
@@ -409,7 +459,7 @@ class Runner:
                         pending.append((repaired, given))
                 continue
             try:
-                self.record_ctor(ctor, block)
+                self.record_built(block)
             except Exception as error:  # e.g. a subclass that never called Module.__init__
                 ctor_error = error
                 continue
@@ -483,11 +533,16 @@ class Runner:
                     inputs=args,
                     input_kwargs=kwargs,
                     output_shapes=[shapes_of(out)],
+                    output_digest=output_digest(out),
                     attempts=attempts,
                 )
                 problem = self.check_output(out)
                 if problem:
                     forward_error = output_error = OutputError(problem)
+                    if NON_FINITE in problem and self.input_seed == self.seed and given is None:
+                        self.input_seed = self.seed + 1  # once, with other input values
+                        tried.remove(key)
+                        queue.insert(0, (args, kwargs, True))
                     continue
                 if harvester is not None:
                     harvester.restore()
@@ -512,6 +567,8 @@ class Runner:
                 return
             if isinstance(forward_error, (KeyboardInterrupt, SystemExit, MemoryError)):
                 break
+            if self.replay is not None:
+                continue
             widened = match_residual(ctor, forward_messages) or called_class(ctor, forward_messages)
             if widened is not None and repr(widened.kwargs) not in widened_seen:
                 widened_seen.add(repr(widened.kwargs))
@@ -564,22 +621,43 @@ class Runner:
             self.recipe["screens"] = screen.screens
             self.recipe["meta_screen"] = screen.copy is not None
 
-    def record_ctor(self, ctor: Ctor, block: nn.Module) -> None:
+    def next_candidate(
+        self, pending: list[Any], candidates: Iterator[Any]
+    ) -> tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None] | None:
+        """The next constructor candidate: repairs first, then the generator's."""
+        if pending:
+            return cast(tuple[Ctor, Any], pending.pop(0))
+        try:
+            return cast(tuple[Ctor, Any] | None, next(candidates, None))
+        except Exception as error:  # a hinted or recorded value that cannot be rebuilt
+            message = f"the recipe's values cannot be rebuilt: {describe(error)}"
+            raise RecipeError(message) from error
+
+    def record_ctor(self, ctor: Ctor) -> None:
+        """Record the constructor call about to be tried (so a failure has its recipe too)."""
+        init_args = encode(list(ctor.args))
+        init_kwargs = {k: encode(v) for k, v in ctor.kwargs.items()}
+        lost = lossy({"init_args": init_args, "init_kwargs": init_kwargs})
         self.recipe.update(
-            origin=ctor.origin,
-            init_args=encode(list(ctor.args)),
-            init_kwargs={k: encode(v) for k, v in ctor.kwargs.items()},
-            parameters=sum(
-                p.numel()
-                for p in block.parameters()
-                if not isinstance(p, nn.parameter.UninitializedParameter)  # lazy until forward
-            ),
+            origin=ctor.origin, init_args=init_args, init_kwargs=init_kwargs, lossless=not lost
         )
+        for key in ("parameters", "placeholders", "lossy", "output_digest", "output_shapes"):
+            self.recipe.pop(key, None)
+        if lost:
+            self.recipe["lossy"] = lost
         if ctor.placeholders:
             self.recipe["placeholders"] = list(ctor.placeholders)
 
+    def record_built(self, block: nn.Module) -> None:
+        self.recipe["parameters"] = sum(
+            p.numel()
+            for p in block.parameters()
+            if not isinstance(p, nn.parameter.UninitializedParameter)  # lazy until forward
+        )
+
     def forward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        real_args, real_kwargs = build_inputs(args, kwargs, self.seed)
+        self.recipe["input_seed"] = self.input_seed
+        real_args, real_kwargs = build_inputs(args, kwargs, self.input_seed)
         with torch.no_grad():
             return block(*real_args, **real_kwargs)
 
@@ -592,7 +670,7 @@ class Runner:
             if (tensor.is_floating_point() or tensor.is_complex()) and not bool(
                 torch.isfinite(tensor).all()
             ):
-                return "forward returned non-finite values (nan or inf)"
+                return f"forward returned {NON_FINITE} values (nan or inf)"
         return ""
 
     def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None:
@@ -600,7 +678,7 @@ class Runner:
         self.send({"kind": "running", "stage": "backward"})
         block.train()
         try:
-            real_args, real_kwargs = build_inputs(args, kwargs, self.seed)
+            real_args, real_kwargs = build_inputs(args, kwargs, self.input_seed)
             for value in [*real_args, *real_kwargs.values()]:
                 if isinstance(value, torch.Tensor) and value.is_floating_point():
                     value.requires_grad_(True)
