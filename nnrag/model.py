@@ -420,6 +420,8 @@ class ValidationResult:
     message: str = ""
     dependency_path: tuple[str, ...] = ()
     recipe: Recipe | None = None
+    frames: tuple[str, ...] = ()
+    """Traceback frames in the block file (``path:line in function: code``), oldest first."""
     timings: Mapping[str, float] = field(default_factory=dict)
     """Seconds per stage that ran."""
     duration_s: float = 0.0

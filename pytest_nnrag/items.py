@@ -53,8 +53,9 @@ class BlockFailure(NnragFailure):
 # --------------------------------------------------------------------------- results
 
 
-def format_result(result: ValidationResult) -> str:
-    """The failure text: stage, category, message, dependency path or recipe, file."""
+def format_result(result: ValidationResult, *, all_frames: bool = False) -> str:
+    """The failure text: stage, category, message, block frames, dependency path or recipe,
+    file. The last three frames in the block file, every one with ``all_frames``."""
     from nnrag.report import failed_stage_of
 
     stopped = failed_stage_of(result) or result.depth
@@ -68,9 +69,15 @@ def format_result(result: ValidationResult) -> str:
     first, *rest = message.splitlines()
     lines.append(f"message: {first}")
     lines.extend(f"  {line}" for line in rest)
+    frames = list(result.frames) if all_frames else list(result.frames[-3:])
+    if frames:
+        more = len(result.frames) - len(frames)
+        earlier = f", {more} earlier: --tb=long" if more else ""
+        lines.append(f"traceback (frames in the block file{earlier}):")
+        lines.extend(f"  {frame}" for frame in frames)
     if result.dependency_path:
         lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
-    if result.recipe is not None and result.recipe.origin != "none":
+    if result.recipe is not None and (result.recipe.origin != "none" or result.recipe.init_args):
         lines.append(f"recipe: {format_recipe(result.recipe, result.block_id)}")
     if result.file:
         lines.append(f"file: {result.file}")
@@ -134,6 +141,8 @@ class NnragItem(pytest.Item):
         excinfo: ExceptionInfo[BaseException],
         style: Any = None,
     ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, BlockFailure) and style == "long":
+            return format_result(excinfo.value.result, all_frames=True)
         if isinstance(excinfo.value, NnragFailure):
             return excinfo.value.text
         return super().repr_failure(excinfo, style=style)

@@ -164,6 +164,8 @@ def run_validation(
     result = result_from_reply(
         reply, block_id=block_id, depth=depth, timings=timings, file=str(path), started=started
     )
+    memory_mb = sandbox.memory_mb if sandbox is not None else 4096
+    result = replace(result, message=advice(result, timeout_s=timeout_s, memory_mb=memory_mb))
     return result, list(reply.get("harvest") or [])
 
 
@@ -198,7 +200,29 @@ def result_from_reply(
         timings={**timings, **(reply.get("timings") or {})},
         duration_s=time.perf_counter() - started,
         file=file,
+        frames=tuple(str(f) for f in reply.get("frames") or ()),
     )
+
+
+HINTS_ADVICE = (
+    'to give this block its constructor arguments or inputs: a repos.json "hints" entry '
+    "for it, or an nnrag_block_inputs hook (nnragfile.py beside repos.json, or conftest.py)"
+)
+
+
+def advice(result: ValidationResult, *, timeout_s: float, memory_mb: int = 4096) -> str:
+    """The result's message plus what the user can do about its category."""
+    message = result.message
+    if result.category == "timeout":
+        return (
+            f"wall-clock timeout after {timeout_s:g} s (--nnrag-timeout, nnrag validate "
+            f"--timeout): {message}"
+        )
+    if result.category == "memory":
+        return f"{message}; the sandbox limits a block's memory (address space) to {memory_mb} MiB"
+    if result.category in {"ctor-args", "input-shape"}:
+        return f"{message}\nhint: {HINTS_ADVICE}"
+    return message
 
 
 def validate_file(
@@ -409,7 +433,9 @@ def class_names(code: str) -> list[str]:
 
 
 __all__ = [
+    "HINTS_ADVICE",
     "SANDBOX_STAGES",
+    "advice",
     "blame_advisory_problems",
     "class_names",
     "complete_harvests",

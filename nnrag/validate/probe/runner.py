@@ -11,6 +11,7 @@ import re
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
@@ -264,6 +265,18 @@ def output_digest(out: Any) -> str:
     return digest.hexdigest()[:16]
 
 
+def block_frames(error: BaseException | None, path: str) -> list[str]:
+    """``file:line in function: code`` of the traceback's frames in the block file, in order."""
+    if error is None or not path:
+        return []
+    frames = traceback.extract_tb(error.__traceback__)
+    return [
+        f"{f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
+        for f in frames
+        if os.path.realpath(f.filename) == os.path.realpath(path)
+    ]
+
+
 def describe(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"
     return text if len(text) < 600 else text[:600] + "..."
@@ -295,7 +308,12 @@ class Runner:
         self.send({"kind": "stage", "stage": stage, "seconds": self.timings[stage]})
 
     def finish(
-        self, failed: str | None = None, category: str | None = None, message: str = ""
+        self,
+        failed: str | None = None,
+        category: str | None = None,
+        message: str = "",
+        *,
+        error: BaseException | None = None,
     ) -> None:
         if failed and self.violations and category not in {"memory", "timeout"}:
             category, message = (
@@ -312,6 +330,7 @@ class Runner:
                 "recipe": self.recipe,
                 "timings": self.timings,
                 "harvest": self.harvest,
+                "frames": block_frames(error, str(self.request.get("path", ""))),
             }
         )
 
@@ -338,6 +357,7 @@ class Runner:
                 "import",
                 classify(error, "import", self.violations, self.source_packages),
                 describe(error),
+                error=error,
             )
             return
         if self.violated("import", started) or depth == "import":
@@ -578,7 +598,10 @@ class Runner:
             assert ctor_error is not None or attempts == 0
             failure = ctor_error or RuntimeError("no constructor candidate")
             self.finish(
-                "instantiate", classify(failure, "instantiate", self.violations), describe(failure)
+                "instantiate",
+                classify(failure, "instantiate", self.violations),
+                describe(failure),
+                error=failure,
             )
             return
         failure = (
@@ -587,7 +610,12 @@ class Runner:
             or screened_error
             or RuntimeError("no input candidate within the attempt bound")
         )
-        self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
+        self.finish(
+            "forward",
+            classify(failure, "forward", self.violations),
+            describe(failure),
+            error=failure,
+        )
 
     def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None:
         """A meta-device screen for costly input candidates (request key ``meta_screen``:
@@ -700,7 +728,12 @@ class Runner:
             assert isinstance(loss, torch.Tensor)
             loss.backward()  # type: ignore[no-untyped-call]
         except BaseException as error:
-            self.finish("backward", classify(error, "backward", self.violations), describe(error))
+            self.finish(
+                "backward",
+                classify(error, "backward", self.violations),
+                describe(error),
+                error=error,
+            )
             return
         bad = [
             n
