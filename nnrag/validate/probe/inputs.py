@@ -15,9 +15,10 @@ import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager
-from nnrag.validate.probe.args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
+from nnrag.validate.probe.args import MISSING, Profile, decode, int_for, tensor_spec
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
+from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.values import seed_cpu
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import importlib.util
 import os
-import re
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
@@ -26,10 +22,21 @@ from nnrag.validate.probe.args import (
     Synth,
     decode,
     encode,
-    shallow_defaults,
 )
 from nnrag.validate.probe.graph import called_class
+from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs, input_candidates
+from nnrag.validate.probe.outcomes import (
+    NON_FINITE,
+    OutputError,
+    RecipeError,
+    block_frames,
+    classify,
+    describe,
+    output_digest,
+    shapes_of,
+    tensors_in,
+)
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.repair import (
     fill_none_layers,
@@ -40,82 +47,16 @@ from nnrag.validate.probe.repair import (
     name_repairs,
     scale_sizes,
 )
-from nnrag.validate.probe.reshape import SHAPE_WORDS, repair
+from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
-from nnrag.validate.probe.values import lossy, ref, remember, seed_cpu
+from nnrag.validate.probe.signatures import shallow_defaults
+from nnrag.validate.probe.values import lossy, seed_cpu
 
 Send = Callable[[dict[str, Any]], None]
 MAX_ATTEMPTS = 40
 """Hard bound on constructor plus forward attempts per block."""
 
 # --------------------------------------------------------------------------- harvesting
-
-
-class Harvester:
-    """Wraps ``__init__``/``forward`` of the file's own classes to record real arguments."""
-
-    def __init__(self, module: Any, skip: type) -> None:
-        self.records: dict[str, dict[str, Any]] = {}
-        self.saved: list[tuple[type, str, Any]] = []
-        self.paused = False
-        for value in list(vars(module).values()):
-            if (
-                isinstance(value, type)
-                and issubclass(value, nn.Module)
-                and value.__module__ == module.__name__
-                and value is not skip
-            ):
-                self.wrap(value)
-
-    def wrap(self, cls: type) -> None:
-        owner: Any = cls
-        init, forward = owner.__init__, owner.forward
-        records = self.records
-        harvester = self
-
-        @functools.wraps(init)
-        def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
-            try:
-                seen = {
-                    "init_args": [encode(a, strict=True) for a in args],
-                    "init_kwargs": {k: encode(v, strict=True) for k, v in kwargs.items()},
-                }
-            except TypeError:
-                seen = None
-            init(self_, *args, **kwargs)
-            if type(self_) is cls and seen is not None:
-                self_.__dict__["_nnrag_init"] = seen
-                expression = {"__call__": ref(cls), "args": seen["init_args"]}
-                remember(self_, {**expression, "kwargs": seen["init_kwargs"]})
-
-        @functools.wraps(forward)
-        def wrapped_forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
-            seen = self_.__dict__.get("_nnrag_init") if type(self_) is cls else None
-            if seen is None or harvester.paused or cls.__name__ in records:
-                return forward(self_, *args, **kwargs)
-            try:
-                inputs = {
-                    "inputs": [encode(a, strict=True) for a in args],
-                    "input_kwargs": {k: encode(v, strict=True) for k, v in kwargs.items()},
-                }
-            except TypeError:
-                inputs = None
-            out = forward(self_, *args, **kwargs)
-            if inputs is not None:
-                records[cls.__name__] = {"class": cls.__name__, **seen, **inputs}
-            return out
-
-        self.saved.append((cls, "__init__", cls.__dict__.get("__init__")))
-        self.saved.append((cls, "forward", cls.__dict__.get("forward")))
-        owner.__init__ = wrapped_init
-        owner.forward = wrapped_forward
-
-    def restore(self) -> None:
-        for cls, name, original in reversed(self.saved):
-            if original is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, original)
 
 
 # --------------------------------------------------------------------------- running
@@ -166,120 +107,6 @@ def _probe_once() -> None:
         request = {"path": path, "class_name": "Block", "depth": "backward", "timeout_s": 60}
         Runner(request, lambda message: None, []).run()
     sys.modules.pop("nnrag_block", None)
-
-
-def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if depth > 4:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors_in(v, depth + 1)]
-    if isinstance(value, Mapping):
-        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
-    if hasattr(value, "__dataclass_fields__") or (
-        hasattr(value, "__dict__") and not isinstance(value, nn.Module)
-    ):
-        try:
-            return [t for v in vars(value).values() for t in tensors_in(v, depth + 1)]
-        except TypeError:
-            return []
-    return []
-
-
-def shapes_of(value: Any, depth: int = 0) -> object:
-    if isinstance(value, torch.Tensor):
-        return list(value.shape)
-    if isinstance(value, (list, tuple)) and depth < 3:
-        return [shapes_of(v, depth + 1) for v in value]
-    if isinstance(value, Mapping) and depth < 3:
-        return {str(k): shapes_of(v, depth + 1) for k, v in value.items()}
-    return type(value).__name__
-
-
-def classify(
-    error: BaseException,
-    stage: str,
-    violations: list[str],
-    source_packages: frozenset[str] = frozenset(),
-) -> str:
-    """The failure category for an exception raised in ``stage``."""
-    text = f"{type(error).__name__}: {error}"
-    if violations:
-        return "sandbox-violation"
-    if isinstance(error, MemoryError) or re.search(
-        r"can't allocate memory|not enough memory|DefaultCPUAllocator", text
-    ):
-        return "memory"
-    if re.search(
-        r"undefined symbol|\.so\b|torch\.ops\.|load_library|cpp_extension|Could not run '"
-        r"|No such operator",
-        text,
-    ):
-        return "native-op"
-    if isinstance(error, ModuleNotFoundError):  # at import, or a lazy import in a method
-        top = (error.name or "").split(".")[0]
-        return "source-import" if top in source_packages else "missing-external"
-    if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
-        return "missing-external"
-    if stage == "import":
-        if isinstance(error, OSError):
-            return "resource-file"
-        return "runtime-error"
-    if stage == "instantiate":
-        if isinstance(error, (FileNotFoundError, IsADirectoryError)):
-            return "resource-file"
-        if isinstance(error, (KeyboardInterrupt, SystemExit)):
-            return "runtime-error"
-        return "ctor-args"
-    if isinstance(error, OutputError) and NON_FINITE in str(error):
-        return "non-finite"
-    if isinstance(error, (KeyboardInterrupt, SystemExit, OutputError)):
-        return "runtime-error"
-    if stage == "forward" and (
-        isinstance(error, (IndexError, ValueError, TypeError)) or SHAPE_WORDS.search(text)
-    ):
-        return "input-shape"
-    return "runtime-error"
-
-
-NON_FINITE = "non-finite"
-
-
-class OutputError(Exception):
-    """Forward ran but returned no tensor or non-finite values."""
-
-
-class RecipeError(Exception):
-    """A hinted or recorded recipe names values that cannot be rebuilt."""
-
-
-def output_digest(out: Any) -> str:
-    """SHA-1 over the output tensors' shapes, dtypes and bytes (replays compare it)."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    for tensor in tensors_in(out):
-        value = tensor.detach().cpu().contiguous()
-        digest.update(f"{list(value.shape)}{value.dtype}".encode())
-        with contextlib.suppress(RuntimeError, TypeError):  # sparse, quantized: shape only
-            digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
-def block_frames(error: BaseException | None, path: str) -> list[str]:
-    """``file:line in function: code`` of the traceback's frames in the block file, in order."""
-    if error is None or not path:
-        return []
-    frames = traceback.extract_tb(error.__traceback__)
-    return [
-        f"{f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
-        for f in frames
-        if os.path.realpath(f.filename) == os.path.realpath(path)
-    ]
-
-
-def describe(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}"
-    return text if len(text) < 600 else text[:600] + "..."
 
 
 class Runner:
