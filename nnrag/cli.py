@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from nnrag import __version__
 from nnrag.errors import NnragError
 from nnrag.model import STAGES, Stage, ValidationResult
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from nnrag.check.static import Importer
+    from nnrag.model import Finding
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -180,13 +187,13 @@ def _extract_files(args: argparse.Namespace) -> int:
     names = [block.name for block in blocks]
     out = Path(args.out)
     rows: list[dict[str, object]] = []
-    iterator: object = blocks
+    iterator: Iterable[BlockRef] = blocks
     if args.all and not args.json and sys.stderr.isatty():
         from tqdm import tqdm
 
         iterator = tqdm(blocks, desc="extract", unit="block")
     failed = 0
-    for block in iterator:  # type: ignore[attr-defined]
+    for block in iterator:
         row: dict[str, object] = {"id": block.id}
         try:
             extracted = workspace.extract(block)
@@ -446,12 +453,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     come from the check cache (``--cache``/$NNRAG_CACHE_DIR/user cache dir, ``checks/``).
     """
     import os
-    from collections.abc import Mapping
     from pathlib import Path
 
     from nnrag.check.cache import CheckCache
     from nnrag.check.files import check_files
-    from nnrag.check.static import import_findings
 
     cache: CheckCache | None = None
     if not args.no_cache:
@@ -473,25 +478,27 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
-    definitions: dict[Path, Mapping[str, str]] = {}
-    unreadable: dict[Path, OSError] = {}
-    if args.pristine:  # what each definition was, from the folder's manifest
-        from nnrag.vendor import read_manifest
-
-        manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
-        for path in files:
-            try:
-                if path.parent not in manifests:
-                    entries = read_manifest(path.parent)
-                    manifests[path.parent] = {e.file: e.definitions for e in entries}
-            except OSError as error:
-                unreadable[path] = error
-                continue
-            if path.name in manifests[path.parent]:
-                definitions[path] = manifests[path.parent][path.name]
+    definitions, unreadable = _pristine_definitions(files) if args.pristine else ({}, {})
     checked = check_files(
         files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
     )
+    with contextlib.ExitStack() as stack:
+        importer = stack.enter_context(_run_importer()) if args.do_import else None
+        failed = _print_findings(files, checked, unreadable, importer)
+    if failed:
+        print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _print_findings(
+    files: Sequence[Path],
+    checked: Sequence[tuple[Finding, ...] | OSError],
+    unreadable: Mapping[Path, OSError],
+    importer: Importer | None,
+) -> int:
+    """Print each file's findings (the sandboxed import's when it is clean); count failures."""
+    from nnrag.check.static import import_findings
+
     failed = 0
     for path, result in zip(files, checked, strict=True):
         try:
@@ -500,8 +507,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             if isinstance(result, OSError):
                 raise result
             findings = result
-            if args.do_import and not findings:
-                findings = import_findings(path)
+            if importer is not None and not findings:
+                findings = import_findings(path, importer=importer)
         except OSError as error:
             print(f"{path}: error: cannot read: {error.strerror or error}")
             failed += 1
@@ -509,9 +516,41 @@ def _cmd_check(args: argparse.Namespace) -> int:
         for finding in findings:
             print(finding.format(str(path)))
         failed += bool(findings)
-    if failed:
-        print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
-    return 1 if failed else 0
+    return failed
+
+
+@contextlib.contextmanager
+def _run_importer() -> Iterator[Importer]:
+    """``check --import``'s importer: one sandbox for the whole run, started on first use."""
+    import functools
+
+    from nnrag.validate.sandbox import Sandbox
+    from nnrag.validate.stages import validate_file
+
+    with Sandbox() as sandbox:
+        yield functools.partial(validate_file, depth="import", sandbox=sandbox)
+
+
+def _pristine_definitions(
+    files: Sequence[Path],
+) -> tuple[dict[Path, Mapping[str, str]], dict[Path, OSError]]:
+    """What each definition of ``files`` was at vendoring, from their folders' manifests."""
+    from nnrag.vendor import read_manifest
+
+    definitions: dict[Path, Mapping[str, str]] = {}
+    unreadable: dict[Path, OSError] = {}
+    manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
+    for path in files:
+        try:
+            if path.parent not in manifests:
+                entries = read_manifest(path.parent)
+                manifests[path.parent] = {e.file: e.definitions for e in entries}
+        except OSError as error:
+            unreadable[path] = error
+            continue
+        if path.name in manifests[path.parent]:
+            definitions[path] = manifests[path.parent][path.name]
+    return definitions, unreadable
 
 
 def _extract_into(args: argparse.Namespace) -> int:

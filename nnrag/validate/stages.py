@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.model import (
@@ -26,9 +26,28 @@ from nnrag.model import (
 from nnrag.validate.results import recipe_from_dict
 
 if TYPE_CHECKING:
-    from nnrag.model import BlockRef, Settings
+    from nnrag.index.build import Index
+    from nnrag.model import BlockRef, Extracted, Settings
+    from nnrag.plugins import Plugins
+    from nnrag.validate.results import ResultCache
     from nnrag.validate.sandbox import Sandbox
-    from nnrag.workspace import Workspace
+
+
+class BlockSource(Protocol):
+    """What :func:`validate_block` needs of the workspace (``nnrag.workspace.Workspace``)."""
+
+    settings: Settings
+
+    def find(self, query: str) -> BlockRef: ...
+    def index(self) -> Index: ...
+    def extract(self, query: str | BlockRef) -> Extracted: ...
+    def extraction_state(self) -> str: ...
+    def block_file(self, extracted: Extracted) -> Path: ...
+    def results(self) -> ResultCache: ...
+    def sandbox(self) -> Sandbox: ...
+    def plugins(self) -> Plugins: ...
+    def blocks(self) -> tuple[BlockRef, ...]: ...
+
 
 SANDBOX_STAGES: tuple[Stage, ...] = ("import", "instantiate", "forward", "backward")
 _HEADER_CODES = frozenset({"NNR010", "NNR011", "NNR012"})
@@ -73,7 +92,7 @@ def static_stages(
 
 
 def _upto(timings: dict[str, float], stage: Stage) -> dict[str, float]:
-    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]
+    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]  # timings are keyed by stage names (Stage) only
 
 
 def hints_request(hints: BlockHints | None) -> dict[str, Any] | None:
@@ -271,7 +290,7 @@ def _digest(value: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def complete_harvests(workspace: Workspace, validated: Iterable[str]) -> list[str]:
+def complete_harvests(workspace: BlockSource, validated: Iterable[str]) -> list[str]:
     """Freeze the harvest of every source whose blocks all ran (ids in ``validated``); return
     those sources. Called after a full pass (``nnrag validate --all``, a pytest session)."""
     done = set(validated)
@@ -289,7 +308,7 @@ def complete_harvests(workspace: Workspace, validated: Iterable[str]) -> list[st
 
 
 def _validate_block(
-    workspace: Workspace,
+    workspace: BlockSource,
     query: str | BlockRef,
     *,
     depth: Stage | None = None,
@@ -376,7 +395,7 @@ def _validate_block(
 
 
 def validate_block(
-    workspace: Workspace,
+    workspace: BlockSource,
     query: str | BlockRef,
     *,
     depth: Stage | None = None,

@@ -207,3 +207,24 @@ def test_non_finite_for_one_draw_passes_with_the_other(sandbox: Sandbox, tmp_pat
     assert result.passed, result.message
     assert result.recipe is not None
     assert result.recipe.input_seed == result.recipe.seed + 1
+
+
+def test_a_size_passed_beside_a_config_stays_a_size(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = REGISTRY.replace(
+        """class Block(nn.Module):
+    def __init__(self, body_cfg):
+        super().__init__()
+        self.body = build_layer(body_cfg)""",
+        """def build_sized(cfg, channels):
+    return nn.Conv2d(channels, channels, 1)
+
+
+class Block(nn.Module):
+    def __init__(self, body_cfg, in_channels):
+        super().__init__()
+        self.body = build_layer(body_cfg)
+        self.mix = build_sized(None, in_channels)""",
+    )
+    found = kwargs(probe(sandbox, tmp_path, code))
+    assert isinstance(found["in_channels"], int)
+    assert found["body_cfg"] == {"__dict__": {"type": "Small", "channels": 32}}

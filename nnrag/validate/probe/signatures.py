@@ -141,9 +141,24 @@ def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
                         key = node.args[1]
                         if isinstance(key, ast.Constant) and isinstance(key.value, str):
                             reads.add(key.value)
-                    elif "build" in called.lower():
+                    elif "build" in called.lower() and _is_config_argument(node, name):
                         builds.append(called)
     return reads, builds
+
+
+def _is_config_argument(node: ast.Call, name: str) -> bool:
+    """``build(param, ...)`` or ``build(cfg=param)``: the parameter is what is built (not a
+    size passed beside the config, as in ``build_conv(cfg, in_channels, ...)``)."""
+    first = node.args[0] if node.args else None
+    if isinstance(first, ast.Name) and first.id == name:
+        return True
+    return any(
+        k.arg is not None
+        and "cfg" in k.arg
+        and isinstance(k.value, ast.Name)
+        and k.value.id == name
+        for k in node.keywords
+    )
 
 
 def config_class_for(module: Any, reads: set[str]) -> type | None:
