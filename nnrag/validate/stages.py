@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nnrag.errors import ExtractionError, InternalError
+from nnrag.errors import ConfigError, ExtractionError, InternalError
 from nnrag.model import (
     STAGES,
     BlockHints,
@@ -320,7 +320,18 @@ def _validate_block(
     depth = depth or settings.depth
     block = workspace.find(query) if isinstance(query, str) else query
     plugins = workspace.plugins()
-    hints = hints or plugins.block_inputs(block.id, block.name) or config_hints(settings, block)
+    try:
+        answer = None if hints else plugins.block_inputs(block.id, block.name)
+    except ConfigError as error:  # one plugin's bad answer fails this block, not the run
+        return ValidationResult(
+            block_id=block.id,
+            depth=depth,
+            stage_reached=None,
+            failed_stage="parse",
+            category="internal-error",
+            message=str(error),
+        )
+    hints = hints or answer or config_hints(settings, block)
     suffix = f"+hints:{_hints_digest(hints)}" if hints else ""
     suffix += f"+plugins:{plugins.digest()}"
     cache = workspace.results()

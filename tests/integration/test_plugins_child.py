@@ -130,3 +130,17 @@ def test_result_observers_and_block_inputs_in_validate_block(tmp_path: Path) -> 
     finally:
         workspace.close()
     assert isinstance(workspace.settings, Settings)
+
+
+def test_a_bad_plugin_answer_fails_only_its_block(tmp_path: Path) -> None:
+    (tmp_path / NNRAGFILE).write_text(
+        "def nnrag_block_inputs(block_id, class_name):\n    return {'weights': 1}\n"
+    )
+    (tmp_path / "repos.json").write_text('{"sources": []}')
+    workspace = FakeWorkspace(tmp_path, PICKY, repos_file=tmp_path / "repos.json")
+    try:
+        result = validate_block(workspace, "Block")  # type: ignore[arg-type]
+    finally:
+        workspace.close()
+    assert (result.failed_stage, result.category) == ("parse", "internal-error")
+    assert "nnrag_block_inputs returned {'weights': 1}" in result.message
