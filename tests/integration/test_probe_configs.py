@@ -228,3 +228,26 @@ class Block(nn.Module):
     found = kwargs(probe(sandbox, tmp_path, code))
     assert isinstance(found["in_channels"], int)
     assert found["body_cfg"] == {"__dict__": {"type": "Small", "channels": 32}}
+
+
+def test_config_the_closure_does_not_carry_is_built_from_the_attributes_read(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+            self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.drop = nn.Dropout(config.hidden_dropout_prob)
+
+        def forward(self, x):
+            return self.drop(self.norm(self.dense(x)))
+    """
+    config = kwargs(probe(sandbox, tmp_path, code))["config"]
+    assert config["__call__"] == {"__ref__": "types:SimpleNamespace"}
+    assert config["kwargs"] == {
+        "hidden_dropout_prob": 0.0,
+        "hidden_size": 64,
+        "layer_norm_eps": 1e-5,
+    }

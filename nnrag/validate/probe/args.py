@@ -7,6 +7,7 @@ import enum
 import inspect
 import numbers
 import re
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -132,6 +133,9 @@ class Ctor:
         )
 
 
+_FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
+"""Config fields that are numbers even where their name also says a kind (``layer_norm_eps``)."""
+_CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
 _LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
 
@@ -264,7 +268,7 @@ class Synth:
         low = name.lower()
         if re.search(r"^(\w+_)?(types|keys|names)$", low):
             return ["a", "b"]
-        if re.search(r"config|cfg|conf$|args$|^opt|hparams|params$", low):
+        if _CONFIG_NAMES.search(low):
             return self.config(name, None)
         if re.search(r"act|norm|layer$|_fn$|fn$", low) and not low.startswith(("num", "n_")):
             return self.layer_factory(name)
@@ -447,7 +451,21 @@ class Synth:
             config = config_class_for(self.module, reads)
             if config is not None:
                 return self.config(name, config)
+        if reads and _CONFIG_NAMES.search(name.lower()):
+            return self.namespace(sorted(reads))
         return self.value(name, inspect.Parameter.empty)
+
+    def namespace(self, reads: list[str]) -> object:
+        """A config built from the attributes the code reads, each synthesized by its name
+        (``hidden_size`` 64, ``num_attention_heads`` 2, ``layer_norm_eps`` 1e-5): for a
+        config class the closure does not carry. A real value with named fields, recorded as
+        its constructor call, not a placeholder."""
+        fields = {
+            attr: float_for(attr) if _FLOAT_FIELDS.search(attr.lower()) else self.by_name(attr)
+            for attr in reads
+            if not attr.startswith("_")
+        }
+        return remember(types.SimpleNamespace(**fields), call(types.SimpleNamespace, (), fields))
 
     def registry_dict(self, name: str, builds: list[str]) -> object:
         """``{"type": ..., **required}`` for the smallest class of the registry the parameter
