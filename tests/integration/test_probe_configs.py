@@ -251,3 +251,23 @@ def test_config_the_closure_does_not_carry_is_built_from_the_attributes_read(
         "hidden_size": 64,
         "layer_norm_eps": 1e-5,
     }
+
+
+def test_an_all_optional_forward_gets_its_first_input(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, vocab_size: int = 100, width: int = 8):
+            super().__init__()
+            self.embed = nn.Embedding(vocab_size, width)
+
+        def forward(self, input_ids=None, inputs_embeds=None, mask=None):
+            if inputs_embeds is None:
+                inputs_embeds = self.embed(input_ids)
+            return inputs_embeds
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    (ids,) = result.recipe.inputs
+    assert isinstance(ids, dict)
+    assert ids["dtype"] == "int64"  # token ids for an embedding-first block

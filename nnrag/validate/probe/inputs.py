@@ -247,6 +247,11 @@ def fill_inputs(
     kwargs: dict[str, Any] = {}
     first, sizes = True, False
     shape = primary["shape"]
+    # forward(input_ids=None, attention_mask=None, ...): everything optional, the first one
+    # is the input (feeding nothing only tests the block's "nothing given" error)
+    optional_first = not any(
+        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params
+    ) and any(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
     for p in params:
         if p.kind == p.VAR_KEYWORD:
             continue
@@ -255,7 +260,7 @@ def fill_inputs(
                 args.append(primary)
                 first = False
             continue
-        if p.default is not p.empty:
+        if p.default is not p.empty and not (optional_first and first):
             continue
         ints = int_tuple(p.annotation, shape)
         if ints is not None:  # forward(shape: Tuple[int, int, int])
