@@ -86,6 +86,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
                 for where, p in located
             ],
             "source_errors": list(stats.source_errors),
+            "warnings": list(stats.warnings),
         }
         print(json.dumps(summary, indent=2))
     else:
@@ -93,6 +94,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
             print(f"{where}:{problem.line}:{problem.col}: {problem.message}")
         for message in stats.source_errors:
             print(f"nnrag index: error: {message}", file=sys.stderr)
+        for message in stats.warnings:
+            print(f"nnrag index: warning: {message}", file=sys.stderr)
         print(
             f"nnrag index: {stats.sources} of {len(settings.sources)} sources, "
             f"{stats.files} files ({stats.parsed} parsed), {stats.modules} modules, "
@@ -264,6 +267,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         depth=args.depth,
         timeout_s=args.timeout,
         revalidate=args.revalidate,
+        sandbox=args.sandbox,
     )
     workspace = Workspace(settings)
     if args.all:
@@ -290,6 +294,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
     else:
         passed = sum(r.passed for r in results)
+        layers = workspace.sandbox_layers()
+        if layers is not None:
+            from nnrag.validate.sandbox import describe_layers
+
+            print(describe_layers(layers), file=sys.stderr)
         print(f"nnrag validate: {passed} of {len(results)} passed", file=sys.stderr)
     kinds = (
         {block.id: workspace.category(block) for block in blocks}
@@ -457,6 +466,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     from nnrag.check.cache import CheckCache
     from nnrag.check.files import check_files
+    from nnrag.vendor import manifest_definitions
 
     cache: CheckCache | None = None
     if not args.no_cache:
@@ -478,7 +488,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
-    definitions, unreadable = _pristine_definitions(files) if args.pristine else ({}, {})
+    definitions, unreadable = ({}, {}) if not args.pristine else manifest_definitions(files)
     checked = check_files(
         files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
     )
@@ -529,28 +539,6 @@ def _run_importer() -> Iterator[Importer]:
 
     with Sandbox() as sandbox:
         yield functools.partial(validate_file, depth="import", sandbox=sandbox)
-
-
-def _pristine_definitions(
-    files: Sequence[Path],
-) -> tuple[dict[Path, Mapping[str, str]], dict[Path, OSError]]:
-    """What each definition of ``files`` was at vendoring, from their folders' manifests."""
-    from nnrag.vendor import read_manifest
-
-    definitions: dict[Path, Mapping[str, str]] = {}
-    unreadable: dict[Path, OSError] = {}
-    manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
-    for path in files:
-        try:
-            if path.parent not in manifests:
-                entries = read_manifest(path.parent)
-                manifests[path.parent] = {e.file: e.definitions for e in entries}
-        except OSError as error:
-            unreadable[path] = error
-            continue
-        if path.name in manifests[path.parent]:
-            definitions[path] = manifests[path.parent][path.name]
-    return definitions, unreadable
 
 
 def _extract_into(args: argparse.Namespace) -> int:
@@ -649,6 +637,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--depth", choices=STAGES, default="forward", help="last stage to run")
     validate.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per block")
     validate.add_argument("--revalidate", action="store_true", help="ignore cached results")
+    validate.add_argument(
+        "--sandbox",
+        choices=("default", "strict"),
+        default="default",
+        help="strict: refuse to run blocks unless namespaces, seccomp and Landlock are all active",
+    )
     validate.add_argument("--json", action="store_true", help="print JSON")
     validate.add_argument("--report", metavar="PATH", help="write the JSON run report")
     validate.add_argument(

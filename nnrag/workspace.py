@@ -163,7 +163,7 @@ class Workspace:
 
             from nnrag.validate.sandbox import Sandbox
 
-            self._sandbox = Sandbox()
+            self._sandbox = Sandbox(strict=self.settings.sandbox == "strict")
             atexit.register(self._sandbox.close)
         return self._sandbox
 
@@ -175,6 +175,12 @@ class Workspace:
 
             self._plugins = parent_plugins(self.settings.repos_file)
         return self._plugins
+
+    def sandbox_layers(self) -> dict[str, bool] | None:
+        """The kernel isolation layers blocks ran under, ``None`` before the sandbox started."""
+        if self._sandbox is None or not self._sandbox.info:
+            return None
+        return self._sandbox.layers
 
     def results(self) -> ResultCache:
         """The result cache, ``<cache>/results.sqlite``."""

@@ -66,7 +66,12 @@ def classify(
     ):
         return "native-op"
     if isinstance(error, ModuleNotFoundError):  # at import, or a lazy import in a method
-        top = (error.name or "").split(".")[0]
+        name = error.name or ""
+        if "." in name and name.rsplit(".", 1)[-1].startswith("_"):
+            # a package's private submodule that is absent: its compiled extension
+            # (``mmcv._ext`` of a pure-Python build, ``torch_scatter._C``)
+            return "native-op"
+        top = name.split(".")[0]
         return "source-import" if top in source_packages else "missing-external"
     if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
         return "missing-external"

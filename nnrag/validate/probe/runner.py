@@ -122,6 +122,8 @@ class Runner:
         self.recipe: dict[str, Any] = {"origin": "none", "seed": self.seed, "attempts": 0}
         self.harvest: list[dict[str, Any]] = []
         self.source_packages = frozenset(request.get("source_packages", ()))
+        self.baseline = frozenset(sys.modules)
+        """Modules imported before the block: only those it imports count as its own."""
         self.deadline = time.monotonic() + min(0.6 * float(request.get("timeout_s", 60.0)), 40.0)
         self.plugins: pluggy.PluginManager | None = None
         self.replay: Mapping[str, Any] | None = request.get("replay")
@@ -142,11 +144,15 @@ class Runner:
         *,
         error: BaseException | None = None,
     ) -> None:
-        if failed and self.violations and category not in {"memory", "timeout"}:
-            category, message = (
-                "sandbox-violation",
-                f"refused: {'; '.join(self.violations[:3])} ({message})",
-            )
+        # a failure keeps its own category unless the sandbox refused something (an import of
+        # the source found at the failure, ``mmcv._ext`` of an installed mmcv, is not the cause)
+        refusal = (
+            self.refusal(imports=False)
+            if failed and category not in {"memory", "timeout"}
+            else None
+        )
+        if refusal is not None:
+            category, message = refusal
         self.send(
             {
                 "kind": "result",
@@ -161,11 +167,33 @@ class Runner:
             }
         )
 
+    def refusal(self, *, imports: bool = True) -> tuple[str, str] | None:
+        """(category, message) when the block did what a standalone block may not, naming
+        only that: the sandbox's refusals, or its own source packages imported at run time
+        (by name, e.g. ``import_module('mmdet.registry')``, where they happen to be installed).
+        """
+        if self.violations:
+            refused = list(dict.fromkeys(self.violations))
+            more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
+            return "sandbox-violation", "refused: " + "; ".join(refused[:3]) + more
+        leaked = sorted(
+            {name.partition(".")[0] for name in set(sys.modules) - self.baseline}
+            & self.source_packages
+        )
+        if leaked and imports:
+            return (
+                "source-import",
+                f"imported its own source package {', '.join(map(repr, leaked))} at run time "
+                "(by name; installed here, but a block must not need it)",
+            )
+        return None
+
     def violated(self, stage: str, started: float) -> bool:
-        if not self.violations:
+        refusal = self.refusal()
+        if refusal is None:
             self.passed(stage, started)
             return False
-        self.finish(stage, "sandbox-violation", "refused: " + "; ".join(self.violations[:3]))
+        self.finish(stage, *refusal)
         return True
 
     def run(self) -> None:
@@ -188,7 +216,7 @@ class Runner:
             )
             return
         if self.violated("import", started) or depth == "import":
-            if not self.violations:
+            if self.refusal() is None:
                 self.finish()
             return
         try:
@@ -398,10 +426,9 @@ class Runner:
                 if harvester is not None:
                     harvester.restore()
                     self.harvest = list(harvester.records.values())
-                if self.violations:
-                    self.finish(
-                        "forward", "sandbox-violation", "refused: " + "; ".join(self.violations[:3])
-                    )
+                refusal = self.refusal()
+                if refusal is not None:
+                    self.finish("forward", *refusal)
                     return
                 if ctor.placeholders:
                     self.finish(
