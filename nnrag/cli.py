@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nnrag import __version__
 from nnrag.errors import NnragError
@@ -295,6 +295,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     say = print if bar is None else bar.write
     results = []
     try:
+        if args.all:
+            _harvest_first(workspace, blocks, executor)
         for result in validate_many(workspace, blocks, executor=executor):
             results.append(result)
             if bar is not None:
@@ -338,6 +340,69 @@ def _verdict_line(result: ValidationResult) -> str:
             f"FAIL {result.block_id} at {result.failed_stage} [{result.category}]: {result.message}"
         )
     return line + (" (cached)" if result.cached else "")
+
+
+def _harvest_first(workspace: Any, blocks: list[Any], executor: Any) -> None:
+    """``--all``: a harvest pass over every block first (results cached, nothing printed),
+    so each block's verdict afterwards uses the complete harvest, whatever the order."""
+    from nnrag.validate.executors import validate_many
+    from nnrag.validate.stages import complete_harvests
+
+    state = workspace.extraction_state()
+    results = workspace.results()
+    if all(results.harvest_complete(source, state) for source in {b.source for b in blocks}):
+        return
+    for _ in validate_many(workspace, blocks, executor=executor):
+        pass
+    complete_harvests(workspace, [b.id for b in blocks])
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    """``nnrag replay ID|NAME... [--all]``: exit 1 if any recipe does not reproduce its outcome."""
+    import json
+
+    from nnrag.config import load_settings
+    from nnrag.errors import ConfigError
+    from nnrag.validate.results import result_to_dict
+    from nnrag.workspace import Workspace
+
+    settings = load_settings(args.repos, cache_dir=args.cache, timeout_s=args.timeout)
+    workspace = Workspace(settings)
+    if args.all:
+        blocks = list(workspace.blocks())
+    elif args.blocks:
+        blocks = [workspace.find(query) for query in args.blocks]
+    else:
+        raise ConfigError("name blocks to replay (ID or class name), or pass --all", key="blocks")
+    replays = []
+    for block in blocks:
+        replay = workspace.replay(block)
+        if args.passed and not replay.recorded.passed:
+            continue
+        replays.append(replay)
+        if args.json:
+            continue
+        outcome = replay.recorded
+        verdict = "pass" if outcome.passed else f"{outcome.failed_stage} [{outcome.category}]"
+        if replay.reproduced:
+            print(f"REPRODUCED {replay.block_id} ({verdict})", flush=True)
+        else:
+            print(f"DIFFERS {replay.block_id} ({verdict}): {'; '.join(replay.differences)}")
+    if args.json:
+        document = [
+            {
+                "block_id": r.block_id,
+                "reproduced": r.reproduced,
+                "differences": list(r.differences),
+                "recorded": result_to_dict(r.recorded),
+                "replayed": result_to_dict(r.replayed),
+            }
+            for r in replays
+        ]
+        print(json.dumps(document, indent=2, default=repr))
+    same = sum(r.reproduced for r in replays)
+    print(f"nnrag replay: {same} of {len(replays)} reproduced", file=sys.stderr)
+    return 0 if same == len(replays) else 1
 
 
 def _write_run_report(
@@ -632,6 +697,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="CPUs each Ray actor (one warm sandbox) reserves (default 1)",
     )
     validate.set_defaults(handler=_cmd_validate)
+
+    replay = commands.add_parser(
+        "replay", help="rebuild and rerun blocks from their recorded recipes"
+    )
+    _add_repos_options(replay)
+    replay.add_argument("blocks", nargs="*", metavar="ID|NAME", help="block ids or class names")
+    replay.add_argument("--all", action="store_true", help="replay every discovered block")
+    replay.add_argument("--passed", action="store_true", help="only blocks that passed")
+    replay.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per block")
+    replay.add_argument("--json", action="store_true", help="print JSON")
+    replay.set_defaults(handler=_cmd_replay)
 
     search = commands.add_parser("search", help="full-text search over blocks")
     _add_repos_options(search)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 # --------------------------------------------------------------------------- stages
 
@@ -23,6 +23,7 @@ Category = Literal[
     "ctor-args",
     "input-shape",
     "runtime-error",
+    "non-finite",
     "timeout",
     "memory",
     "crash",
@@ -423,9 +424,34 @@ class Recipe:
     """Input specs (JSON values) that were used, with their seed."""
     input_kwargs: Mapping[str, object] = field(default_factory=dict)
     seed: int = 0
+    input_seed: int | None = None
+    """Seed the inputs were drawn with (``seed`` unless a non-finite output was retried)."""
     output_shapes: tuple[object, ...] = ()
     parameters: int | None = None
     attempts: int = 0
+    output_digest: str | None = None
+    """SHA-1 (16 hex digits) over the output tensors of the recorded forward."""
+    lossless: bool = True
+    """Every value is written as a constructor expression (``nnrag replay`` rebuilds it)."""
+    lossy: tuple[str, ...] = ()
+    """Where a value could only be kept as ``repr()`` (then ``lossless`` is false)."""
+    placeholders: tuple[str, ...] = ()
+    """Arguments nnrag could only fill with stand-ins (``nn.Identity()``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replay:
+    """A block rebuilt and rerun from its recorded recipe (``nnrag replay``)."""
+
+    block_id: str
+    recorded: ValidationResult
+    replayed: ValidationResult
+    differences: tuple[str, ...] = ()
+    """What differs between the two runs (empty: the recipe reproduces its outcome)."""
+
+    @property
+    def reproduced(self) -> bool:
+        return not self.differences
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -441,6 +467,8 @@ class ValidationResult:
     message: str = ""
     dependency_path: tuple[str, ...] = ()
     recipe: Recipe | None = None
+    frames: tuple[str, ...] = ()
+    """Traceback frames in the block file (``path:line in function: code``), oldest first."""
     timings: Mapping[str, float] = field(default_factory=dict)
     """Seconds per stage that ran."""
     duration_s: float = 0.0
@@ -502,7 +530,12 @@ class BlockJob:
     problems: tuple[Problem, ...] = ()
     """Advisory closure problems: named as the likely cause of a run-time failure."""
     harvested: tuple[Mapping[str, object], ...] = ()
-    """Recipes recorded for this class while composite blocks ran (filled when dispatched)."""
+    """Recipes recorded for this class while composite blocks ran, once its source's harvest
+    pass is complete (part of the result key, so a verdict never depends on run order)."""
+    harvest: bool = True
+    """Record the sub-block recipes this run sees (the harvest pass; off once it is complete)."""
+    plugins: Mapping[str, Any] | None = None
+    """The plugins the sandbox child loads (``Plugins.child_spec()``: plain data)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

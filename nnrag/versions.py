@@ -14,7 +14,14 @@ ANALYSIS_CODE = ("index/units.py", "pyscope", "model.py")
 EXTRACTION_CODE = (*ANALYSIS_CODE, "index", "extract", "blockfile")
 """Code that decides the emitted block file."""
 
-VALIDATION_CODE = ("check", "pyscope", "validate")
+VALIDATION_CODE = (
+    "check",
+    "pyscope",
+    "validate",
+    "plugins.py",
+    "hookspecs.py",
+    "builtin_plugins.py",
+)
 """Code that decides a validation verdict (``validate`` includes the probe)."""
 
 

@@ -13,10 +13,12 @@ if TYPE_CHECKING:
         BlockRef,
         Extracted,
         IndexStats,
+        Replay,
         Settings,
         Stage,
         ValidationResult,
     )
+    from nnrag.plugins import Plugins
     from nnrag.validate.results import ResultCache
     from nnrag.validate.sandbox import Sandbox
 
@@ -34,6 +36,7 @@ class Workspace:
         self._extraction_state: str | None = None
         self._sandbox: Sandbox | None = None
         self._results: ResultCache | None = None
+        self._plugins: Plugins | None = None
 
     # -- index (owner: index) ---------------------------------------------------------------
 
@@ -164,6 +167,15 @@ class Workspace:
             atexit.register(self._sandbox.close)
         return self._sandbox
 
+    def plugins(self) -> Plugins:
+        """nnrag plugins: built-ins, the ``nnrag`` entry points, ``nnragfile.py`` beside
+        repos.json (loaded once)."""
+        if self._plugins is None:
+            from nnrag.plugins import parent_plugins
+
+            self._plugins = parent_plugins(self.settings.repos_file)
+        return self._plugins
+
     def sandbox_layers(self) -> dict[str, bool] | None:
         """The kernel isolation layers blocks ran under, ``None`` before the sandbox started."""
         if self._sandbox is None or not self._sandbox.info:
@@ -201,3 +213,9 @@ class Workspace:
         from nnrag.validate.stages import validate_block
 
         return validate_block(self, query, depth=depth, hints=hints)
+
+    def replay(self, query: str | BlockRef) -> Replay:
+        """Rebuild and rerun a block from its recorded recipe; say whether it reproduces."""
+        from nnrag.validate.replay import replay_block
+
+        return replay_block(self, query)

@@ -11,7 +11,7 @@ from pytest_nnrag.state import require_state
 
 if TYPE_CHECKING:
     from nnrag.index.build import Index
-    from nnrag.model import BlockHints, BlockRef, Extracted, Stage, ValidationResult
+    from nnrag.model import BlockHints, BlockRef, Extracted, Replay, Stage, ValidationResult
     from nnrag.workspace import Workspace
 
     Extract = Callable[[str | BlockRef], Extracted]
@@ -49,3 +49,15 @@ def nnrag_validate(nnrag_workspace: Workspace) -> Validate:
         return nnrag_workspace.validate(query, depth=depth, hints=hints)
 
     return validate
+
+
+@pytest.fixture(scope="session")
+def nnrag_replay(nnrag_workspace: Workspace) -> Callable[[str | BlockRef], Replay]:
+    """``nnrag_replay(block_id)`` -> :class:`nnrag.model.Replay`: the block rebuilt and rerun
+    from its recorded recipe; ``.reproduced`` says whether the outcome is the same::
+
+        def test_attention_recipe_replays(nnrag_replay):
+            replay = nnrag_replay("timm:timm.layers.attention:Attention")
+            assert replay.reproduced, replay.differences
+    """
+    return nnrag_workspace.replay

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 RESULT_KEY = pytest.StashKey[ValidationResult]()
 REPORT_ATTR = "nnrag"
 """Name of the TestReport attribute carrying :func:`nnrag.validate.results.result_to_dict` JSON."""
-HINT_KEYS = frozenset({"args", "kwargs", "inputs", "input_kwargs"})
 
 
 class NnragFailure(Exception):
@@ -55,8 +54,9 @@ class BlockFailure(NnragFailure):
 # --------------------------------------------------------------------------- results
 
 
-def format_result(result: ValidationResult) -> str:
-    """The failure text: stage, category, message, dependency path or recipe, file."""
+def format_result(result: ValidationResult, *, all_frames: bool = False) -> str:
+    """The failure text: stage, category, message, block frames, dependency path or recipe,
+    file. The last three frames in the block file, every one with ``all_frames``."""
     from nnrag.report import failed_stage_of
 
     stopped = failed_stage_of(result) or result.depth
@@ -70,9 +70,15 @@ def format_result(result: ValidationResult) -> str:
     first, *rest = message.splitlines()
     lines.append(f"message: {first}")
     lines.extend(f"  {line}" for line in rest)
+    frames = list(result.frames) if all_frames else list(result.frames[-3:])
+    if frames:
+        more = len(result.frames) - len(frames)
+        earlier = f", {more} earlier: --tb=long" if more else ""
+        lines.append(f"traceback (frames in the block file{earlier}):")
+        lines.extend(f"  {frame}" for frame in frames)
     if result.dependency_path:
         lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
-    if result.recipe is not None and result.recipe.origin != "none":
+    if result.recipe is not None and (result.recipe.origin != "none" or result.recipe.init_args):
         lines.append(f"recipe: {format_recipe(result.recipe, result.block_id)}")
     if result.file:
         lines.append(f"file: {result.file}")
@@ -123,21 +129,12 @@ def error_result(block_id: str, depth: Stage, error: BaseException) -> Validatio
 
 def hints_from_hook(block_id: str, value: object) -> BlockHints:
     """Turn a ``pytest_nnrag_block_inputs`` result into :class:`BlockHints`."""
-    if not isinstance(value, Mapping) or not set(value) <= HINT_KEYS:
-        allowed = ", ".join(sorted(HINT_KEYS))
-        raise ConfigError(
-            f"pytest_nnrag_block_inputs returned {value!r} for {block_id}; "
-            f"return None or a dict with the keys {allowed}",
-            file="conftest.py",
-        )
-    inputs = value.get("inputs")
-    return BlockHints(
-        pattern=block_id,
-        init_args=tuple(value.get("args", ())),
-        init_kwargs=dict(value.get("kwargs", {})),
-        inputs=None if inputs is None else tuple(inputs),
-        input_kwargs=dict(value.get("input_kwargs", {})),
-    )
+    from nnrag.plugins import hints_from_answer
+
+    try:
+        return hints_from_answer(block_id, value, "pytest_nnrag_block_inputs")
+    except ConfigError as error:
+        raise ConfigError(str(error), file="conftest.py") from error
 
 
 # --------------------------------------------------------------------------- items
@@ -151,6 +148,8 @@ class NnragItem(pytest.Item):
         excinfo: ExceptionInfo[BaseException],
         style: Any = None,
     ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, BlockFailure) and style == "long":
+            return format_result(excinfo.value.result, all_frames=True)
         if isinstance(excinfo.value, NnragFailure):
             return excinfo.value.text
         return super().repr_failure(excinfo, style=style)

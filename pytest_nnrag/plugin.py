@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_nnrag.fixtures import nnrag_extract, nnrag_index, nnrag_validate, nnrag_workspace
+from pytest_nnrag.fixtures import (
+    nnrag_extract,
+    nnrag_index,
+    nnrag_replay,
+    nnrag_validate,
+    nnrag_workspace,
+)
 from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
@@ -23,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "nnrag_extract",
     "nnrag_index",
+    "nnrag_replay",
     "nnrag_validate",
     "nnrag_workspace",
 ]
@@ -271,6 +278,22 @@ class NnragSession:
             f"depth {settings.depth}, cache {settings.cache_dir}"
         )
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_nnrag_block_inputs(
+        self, block_id: str, class_name: str, config: pytest.Config
+    ) -> dict[str, Any] | None:
+        """Forward to nnrag's own plugins (entry points, nnragfile.py), after conftest.py's
+        answers: the CLI and pytest see the same plugins."""
+        hints = self.state.workspace.plugins().block_inputs(block_id, class_name)
+        if hints is None:
+            return None
+        return {
+            "args": list(hints.init_args),
+            "kwargs": dict(hints.init_kwargs),
+            "inputs": None if hints.inputs is None else list(hints.inputs),
+            "input_kwargs": dict(hints.input_kwargs),
+        }
+
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
         """Collect the repos.json where pytest walks over it (so its node ids select tests)."""
         if file_path != self.state.repos_file:
@@ -342,6 +365,9 @@ class NnragSession:
         if _is_worker(self.config) or not self.state.results:
             return
         from nnrag.report import build_report, write_badge, write_report
+        from nnrag.validate.stages import complete_harvests
+
+        complete_harvests(self.state.workspace, self.state.results)
 
         self.report = build_report(
             self.state.results.values(),

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from nnrag.model import BlockJob, JobOutcome, RayOptions, ValidationResult
-from nnrag.validate.stages import finish_job, prepare_block, run_job, with_harvest
+from nnrag.validate.stages import finish_job, prepare_block, run_job
 
 if TYPE_CHECKING:
     from nnrag.model import BlockRef, Stage
@@ -58,6 +57,11 @@ def schedule(jobs: Iterable[BlockJob]) -> list[BlockJob]:
     return sorted(jobs, key=lambda job: (-job.size, job.block_id))
 
 
+def _as_prepared(job: BlockJob) -> BlockJob:
+    """Jobs go out as prepared: their harvested recipes are fixed (and keyed) when prepared."""
+    return job
+
+
 def validate_many(
     workspace: BlockSource,
     blocks: Iterable[BlockRef],
@@ -81,7 +85,7 @@ def validate_many(
             yield prepared
         else:
             jobs.append(prepared)
-    for job, outcome in executor.run(schedule(jobs), dispatch=partial(with_harvest, workspace)):
+    for job, outcome in executor.run(schedule(jobs), dispatch=_as_prepared):
         yield finish_job(workspace, job, outcome)
 
 

@@ -17,10 +17,10 @@ from nnrag.errors import CacheError
 from nnrag.model import Recipe, Stage, ValidationResult
 from nnrag.sqlitedb import open_database
 
-VALIDATOR_VERSION = "2"
+VALIDATOR_VERSION = "3"
 """Epoch of the result format; the validator's code fingerprint is added to it."""
 CacheKey = tuple[str, str, str, str]
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: harvest_done (harvests frozen after a full pass)
 APPLICATION_ID = 0x6E6E7272  # "nnrr": nnrag's result cache
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS extractions (
 CREATE TABLE IF NOT EXISTS harvest (
     source TEXT NOT NULL, name TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (source, name, record)
+);
+CREATE TABLE IF NOT EXISTS harvest_done (
+    source TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (source, state)
 );
 """
 
@@ -68,24 +71,33 @@ def result_to_dict(result: ValidationResult) -> dict[str, Any]:
         "category": result.category,
         "message": result.message,
         "dependency_path": list(result.dependency_path),
-        "recipe": None
-        if recipe is None
-        else {
-            "origin": recipe.origin,
-            "init_args": list(recipe.init_args),
-            "init_kwargs": dict(recipe.init_kwargs),
-            "inputs": list(recipe.inputs),
-            "input_kwargs": dict(recipe.input_kwargs),
-            "seed": recipe.seed,
-            "output_shapes": list(recipe.output_shapes),
-            "parameters": recipe.parameters,
-            "attempts": recipe.attempts,
-        },
+        "frames": list(result.frames),
+        "recipe": None if recipe is None else recipe_to_dict(recipe),
         "timings": dict(result.timings),
         "duration_s": result.duration_s,
         "passed": result.passed,
         "cached": result.cached,
         "file": result.file,
+    }
+
+
+def recipe_to_dict(recipe: Recipe) -> dict[str, Any]:
+    """A JSON-ready dict of a recipe (the inverse of :func:`recipe_from_dict`)."""
+    return {
+        "origin": recipe.origin,
+        "init_args": list(recipe.init_args),
+        "init_kwargs": dict(recipe.init_kwargs),
+        "inputs": list(recipe.inputs),
+        "input_kwargs": dict(recipe.input_kwargs),
+        "seed": recipe.seed,
+        "input_seed": recipe.input_seed,
+        "output_shapes": list(recipe.output_shapes),
+        "output_digest": recipe.output_digest,
+        "parameters": recipe.parameters,
+        "attempts": recipe.attempts,
+        "lossless": recipe.lossless,
+        "lossy": list(recipe.lossy),
+        "placeholders": list(recipe.placeholders),
     }
 
 
@@ -99,9 +111,14 @@ def recipe_from_dict(data: Mapping[str, Any]) -> Recipe:
         inputs=tuple(data.get("inputs") or ()),
         input_kwargs=dict(data.get("input_kwargs") or {}),
         seed=int(data.get("seed") or 0),
+        input_seed=None if data.get("input_seed") is None else int(data["input_seed"]),
         output_shapes=tuple(data.get("output_shapes") or ()),
         parameters=data.get("parameters"),
         attempts=int(data.get("attempts") or 0),
+        output_digest=data.get("output_digest"),
+        lossless=bool(data.get("lossless", True)),
+        lossy=tuple(data.get("lossy") or ()),
+        placeholders=tuple(data.get("placeholders") or ()),
     )
 
 
@@ -116,6 +133,7 @@ def result_from_dict(data: Mapping[str, Any]) -> ValidationResult:
         category=data.get("category"),
         message=data.get("message", ""),
         dependency_path=tuple(data.get("dependency_path") or ()),
+        frames=tuple(data.get("frames") or ()),
         recipe=None if recipe is None else recipe_from_dict(recipe),
         timings=dict(data.get("timings") or {}),
         duration_s=float(data.get("duration_s") or 0.0),
@@ -195,13 +213,30 @@ class ResultCache:
             )
 
     def harvested(self, source: str, name: str, *, limit: int = 3) -> list[dict[str, Any]]:
-        """Recipes recorded for class ``name`` of ``source`` while composite blocks ran."""
+        """Recipes recorded for class ``name`` of ``source`` while composite blocks ran
+        (always the same ones for the same table: ordered by their text)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT record FROM harvest WHERE source = ? AND name = ? LIMIT ?",
+                "SELECT record FROM harvest WHERE source = ? AND name = ? ORDER BY record LIMIT ?",
                 (source, name, limit),
             ).fetchall()
         return [cast(dict[str, Any], json.loads(row[0])) for row in rows]
+
+    def harvest_complete(self, source: str, state: str) -> bool:
+        """Whether every block of ``source`` ran once (for extraction ``state``), so that its
+        harvest is final: from then on blocks use it and nothing is added to it."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM harvest_done WHERE source = ? AND state = ?", (source, state)
+            ).fetchone()
+        return row is not None
+
+    def complete_harvest(self, source: str, state: str) -> None:
+        """Freeze the harvest of ``source`` (see :meth:`harvest_complete`)."""
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR IGNORE INTO harvest_done (source, state) VALUES (?, ?)", (source, state)
+            )
 
     def add_harvest(self, source: str, records: Sequence[Mapping[str, Any]]) -> None:
         """Remember harvested recipes (one row per distinct record)."""
@@ -224,6 +259,7 @@ __all__ = [
     "ResultCache",
     "cache_key",
     "recipe_from_dict",
+    "recipe_to_dict",
     "result_from_dict",
     "result_to_dict",
     "torch_version",

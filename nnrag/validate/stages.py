@@ -8,12 +8,12 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nnrag.errors import ExtractionError, InternalError
+from nnrag.errors import ConfigError, ExtractionError, InternalError
 from nnrag.model import (
     STAGES,
     BlockHints,
@@ -30,6 +30,7 @@ from nnrag.validate.results import recipe_from_dict
 if TYPE_CHECKING:
     from nnrag.index.build import Index
     from nnrag.model import BlockRef, Extracted, Settings
+    from nnrag.plugins import Plugins
     from nnrag.validate.results import ResultCache
     from nnrag.validate.sandbox import Sandbox
 
@@ -47,6 +48,8 @@ class BlockSource(Protocol):
     def block_file(self, extracted: Extracted) -> Path: ...
     def results(self) -> ResultCache: ...
     def sandbox(self) -> Sandbox: ...
+    def plugins(self) -> Plugins: ...
+    def blocks(self) -> tuple[BlockRef, ...]: ...
 
 
 SANDBOX_STAGES: tuple[Stage, ...] = ("import", "instantiate", "forward", "backward")
@@ -119,8 +122,13 @@ def run_validation(
     sandbox: Sandbox | None = None,
     harvested: Sequence[Mapping[str, Any]] = (),
     harvest: bool = True,
+    plugins: Mapping[str, Any] | None = None,
+    replay: Mapping[str, Any] | None = None,
 ) -> tuple[ValidationResult, list[dict[str, Any]]]:
-    """Validate one block file; also return the sub-block recipes harvested while it ran."""
+    """Validate one block file; also return the sub-block recipes harvested while it ran.
+
+    ``replay``: a recorded recipe (``recipe_to_dict``) to rerun exactly, with no search.
+    """
     if sandbox is not None and stage_index(depth) > stage_index("closed"):
         sandbox.start()  # the warm parent's start-up is not this block's time
     started = time.perf_counter()
@@ -164,7 +172,10 @@ def run_validation(
         "source_packages": sorted(source_packages),
         "reached": reached,
         "seed": 0,
+        "plugins": dict(plugins or {}),
     }
+    if replay is not None:
+        request.update(replay=dict(replay), harvest=False, harvested=[], hints=None)
     if sandbox is None:
         from nnrag.validate.sandbox import Sandbox
 
@@ -175,6 +186,8 @@ def run_validation(
     result = result_from_reply(
         reply, block_id=block_id, depth=depth, timings=timings, file=str(path), started=started
     )
+    memory_mb = sandbox.memory_mb if sandbox is not None else 4096
+    result = replace(result, message=advice(result, timeout_s=timeout_s, memory_mb=memory_mb))
     return result, list(reply.get("harvest") or [])
 
 
@@ -209,7 +222,29 @@ def result_from_reply(
         timings={**timings, **(reply.get("timings") or {})},
         duration_s=time.perf_counter() - started,
         file=file,
+        frames=tuple(str(f) for f in reply.get("frames") or ()),
     )
+
+
+HINTS_ADVICE = (
+    'to give this block its constructor arguments or inputs: a repos.json "hints" entry '
+    "for it, or an nnrag_block_inputs hook (nnragfile.py beside repos.json, or conftest.py)"
+)
+
+
+def advice(result: ValidationResult, *, timeout_s: float, memory_mb: int = 4096) -> str:
+    """The result's message plus what the user can do about its category."""
+    message = result.message
+    if result.category == "timeout":
+        return (
+            f"wall-clock timeout after {timeout_s:g} s (--nnrag-timeout, nnrag validate "
+            f"--timeout): {message}"
+        )
+    if result.category == "memory":
+        return f"{message}; the sandbox limits a block's memory (address space) to {memory_mb} MiB"
+    if result.category in {"ctor-args", "input-shape"}:
+        return f"{message}\nhint: {HINTS_ADVICE}"
+    return message
 
 
 def validate_file(
@@ -250,29 +285,42 @@ def config_hints(settings: Settings, block: BlockRef) -> BlockHints | None:
 
 
 def _hints_digest(hints: BlockHints) -> str:
-    text = json.dumps(hints_request(hints), sort_keys=True, default=repr)
+    return _digest(hints_request(hints))
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def validate_block(
+def complete_harvests(workspace: BlockSource, validated: Iterable[str]) -> list[str]:
+    """Freeze the harvest of every source whose blocks all ran (ids in ``validated``); return
+    those sources. Called after a full pass (``nnrag validate --all``, a pytest session)."""
+    done = set(validated)
+    by_source: dict[str, list[str]] = {}
+    for block in workspace.blocks():
+        by_source.setdefault(block.source, []).append(block.id)
+    cache = workspace.results()
+    state = workspace.extraction_state()
+    frozen = []
+    for source, ids in sorted(by_source.items()):
+        if all(i in done for i in ids) and not cache.harvest_complete(source, state):
+            cache.complete_harvest(source, state)
+            frozen.append(source)
+    return frozen
+
+
+def _validate_block(
     workspace: BlockSource,
     query: str | BlockRef,
     *,
     depth: Stage | None = None,
     hints: BlockHints | None = None,
 ) -> ValidationResult:
-    """Extract, write and validate one block, through the workspace's result cache."""
     prepared = prepare_block(workspace, query, depth=depth, hints=hints)
     if isinstance(prepared, ValidationResult):
         return prepared
-    job = with_harvest(workspace, prepared)
-    return finish_job(workspace, job, run_job(job, sandbox=workspace.sandbox()))
-
-
-def with_harvest(workspace: BlockSource, job: BlockJob) -> BlockJob:
-    """``job`` with the recipes harvested so far for its class (read when it is dispatched)."""
-    harvested = workspace.results().harvested(job.source, job.class_name)
-    return replace(job, harvested=tuple(harvested))
+    return finish_job(workspace, prepared, run_job(prepared, sandbox=workspace.sandbox()))
 
 
 def prepare_block(
@@ -289,10 +337,29 @@ def prepare_block(
     settings = workspace.settings
     depth = depth or settings.depth
     block = workspace.find(query) if isinstance(query, str) else query
-    hints = hints or config_hints(settings, block)
+    plugins = workspace.plugins()
+    try:
+        answer = None if hints else plugins.block_inputs(block.id, block.name)
+    except ConfigError as error:  # one plugin's bad answer fails this block, not the run
+        return ValidationResult(
+            block_id=block.id,
+            depth=depth,
+            stage_reached=None,
+            failed_stage="instantiate",
+            category="config",
+            message=str(error),
+        )
+    hints = hints or answer or config_hints(settings, block)
     suffix = f"+hints:{_hints_digest(hints)}" if hints else ""
+    suffix += f"+plugins:{plugins.digest()}"
     cache = workspace.results()
     state = workspace.extraction_state()
+    # Harvested recipes only once the source's harvest pass is over, and a result is keyed by
+    # the harvest it used: the verdict never depends on which blocks happened to run first.
+    final = cache.harvest_complete(block.source, state)
+    harvested = cache.harvested(block.source, block.name) if final else []
+    if harvested:
+        suffix += f"+harvest:{_digest(harvested)}"
     if not settings.revalidate:
         # Same sources, same nnrag code: the block's digest is known without extracting it.
         known = cache.extraction(block.id, state)
@@ -349,6 +416,9 @@ def prepare_block(
         hints=hints,
         source_packages=workspace.index().source_packages(block.source),
         problems=extracted.problems,
+        harvested=tuple(harvested),
+        harvest=not final,
+        plugins=plugins.child_spec(),
     )
 
 
@@ -364,6 +434,8 @@ def run_job(job: BlockJob, *, sandbox: Sandbox, path: Path | None = None) -> Job
         source_packages=job.source_packages,
         sandbox=sandbox,
         harvested=job.harvested,
+        harvest=job.harvest,
+        plugins=job.plugins,
     )
     return JobOutcome(result=result, harvest=tuple(records))
 
@@ -371,10 +443,26 @@ def run_job(job: BlockJob, *, sandbox: Sandbox, path: Path | None = None) -> Job
 def finish_job(workspace: BlockSource, job: BlockJob, outcome: JobOutcome) -> ValidationResult:
     """On the driver: store the harvest and the result, with any advisory problem blamed."""
     cache = workspace.results()
-    cache.add_harvest(job.source, outcome.harvest)
-    result = _blame_advisory_problems(outcome.result, job.problems)
+    if job.harvest:
+        cache.add_harvest(job.source, outcome.harvest)
+    result = blame_advisory_problems(outcome.result, job.problems)
     if outcome.cache:
         cache.put(job.key, result)
+    return result
+
+
+def validate_block(
+    workspace: BlockSource,
+    query: str | BlockRef,
+    *,
+    depth: Stage | None = None,
+    hints: BlockHints | None = None,
+) -> ValidationResult:
+    """Extract, write and validate one block, through the workspace's result cache; the
+    ``nnrag_result`` observers see every result, cached or not."""
+    block = workspace.find(query) if isinstance(query, str) else query
+    result = _validate_block(workspace, block, depth=depth, hints=hints)
+    workspace.plugins().observe(block.id, result)
     return result
 
 
@@ -389,7 +477,7 @@ _EXPLAINS: dict[str, re.Pattern[str]] = {
 """The run-time failures (by message) each advisory problem category can explain."""
 
 
-def _blame_advisory_problems(
+def blame_advisory_problems(
     result: ValidationResult, problems: tuple[Problem, ...]
 ) -> ValidationResult:
     """Name a known closure problem as the likely cause of a run-time failure it can explain.
@@ -421,8 +509,12 @@ def class_names(code: str) -> list[str]:
 
 
 __all__ = [
+    "HINTS_ADVICE",
     "SANDBOX_STAGES",
+    "advice",
+    "blame_advisory_problems",
     "class_names",
+    "complete_harvests",
     "config_hints",
     "finish_job",
     "prepare_block",
@@ -432,5 +524,4 @@ __all__ = [
     "static_stages",
     "validate_block",
     "validate_file",
-    "with_harvest",
 ]

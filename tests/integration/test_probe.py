@@ -338,7 +338,7 @@ def test_composite_block_harvests_and_replays(sandbox: Sandbox, blocks: Path) ->
 
 
 def test_import_errors_are_missing_externals_at_every_stage() -> None:
-    from nnrag.validate.probe.runner import classify
+    from nnrag.validate.probe.outcomes import classify
 
     lazy = ImportError("'radius_graph' requires 'pyg-lib>=0.6.0'")
     assert classify(lazy, "forward", []) == "missing-external"

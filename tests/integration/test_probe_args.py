@@ -492,7 +492,7 @@ def test_forwarding_init_takes_the_base_signature(sandbox: Sandbox, blocks: Path
 
 def test_union_with_str_prefers_the_enum(sandbox: Sandbox, blocks: Path) -> None:
     kwargs = kwargs_of(sandbox, blocks, "EnumArg")
-    assert kwargs["kind"] == {"__repr__": "<Kind.NODE: 'node'>"}
+    assert kwargs["kind"] == {"__ref__": "nnrag_block:Kind.NODE"}  # the member, replayable
 
 
 def test_type_of_union_is_its_first_class(sandbox: Sandbox, blocks: Path) -> None:
@@ -506,7 +506,9 @@ def test_string_argument_from_a_comparison_in_the_source(sandbox: Sandbox, block
 
 def test_module_argument_built_from_the_class_it_names(sandbox: Sandbox, blocks: Path) -> None:
     kwargs = kwargs_of(sandbox, blocks, "NamedPart")  # forward passes: no placeholder
-    assert "FlowHead(" in str(kwargs["flow_head"])
+    flow_head = kwargs["flow_head"]
+    assert isinstance(flow_head, dict)
+    assert flow_head["__call__"] == {"__ref__": "nnrag_block:FlowHead"}  # its constructor call
 
 
 def test_class_arguments_of_a_kind_come_from_the_file(sandbox: Sandbox, blocks: Path) -> None:
@@ -542,7 +544,7 @@ def test_tensor_dtype_and_number_annotations(sandbox: Sandbox, blocks: Path) -> 
     kwargs = kwargs_of(sandbox, blocks, "TensorArgs")
     matrix = kwargs["weight_matrix"]
     assert isinstance(matrix, dict)
-    assert len(matrix["shape"]) == 2
+    assert matrix["__call__"] == {"__ref__": "torch:eye"}  # a square matrix, by its expression
 
 
 def test_config_sizes_of_minus_one_are_set(sandbox: Sandbox, blocks: Path) -> None:

@@ -58,7 +58,7 @@ VERDICTS: dict[str, tuple[str, Stage, str]] = {
         "input-shape",
     ),
     "forward-raises": (block(forward="raise RuntimeError('boom')"), "forward", "runtime-error"),
-    "non-finite": (block(forward="return self.lin(x) * float('nan')"), "forward", "runtime-error"),
+    "non-finite": (block(forward="return self.lin(x) * float('nan')"), "forward", "non-finite"),
     "no-tensor": (block(forward="return 'text'"), "forward", "runtime-error"),
     "detached": (block(forward="return self.lin(x).detach()"), "backward", "runtime-error"),
     "inf-grad": (
@@ -126,6 +126,31 @@ def test_timeout_at_instantiate(sandbox: Sandbox, tmp_path: Path) -> None:
         path, block_id="t:slow:Block", class_name="Block", timeout_s=2.0, sandbox=sandbox
     )
     assert (result.failed_stage, result.category) == ("instantiate", "timeout")
+    assert result.message.startswith("wall-clock timeout after 2 s (--nnrag-timeout")
+
+
+def test_failure_names_its_frames_in_the_block_file(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = (
+        block(forward="return helper(x)") + "\n\ndef helper(y):\n    raise RuntimeError('deep')\n"
+    )
+    result = validate(sandbox, tmp_path, code)
+    assert (result.failed_stage, result.category) == ("forward", "runtime-error")
+    lines = code.splitlines()
+    frames = [frame.split(" in ")[0] for frame in result.frames]
+    path = str((tmp_path / "block.py").resolve())
+    assert frames == [
+        f"{path}:{lines.index('        return helper(x)') + 1}",
+        f"{path}:{len(lines)}",
+    ]
+    assert result.frames[-1].endswith("in helper: raise RuntimeError('deep')")
+
+
+def test_ctor_args_failure_says_how_to_give_hints(sandbox: Sandbox, tmp_path: Path) -> None:
+    result = validate(sandbox, tmp_path, block(init="raise ValueError('never')"))
+    assert result.category == "ctor-args"
+    assert result.recipe is not None  # the constructor call that failed
+    assert result.message.splitlines()[-1].startswith("hint: to give this block its constructor")
+    assert "nnrag_block_inputs" in result.message
 
 
 def test_without_a_sandbox_one_is_started(tmp_path: Path) -> None:
@@ -163,6 +188,7 @@ class FakeWorkspace:
         self.written = 0
         self._sandbox = None
         self._results = None
+        self._plugins = None
 
     def find(self, query: str) -> object:
         return self.block
@@ -179,6 +205,9 @@ class FakeWorkspace:
 
     sandbox = Workspace.sandbox
     results = Workspace.results
+    plugins = Workspace.plugins
+    validate = Workspace.validate
+    replay = Workspace.replay
     close = Workspace.close
 
     def index(self) -> FakeIndex:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,17 @@ def test_failure_text_has_every_part() -> None:
         "(cached result; pass --nnrag-revalidate to validate again)",
     ]
     assert BlockFailure(FAILED).text == format_result(FAILED)
+
+
+def test_failure_text_shows_the_last_block_frames_and_all_with_tb_long() -> None:
+    frames = tuple(f"/b/Mlp.py:{n} in f{n}: x = f{n + 1}(x)" for n in range(1, 6))
+    failed = replace(FAILED, frames=frames)
+    lines = format_result(failed).splitlines()
+    start = lines.index("traceback (frames in the block file, 2 earlier: --tb=long):")
+    assert lines[start + 1 : start + 4] == [f"  {frame}" for frame in frames[-3:]]
+    every = format_result(failed, all_frames=True).splitlines()
+    start = every.index("traceback (frames in the block file):")
+    assert every[start + 1 : start + 6] == [f"  {frame}" for frame in frames]
 
 
 def test_recipe_of_one_attempt_and_long_values() -> None:

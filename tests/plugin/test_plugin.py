@@ -417,3 +417,42 @@ def test_forward_in_the_sandbox(pytester: pytest.Pytester, project: Path, cli: C
         "src:pkg.layers:Good": "forward",
         "zoo:zoo:Tiny": "forward",
     }
+
+
+NNRAGFILE = """
+from pathlib import Path
+
+
+def nnrag_block_inputs(block_id, class_name):
+    if class_name == "Good":
+        return {"kwargs": {"dim": 3}, "inputs": [{"shape": [2, 3]}]}
+    return None
+
+
+def nnrag_result(block_id, result):
+    with open(Path(__file__).parent / "seen.txt", "a") as out:
+        out.write(f"{block_id} {result.passed}\\n")
+"""
+
+
+@pytest.mark.integration
+def test_nnragfile_is_seen_by_pytest(pytester: pytest.Pytester, project: Path, cli: Cli) -> None:
+    (pytester.path / "nnragfile.py").write_text(NNRAGFILE)
+    result = pytester.runpytest_subprocess(*cli("-k", "Good", depth="forward"))
+    result.assert_outcomes(passed=1, deselected=3)
+    assert (pytester.path / "seen.txt").read_text() == "src:pkg.layers:Good True\n"
+
+
+@pytest.mark.integration
+def test_nnragfile_is_seen_by_the_cli_and_replay_reproduces(
+    pytester: pytest.Pytester, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nnrag.cli import main
+
+    (pytester.path / "nnragfile.py").write_text(NNRAGFILE)
+    common = ["--repos", str(pytester.path / "repos.json"), "--cache", str(pytester.path / "c")]
+    assert main(["replay", "Good", *common]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == ["REPRODUCED src:pkg.layers:Good (pass)"]
+    assert "1 of 1 reproduced" in out.err
+    assert (pytester.path / "seen.txt").read_text().startswith("src:pkg.layers:Good True")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nnrag.model import Problem, ValidationResult
-from nnrag.validate.stages import _blame_advisory_problems
+from nnrag.validate.stages import blame_advisory_problems
 
 TEMPLATES = Problem(
     category="resource-file",
@@ -28,7 +28,7 @@ def failed(message: str, category: str = "runtime-error") -> ValidationResult:
 
 
 def test_a_file_error_is_blamed_on_the_missing_resource() -> None:
-    result = _blame_advisory_problems(
+    result = blame_advisory_problems(
         failed("FileNotFoundError: [Errno 2] No such file or directory: 'x.jinja'"),
         (REGISTRY, TEMPLATES),
     )
@@ -38,12 +38,12 @@ def test_a_file_error_is_blamed_on_the_missing_resource() -> None:
 
 
 def test_a_failed_lookup_is_blamed_on_the_registry() -> None:
-    result = _blame_advisory_problems(failed("KeyError: 'resnet'"), (TEMPLATES, REGISTRY))
+    result = blame_advisory_problems(failed("KeyError: 'resnet'"), (TEMPLATES, REGISTRY))
     assert result.category == "dynamic-registry"
 
 
 def test_an_unrelated_failure_keeps_its_category() -> None:
     plain = failed("RuntimeError: mat1 and mat2 shapes cannot be multiplied (10x4 and 8x8)")
-    assert _blame_advisory_problems(plain, (TEMPLATES, REGISTRY)) == plain
+    assert blame_advisory_problems(plain, (TEMPLATES, REGISTRY)) == plain
     shape = failed("KeyError: 'x'", category="input-shape")
-    assert _blame_advisory_problems(shape, (REGISTRY,)) == shape
+    assert blame_advisory_problems(shape, (REGISTRY,)) == shape

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import enum
 import inspect
 import numbers
 import re
-import sys
-import textwrap
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +17,21 @@ import torch
 from torch import nn
 
 from nnrag.validate.probe import values as probe_values
+from nnrag.validate.probe.registries import Carried
+from nnrag.validate.probe.signatures import (
+    concrete_modules,
+    config_class_for,
+    init_signature,
+    is_abstract_module,
+    parameter_usage,
+    required_count,
+    stage_lengths,
+    string_choices,
+    type_hints,
+)
 
+call = probe_values.call
+remember = probe_values.remember
 decode = probe_values.decode  # re-exported: probe, probe_inputs and probe_graph import them here
 encode = probe_values.encode
 tensor_spec = probe_values.tensor_spec
@@ -121,36 +133,9 @@ class Ctor:
         )
 
 
-def type_hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(owner)
-    except Exception:
-        pass
-    out: dict[str, Any] = {}
-    if init is None:
-        return out
-    namespace = vars(sys.modules.get(getattr(owner, "__module__", ""), sys))
-    for name, param in init.parameters.items():
-        annotation = param.annotation
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(
-                    annotation, dict(namespace)
-                )  # annotations are the file's own code
-            except Exception:
-                continue
-        if annotation is not inspect.Parameter.empty:
-            out[name] = annotation
-    return out
-
-
-def signature_of(func: Any) -> inspect.Signature | None:
-    try:
-        return inspect.signature(func)
-    except (TypeError, ValueError):
-        return None
-
-
+_FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
+"""Config fields that are numbers even where their name also says a kind (``layer_norm_eps``)."""
+_CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
 _LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
 
@@ -181,72 +166,6 @@ def _is_sequence(annotation: Any) -> bool:
     """``tuple``, ``list``, ``Sequence[int]``, ``Tuple[int, int]`` and the like."""
     origin = typing.get_origin(annotation) or annotation
     return origin in (tuple, list) or getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
-
-
-def init_signature(cls: Any) -> tuple[inspect.Signature | None, Any]:
-    """The constructor signature, from the first base whose ``__init__`` names its parameters.
-
-    ``class Quantizable(Base): def __init__(self, *args, **kwargs)`` forwards everything to
-    ``Base.__init__``, so ``Base``'s parameters are the ones to synthesize.
-    """
-    sig = signature_of(cls)
-    owner = getattr(cls, "__init__", cls)
-    if sig is None or not _only_var(sig) or not isinstance(cls, type):
-        return sig, owner
-    for base in cls.__mro__[1:]:
-        init = base.__dict__.get("__init__")
-        if init is None or base in (nn.Module, object):
-            continue
-        base_sig = signature_of(init)
-        if base_sig is None:
-            continue
-        params = list(base_sig.parameters.values())[1:]
-        if params and not _only_var(base_sig.replace(parameters=params)):
-            return base_sig.replace(parameters=params), init
-    return sig, owner
-
-
-def _only_var(sig: inspect.Signature) -> bool:
-    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    return all(p.kind in kinds for p in sig.parameters.values())
-
-
-def string_choices(cls: Any) -> dict[str, str]:
-    """First string a parameter is compared with in the class source (``mode in ('cat', ...)``)."""
-    out: dict[str, str] = {}
-    for klass in getattr(cls, "__mro__", ())[:4]:
-        if klass.__module__.split(".")[0] in {"torch", "builtins"}:
-            break
-        names = vars(sys.modules[klass.__module__]) if klass.__module__ in sys.modules else {}
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Compare):
-                continue
-            left = node.left
-            name = (
-                left.id
-                if isinstance(left, ast.Name)
-                else left.attr
-                if isinstance(left, ast.Attribute)
-                else None
-            )
-            if name is None:
-                continue
-            for op, right in zip(node.ops, node.comparators, strict=False):
-                if not isinstance(op, (ast.Eq, ast.In)):
-                    continue
-                items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
-                values = [  # a module constant (mode in {BINARY_MODE, ...}) reads as its value
-                    i.value if isinstance(i, ast.Constant) else names.get(getattr(i, "id", ""))
-                    for i in items
-                ]
-                strings = [v for v in values if isinstance(v, str)]
-                if strings and strings[0]:
-                    out.setdefault(name, strings[0])
-    return out
 
 
 def named_class(module: Any, name: str) -> type | None:
@@ -349,7 +268,7 @@ class Synth:
         low = name.lower()
         if re.search(r"^(\w+_)?(types|keys|names)$", low):
             return ["a", "b"]
-        if re.search(r"config|cfg|conf$|args$|^opt|hparams|params$", low):
+        if _CONFIG_NAMES.search(low):
             return self.config(name, None)
         if re.search(r"act|norm|layer$|_fn$|fn$", low) and not low.startswith(("num", "n_")):
             return self.layer_factory(name)
@@ -380,11 +299,12 @@ class Synth:
         inner = Synth(self.module, self.profile, self.depth + 1)
         try:
             args, kwargs = inner.fill(cls)
+            probe_values.seed_cpu(0)  # the recipe replays the same weights
             built = cls(*args, **kwargs)
         except Exception:
             return MISSING
         self.placeholders.extend(inner.placeholders)
-        return built
+        return remember(built, call(cls, args, kwargs, seed=0))
 
     def tensor(self, name: str) -> torch.Tensor:
         """A small tensor for a tensor-typed argument: index pairs, masks, square matrices."""
@@ -395,7 +315,7 @@ class Synth:
         if "mask" in low:
             return torch.ones(size, dtype=torch.bool)
         if re.search(r"matrix|weight|adj", low):
-            return torch.eye(size)
+            return remember(torch.eye(size), call(torch.eye, [size]))
         return torch.ones(size)
 
     def class_for(self, name: str, inner: Any) -> object:
@@ -460,7 +380,7 @@ class Synth:
     def linear(self, name: str) -> object:
         """A real lazy ``Linear`` to the profile width for ``nn``/``mlp``/``gate_nn`` arguments."""
         del name
-        return nn.LazyLinear(self.profile.dim)
+        return remember(nn.LazyLinear(self.profile.dim), call(nn.LazyLinear, [self.profile.dim]))
 
     def submodule(self, name: str, cls: type[nn.Module] | None) -> object:
         if cls in (None, nn.Module) and _LINEAR_NAMES.search(name.lower()):
@@ -470,11 +390,35 @@ class Synth:
             if found is not None and issubclass(found, nn.Module):
                 cls = found
         if cls is not None and cls is not nn.Module:
-            built = self.build(cls)
-            if built is not MISSING:
-                return built
+            for candidate in concrete_modules(cls, self.module):
+                built = self.build(candidate)
+                if built is not MISSING:
+                    return built
+        kind = self.kind_module(name)
+        if kind is not None:
+            return kind
         self.placeholders.append(name)
-        return nn.Identity()
+        return remember(nn.Identity(), call(nn.Identity))
+
+    def kind_module(self, name: str) -> object | None:
+        """A real small ``torch.nn`` module for a module argument named by its kind
+        (activation, dropout, normalization over the profile width), or ``None``."""
+        low = name.lower()
+        made: tuple[type[nn.Module], list[object]] | None = None
+        if re.search(r"act|nonlin", low):
+            made = nn.ReLU, []
+        elif re.search(r"drop", low):
+            made = nn.Dropout, [0.0]
+        elif re.search(r"norm", low):
+            made = (nn.BatchNorm2d, [self.profile.dim])
+            if self.profile.norm != "batch":
+                made = (nn.LayerNorm, [self.profile.dim])
+        elif re.search(r"pool", low):
+            made = nn.AdaptiveAvgPool2d, [1]
+        if made is None:
+            return None
+        owner, args = made
+        return remember(owner(*args), call(owner, args))
 
     def config(self, name: str, cls: type | None) -> object:
         if cls is None:
@@ -483,11 +427,71 @@ class Synth:
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(cls)
-                return shrink(cls(*args, **kwargs), self.profile)
+                built = cls(*args, **kwargs)
+                changes = shrink(built, self.profile)
             except Exception:
                 pass
+            else:
+                expression = call(cls, args, kwargs)
+                if changes:
+                    expression["__set__"] = {k: encode(v) for k, v in changes.items()}
+                return remember(built, expression)
         self.placeholders.append(name)
-        return AutoConfig(self.profile)
+        return remember(AutoConfig(self.profile), call(AutoConfig, [self.profile]))
+
+    def by_usage(self, cls: Any, name: str) -> object:
+        """An unannotated parameter by what the constructor does with it: a config object
+        whose attributes it reads, a registry config dict it passes to a ``build`` call."""
+        reads, builds = parameter_usage(cls, name)
+        if builds and Carried.tables:
+            value = self.registry_dict(name, builds)
+            if value is not MISSING:
+                return value
+        if len(reads) >= 2 and self.depth < 2:
+            config = config_class_for(self.module, reads)
+            if config is not None:
+                return self.config(name, config)
+        if reads and _CONFIG_NAMES.search(name.lower()):
+            return self.namespace(sorted(reads))
+        return self.value(name, inspect.Parameter.empty)
+
+    def namespace(self, reads: list[str]) -> object:
+        """A config built from the attributes the code reads, each synthesized by its name
+        (``hidden_size`` 64, ``num_attention_heads`` 2, ``layer_norm_eps`` 1e-5): for a
+        config class the closure does not carry. A real value with named fields, recorded as
+        its constructor call, not a placeholder."""
+        fields = {
+            attr: float_for(attr) if _FLOAT_FIELDS.search(attr.lower()) else self.by_name(attr)
+            for attr in reads
+            if not attr.startswith("_")
+        }
+        return remember(types.SimpleNamespace(**fields), call(types.SimpleNamespace, (), fields))
+
+    def registry_dict(self, name: str, builds: list[str]) -> object:
+        """``{"type": ..., **required}`` for the smallest class of the registry the parameter
+        is built from (the registry named like the build call or the parameter, else any)."""
+        words = tuple(
+            w for text in (name, *builds) for w in re.split(r"_+", text.lower()) if len(w) > 2
+        )
+        words = tuple(w for w in words if w not in {"build", "cfg", "config", "from"})
+        options = [
+            (key, value)
+            for key, value in Carried.candidates(words)
+            if isinstance(value, type) and not is_abstract_module(value)
+        ]
+        options.sort(key=lambda item: (required_count(item[1]), item[0]))
+        for key, option in options[:8]:
+            inner = Synth(self.module, self.profile, self.depth + 1)
+            try:
+                args, kwargs = inner.fill(option)
+                if args:
+                    continue
+                option(**kwargs)
+            except Exception:
+                continue
+            self.placeholders.extend(inner.placeholders)
+            return {Carried.key: key, **kwargs}
+        return MISSING
 
     def fill(self, cls: Any) -> tuple[tuple[object, ...], dict[str, object]]:
         """Positional and keyword arguments for every required parameter of ``cls``."""
@@ -508,6 +512,8 @@ class Synth:
                 choices = string_choices(cls) if choices is None else choices
             if choices and name in choices:
                 value: object = choices[name]
+            elif annotation is inspect.Parameter.empty:
+                value = self.by_usage(cls, name)
             else:
                 value = self.value(name, annotation)
             if param.kind == param.POSITIONAL_ONLY:
@@ -515,61 +521,6 @@ class Synth:
             else:
                 kwargs[name] = value
         return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
-
-
-_STAGE_NAMES = re.compile(
-    r"(depths?|layers|blocks|dims|channels|chs|widths|heads|ratios|sizes|strides|repeats)$"
-)
-
-
-def stage_lengths(sig: inspect.Signature, kwargs: Mapping[str, object]) -> dict[str, object]:
-    """Synthesized per-stage sequences take the length of the defaulted per-stage ones.
-
-    ``ResNet(layers, channels=(64, 128, 256, 512))`` builds one stage per item of ``layers``
-    and reads four of them, so ``layers`` gets four items, not two.
-    """
-    lengths = [
-        len(p.default)
-        for n, p in sig.parameters.items()
-        if isinstance(p.default, (tuple, list))
-        and 2 < len(p.default) <= 6
-        and _STAGE_NAMES.search(n.lower())
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in p.default)
-    ]
-    if not lengths:
-        return {}
-    want = max(set(lengths), key=lengths.count)
-    out: dict[str, object] = {}
-    for name, value in kwargs.items():
-        if isinstance(value, (tuple, list)) and len(value) == 2 and _STAGE_NAMES.search(name):
-            items = [*value, *[value[-1]] * (want - 2)]
-            out[name] = tuple(items) if isinstance(value, tuple) else items
-    return out
-
-
-_DEPTH_NAMES = re.compile(r"^(depths?|num_layers|n_layers|layers|num_blocks|n_blocks|\w+_depths?)$")
-
-
-def shallow_defaults(cls: Any) -> dict[str, object]:
-    """Defaulted depth-like arguments cut to one layer per stage (same widths, much faster)."""
-    sig = signature_of(cls)
-    out: dict[str, object] = {}
-    for name, param in sig.parameters.items() if sig else ():
-        default = param.default
-        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-            continue
-        if not _DEPTH_NAMES.match(name.lower()):
-            continue
-        if isinstance(default, int) and not isinstance(default, bool) and default > 2:
-            out[name] = 1
-        elif (
-            isinstance(default, tuple)
-            and default
-            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in default)
-            and any(v > 1 for v in default)
-        ):
-            out[name] = tuple(1 for _ in default)
-    return out
 
 
 class AutoConfig:
@@ -600,12 +551,14 @@ def find_config_class(module: Any) -> type | None:
     return None
 
 
-def shrink(config: object, profile: Profile) -> object:
-    """Reduce big size-like integer attributes of a config object to the profile's sizes."""
+def shrink(config: object, profile: Profile) -> dict[str, object]:
+    """Reduce big size-like integer attributes of a config object to the profile's sizes;
+    return the attributes changed (the recipe sets them after the constructor call)."""
     try:
         items = dict(vars(config))
     except TypeError:
-        return config
+        return {}
+    before = dict(items)
     for name, value in items.items():
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:
             size = int_for(name, profile)  # dim_in = -1: "set me" sizes
@@ -618,5 +571,7 @@ def shrink(config: object, profile: Profile) -> object:
                 with contextlib.suppress(Exception):
                     setattr(config, name, new)
         elif isinstance(value, int) and re.search(r"layers|depth|blocks", name) and value > 2:
-            setattr(config, name, 2)
-    return config
+            with contextlib.suppress(Exception):
+                setattr(config, name, 2)
+    after = getattr(config, "__dict__", {})
+    return {k: after[k] for k in before if k in after and after[k] != before[k]}

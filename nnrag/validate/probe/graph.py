@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from nnrag.hookspecs import hookimpl
 from nnrag.validate.probe.args import Ctor, Profile, decode, tensor_spec
 
 NODES, EDGES = 10, 30
@@ -456,3 +457,17 @@ def called_class(ctor: Ctor, messages: list[str]) -> Ctor | None:
             kwargs = {**ctor.kwargs, name: instance}
             return Ctor(ctor.origin, ctor.args, kwargs, ctor.placeholders, ctor.profile)
     return None
+
+
+@hookimpl
+def nnrag_input_candidates(
+    block: Any, params: list[inspect.Parameter], profile: Profile, ctor: dict[str, Any]
+) -> list[tuple[list[Any], dict[str, Any]]] | None:
+    """Built-in plugin: graph inputs for blocks whose ``forward`` reads graph arguments."""
+    from nnrag.validate.probe.layers import first_layer
+
+    names = [p.name for p in params]
+    required = frozenset(p.name for p in params if p.default is p.empty)
+    if not is_graph(names, required):
+        return None
+    return list(graph_inputs(params, profile, ctor, first_layer(block)))

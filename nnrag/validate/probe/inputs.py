@@ -10,47 +10,22 @@ import textwrap
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import pluggy
 import torch
 from torch import nn
 
-from nnrag.validate.probe.args import MISSING, Profile, decode, int_for, signature_of, tensor_spec
-from nnrag.validate.probe.graph import build_graph, graph_inputs, is_graph
+from nnrag.plugins import builtin_child_manager
+from nnrag.validate.probe.args import MISSING, Profile, decode, int_for, tensor_spec
+from nnrag.validate.probe.graph import build_graph
+from nnrag.validate.probe.layers import first_layer
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
+from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.values import seed_cpu
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def first_layer(module: nn.Module) -> tuple[str, int, list[int]]:
-    """(kind, size, extra) from the first shape-defining layer of ``module``."""
-    for layer in module.modules():
-        if isinstance(layer, (nn.Conv2d, nn.ConvTranspose2d)):
-            return "image", layer.in_channels, []
-        if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):
-            return "signal", layer.in_channels, []
-        if isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)):
-            return "volume", layer.in_channels, []
-        if isinstance(layer, (nn.BatchNorm2d, nn.InstanceNorm2d)) and layer.num_features:
-            return "image", layer.num_features, []
-        if isinstance(layer, nn.GroupNorm):
-            return "image", layer.num_channels, []
-        if isinstance(layer, nn.BatchNorm1d):
-            return "flat", layer.num_features, []
-        if isinstance(layer, nn.Linear):
-            return "tokens", layer.in_features, []
-        if isinstance(layer, nn.MultiheadAttention):
-            return "tokens", layer.embed_dim, []
-        if isinstance(layer, nn.RNNBase):
-            return "tokens", layer.input_size, []
-        if isinstance(layer, nn.LayerNorm):
-            shape = list(layer.normalized_shape)
-            return "tokens", shape[-1], shape[:-1]
-        if isinstance(layer, nn.Embedding):
-            return "ids", layer.num_embeddings, []
-    return "unknown", 0, []
 
 
 def model_side(module: nn.Module) -> int | None:
@@ -202,14 +177,25 @@ def dict_keys(func: Any) -> dict[str, list[str]]:
 
 
 def input_candidates(
-    module: nn.Module, profile: Profile, ctor: Mapping[str, object]
+    module: nn.Module,
+    profile: Profile,
+    ctor: Mapping[str, object],
+    plugins: pluggy.PluginManager | None = None,
 ) -> Iterator[tuple[list[Any], dict[str, Any]]]:
-    """Input spec lists (positional, keyword) to try, best first."""
+    """Input spec lists (positional, keyword) to try, best first.
+
+    The ``nnrag_input_candidates`` hooks answer first (built in: graph inputs); a block any
+    plugin answered for gets only the plugins' candidates.
+    """
     params = forward_params(module)
-    names = [p.name for p in params]
-    required = frozenset(p.name for p in params if p.default is p.empty)
-    if is_graph(names, required):
-        yield from graph_inputs(params, profile, ctor, first_layer(module))
+    manager = plugins if plugins is not None else builtin_child_manager()
+    answers = manager.hook.nnrag_input_candidates(
+        block=module, params=params, profile=profile, ctor=dict(ctor)
+    )
+    if answers:
+        for answer in answers:
+            for args, kwargs in answer:
+                yield list(args), dict(kwargs)
         return
     specs = primary_specs(module, profile, ctor)
     d, side = profile.dim, profile.img
@@ -233,6 +219,11 @@ def fill_inputs(
     kwargs: dict[str, Any] = {}
     first, sizes = True, False
     shape = primary["shape"]
+    # forward(input_ids=None, attention_mask=None, ...): everything optional, the first one
+    # is the input (feeding nothing only tests the block's "nothing given" error)
+    optional_first = not any(
+        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params
+    ) and any(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
     for p in params:
         if p.kind == p.VAR_KEYWORD:
             continue
@@ -241,7 +232,7 @@ def fill_inputs(
                 args.append(primary)
                 first = False
             continue
-        if p.default is not p.empty:
+        if p.default is not p.empty and not (optional_first and first):
             continue
         ints = int_tuple(p.annotation, shape)
         if ints is not None:  # forward(shape: Tuple[int, int, int])

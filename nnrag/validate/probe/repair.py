@@ -10,9 +10,9 @@ from nnrag.validate.probe.args import (
     Ctor,
     Synth,
     int_for,
-    signature_of,
 )
 from nnrag.validate.probe.repair_names import failing_line, name_repairs
+from nnrag.validate.probe.signatures import signature_of
 
 _NOT_A_LIST = re.compile(
     r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"

@@ -19,10 +19,9 @@ from nnrag.validate.probe.args import (
     PROFILES,
     Ctor,
     Synth,
-    init_signature,
     int_for,
-    type_hints,
 )
+from nnrag.validate.probe.signatures import init_signature, type_hints
 
 
 def failing_line(error: BaseException) -> str:

@@ -3,29 +3,41 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.util
 import os
-import re
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
+import pluggy
 import torch
 from torch import nn
 
+from nnrag.plugins import builtin_child_manager, child_manager
 from nnrag.validate.probe.args import (
     PROFILES,
     Ctor,
     Synth,
     decode,
     encode,
-    shallow_defaults,
 )
 from nnrag.validate.probe.graph import called_class
+from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs, input_candidates
+from nnrag.validate.probe.outcomes import (
+    NON_FINITE,
+    OutputError,
+    RecipeError,
+    block_frames,
+    classify,
+    describe,
+    output_digest,
+    shapes_of,
+    tensors_in,
+)
+from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.repair import (
     fill_none_layers,
     fill_none_sizes,
@@ -35,80 +47,16 @@ from nnrag.validate.probe.repair import (
     name_repairs,
     scale_sizes,
 )
-from nnrag.validate.probe.reshape import SHAPE_WORDS, repair
+from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
-from nnrag.validate.probe.values import seed_cpu
+from nnrag.validate.probe.signatures import shallow_defaults
+from nnrag.validate.probe.values import lossy, seed_cpu
 
 Send = Callable[[dict[str, Any]], None]
 MAX_ATTEMPTS = 40
 """Hard bound on constructor plus forward attempts per block."""
 
 # --------------------------------------------------------------------------- harvesting
-
-
-class Harvester:
-    """Wraps ``__init__``/``forward`` of the file's own classes to record real arguments."""
-
-    def __init__(self, module: Any, skip: type) -> None:
-        self.records: dict[str, dict[str, Any]] = {}
-        self.saved: list[tuple[type, str, Any]] = []
-        self.paused = False
-        for value in list(vars(module).values()):
-            if (
-                isinstance(value, type)
-                and issubclass(value, nn.Module)
-                and value.__module__ == module.__name__
-                and value is not skip
-            ):
-                self.wrap(value)
-
-    def wrap(self, cls: type) -> None:
-        owner: Any = cls
-        init, forward = owner.__init__, owner.forward
-        records = self.records
-        harvester = self
-
-        @functools.wraps(init)
-        def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
-            try:
-                seen = {
-                    "init_args": [encode(a, strict=True) for a in args],
-                    "init_kwargs": {k: encode(v, strict=True) for k, v in kwargs.items()},
-                }
-            except TypeError:
-                seen = None
-            init(self_, *args, **kwargs)
-            if type(self_) is cls and seen is not None:
-                self_.__dict__["_nnrag_init"] = seen
-
-        @functools.wraps(forward)
-        def wrapped_forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
-            seen = self_.__dict__.get("_nnrag_init") if type(self_) is cls else None
-            if seen is None or harvester.paused or cls.__name__ in records:
-                return forward(self_, *args, **kwargs)
-            try:
-                inputs = {
-                    "inputs": [encode(a, strict=True) for a in args],
-                    "input_kwargs": {k: encode(v, strict=True) for k, v in kwargs.items()},
-                }
-            except TypeError:
-                inputs = None
-            out = forward(self_, *args, **kwargs)
-            if inputs is not None:
-                records[cls.__name__] = {"class": cls.__name__, **seen, **inputs}
-            return out
-
-        self.saved.append((cls, "__init__", cls.__dict__.get("__init__")))
-        self.saved.append((cls, "forward", cls.__dict__.get("forward")))
-        owner.__init__ = wrapped_init
-        owner.forward = wrapped_forward
-
-    def restore(self) -> None:
-        for cls, name, original in reversed(self.saved):
-            if original is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, original)
 
 
 # --------------------------------------------------------------------------- running
@@ -130,6 +78,7 @@ def warm_up() -> None:
     nn.MultiheadAttention(4, 2, batch_first=True)(*(torch.randn(1, 3, 4),) * 3)
     with torch.device("meta"):  # the first meta op loads torch's meta kernels (seconds)
         F.gelu(nn.LayerNorm(4)(nn.Conv2d(3, 4, 3)(torch.randn(2, 3, 8, 8)).permute(0, 2, 3, 1)))
+    builtin_child_manager()
     _probe_once()
 
 
@@ -160,103 +109,6 @@ def _probe_once() -> None:
     sys.modules.pop("nnrag_block", None)
 
 
-def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if depth > 4:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors_in(v, depth + 1)]
-    if isinstance(value, Mapping):
-        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
-    if hasattr(value, "__dataclass_fields__") or (
-        hasattr(value, "__dict__") and not isinstance(value, nn.Module)
-    ):
-        try:
-            return [t for v in vars(value).values() for t in tensors_in(v, depth + 1)]
-        except TypeError:
-            return []
-    return []
-
-
-def shapes_of(value: Any, depth: int = 0) -> object:
-    if isinstance(value, torch.Tensor):
-        return list(value.shape)
-    if isinstance(value, (list, tuple)) and depth < 3:
-        return [shapes_of(v, depth + 1) for v in value]
-    if isinstance(value, Mapping) and depth < 3:
-        return {str(k): shapes_of(v, depth + 1) for k, v in value.items()}
-    return type(value).__name__
-
-
-REGISTRY_MISS = re.compile(
-    r"\bregist(?:ry|ered)\b|no object named|not (?:a )?(?:supported|valid|known) type",
-    re.IGNORECASE,
-)
-"""What a registry says when a type string is not in it (``'BN is not in the model
-registry'``, ``"No object named 'X' found in 'Y' registry!"``, ``'Foo' is not registered``)."""
-
-
-def classify(
-    error: BaseException,
-    stage: str,
-    violations: list[str],
-    source_packages: frozenset[str] = frozenset(),
-) -> str:
-    """The failure category for an exception raised in ``stage``."""
-    text = f"{type(error).__name__}: {error}"
-    if violations:
-        return "sandbox-violation"
-    if isinstance(error, MemoryError) or re.search(
-        r"can't allocate memory|not enough memory|DefaultCPUAllocator", text
-    ):
-        return "memory"
-    if re.search(
-        r"undefined symbol|\.so\b|torch\.ops\.|load_library|cpp_extension|Could not run '"
-        r"|No such operator",
-        text,
-    ):
-        return "native-op"
-    if isinstance(error, ModuleNotFoundError):  # at import, or a lazy import in a method
-        name = error.name or ""
-        if "." in name and name.rsplit(".", 1)[-1].startswith("_"):
-            # a package's private submodule that is absent: its compiled extension
-            # (``mmcv._ext`` of a pure-Python build, ``torch_scatter._C``)
-            return "native-op"
-        top = name.split(".")[0]
-        return "source-import" if top in source_packages else "missing-external"
-    if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
-        return "missing-external"
-    if isinstance(error, LookupError) and REGISTRY_MISS.search(str(error)):
-        return "dynamic-registry"  # a type string looked up in a registry that lacks it
-    if stage == "import":
-        if isinstance(error, OSError):
-            return "resource-file"
-        return "runtime-error"
-    if stage == "instantiate":
-        if isinstance(error, (FileNotFoundError, IsADirectoryError)):
-            return "resource-file"
-        if isinstance(error, (KeyboardInterrupt, SystemExit)):
-            return "runtime-error"
-        return "ctor-args"
-    if isinstance(error, (KeyboardInterrupt, SystemExit, OutputError)):
-        return "runtime-error"
-    if stage == "forward" and (
-        isinstance(error, (IndexError, ValueError, TypeError)) or SHAPE_WORDS.search(text)
-    ):
-        return "input-shape"
-    return "runtime-error"
-
-
-class OutputError(Exception):
-    """Forward ran but returned no tensor or non-finite values."""
-
-
-def describe(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}"
-    return text if len(text) < 600 else text[:600] + "..."
-
-
 class Runner:
     """One block through import, instantiate, forward and backward."""
 
@@ -273,6 +125,11 @@ class Runner:
         self.baseline = frozenset(sys.modules)
         """Modules imported before the block: only those it imports count as its own."""
         self.deadline = time.monotonic() + min(0.6 * float(request.get("timeout_s", 60.0)), 40.0)
+        self.plugins: pluggy.PluginManager | None = None
+        self.replay: Mapping[str, Any] | None = request.get("replay")
+        self.input_seed = self.seed
+        if self.replay is not None and self.replay.get("input_seed") is not None:
+            self.input_seed = int(self.replay["input_seed"])
 
     def passed(self, stage: str, started: float) -> None:
         self.timings[stage] = time.monotonic() - started
@@ -280,7 +137,12 @@ class Runner:
         self.send({"kind": "stage", "stage": stage, "seconds": self.timings[stage]})
 
     def finish(
-        self, failed: str | None = None, category: str | None = None, message: str = ""
+        self,
+        failed: str | None = None,
+        category: str | None = None,
+        message: str = "",
+        *,
+        error: BaseException | None = None,
     ) -> None:
         # a failure keeps its own category unless the sandbox refused something (an import of
         # the source found at the failure, ``mmcv._ext`` of an installed mmcv, is not the cause)
@@ -301,6 +163,7 @@ class Runner:
                 "recipe": self.recipe,
                 "timings": self.timings,
                 "harvest": self.harvest,
+                "frames": block_frames(error, str(self.request.get("path", ""))),
             }
         )
 
@@ -336,6 +199,11 @@ class Runner:
     def run(self) -> None:
         depth = str(self.request.get("depth", "forward"))
         started = time.monotonic()
+        try:
+            self.plugins = child_manager(self.request.get("plugins") or {})
+        except Exception as error:
+            self.finish("import", "internal-error", f"cannot load nnrag plugins: {error}")
+            return
         self.send({"kind": "running", "stage": "import"})
         try:
             module = load(str(self.request["path"]))
@@ -344,11 +212,18 @@ class Runner:
                 "import",
                 classify(error, "import", self.violations, self.source_packages),
                 describe(error),
+                error=error,
             )
             return
         if self.violated("import", started) or depth == "import":
             if self.refusal() is None:
                 self.finish()
+            return
+        try:
+            shims = (self.request.get("plugins") or {}).get("shims")
+            Carried.load(self.plugins, module, shims)
+        except Exception as error:
+            self.finish("import", "internal-error", f"an nnrag registry plugin failed: {error}")
             return
         cls = getattr(module, str(self.request["class_name"]), None)
         if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
@@ -358,11 +233,24 @@ class Runner:
                 f"{self.request['class_name']} is not an nn.Module class in the file",
             )
             return
-        self.search(module, cls, depth)
+        try:
+            self.search(module, cls, depth)
+        except RecipeError as error:
+            self.finish("instantiate", "ctor-args", str(error))
 
     def ctor_candidates(
         self, module: Any, cls: type
     ) -> Iterator[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]]:
+        if self.replay is not None:  # exactly the recorded constructor call and inputs
+            recipe = self.replay
+            ctor = Ctor(
+                str(recipe.get("origin") or "none"),
+                tuple(cast(list[object], decode(recipe.get("init_args") or []))),
+                {k: decode(v) for k, v in (recipe.get("init_kwargs") or {}).items()},
+            )
+            inputs = (list(recipe.get("inputs") or []), dict(recipe.get("input_kwargs") or {}))
+            yield ctor, [inputs]
+            return
         hints = self.request.get("hints")
         if hints:
             ctor = Ctor(
@@ -417,12 +305,13 @@ class Runner:
         candidates = self.ctor_candidates(module, cls)
         pending: list[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]] = []
         widened_seen: set[str] = set()
-        while (item := pending.pop(0) if pending else next(candidates, None)) is not None:
+        while (item := self.next_candidate(pending, candidates)) is not None:
             ctor, given = item
             profile = ctor.profile or PROFILES[0]
             if attempts >= MAX_ATTEMPTS or (time.monotonic() > self.deadline and built_any):
                 break
             attempts += 1
+            self.record_ctor(ctor)
             seed_cpu(self.seed)
             try:
                 block = cls(*ctor.args, **ctor.kwargs)
@@ -431,6 +320,8 @@ class Runner:
                 break
             except BaseException as error:
                 ctor_error = error
+                if self.replay is not None:
+                    continue
                 for repaired in (
                     listify(ctor, cls, error),
                     fill_none_layers(ctor, cls, error),
@@ -443,7 +334,7 @@ class Runner:
                         pending.append((repaired, given))
                 continue
             try:
-                self.record_ctor(ctor, block)
+                self.record_built(block)
             except Exception as error:  # e.g. a subclass that never called Module.__init__
                 ctor_error = error
                 continue
@@ -465,7 +356,9 @@ class Runner:
             queue: list[tuple[list[Any], dict[str, Any], bool]] = [
                 (args, kwargs, False)
                 for args, kwargs in (
-                    given if given is not None else input_candidates(block, profile, ctor.kwargs)
+                    given
+                    if given is not None
+                    else input_candidates(block, profile, ctor.kwargs, self.plugins)
                 )
             ]
             screen = self.screen_for(cls, ctor, block) if given is None else None
@@ -519,11 +412,16 @@ class Runner:
                     inputs=args,
                     input_kwargs=kwargs,
                     output_shapes=[shapes_of(out)],
+                    output_digest=output_digest(out),
                     attempts=attempts,
                 )
                 problem = self.check_output(out)
                 if problem:
                     forward_error = output_error = OutputError(problem)
+                    if NON_FINITE in problem and self.input_seed == self.seed and given is None:
+                        self.input_seed = self.seed + 1  # once, with other input values
+                        tried.remove(key)
+                        queue.insert(0, (args, kwargs, True))
                     continue
                 if harvester is not None:
                     harvester.restore()
@@ -547,6 +445,8 @@ class Runner:
                 return
             if isinstance(forward_error, (KeyboardInterrupt, SystemExit, MemoryError)):
                 break
+            if self.replay is not None:
+                continue
             widened = match_residual(ctor, forward_messages) or called_class(ctor, forward_messages)
             if widened is not None and repr(widened.kwargs) not in widened_seen:
                 widened_seen.add(repr(widened.kwargs))
@@ -556,7 +456,10 @@ class Runner:
             assert ctor_error is not None or attempts == 0
             failure = ctor_error or RuntimeError("no constructor candidate")
             self.finish(
-                "instantiate", classify(failure, "instantiate", self.violations), describe(failure)
+                "instantiate",
+                classify(failure, "instantiate", self.violations),
+                describe(failure),
+                error=failure,
             )
             return
         failure = (
@@ -565,7 +468,12 @@ class Runner:
             or screened_error
             or RuntimeError("no input candidate within the attempt bound")
         )
-        self.finish("forward", classify(failure, "forward", self.violations), describe(failure))
+        self.finish(
+            "forward",
+            classify(failure, "forward", self.violations),
+            describe(failure),
+            error=failure,
+        )
 
     def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None:
         """A meta-device screen for costly input candidates (request key ``meta_screen``:
@@ -599,22 +507,43 @@ class Runner:
             self.recipe["screens"] = screen.screens
             self.recipe["meta_screen"] = screen.copy is not None
 
-    def record_ctor(self, ctor: Ctor, block: nn.Module) -> None:
+    def next_candidate(
+        self, pending: list[Any], candidates: Iterator[Any]
+    ) -> tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None] | None:
+        """The next constructor candidate: repairs first, then the generator's."""
+        if pending:
+            return cast(tuple[Ctor, Any], pending.pop(0))
+        try:
+            return cast(tuple[Ctor, Any] | None, next(candidates, None))
+        except Exception as error:  # a hinted or recorded value that cannot be rebuilt
+            message = f"the recipe's values cannot be rebuilt: {describe(error)}"
+            raise RecipeError(message) from error
+
+    def record_ctor(self, ctor: Ctor) -> None:
+        """Record the constructor call about to be tried (so a failure has its recipe too)."""
+        init_args = encode(list(ctor.args))
+        init_kwargs = {k: encode(v) for k, v in ctor.kwargs.items()}
+        lost = lossy({"init_args": init_args, "init_kwargs": init_kwargs})
         self.recipe.update(
-            origin=ctor.origin,
-            init_args=encode(list(ctor.args)),
-            init_kwargs={k: encode(v) for k, v in ctor.kwargs.items()},
-            parameters=sum(
-                p.numel()
-                for p in block.parameters()
-                if not isinstance(p, nn.parameter.UninitializedParameter)  # lazy until forward
-            ),
+            origin=ctor.origin, init_args=init_args, init_kwargs=init_kwargs, lossless=not lost
         )
+        for key in ("parameters", "placeholders", "lossy", "output_digest", "output_shapes"):
+            self.recipe.pop(key, None)
+        if lost:
+            self.recipe["lossy"] = lost
         if ctor.placeholders:
             self.recipe["placeholders"] = list(ctor.placeholders)
 
+    def record_built(self, block: nn.Module) -> None:
+        self.recipe["parameters"] = sum(
+            p.numel()
+            for p in block.parameters()
+            if not isinstance(p, nn.parameter.UninitializedParameter)  # lazy until forward
+        )
+
     def forward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        real_args, real_kwargs = build_inputs(args, kwargs, self.seed)
+        self.recipe["input_seed"] = self.input_seed
+        real_args, real_kwargs = build_inputs(args, kwargs, self.input_seed)
         with torch.no_grad():
             return block(*real_args, **real_kwargs)
 
@@ -627,7 +556,7 @@ class Runner:
             if (tensor.is_floating_point() or tensor.is_complex()) and not bool(
                 torch.isfinite(tensor).all()
             ):
-                return "forward returned non-finite values (nan or inf)"
+                return f"forward returned {NON_FINITE} values (nan or inf)"
         return ""
 
     def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None:
@@ -635,7 +564,7 @@ class Runner:
         self.send({"kind": "running", "stage": "backward"})
         try:
             block.train()
-            real_args, real_kwargs = build_inputs(args, kwargs, self.seed)
+            real_args, real_kwargs = build_inputs(args, kwargs, self.input_seed)
             for value in [*real_args, *real_kwargs.values()]:
                 if isinstance(value, torch.Tensor) and value.is_floating_point():
                     value.requires_grad_(True)
@@ -657,7 +586,12 @@ class Runner:
             assert isinstance(loss, torch.Tensor)
             loss.backward()  # type: ignore[no-untyped-call]
         except BaseException as error:
-            self.finish("backward", classify(error, "backward", self.violations), describe(error))
+            self.finish(
+                "backward",
+                classify(error, "backward", self.violations),
+                describe(error),
+                error=error,
+            )
             return
         bad = [
             n

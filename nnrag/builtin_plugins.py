@@ -1,0 +1,17 @@
+"""Built-in parent-side nnrag plugin: the registry convention nnrag knows without a plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nnrag.hookspecs import hookimpl
+
+DEFAULT_SHIMS: tuple[dict[str, Any], ...] = ({"attribute": "_module_dict", "type_key": "type"},)
+
+
+@hookimpl
+def nnrag_registry_shims() -> list[dict[str, Any]]:
+    """Registries that keep ``{type string: class}`` in ``_module_dict`` and read a config
+    dict's class from its ``type`` key (the OpenMMLab convention; written as a plugin so that
+    another framework's convention is one more answer of this hook in a user's nnragfile)."""
+    return [dict(shim) for shim in DEFAULT_SHIMS]

@@ -1,0 +1,145 @@
+"""Sandbox child: what a run gave: output tensors and digests, failure categories and frames."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from nnrag.validate.probe.reshape import SHAPE_WORDS
+
+
+def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_in(v, depth + 1)]
+    if isinstance(value, Mapping):
+        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
+    if hasattr(value, "__dataclass_fields__") or (
+        hasattr(value, "__dict__") and not isinstance(value, nn.Module)
+    ):
+        try:
+            return [t for v in vars(value).values() for t in tensors_in(v, depth + 1)]
+        except TypeError:
+            return []
+    return []
+
+
+def shapes_of(value: Any, depth: int = 0) -> object:
+    if isinstance(value, torch.Tensor):
+        return list(value.shape)
+    if isinstance(value, (list, tuple)) and depth < 3:
+        return [shapes_of(v, depth + 1) for v in value]
+    if isinstance(value, Mapping) and depth < 3:
+        return {str(k): shapes_of(v, depth + 1) for k, v in value.items()}
+    return type(value).__name__
+
+
+REGISTRY_MISS = re.compile(
+    r"\bregist(?:ry|ered)\b|no object named|not (?:a )?(?:supported|valid|known) type",
+    re.IGNORECASE,
+)
+"""What a registry says when a type string is not in it (``'BN is not in the model
+registry'``, ``"No object named 'X' found in 'Y' registry!"``, ``'Foo' is not registered``)."""
+
+
+def classify(
+    error: BaseException,
+    stage: str,
+    violations: list[str],
+    source_packages: frozenset[str] = frozenset(),
+) -> str:
+    """The failure category for an exception raised in ``stage``."""
+    text = f"{type(error).__name__}: {error}"
+    if violations:
+        return "sandbox-violation"
+    if isinstance(error, MemoryError) or re.search(
+        r"can't allocate memory|not enough memory|DefaultCPUAllocator", text
+    ):
+        return "memory"
+    if re.search(
+        r"undefined symbol|\.so\b|torch\.ops\.|load_library|cpp_extension|Could not run '"
+        r"|No such operator",
+        text,
+    ):
+        return "native-op"
+    if isinstance(error, ModuleNotFoundError):  # at import, or a lazy import in a method
+        name = error.name or ""
+        if "." in name and name.rsplit(".", 1)[-1].startswith("_"):
+            # a package's private submodule that is absent: its compiled extension
+            # (``mmcv._ext`` of a pure-Python build, ``torch_scatter._C``)
+            return "native-op"
+        top = name.split(".")[0]
+        return "source-import" if top in source_packages else "missing-external"
+    if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
+        return "missing-external"
+    if isinstance(error, LookupError) and REGISTRY_MISS.search(str(error)):
+        return "dynamic-registry"  # a type string looked up in a registry that lacks it
+    if stage == "import":
+        if isinstance(error, OSError):
+            return "resource-file"
+        return "runtime-error"
+    if stage == "instantiate":
+        if isinstance(error, (FileNotFoundError, IsADirectoryError)):
+            return "resource-file"
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            return "runtime-error"
+        return "ctor-args"
+    if isinstance(error, OutputError) and NON_FINITE in str(error):
+        return "non-finite"
+    if isinstance(error, (KeyboardInterrupt, SystemExit, OutputError)):
+        return "runtime-error"
+    if stage == "forward" and (
+        isinstance(error, (IndexError, ValueError, TypeError)) or SHAPE_WORDS.search(text)
+    ):
+        return "input-shape"
+    return "runtime-error"
+
+
+NON_FINITE = "non-finite"
+
+
+class OutputError(Exception):
+    """Forward ran but returned no tensor or non-finite values."""
+
+
+class RecipeError(Exception):
+    """A hinted or recorded recipe names values that cannot be rebuilt."""
+
+
+def output_digest(out: Any) -> str:
+    """SHA-1 over the output tensors' shapes, dtypes and bytes (replays compare it)."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    for tensor in tensors_in(out):
+        value = tensor.detach().cpu().contiguous()
+        digest.update(f"{list(value.shape)}{value.dtype}".encode())
+        with contextlib.suppress(RuntimeError, TypeError):  # sparse, quantized: shape only
+            digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def block_frames(error: BaseException | None, path: str) -> list[str]:
+    """``file:line in function: code`` of the traceback's frames in the block file, in order."""
+    if error is None or not path:
+        return []
+    frames = traceback.extract_tb(error.__traceback__)
+    return [
+        f"{f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
+        for f in frames
+        if os.path.realpath(f.filename) == os.path.realpath(path)
+    ]
+
+
+def describe(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) < 600 else text[:600] + "..."

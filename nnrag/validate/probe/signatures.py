@@ -1,0 +1,301 @@
+"""Sandbox child: what a class's signature and source say about its constructor parameters."""
+
+from __future__ import annotations
+
+import ast
+import enum
+import inspect
+import re
+import sys
+import textwrap
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def type_hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(owner)
+    except Exception:
+        pass
+    out: dict[str, Any] = {}
+    if init is None:
+        return out
+    namespace = vars(sys.modules.get(getattr(owner, "__module__", ""), sys))
+    for name, param in init.parameters.items():
+        annotation = param.annotation
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(
+                    annotation, dict(namespace)
+                )  # annotations are the file's own code
+            except Exception:
+                continue
+        if annotation is not inspect.Parameter.empty:
+            out[name] = annotation
+    return out
+
+
+def signature_of(func: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+def init_signature(cls: Any) -> tuple[inspect.Signature | None, Any]:
+    """The constructor signature, from the first base whose ``__init__`` names its parameters.
+
+    ``class Quantizable(Base): def __init__(self, *args, **kwargs)`` forwards everything to
+    ``Base.__init__``, so ``Base``'s parameters are the ones to synthesize.
+    """
+    sig = signature_of(cls)
+    owner = getattr(cls, "__init__", cls)
+    if sig is None or not _only_var(sig) or not isinstance(cls, type):
+        return sig, owner
+    for base in cls.__mro__[1:]:
+        init = base.__dict__.get("__init__")
+        if init is None or base in (nn.Module, object):
+            continue
+        base_sig = signature_of(init)
+        if base_sig is None:
+            continue
+        params = list(base_sig.parameters.values())[1:]
+        if params and not _only_var(base_sig.replace(parameters=params)):
+            return base_sig.replace(parameters=params), init
+    return sig, owner
+
+
+def _only_var(sig: inspect.Signature) -> bool:
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return all(p.kind in kinds for p in sig.parameters.values())
+
+
+def string_choices(cls: Any) -> dict[str, str]:
+    """First string a parameter is compared with in the class source (``mode in ('cat', ...)``)."""
+    out: dict[str, str] = {}
+    for klass in getattr(cls, "__mro__", ())[:4]:
+        if klass.__module__.split(".")[0] in {"torch", "builtins"}:
+            break
+        names = vars(sys.modules[klass.__module__]) if klass.__module__ in sys.modules else {}
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            left = node.left
+            name = (
+                left.id
+                if isinstance(left, ast.Name)
+                else left.attr
+                if isinstance(left, ast.Attribute)
+                else None
+            )
+            if name is None:
+                continue
+            for op, right in zip(node.ops, node.comparators, strict=False):
+                if not isinstance(op, (ast.Eq, ast.In)):
+                    continue
+                items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
+                values = [  # a module constant (mode in {BINARY_MODE, ...}) reads as its value
+                    i.value if isinstance(i, ast.Constant) else names.get(getattr(i, "id", ""))
+                    for i in items
+                ]
+                strings = [v for v in values if isinstance(v, str)]
+                if strings and strings[0]:
+                    out.setdefault(name, strings[0])
+    return out
+
+
+def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
+    """(attributes the constructors read from parameter ``name``, names of ``build``-like
+    calls it is passed to), from the ``__init__`` sources of ``cls`` and its bases."""
+    reads: set[str] = set()
+    builds: list[str] = []
+    for klass in getattr(cls, "__mro__", ())[:4]:
+        init = vars(klass).get("__init__")
+        if init is None or klass.__module__.split(".")[0] in {"torch", "builtins"}:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == name
+            ):
+                reads.add(node.attr)
+            elif isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                passed = [*node.args, *(k.value for k in node.keywords)]
+                if any(isinstance(a, ast.Name) and a.id == name for a in passed):
+                    if called == "getattr" and len(node.args) > 1:
+                        key = node.args[1]
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            reads.add(key.value)
+                    elif "build" in called.lower() and _is_config_argument(node, name):
+                        builds.append(called)
+    return reads, builds
+
+
+def _is_config_argument(node: ast.Call, name: str) -> bool:
+    """``build(param, ...)`` or ``build(cfg=param)``: the parameter is what is built (not a
+    size passed beside the config, as in ``build_conv(cfg, in_channels, ...)``)."""
+    first = node.args[0] if node.args else None
+    if isinstance(first, ast.Name) and first.id == name:
+        return True
+    return any(
+        k.arg is not None
+        and "cfg" in k.arg
+        and isinstance(k.value, ast.Name)
+        and k.value.id == name
+        for k in node.keywords
+    )
+
+
+def config_class_for(module: Any, reads: set[str]) -> type | None:
+    """The block file's class whose default instance has most of the attributes ``reads``
+    (at least half of them): a config class built from its defaults, by what is read."""
+    if module is None:
+        return None
+    best: tuple[int, str, type] | None = None
+    for value in list(vars(module).values()):
+        if (
+            not isinstance(value, type)
+            or issubclass(value, (nn.Module, torch.Tensor, BaseException, enum.Enum))
+            or value.__module__ != module.__name__
+            or required_count(value) > 0
+        ):
+            continue
+        try:
+            instance = value()
+            names = set(dir(instance))
+        except Exception:
+            continue
+        score = len(reads & names)
+        if 2 * score >= len(reads) and (best is None or (score, value.__name__) > best[:2]):
+            best = (score, value.__name__, value)
+    return None if best is None else best[2]
+
+
+def is_abstract_module(cls: type) -> bool:
+    """A module class that cannot run: abstract methods, no ``forward`` of its own, or a
+    ``forward`` that only raises ``NotImplementedError`` (a base such as a message-passing
+    layer's)."""
+    if inspect.isabstract(cls):
+        return True
+    forward = getattr(cls, "forward", None)
+    if forward is None or forward is nn.Module.forward:
+        return True
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(forward)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = [
+        n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+    ]
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Raise)
+        and "NotImplementedError" in ast.unparse(body[0])
+    )
+
+
+def concrete_modules(cls: type, module: Any) -> list[type]:
+    """``cls`` if it can run, else its subclasses from the block file (or from ``cls``'s own
+    package), fewest required constructor parameters first, then by name."""
+    if not is_abstract_module(cls):
+        return [cls]
+    home = getattr(module, "__name__", None)
+    package = cls.__module__.split(".")[0]
+    seen: list[type] = []
+    pending: list[type] = list(cls.__subclasses__())
+    while pending:
+        sub = pending.pop(0)
+        if sub in seen:
+            continue
+        seen.append(sub)
+        pending.extend(sub.__subclasses__())
+    usable = [
+        sub
+        for sub in seen
+        if (sub.__module__ == home or sub.__module__.split(".")[0] == package)
+        and not is_abstract_module(sub)
+    ]
+    return sorted(usable, key=lambda sub: (required_count(sub), sub.__qualname__))
+
+
+def required_count(cls: type) -> int:
+    sig, _ = init_signature(cls)
+    if sig is None:
+        return 0
+    return sum(
+        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in sig.parameters.values()
+    )
+
+
+_STAGE_NAMES = re.compile(
+    r"(depths?|layers|blocks|dims|channels|chs|widths|heads|ratios|sizes|strides|repeats)$"
+)
+
+
+def stage_lengths(sig: inspect.Signature, kwargs: Mapping[str, object]) -> dict[str, object]:
+    """Synthesized per-stage sequences take the length of the defaulted per-stage ones.
+
+    ``ResNet(layers, channels=(64, 128, 256, 512))`` builds one stage per item of ``layers``
+    and reads four of them, so ``layers`` gets four items, not two.
+    """
+    lengths = [
+        len(p.default)
+        for n, p in sig.parameters.items()
+        if isinstance(p.default, (tuple, list))
+        and 2 < len(p.default) <= 6
+        and _STAGE_NAMES.search(n.lower())
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in p.default)
+    ]
+    if not lengths:
+        return {}
+    want = max(set(lengths), key=lengths.count)
+    out: dict[str, object] = {}
+    for name, value in kwargs.items():
+        if isinstance(value, (tuple, list)) and len(value) == 2 and _STAGE_NAMES.search(name):
+            items = [*value, *[value[-1]] * (want - 2)]
+            out[name] = tuple(items) if isinstance(value, tuple) else items
+    return out
+
+
+_DEPTH_NAMES = re.compile(r"^(depths?|num_layers|n_layers|layers|num_blocks|n_blocks|\w+_depths?)$")
+
+
+def shallow_defaults(cls: Any) -> dict[str, object]:
+    """Defaulted depth-like arguments cut to one layer per stage (same widths, much faster)."""
+    sig = signature_of(cls)
+    out: dict[str, object] = {}
+    for name, param in sig.parameters.items() if sig else ():
+        default = param.default
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            continue
+        if not _DEPTH_NAMES.match(name.lower()):
+            continue
+        if isinstance(default, int) and not isinstance(default, bool) and default > 2:
+            out[name] = 1
+        elif (
+            isinstance(default, tuple)
+            and default
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in default)
+            and any(v > 1 for v in default)
+        ):
+            out[name] = tuple(1 for _ in default)
+    return out

@@ -1,0 +1,273 @@
+"""Config-driven construction and output checks, each rule on a small hand-made module."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nnrag.model import ValidationResult
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
+
+pytestmark = pytest.mark.integration
+
+HEAD = "import dataclasses\n\nimport torch\nfrom torch import nn\n\n"
+
+
+def probe(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "Block") -> ValidationResult:
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    result, _ = run_validation(path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox)
+    return result
+
+
+def kwargs(result: ValidationResult) -> dict[str, Any]:
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.lossless, result.recipe.lossy
+    return dict(result.recipe.init_kwargs)
+
+
+def test_unannotated_config_is_the_class_whose_attributes_are_read(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Hyper:  # not named like a config: found by the attributes the block reads
+        def __init__(self, hidden_size=768, num_heads=12, vocab_size=30000):
+            self.hidden_size = hidden_size
+            self.num_heads = num_heads
+            self.vocab_size = vocab_size
+
+
+    class Unrelated:
+        def __init__(self, path="x"):
+            self.path = path
+
+
+    class Block(nn.Module):
+        def __init__(self, settings):
+            super().__init__()
+            self.embed = nn.Embedding(settings.vocab_size, settings.hidden_size)
+            self.attn = nn.MultiheadAttention(settings.hidden_size, settings.num_heads)
+
+        def forward(self, ids):
+            return self.embed(ids)
+    """
+    settings = kwargs(probe(sandbox, tmp_path, code))["settings"]
+    assert settings["__call__"] == {"__ref__": "nnrag_block:Hyper"}
+    shrunk = settings["__set__"]
+    assert shrunk["hidden_size"] < 768
+    assert shrunk["vocab_size"] < 30000
+
+
+def test_dataclass_config_built_from_defaults_and_shrunk(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    @dataclasses.dataclass
+    class Options:
+        width: int = 512
+        depth: int = 12
+
+
+    class Block(nn.Module):
+        def __init__(self, options: Options):
+            super().__init__()
+            self.layers = nn.Sequential(*[nn.Linear(options.width, options.width)] * options.depth)
+
+        def forward(self, x):
+            return self.layers(x)
+    """
+    options = kwargs(probe(sandbox, tmp_path, code))["options"]
+    assert options["__call__"] == {"__ref__": "nnrag_block:Options"}
+    assert options["__set__"]["width"] < 512
+
+
+REGISTRY = """
+class Registry:
+    def __init__(self, name):
+        self.name = name
+        self._module_dict = {}
+
+    def register(self, cls):
+        self._module_dict[cls.__name__] = cls
+        return cls
+
+
+LAYERS = Registry("layer")
+
+
+def build_layer(cfg):
+    cfg = dict(cfg)
+    return LAYERS._module_dict[cfg.pop("type")](**cfg)
+
+
+@LAYERS.register
+class Wide(nn.Module):
+    def __init__(self, in_channels, out_channels, groups, dilation_rate):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+@LAYERS.register
+class Small(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Block(nn.Module):
+    def __init__(self, body_cfg):
+        super().__init__()
+        self.body = build_layer(body_cfg)
+
+    def forward(self, x):
+        return self.body(x)
+"""
+
+
+def test_registry_config_dict_from_the_smallest_carried_type(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    body = kwargs(probe(sandbox, tmp_path, REGISTRY))["body_cfg"]
+    assert body == {"__dict__": {"type": "Small", "channels": 32}}
+
+
+def test_module_parameter_of_an_abstract_base_gets_a_concrete_subclass(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Base(nn.Module):
+        def forward(self, x):
+            raise NotImplementedError
+
+
+    class Twice(Base):
+        def __init__(self, scale: float = 2.0):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, x):
+            return x * self.scale
+
+
+    class Block(nn.Module):
+        def __init__(self, inner: Base, act: nn.Module):
+            super().__init__()
+            self.inner, self.act = inner, act
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.act(self.inner(self.lin(x)))
+    """
+    found = kwargs(probe(sandbox, tmp_path, code))
+    assert found["inner"]["__call__"] == {"__ref__": "nnrag_block:Twice"}
+    assert found["act"]["__call__"] == {"__ref__": "torch.nn.modules.activation:ReLU"}
+
+
+def test_non_finite_outputs_are_retried_then_their_own_category(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.lin(x) / 0.0
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert (result.failed_stage, result.category) == ("forward", "non-finite")
+    assert result.recipe is not None
+    assert result.recipe.input_seed == result.recipe.seed + 1  # retried once, other inputs
+
+
+def test_non_finite_for_one_draw_passes_with_the_other(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            out = self.lin(x)
+            return out / 0.0 if self.calls == 1 else out
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.input_seed == result.recipe.seed + 1
+
+
+def test_a_size_passed_beside_a_config_stays_a_size(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = REGISTRY.replace(
+        """class Block(nn.Module):
+    def __init__(self, body_cfg):
+        super().__init__()
+        self.body = build_layer(body_cfg)""",
+        """def build_sized(cfg, channels):
+    return nn.Conv2d(channels, channels, 1)
+
+
+class Block(nn.Module):
+    def __init__(self, body_cfg, in_channels):
+        super().__init__()
+        self.body = build_layer(body_cfg)
+        self.mix = build_sized(None, in_channels)""",
+    )
+    found = kwargs(probe(sandbox, tmp_path, code))
+    assert isinstance(found["in_channels"], int)
+    assert found["body_cfg"] == {"__dict__": {"type": "Small", "channels": 32}}
+
+
+def test_config_the_closure_does_not_carry_is_built_from_the_attributes_read(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+            self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.drop = nn.Dropout(config.hidden_dropout_prob)
+
+        def forward(self, x):
+            return self.drop(self.norm(self.dense(x)))
+    """
+    config = kwargs(probe(sandbox, tmp_path, code))["config"]
+    assert config["__call__"] == {"__ref__": "types:SimpleNamespace"}
+    assert config["kwargs"] == {
+        "hidden_dropout_prob": 0.0,
+        "hidden_size": 64,
+        "layer_norm_eps": 1e-5,
+    }
+
+
+def test_an_all_optional_forward_gets_its_first_input(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, vocab_size: int = 100, width: int = 8):
+            super().__init__()
+            self.embed = nn.Embedding(vocab_size, width)
+
+        def forward(self, input_ids=None, inputs_embeds=None, mask=None):
+            if inputs_embeds is None:
+                inputs_embeds = self.embed(input_ids)
+            return inputs_embeds
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    (ids,) = result.recipe.inputs
+    assert isinstance(ids, dict)
+    assert ids["dtype"] == "int64"  # token ids for an embedding-first block

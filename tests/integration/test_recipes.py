@@ -1,0 +1,223 @@
+"""Lossless recipes: values as constructor expressions, a recipe for every outcome, replay."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import math
+import textwrap
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import torch
+from torch import nn
+
+from nnrag.model import ValidationResult
+from nnrag.validate.probe.values import SMALL_TENSOR, call, decode, encode, lossy, remember
+from nnrag.validate.replay import differences
+from nnrag.validate.results import recipe_to_dict
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
+from tests.integration.test_validate import FakeWorkspace
+
+pytestmark = pytest.mark.integration
+
+
+class Kind(enum.Enum):
+    NODE = "node"
+
+
+class Pair(NamedTuple):
+    left: int
+    right: float
+
+
+@dataclasses.dataclass
+class Sizes:
+    width: int = 4
+    names: tuple[str, ...] = ("a",)
+
+
+def roundtrip(value: object) -> object:
+    encoded = encode(value, strict=True)
+    assert not lossy(encoded)
+    return decode(encoded)
+
+
+def test_plain_values_roundtrip_exactly() -> None:
+    assert roundtrip(Kind.NODE) is Kind.NODE
+    assert roundtrip(Pair(1, 2.5)) == Pair(1, 2.5)
+    assert roundtrip(Sizes(8, ("x", "y"))) == Sizes(8, ("x", "y"))
+    ordered = roundtrip(collections.OrderedDict(b=1, a=2))
+    assert isinstance(ordered, collections.OrderedDict)
+    assert list(ordered) == ["b", "a"]
+    assert math.isnan(roundtrip(float("nan")))  # type: ignore[arg-type]
+    assert roundtrip(torch.float16) is torch.float16
+    assert roundtrip({"k": (1, [2, None])}) == {"k": (1, [2, None])}
+
+
+def test_small_tensors_by_value_large_ones_by_their_expression() -> None:
+    small = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    encoded = encode(small)
+    assert isinstance(encoded, dict)
+    assert encoded["data"] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert torch.equal(decode(encoded), small)  # type: ignore[arg-type]
+    side = math.isqrt(SMALL_TENSOR) + 1
+    eye = remember(torch.eye(side), call(torch.eye, [side]))
+    assert encode(eye) == {"__call__": {"__ref__": "torch:eye"}, "args": [side]}
+    assert torch.equal(decode(encode(eye)), torch.eye(side))  # type: ignore[arg-type]
+
+
+def test_objects_are_written_as_their_constructor_calls() -> None:
+    layer = remember(nn.LayerNorm(8, eps=1e-3), call(nn.LayerNorm, [8], {"eps": 1e-3}, seed=0))
+    encoded = encode({"norm": layer})
+    rebuilt: Any = decode(encoded)
+    assert isinstance(rebuilt["norm"], nn.LayerNorm)
+    assert rebuilt["norm"].normalized_shape == (8,)
+    assert rebuilt["norm"].eps == 1e-3
+    unknown = encode(object())
+    assert lossy([1, unknown]) == ["[1]"]
+    with pytest.raises(TypeError):
+        encode(object(), strict=True)
+
+
+CONFIGURED = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class BlockConfig:
+        def __init__(self, hidden_size=768, num_heads=12, dropout=0.0):
+            self.hidden_size = hidden_size
+            self.num_heads = num_heads
+            self.dropout = dropout
+
+
+    class Block(nn.Module):
+        def __init__(self, config: BlockConfig, act: nn.Module, scale: torch.Tensor):
+            super().__init__()
+            self.proj = nn.Linear(config.hidden_size, config.hidden_size)
+            self.act = act
+            self.register_buffer("scale", scale)
+
+        def forward(self, x):
+            return self.act(self.proj(x)) * self.scale.mean()
+    """
+)
+
+
+def validate(sandbox: Sandbox, tmp_path: Path, code: str, **extra: Any) -> ValidationResult:
+    path = tmp_path / "block.py"
+    path.write_text(code)
+    result, _ = run_validation(
+        path, block_id="t:block:Block", class_name="Block", sandbox=sandbox, **extra
+    )
+    return result
+
+
+def test_passing_recipe_is_lossless_and_replays_the_same_outputs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    recorded = validate(sandbox, tmp_path, CONFIGURED)
+    assert recorded.passed, recorded.message
+    recipe = recorded.recipe
+    assert recipe is not None
+    assert recipe.lossless, recipe.lossy
+    config = recipe.init_kwargs["config"]
+    assert isinstance(config, dict)
+    assert config["__call__"] == {"__ref__": "nnrag_block:BlockConfig"}
+    assert config["__set__"]["hidden_size"] < 768  # shrunk, and the recipe says so
+    assert recipe.output_digest
+    replayed = validate(sandbox, tmp_path, CONFIGURED, replay=recipe_to_dict(recipe))
+    assert differences(recorded, replayed) == ()
+    assert replayed.recipe is not None
+    assert replayed.recipe.output_digest == recipe.output_digest
+
+
+def test_instantiate_failure_keeps_the_constructor_call_it_tried(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = "from torch import nn\n\nclass Block(nn.Module):\n"
+    code += "    def __init__(self, width: int):\n        raise ValueError('never')\n"
+    recorded = validate(sandbox, tmp_path, code)
+    assert (recorded.failed_stage, recorded.category) == ("instantiate", "ctor-args")
+    assert recorded.recipe is not None
+    assert recorded.recipe.origin == "synthesized"
+    assert isinstance(recorded.recipe.init_kwargs["width"], int)
+    replayed = validate(sandbox, tmp_path, code, replay=recipe_to_dict(recorded.recipe))
+    assert differences(recorded, replayed) == ()
+
+
+def test_forward_failure_replays_to_the_same_failure(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = CONFIGURED.replace("return self.act", "raise RuntimeError('boom'); return self.act")
+    recorded = validate(sandbox, tmp_path, code)
+    assert (recorded.failed_stage, recorded.category) == ("forward", "runtime-error")
+    assert recorded.recipe is not None
+    assert recorded.recipe.inputs
+    replayed = validate(sandbox, tmp_path, code, replay=recipe_to_dict(recorded.recipe))
+    assert differences(recorded, replayed) == ()
+
+
+def test_replay_names_what_differs(sandbox: Sandbox, tmp_path: Path) -> None:
+    recorded = validate(sandbox, tmp_path, CONFIGURED)
+    assert recorded.recipe is not None
+    changed = CONFIGURED.replace("* self.scale.mean()", "* 2.0 * self.scale.mean()")
+    replayed = validate(sandbox, tmp_path, changed, replay=recipe_to_dict(recorded.recipe))
+    assert [d.split(":")[0] for d in differences(recorded, replayed)] == ["output values"]
+
+
+def test_workspace_replay(tmp_path: Path) -> None:
+    workspace = FakeWorkspace(tmp_path, CONFIGURED)
+    try:
+        replay = workspace.replay("Block")
+        assert replay.recorded.passed, replay.recorded.message
+        assert replay.reproduced, replay.differences
+    finally:
+        workspace.close()
+
+
+EXACT = textwrap.dedent(
+    """
+    from torch import nn
+
+
+    class Block(nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            rows, cols = (int(v) for v in spec.split("x"))
+            self.lin = nn.Linear(rows, cols)
+
+        def forward(self, x):
+            return self.lin(x)
+    """
+)
+
+
+def test_harvest_is_used_only_once_final_and_keys_the_result(tmp_path: Path) -> None:
+    from nnrag.validate.stages import validate_block
+
+    workspace = FakeWorkspace(tmp_path, EXACT)
+    record = {
+        "class": "Block",
+        "init_args": ["3x5"],
+        "init_kwargs": {},
+        "inputs": [{"shape": [2, 3], "dtype": "float32"}],
+        "input_kwargs": {},
+    }
+    try:
+        cache = workspace.results()
+        cache.add_harvest("src", [record])
+        before = validate_block(workspace, "Block")  # type: ignore[arg-type]
+        assert not before.passed  # a harvest still being gathered is not used
+        cache.complete_harvest("src", workspace.extraction_state())
+        after = validate_block(workspace, "Block")  # type: ignore[arg-type]
+        assert after.passed, after.message
+        assert not after.cached  # keyed by the harvest it used, not the earlier verdict
+        assert after.recipe is not None
+        assert after.recipe.origin == "harvested"
+        assert validate_block(workspace, "Block").cached  # type: ignore[arg-type]
+    finally:
+        workspace.close()
