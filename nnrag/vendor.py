@@ -26,6 +26,7 @@ __all__ = [
     "ManifestEntry",
     "VendorOutcome",
     "diff_summary",
+    "manifest_entry",
     "read_manifest",
     "refresh",
     "vendor_blocks",
@@ -240,9 +241,10 @@ def _write_block(
     return path, spec
 
 
-def _entry(
+def manifest_entry(
     extracted: Extracted, *, file: str, spec: str, record: Mapping[str, Any]
 ) -> ManifestEntry:
+    """The manifest entry of a block file nnrag wrote from ``extracted``."""
     header = parse_header(extracted.code)
     return ManifestEntry(
         id=extracted.block.id,
@@ -315,7 +317,7 @@ def vendor_blocks(
         category = workspace.category(extracted.block)
         _, spec = _write_block(extracted, into, stem, category=category)
         record = _record_for(workspace.settings, extracted.block.source)
-        entries[block_id] = _entry(extracted, file=path.name, spec=spec.name, record=record)
+        entries[block_id] = manifest_entry(extracted, file=path.name, spec=spec.name, record=record)
         taken[path.name] = block_id
         outcomes.append(
             VendorOutcome(block_id=block_id, file=path, action=action, problems=extracted.problems)
@@ -429,7 +431,7 @@ def _refresh_one(
     old_body = split_header(old)[1]
     new_body = split_header(extracted.code)[1]
     summary, diff = diff_summary(old_body, new_body, name=entry.file)
-    new_entry = _entry(
+    new_entry = manifest_entry(
         extracted, file=entry.file, spec=entry.spec or f"{path.stem}.spec.json", record=entry.source
     )
     if old == extracted.code:
