@@ -408,6 +408,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
+    fixed = _fix_block_files(files, args) if args.fix else 0
     definitions: dict[Path, Mapping[str, str]] = {}
     unreadable: dict[Path, OSError] = {}
     if args.pristine:  # what each definition was, from the folder's manifest
@@ -446,7 +447,39 @@ def _cmd_check(args: argparse.Namespace) -> int:
         failed += bool(findings)
     if failed:
         print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
-    return 1 if failed else 0
+    if fixed:
+        print(f"nnrag check: fixed {fixed} file(s); review and stage them", file=sys.stderr)
+    return 1 if failed or fixed else 0
+
+
+def _fix_block_files(files: Sequence[object], args: argparse.Namespace) -> int:
+    """``nnrag check --fix``: re-close blocks from their source; the number of files changed.
+
+    Prints ``path: fixed: what`` per change and ``path: cannot fix: why`` per remaining
+    problem (the check that follows reports the findings themselves).
+    """
+    from pathlib import Path
+
+    from nnrag.config import load_settings
+    from nnrag.errors import ConfigError
+
+    try:
+        import libcst  # noqa: F401  (only to give a clear error before any work)
+    except ImportError:
+        raise ConfigError(
+            "--fix rewrites files with LibCST, which is not installed: pip install 'nnrag[fix]'"
+        ) from None
+    from nnrag.vendoring.fix import fix_files
+
+    settings = load_settings(args.repos, cache_dir=args.cache)
+    changed = 0
+    for result in fix_files([Path(str(f)) for f in files], settings=settings):
+        for change in result.changes:
+            print(f"{result.path}: fixed: {change}")
+        for reason in result.unfixable:
+            print(f"{result.path}: cannot fix: {reason}")
+        changed += bool(result.changes)
+    return changed
 
 
 def _extract_into(args: argparse.Namespace) -> int:
@@ -578,6 +611,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true", help="always check from scratch")
     check.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="check in N processes (default 1)"
+    )
+    check.add_argument(
+        "--fix",
+        action="store_true",
+        help="re-close blocks from their source (inline newly used source definitions, "
+        "replace source imports, add requires: lines); exit 1 if a file changed (needs nnrag[fix])",
+    )
+    check.add_argument(
+        "--repos", metavar="FILE", help="with --fix: repos.json naming sources not in a manifest"
     )
     check.set_defaults(handler=_cmd_check)
 

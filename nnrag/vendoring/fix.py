@@ -247,9 +247,9 @@ def _merge(
     if new_header is None:  # nnrag wrote it: a bug
         raise NnragError(f"the re-extracted header of {block.id} does not parse")
     user_header = parse_header(text)
-    requires = tuple(
-        dict.fromkeys([*new_header.requires, *(user_header.requires if user_header else ())])
-    )
+    kept = user_header.requires if user_header else ()
+    declared = declared_imports(kept)  # the user's lines stay; new distributions are added
+    requires = (*kept, *(r for r in new_header.requires if not _covers(declared, r)))
     header = dataclasses.replace(new_header, requires=requires)
     result = _declare(path, header.render() + "\n" + body, header, body, changes=tuple(changes))
     entry = None
@@ -278,11 +278,7 @@ def _declare(
         top for top in _top_imports(body) if top not in header.source_packages and is_installed(top)
     }
     bindings = [ImportBinding(name=top, module=top, attr=None) for top in sorted(tops)]
-    wanted = [
-        r
-        for r in external_requirements(bindings, exclude=frozenset(header.source_packages))
-        if not declared_imports([r]) <= declared
-    ]
+    wanted = external_requirements(bindings, exclude=frozenset(header.source_packages))
     missing = [r for r in wanted if not _covers(declared, r)]
     if missing:
         header = dataclasses.replace(header, requires=(*header.requires, *missing))
