@@ -1,0 +1,182 @@
+"""The ``nnrag-fix`` hook for real: a fixable commit is fixed (exit 1), the next one passes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# the hook tests' helpers and fixtures (a clone of this repository, one pre-commit cache)
+from test_precommit import commit, git, hook_repo, pre_commit, pre_commit_home
+
+from nnrag.blockfile.header import parse_header, split_header
+from nnrag.check.static import check_code
+from nnrag.cli import main
+from nnrag.vendor import read_manifest
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["hook_repo", "pre_commit_home"]  # fixtures shared with the hook tests
+
+LAYERS = textwrap.dedent(
+    '''\
+    """Layers."""
+
+    from torch import nn
+
+    from mylib.helpers import to_pair
+
+
+    def _scale(x):
+        return x * 2.0
+
+
+    def _shift(x):
+        return x + to_pair(1)[0]
+
+
+    class Mlp(nn.Module):
+        def __init__(self, dim: int = 4) -> None:
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return _scale(self.fc(x))
+    '''
+)
+
+
+@pytest.fixture
+def vendored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's git repository with ``mylib``'s Mlp vendored by ``nnrag extract --into``."""
+    source = tmp_path / "src" / "mylib"
+    source.mkdir(parents=True)
+    (source / "__init__.py").write_text("")
+    (source / "layers.py").write_text(LAYERS)
+    (source / "helpers.py").write_text("def to_pair(x):\n    return (x, x)\n")
+    repos = tmp_path / "repos.json"
+    repos.write_text('{"sources": [{"name": "mylib", "path": "src"}]}')
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "--quiet")
+    monkeypatch.setenv("NNRAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(project)
+    assert main(["extract", "Mlp", "--into", "vendor/blocks", "--repos", str(repos)]) == 0
+    return project
+
+
+def edit(block: Path, old: str, new: str) -> None:
+    text = block.read_text()
+    assert old in text
+    block.write_text(text.replace(old, new))
+
+
+def test_fix_inlines_a_helper_the_user_started_to_use(
+    vendored: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = vendored / "vendor" / "blocks" / "Mlp.py"
+    before = block.read_text()
+    edit(block, "return _scale(self.fc(x))", "return _shift(_scale(self.fc(x)))  # mine")
+    assert main(["check", "--fix", "vendor/blocks"]) == 1
+    out = capsys.readouterr().out
+    assert "vendor/blocks/Mlp.py: fixed: inlined _shift from mylib.layers" in out
+    assert "fixed: added what it needs: to_pair" in out
+    text = block.read_text()
+    assert check_code(text, filename="Mlp.py") == ()
+    assert "def _shift(x):" in text
+    assert "def to_pair(x):" in text
+    assert "return _shift(_scale(self.fc(x)))  # mine" in text  # the user's edit stays
+    header = parse_header(text)
+    assert header is not None
+    assert [path for path, _ in header.files] == ["mylib/helpers.py", "mylib/layers.py"]
+    # nnrag's own edits are stamped, the user's stay visible to --pristine
+    assert main(["check", "--pristine", "vendor/blocks"]) == 1
+    pristine = capsys.readouterr().out
+    assert "NNR012" in pristine
+    assert "changed Mlp" in pristine
+    assert "_shift" not in pristine
+    assert "to_pair" not in pristine
+    (entry,) = read_manifest(block.parent)
+    assert entry.digest == header.digest
+    assert set(entry.definitions) == {"to_pair", "_scale", "_shift", "Mlp", "__all__"}
+    # a second run has nothing left to do
+    assert main(["check", "--fix", "vendor/blocks"]) == 0
+    assert capsys.readouterr().out == ""
+    assert split_header(before)[0] != split_header(text)[0]
+
+
+def test_fix_replaces_source_imports_and_declares_requirements(
+    vendored: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = vendored / "vendor" / "blocks" / "Mlp.py"
+    edit(
+        block,
+        "from torch import nn\n",
+        "from torch import nn\nimport numpy as np\n\nimport mylib.layers as L\n"
+        "from mylib.layers import _shift as sh  # the helper\n",
+    )
+    edit(block, "return _scale(self.fc(x))", "return sh(L._scale(self.fc(x))) * np.pi")
+    assert main(["check", "--fix", str(block)]) == 1
+    out = capsys.readouterr().out
+    assert "fixed: removed 'from mylib.layers import _shift' (inlined as _shift)" in out
+    assert "fixed: L._scale -> _scale" in out
+    assert "fixed: sh -> _shift" in out
+    assert "fixed: declared '# requires: numpy>=" in out
+    text = block.read_text()
+    assert check_code(text, filename="Mlp.py") == ()
+    assert "return _shift(_scale(self.fc(x))) * np.pi" in text
+    assert "import mylib" not in text
+    assert "from mylib" not in text
+    header = parse_header(text)
+    assert header is not None
+    assert any(r.startswith("numpy>=") for r in header.requires)
+
+
+def test_fix_reports_what_it_cannot_fix(vendored: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    block = vendored / "vendor" / "blocks" / "Mlp.py"
+    edit(block, "return _scale(self.fc(x))", "return _nowhere(self.fc(x))")
+    assert main(["check", "--fix", str(block)]) == 1
+    out = capsys.readouterr().out
+    assert "cannot fix: undefined name '_nowhere': mylib defines no such name" in out
+    assert "NNR101 undefined name '_nowhere'" in out
+    assert "return _nowhere(self.fc(x))" in block.read_text()  # untouched
+
+
+@pytest.mark.slow
+def test_fix_hook_fixes_then_the_next_commit_passes(
+    vendored: Path, hook_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path
+) -> None:
+    repo, rev = hook_repo
+    (vendored / ".pre-commit-config.yaml").write_text(
+        textwrap.dedent(
+            f"""\
+            repos:
+              - repo: {repo}
+                rev: {rev}
+                hooks:
+                  - id: nnrag-fix
+                    files: ^vendor/blocks/
+            """
+        )
+    )
+    installed = pre_commit(vendored, pre_commit_home, "install")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    env = {"NNRAG_CACHE_DIR": str(tmp_path / "cache")}
+    first = commit(vendored, pre_commit_home, "vendor Mlp", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+
+    block = vendored / "vendor" / "blocks" / "Mlp.py"
+    edit(block, "return _scale(self.fc(x))", "return _shift(_scale(self.fc(x)))")
+    fixed = commit(vendored, pre_commit_home, "use _shift", env=env)
+    output = fixed.stdout + fixed.stderr
+    assert fixed.returncode != 0, output
+    assert "vendor/blocks/Mlp.py: fixed: inlined _shift from mylib.layers" in output
+    assert "- hook id: nnrag-fix" in output
+    assert "files were modified by this hook" in output
+    assert "def _shift(x):" in block.read_text()
+
+    again = commit(vendored, pre_commit_home, "use _shift", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    log = git(vendored, "log", "--oneline").stdout.splitlines()
+    assert len(log) == 2
