@@ -126,8 +126,7 @@ def test_fix_replaces_source_imports_and_declares_requirements(
     text = block.read_text()
     assert check_code(text, filename="Mlp.py") == ()
     assert "return _shift(_scale(self.fc(x))) * np.pi" in text
-    assert "import mylib" not in text
-    assert "from mylib" not in text
+    assert not [line for line in text.splitlines() if line.startswith(("import my", "from my"))]
     header = parse_header(text)
     assert header is not None
     assert any(r.startswith("numpy>=") for r in header.requires)
