@@ -538,6 +538,65 @@ def _cmd_refresh(args: argparse.Namespace) -> int:
     return 1 if counts["failed"] else 0
 
 
+def _cmd_vendor(args: argparse.Namespace) -> int:
+    """``nnrag vendor --rewrite-imports SRC...``: import vendored blocks from the vendored
+    folder instead of their source package (LibCST codemod); ``--check`` only shows the diff.
+    """
+    from pathlib import Path
+
+    from nnrag.config import load_settings
+    from nnrag.errors import ConfigError
+
+    if not args.rewrite_imports:
+        raise ConfigError("nothing to do: pass --rewrite-imports SRC_DIR (your own code)")
+    try:
+        import libcst  # noqa: F401  (only to give a clear error before any work)
+    except ImportError:
+        raise ConfigError(
+            "--rewrite-imports rewrites files with LibCST, which is not installed: "
+            "pip install 'nnrag[fix]'"
+        ) from None
+    from nnrag.vendor import read_manifest
+    from nnrag.vendoring.rewrite import (
+        find_manifest,
+        package_name,
+        rewrite_imports,
+        source_lookup,
+        targets_of,
+    )
+
+    root = Path.cwd()
+    folder = Path(args.blocks) if args.blocks else find_manifest(root)
+    entries = read_manifest(folder)
+    if not entries:
+        raise ConfigError(f"no vendored blocks in {folder}; vendor some with extract --into")
+    module = args.module or package_name(folder, root)
+    lookup, unreachable = source_lookup(load_settings(None, cache_dir=args.cache).cache_dir)
+    target = targets_of(entries, module, lookup=lookup)
+    results = rewrite_imports(
+        [Path(s) for s in args.rewrite_imports], target, skip=folder, write=not args.check
+    )
+    for message in unreachable:
+        print(
+            f"nnrag vendor: warning: {message}; only exact import paths were matched",
+            file=sys.stderr,
+        )
+    for result in results:
+        if result.error:
+            print(f"{result.path}: error: {result.error}")
+            continue
+        if args.check:
+            print(result.diff, end="")
+        else:
+            for change in result.changes:
+                print(f"{result.path}: {change}")
+    changed = sum(bool(r.diff) for r in results)
+    verb = "would rewrite" if args.check else "rewrote"
+    print(f"nnrag vendor: {verb} {changed} file(s) to import from {module}", file=sys.stderr)
+    failed = any(r.error for r in results)
+    return 1 if failed or (args.check and changed) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``nnrag`` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -622,6 +681,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--repos", metavar="FILE", help="with --fix: repos.json naming sources not in a manifest"
     )
     check.set_defaults(handler=_cmd_check)
+
+    vendor = commands.add_parser(
+        "vendor", help="rewrite your imports of vendored blocks to the vendored folder"
+    )
+    vendor.add_argument(
+        "--rewrite-imports",
+        nargs="+",
+        metavar="SRC_DIR",
+        help="your code (folders or files) whose imports of vendored classes to rewrite",
+    )
+    vendor.add_argument(
+        "--blocks", metavar="DIR", help="the vendored folder (default: the one nnrag-blocks.json)"
+    )
+    vendor.add_argument(
+        "--module", metavar="NAME", help="its import name (default: its path from here, dotted)"
+    )
+    vendor.add_argument(
+        "--check", action="store_true", help="print the diff, write nothing; exit 1 if any"
+    )
+    vendor.add_argument("--cache", metavar="DIR", help="cache folder (the sources' index)")
+    vendor.set_defaults(handler=_cmd_vendor)
 
     refresh = commands.add_parser("refresh", help="re-extract vendored blocks from provenance")
     refresh.add_argument("dir", nargs="?", default=".", metavar="DIR")

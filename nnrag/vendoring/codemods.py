@@ -13,17 +13,19 @@ Importing this module imports LibCST: only ``nnrag check --fix`` and ``nnrag ven
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.codemod import (
+    Codemod,
     CodemodContext,
     TransformFailure,
     TransformSuccess,
     VisitorBasedCodemodCommand,
     transform_module,
 )
+from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import QualifiedName, QualifiedNameProvider, QualifiedNameSource, ScopeProvider
 
@@ -103,7 +105,66 @@ def _without(node: cst.ImportFrom, drop: set[int]) -> cst.ImportFrom | None:
     return node.with_changes(names=kept)
 
 
-class InlineSourceImports(VisitorBasedCodemodCommand):
+class _RemoveImportsKeepingComments(RemoveImportsVisitor):
+    """``RemoveImportsVisitor``, except that the comment and blank lines above a removed
+    import statement move to the statement that follows it (LibCST drops them)."""
+
+    def __init__(self, context: CodemodContext) -> None:
+        super().__init__(context)
+        self._orphans: dict[int, Sequence[cst.EmptyLine]] = {}
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        if not updated_node.body and original_node.leading_lines:
+            self._orphans[id(original_node)] = original_node.leading_lines
+        return updated_node
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body, footer = self._adopt(original_node.body, updated_node.body)
+        return updated_node.with_changes(body=body, footer=[*footer, *updated_node.footer])
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        body, footer = self._adopt(original_node.body, updated_node.body)
+        return updated_node.with_changes(body=body, footer=[*footer, *updated_node.footer])
+
+    def _adopt(
+        self, original: Sequence[cst.BaseStatement], updated: Sequence[cst.BaseStatement]
+    ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """``updated`` (``original`` minus removed lines, in order) with each removed line's
+        leading lines given to the next statement kept; the rest go to the footer."""
+        if not self._orphans or len(original) == len(updated):
+            return list(updated), []
+        kept = iter(updated)
+        result: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        for statement in original:
+            if id(statement) in self._orphans:
+                pending += self._orphans[id(statement)]
+                continue
+            if isinstance(statement, cst.SimpleStatementLine) and not statement.body:
+                continue
+            node = next(kept)
+            if pending and isinstance(node, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+                node = node.with_changes(leading_lines=[*pending, *node.leading_lines])
+                pending = []
+            result.append(node)
+        result.extend(kept)
+        return result, pending
+
+
+class _Command(VisitorBasedCodemodCommand):
+    """A codemod command whose scheduled import removals keep the comments above them."""
+
+    def _instantiate_and_run(self, transform: type[Codemod], tree: cst.Module) -> cst.Module:
+        if transform is RemoveImportsVisitor:
+            transform = _RemoveImportsKeepingComments
+        return super()._instantiate_and_run(transform, tree)
+
+
+class InlineSourceImports(_Command):
     """In a vendored block: drop imports of source definitions that nnrag inlined, and read
     each such definition by its flat name (``DP(...)``, ``L.DropPath(...)`` -> ``DropPath``).
 
@@ -190,7 +251,7 @@ class InlineSourceImports(VisitorBasedCodemodCommand):
         return found
 
 
-class VendorImports(VisitorBasedCodemodCommand):
+class VendorImports(_Command):
     """In a project's own files: import vendored blocks from the vendored folder instead of
     their source package.
 
