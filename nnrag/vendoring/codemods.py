@@ -94,15 +94,64 @@ def _alias_local(alias: cst.ImportAlias) -> str:
 
 
 def _without(node: cst.ImportFrom, drop: set[int]) -> cst.ImportFrom | None:
-    """``node`` without the aliases at ``drop`` (None: none left); trailing comma fixed."""
+    """``node`` without the aliases at ``drop`` (None: none left)."""
     if isinstance(node.names, cst.ImportStar):
         return node
     kept = [alias for n, alias in enumerate(node.names) if n not in drop]
-    if not kept:
-        return None
-    if len(kept) < len(node.names):
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return node.with_changes(names=kept)
+    return _with_names(node, kept) if kept else None
+
+
+def _with_names(node: cst.ImportFrom, aliases: Sequence[cst.ImportAlias]) -> cst.ImportFrom:
+    """``node`` importing ``aliases`` (taken from it or from a statement like it), with a
+    comma after each but the last. In parentheses the last keeps its comma (and the comment
+    after it) and ends its line as ``node``'s last name did, so ``)`` keeps its place."""
+    parenthesized = node.lpar is not None and node.rpar is not None
+    if isinstance(node.names, cst.ImportStar) or not parenthesized:
+        closing: cst.BaseParenthesizableWhitespace | None = None
+    else:
+        final = node.names[-1].comma
+        rpar = node.rpar
+        assert rpar is not None  # parenthesized
+        closing = final.whitespace_after if isinstance(final, cst.Comma) else rpar.whitespace_before
+    fixed = []
+    for number, alias in enumerate(aliases):
+        comma = alias.comma
+        if number < len(aliases) - 1:
+            if not isinstance(comma, cst.Comma):
+                comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        elif not (
+            parenthesized
+            and isinstance(comma, cst.Comma)
+            and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace)
+        ):
+            comma = cst.MaybeSentinel.DEFAULT  # one line: no trailing comma
+        elif (
+            isinstance(comma, cst.Comma)
+            and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace)
+            and isinstance(closing, cst.ParenthesizedWhitespace)
+        ):
+            comma = comma.with_changes(
+                whitespace_after=comma.whitespace_after.with_changes(
+                    indent=closing.indent, last_line=closing.last_line
+                )
+            )
+        fixed.append(alias.with_changes(comma=comma))
+    changed = node.with_changes(names=fixed)
+    last = fixed[-1].comma
+    if isinstance(last, cst.Comma) and isinstance(
+        last.whitespace_after, cst.ParenthesizedWhitespace
+    ):
+        changed = changed.with_changes(  # the line break before ")" is the comma's now
+            rpar=cst.RightParen(whitespace_before=cst.SimpleWhitespace(""))
+        )
+    return changed
+
+
+def _dotted_expr(name: str) -> cst.Attribute | cst.Name:
+    node = cst.parse_expression(name)
+    if not isinstance(node, cst.Attribute | cst.Name):
+        raise ValueError(f"not a dotted name: {name!r}")
+    return node
 
 
 class _RemoveImportsKeepingComments(RemoveImportsVisitor):
@@ -230,15 +279,15 @@ class InlineSourceImports(_Command):
                 written = get_full_name_for_node(original) or qualified.name
                 self.changes.append(f"{written} -> {flat}")
                 root = written.split(".", 1)[0]
-                for module in self._modules_bound(root):
-                    self.remove_unused_import(module, asname=root if root != module else None)
+                for module, asname in self._modules_bound(root):
+                    self.remove_unused_import(module, asname=asname)
             elif isinstance(original, cst.Name) and original.value != flat:
                 self.changes.append(f"{original.value} -> {flat}")
             return cst.Name(flat)
         return updated
 
-    def _modules_bound(self, root: str) -> list[str]:
-        """Modules whose ``import m [as root]`` binds ``root`` (to schedule their removal)."""
+    def _modules_bound(self, root: str) -> list[tuple[str, str | None]]:
+        """``(module, alias)`` of each ``import module [as alias]`` that binds ``root``."""
         scope = self.get_metadata(ScopeProvider, self.module, None)
         found = []
         if scope is not None:
@@ -247,7 +296,8 @@ class InlineSourceImports(_Command):
                 if isinstance(node, cst.Import):
                     for alias in node.names:
                         if _alias_local(alias).split(".", 1)[0] == root:
-                            found.append(get_full_name_for_node(alias.name) or root)
+                            asname = root if alias.asname is not None else None
+                            found.append((get_full_name_for_node(alias.name) or root, asname))
         return found
 
 
@@ -326,8 +376,9 @@ class VendorImports(_Command):
             drop.add(number)
             local = _alias_local(alias)
             asname = None if local == found.name else cst.AsName(name=cst.Name(local))
+            # the alias node itself moves, with the comment after its comma
             moved.setdefault(found.module, []).append(
-                cst.ImportAlias(name=cst.Name(found.name), asname=asname)
+                alias.with_changes(name=cst.Name(found.name), asname=asname)
             )
             written = f"{name} as {local}" if local != name else name
             self.changes.append(
@@ -341,7 +392,9 @@ class VendorImports(_Command):
         if kept is not None:
             lines.append(updated_node.with_changes(body=[kept]))
         for number, (vendored, aliases) in enumerate(moved.items()):
-            new = cst.ImportFrom(module=cst.parse_expression(vendored), names=aliases)  # type: ignore[arg-type]  # a dotted name parses as Name or Attribute
+            new = _with_names(
+                statement.with_changes(module=_dotted_expr(vendored), relative=()), aliases
+            )
             if kept is None and number == 0:  # it takes the place (and comments) of the old one
                 lines.append(updated_node.with_changes(body=[new]))
             else:
