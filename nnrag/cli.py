@@ -529,7 +529,7 @@ def _cmd_refresh(args: argparse.Namespace) -> int:
             print(outcome.diff.rstrip("\n"))
     counts = {
         action: sum(o.action == action for o in outcomes)
-        for action in ("updated", "unchanged", "skipped", "failed")
+        for action in ("updated", "merged", "unchanged", "skipped", "failed")
     }
     print(
         "nnrag refresh: " + ", ".join(f"{n} {action}" for action, n in counts.items()),

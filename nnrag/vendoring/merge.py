@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["Chunk", "Merged", "chunks", "merge3"]
@@ -85,31 +85,46 @@ def _identity(node: ast.stmt, text: str) -> tuple[str, str]:
     return f"stmt {written}", f"statement {first[:60]!r}"
 
 
-def merge3(base: str, mine: str, theirs: str) -> Merged:
+def merge3(base: str | Mapping[str, str], mine: str, theirs: str) -> Merged:
     """Merge ``mine`` (the user's body) and ``theirs`` (the new one), both made from ``base``.
 
     Per top-level statement: unchanged on one side takes the other side's version (including
     its removal); changed alike on both is taken once; changed differently is a conflict that
     keeps ``mine``. Statements keep ``theirs``' order; the user's own statements follow the
     statement they followed in ``mine``. A body that does not parse is a conflict as a whole.
+
+    ``base`` is the base body, or only the digests of its definitions (``name -> digest`` as
+    :func:`nnrag.check.static.definition_digests` records them in the vendoring manifest):
+    then definitions merge as above, and any other statement (imports, code) found on one
+    side only is kept (the base cannot say whether the other side removed it).
     """
-    if mine in (base, theirs):
-        return Merged(text=theirs, taken=_labels_changed(base, theirs))
-    if theirs == base:
+    if isinstance(base, str):
+        if mine in (base, theirs):
+            return Merged(text=theirs, taken=_labels_changed(base, theirs))
+        if theirs == base:
+            return Merged(text=mine)
+    elif mine == theirs:
         return Merged(text=mine)
-    before, after, upstream = chunks(base), chunks(mine), chunks(theirs)
+    before = chunks(base) if isinstance(base, str) else []
+    after, upstream = chunks(mine), chunks(theirs)
     if before is None or after is None or upstream is None:
         return Merged(text=mine, conflicts=("the whole file (it does not parse)",))
     old, ours, new = ({c.key: c for c in found} for found in (before, after, upstream))
+    same = _Digests(base, mine, theirs) if not isinstance(base, str) else None
     result: dict[str, str] = {}
     conflicts: list[str] = []
     taken: list[str] = []
     for key in dict.fromkeys([*(c.key for c in upstream), *(c.key for c in after)]):
-        b, m, t = (_text(side, key) for side in (old, ours, new))
-        label = (ours.get(key) or new.get(key) or old[key]).label
+        m, t = _text(ours, key), _text(new, key)
+        label = (ours.get(key) or new[key]).label
+        if same is None:
+            b = _text(old, key)
+            mine_is_base, theirs_is_base = m == b, t == b
+        else:
+            mine_is_base, theirs_is_base = same.unchanged(key, m, t)
         side = ours
-        if t not in (m, b):
-            if m == b:
+        if m != t and not theirs_is_base:
+            if mine_is_base:
                 side = new
                 taken.append(label)
             else:
@@ -119,6 +134,34 @@ def merge3(base: str, mine: str, theirs: str) -> Merged:
     ordered = _order(list(result), [c.key for c in after], [c.key for c in upstream])
     text = "".join(result[key] for key in ordered)
     return Merged(text=text, conflicts=tuple(conflicts), taken=tuple(taken))
+
+
+class _Digests:
+    """Whether each side left a statement as it was in a base known by definition digests."""
+
+    def __init__(self, base: Mapping[str, str], mine: str, theirs: str) -> None:
+        from nnrag.check.static import definition_digests
+
+        self.base = base
+        self.mine = definition_digests(mine)
+        self.theirs = definition_digests(theirs)
+
+    def unchanged(self, key: str, mine: str | None, theirs: str | None) -> tuple[bool, bool]:
+        names = _defined_names(key)
+        if not names:  # not a definition: present on one side only -> that side changed it
+            return theirs is not None, mine is not None
+        return (
+            all(self.mine.get(n) == self.base.get(n) for n in names),
+            all(self.theirs.get(n) == self.base.get(n) for n in names),
+        )
+
+
+def _defined_names(key: str) -> list[str]:
+    key = key.split("#", 1)[0]
+    for prefix in ("def ", "class ", "= "):
+        if key.startswith(prefix):
+            return [name.strip() for name in key[len(prefix) :].split(",")]
+    return []
 
 
 def _text(side: dict[str, Chunk], key: str) -> str | None:
