@@ -171,16 +171,19 @@ def _text(side: dict[str, Chunk], key: str) -> str | None:
 
 
 def _order(keys: Sequence[str], mine: Sequence[str], theirs: Sequence[str]) -> list[str]:
-    """``keys`` in ``theirs``' order; a key only in ``mine`` right after its predecessor there."""
+    """``keys`` in ``theirs``' order; a key only in ``mine`` goes right after the statement
+    before it there (else right before the one after it, else after the leading imports)."""
     wanted = set(keys)
     order = [key for key in theirs if key in wanted]
     placed = set(order)
     previous: str | None = None
-    for key in mine:
+    for number, key in enumerate(mine):
         if key in wanted and key not in placed:
-            at = order.index(previous) + 1 if previous is not None and previous in placed else 0
-            if previous is None:
-                at = _after_imports(order)
+            if previous is not None:
+                at = order.index(previous) + 1
+            else:
+                following = next((k for k in mine[number + 1 :] if k in placed), None)
+                at = order.index(following) if following is not None else _after_imports(order)
             order.insert(at, key)
             placed.add(key)
         if key in placed:
