@@ -68,7 +68,8 @@ def run_codemod(
     command = make(context)
     result = transform_module(command, code)
     if isinstance(result, TransformFailure):
-        raise CodemodError(f"cannot rewrite: {result.error}", file=filename)
+        error = result.error
+        raise CodemodError(f"cannot rewrite: {type(error).__name__}: {error}", file=filename)
     if not isinstance(result, TransformSuccess):  # skipped: nothing to do
         return code, []
     changes: list[str] = list(getattr(command, "changes", []))
@@ -165,7 +166,7 @@ class _RemoveImportsKeepingComments(RemoveImportsVisitor):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
-        if not updated_node.body and original_node.leading_lines:
+        if not updated_node.body:  # LibCST removes it next; its leading lines would go too
             self._orphans[id(original_node)] = original_node.leading_lines
         return updated_node
 
@@ -184,16 +185,15 @@ class _RemoveImportsKeepingComments(RemoveImportsVisitor):
     ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
         """``updated`` (``original`` minus removed lines, in order) with each removed line's
         leading lines given to the next statement kept; the rest go to the footer."""
-        if not self._orphans or len(original) == len(updated):
-            return list(updated), []
+        removed = sum(id(statement) in self._orphans for statement in original)
+        if not removed or len(original) - removed != len(updated):
+            return list(updated), []  # nothing removed here (or not only removals)
         kept = iter(updated)
         result: list[cst.BaseStatement] = []
         pending: list[cst.EmptyLine] = []
         for statement in original:
             if id(statement) in self._orphans:
                 pending += self._orphans[id(statement)]
-                continue
-            if isinstance(statement, cst.SimpleStatementLine) and not statement.body:
                 continue
             node = next(kept)
             if pending and isinstance(node, cst.SimpleStatementLine | cst.BaseCompoundStatement):

@@ -1,4 +1,4 @@
-"""The ``nnrag-fix`` hook for real: a fixable commit is fixed (exit 1), the next one passes."""
+"""`nnrag check --fix`, its hook, and `nnrag vendor --rewrite-imports` on real vendored blocks."""
 
 from __future__ import annotations
 
@@ -179,3 +179,70 @@ def test_fix_hook_fixes_then_the_next_commit_passes(
     assert again.returncode == 0, again.stdout + again.stderr
     log = git(vendored, "log", "--oneline").stdout.splitlines()
     assert len(log) == 2
+
+
+# ---------------------------------------------------------------------- vendor --rewrite-imports
+
+APP = textwrap.dedent(
+    '''\
+    """The user's model."""
+    import os  # keep me
+
+    # the layers
+    import mylib
+    from mylib import layers  # the module
+    from mylib.layers import Mlp as LayerMlp, _scale
+
+
+    def build():
+        return [LayerMlp(), layers.Mlp(), mylib.layers.Mlp(), _scale, os.sep]
+    '''
+)
+
+
+def test_rewrite_imports_check_then_write(
+    vendored: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = vendored / "app"
+    app.mkdir()
+    (app / "model.py").write_text(APP)
+    (app / "untouched.py").write_text("import os\n")
+
+    assert main(["vendor", "--rewrite-imports", "app", "--check"]) == 1
+    out, err = capsys.readouterr()
+    assert (app / "model.py").read_text() == APP  # --check writes nothing
+    assert "--- a/app/model.py" in out
+    assert "+from vendor.blocks.Mlp import Mlp as LayerMlp" in out
+    assert "untouched.py" not in out
+    assert "would rewrite 1 file(s) to import from vendor.blocks" in err
+
+    assert main(["vendor", "--rewrite-imports", "app"]) == 0
+    out, err = capsys.readouterr()
+    # the chains reuse the name the rewritten from-import binds
+    assert "app/model.py: layers.Mlp -> LayerMlp (from vendor.blocks.Mlp import Mlp)" in out
+    text = (app / "model.py").read_text()
+    assert text == textwrap.dedent(
+        '''\
+        """The user's model."""
+        import os  # keep me
+
+        # the layers
+        from mylib.layers import _scale
+        from vendor.blocks.Mlp import Mlp as LayerMlp
+
+
+        def build():
+            return [LayerMlp(), LayerMlp(), LayerMlp(), _scale, os.sep]
+        '''
+    )
+    assert main(["vendor", "--rewrite-imports", "app", "--check"]) == 0
+    assert "would rewrite 0 file(s)" in capsys.readouterr().err
+
+
+def test_rewrite_imports_needs_a_vendored_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app").mkdir()
+    assert main(["vendor", "--rewrite-imports", "app"]) == 2
+    assert "no nnrag-blocks.json under" in capsys.readouterr().err
