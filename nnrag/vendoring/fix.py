@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from nnrag.blockfile.header import Header, parse_header, split_header
 from nnrag.check.static import check_code, declared_imports, is_installed
 from nnrag.errors import NnragError
-from nnrag.model import BlockRef, ImportBinding, Settings
+from nnrag.model import BlockRef, Extracted, ImportBinding, Settings
 
 if TYPE_CHECKING:
     from nnrag.index.build import Index
@@ -54,6 +54,8 @@ class FixResult:
     """The new file text, when something changed."""
     entry: ManifestEntry | None = None
     """The file's new manifest entry, when it is listed in one and was re-closed."""
+    extracted: Extracted | None = None
+    """The re-extraction (with the inlined names) the file was re-closed from."""
 
 
 def fix_files(paths: Sequence[Path], *, settings: Settings) -> list[FixResult]:
@@ -74,12 +76,26 @@ def fix_files(paths: Sequence[Path], *, settings: Settings) -> list[FixResult]:
             result = FixResult(path=path, unfixable=(str(error),))
         if result.text is not None:
             path.write_text(result.text, encoding="utf-8")
+        if result.extracted is not None and result.entry is not None:
+            _write_spec(path.parent / result.entry.spec, result.extracted)
         if result.entry is not None:
             entries = {e.id: e for e in read_manifest(path.parent)}
             entries[result.entry.id] = result.entry
             write_manifest(path.parent, entries.values())
         results.append(result)
     return results
+
+
+def _write_spec(spec: Path, extracted: Extracted) -> None:
+    """Rewrite a block's spec for its re-extraction, keeping the category it had."""
+    from nnrag.blockfile.spec import block_spec
+
+    try:
+        category = json.loads(spec.read_text(encoding="utf-8")).get("category")
+    except (OSError, ValueError, AttributeError):
+        category = None
+    data = block_spec(extracted, category=category if isinstance(category, str) else None)
+    spec.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 class _Sources:
@@ -258,7 +274,8 @@ def _merge(
         from nnrag.vendor import manifest_entry
 
         entry = manifest_entry(new, file=listed.file, spec=listed.spec, record=listed.source)
-    return dataclasses.replace(result, unfixable=tuple(unfixable) + result.unfixable, entry=entry)
+    unfixable += result.unfixable
+    return dataclasses.replace(result, unfixable=tuple(unfixable), entry=entry, extracted=new)
 
 
 def _listed(path: Path) -> ManifestEntry | None:

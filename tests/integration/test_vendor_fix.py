@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -100,6 +101,8 @@ def test_fix_inlines_a_helper_the_user_started_to_use(
     (entry,) = read_manifest(block.parent)
     assert entry.digest == header.digest
     assert set(entry.definitions) == {"to_pair", "_scale", "_shift", "Mlp", "__all__"}
+    spec = json.loads((block.parent / "Mlp.spec.json").read_text())
+    assert "mylib.layers._shift" in spec["dependencies"]
     # a second run has nothing left to do
     assert main(["check", "--fix", "vendor/blocks"]) == 0
     assert capsys.readouterr().out == ""
