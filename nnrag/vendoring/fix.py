@@ -251,9 +251,14 @@ def _merge(
         for (module, name), read in sorted(roots.items())
         if read == name
     ]
-    added = [label for label in merged.taken if label not in roots.values()]
+    imports = [label for label in merged.taken if label.startswith(("import ", "from "))]
+    added = [name for name in merged.taken if name not in roots.values() and name not in imports]
     if added:
         changes.append(f"added what it needs: {', '.join(added)}")
+    if imports:
+        changes.append(f"imported: {'; '.join(imports)}")
+    if merged.dropped:
+        changes.append(f"replaced: {'; '.join(merged.dropped)}")
     body = merged.text
     if qualified:
         names = {chain: flat[key] for chain, key in qualified.items()}
@@ -335,8 +340,13 @@ def _defined(index: Index, block: BlockRef, header: Header, name: str) -> tuple[
     home = index.module(block.module, prefer=block.source)
     paths = {path for path, _ in header.files}
     others = [info for info in index.modules(block.source) if info.path in paths]
+    parts = block.module.split(".")
+    packages = [
+        index.module(".".join(parts[:n]), prefer=block.source) for n in range(len(parts) - 1, 0, -1)
+    ]
     hint = ""
-    for info in [home, *others] if home is not None else others:
+    # where the block was defined, the files it was made from, then its packages (re-exports)
+    for info in [m for m in [home, *others, *packages] if m is not None]:
         found = symbols.lookup(info, name)
         if found.kind == "definition" and found.module is not None:
             return found.module.module, found.name

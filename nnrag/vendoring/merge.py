@@ -30,6 +30,8 @@ class Merged:
     version is kept for each."""
     taken: tuple[str, ...] = ()
     """Labels of the statements taken from the new version (added or changed there)."""
+    dropped: tuple[str, ...] = ()
+    """Labels of the statements the new version removed (and the user had not changed)."""
 
     @property
     def clean(self) -> bool:
@@ -114,6 +116,7 @@ def merge3(base: str | Mapping[str, str], mine: str, theirs: str) -> Merged:
     result: dict[str, str] = {}
     conflicts: list[str] = []
     taken: list[str] = []
+    dropped: list[str] = []
     for key in dict.fromkeys([*(c.key for c in upstream), *(c.key for c in after)]):
         m, t = _text(ours, key), _text(new, key)
         label = (ours.get(key) or new[key]).label
@@ -122,18 +125,18 @@ def merge3(base: str | Mapping[str, str], mine: str, theirs: str) -> Merged:
             mine_is_base, theirs_is_base = m == b, t == b
         else:
             mine_is_base, theirs_is_base = same.unchanged(key, m, t)
-        side = ours
+        side = new if m == t and key in new else ours  # the same: spaced as the new body
         if m != t and not theirs_is_base:
             if mine_is_base:
                 side = new
-                taken.append(label)
+                (taken if key in new else dropped).append(label)
             else:
                 conflicts.append(label)
         if key in side:
             result[key] = side[key].text
     ordered = _order(list(result), [c.key for c in after], [c.key for c in upstream])
     text = "".join(result[key] for key in ordered)
-    return Merged(text=text, conflicts=tuple(conflicts), taken=tuple(taken))
+    return Merged(text=text, conflicts=tuple(conflicts), taken=tuple(taken), dropped=tuple(dropped))
 
 
 class _Digests:
