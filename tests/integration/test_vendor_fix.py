@@ -145,6 +145,43 @@ def test_fix_reports_what_it_cannot_fix(vendored: Path, capsys: pytest.CaptureFi
     assert "return _nowhere(self.fc(x))" in block.read_text()  # untouched
 
 
+def test_fix_needs_the_source_as_it_was_vendored(
+    vendored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    layers = tmp_path / "src" / "mylib" / "layers.py"
+    layers.write_text(layers.read_text().replace("x * 2.0", "x * 3.0"))  # upstream moved on
+    block = vendored / "vendor" / "blocks" / "Mlp.py"
+    edit(block, "return _scale(self.fc(x))", "return _shift(self.fc(x))")
+    edited = block.read_text()
+    assert main(["check", "--fix", str(block)]) == 1
+    out = capsys.readouterr().out
+    assert "mylib changed since the block was vendored" in out
+    assert "run `nnrag refresh` first" in out
+    assert block.read_text() == edited
+
+
+def test_fix_without_a_known_source_says_where_to_name_it(
+    vendored: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loose = vendored / "loose"
+    loose.mkdir()
+    block = loose / "Mlp.py"
+    block.write_text(
+        (vendored / "vendor" / "blocks" / "Mlp.py")
+        .read_text()
+        .replace("return _scale(self.fc(x))", "return _shift(self.fc(x))")
+    )
+    assert main(["check", "--fix", str(block)]) == 1
+    out = capsys.readouterr().out
+    assert "cannot fix: " in out
+    assert "its source 'mylib' is neither recorded in" in out
+    assert "pass --repos FILE" in out
+    repos = vendored.parent / "repos.json"
+    assert main(["check", "--fix", "--repos", str(repos), str(block)]) == 1
+    assert "fixed: inlined _shift from mylib.layers" in capsys.readouterr().out
+    assert main(["check", str(block)]) == 0
+
+
 @pytest.mark.slow
 def test_fix_hook_fixes_then_the_next_commit_passes(
     vendored: Path, hook_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path
