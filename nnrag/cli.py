@@ -408,7 +408,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
-    fixed = _fix_block_files(files, args) if args.fix else 0
+    fixed = 0
+    if args.fix:  # LibCST and the index: only with --fix
+        from nnrag.vendoring.commands import fix_command
+
+        fixed = fix_command(files, repos=args.repos, cache=args.cache)
     definitions: dict[Path, Mapping[str, str]] = {}
     unreadable: dict[Path, OSError] = {}
     if args.pristine:  # what each definition was, from the folder's manifest
@@ -450,36 +454,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if fixed:
         print(f"nnrag check: fixed {fixed} file(s); review and stage them", file=sys.stderr)
     return 1 if failed or fixed else 0
-
-
-def _fix_block_files(files: Sequence[object], args: argparse.Namespace) -> int:
-    """``nnrag check --fix``: re-close blocks from their source; the number of files changed.
-
-    Prints ``path: fixed: what`` per change and ``path: cannot fix: why`` per remaining
-    problem (the check that follows reports the findings themselves).
-    """
-    from pathlib import Path
-
-    from nnrag.config import load_settings
-    from nnrag.errors import ConfigError
-
-    try:
-        import libcst  # noqa: F401  (only to give a clear error before any work)
-    except ImportError:
-        raise ConfigError(
-            "--fix rewrites files with LibCST, which is not installed: pip install 'nnrag[fix]'"
-        ) from None
-    from nnrag.vendoring.fix import fix_files
-
-    settings = load_settings(args.repos, cache_dir=args.cache)
-    changed = 0
-    for result in fix_files([Path(str(f)) for f in files], settings=settings):
-        for change in result.changes:
-            print(f"{result.path}: fixed: {change}")
-        for reason in result.unfixable:
-            print(f"{result.path}: cannot fix: {reason}")
-        changed += bool(result.changes)
-    return changed
 
 
 def _extract_into(args: argparse.Namespace) -> int:
@@ -539,62 +513,10 @@ def _cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def _cmd_vendor(args: argparse.Namespace) -> int:
-    """``nnrag vendor --rewrite-imports SRC...``: import vendored blocks from the vendored
-    folder instead of their source package (LibCST codemod); ``--check`` only shows the diff.
-    """
-    from pathlib import Path
+    """``nnrag vendor --rewrite-imports SRC...`` (see :mod:`nnrag.vendoring.commands`)."""
+    from nnrag.vendoring.commands import vendor_command
 
-    from nnrag.config import load_settings
-    from nnrag.errors import ConfigError
-
-    if not args.rewrite_imports:
-        raise ConfigError("nothing to do: pass --rewrite-imports SRC_DIR (your own code)")
-    try:
-        import libcst  # noqa: F401  (only to give a clear error before any work)
-    except ImportError:
-        raise ConfigError(
-            "--rewrite-imports rewrites files with LibCST, which is not installed: "
-            "pip install 'nnrag[fix]'"
-        ) from None
-    from nnrag.vendor import read_manifest
-    from nnrag.vendoring.rewrite import (
-        find_manifest,
-        package_name,
-        rewrite_imports,
-        source_lookup,
-        targets_of,
-    )
-
-    root = Path.cwd()
-    folder = Path(args.blocks) if args.blocks else find_manifest(root)
-    entries = read_manifest(folder)
-    if not entries:
-        raise ConfigError(f"no vendored blocks in {folder}; vendor some with extract --into")
-    module = args.module or package_name(folder, root)
-    lookup, unreachable = source_lookup(load_settings(None, cache_dir=args.cache).cache_dir)
-    target = targets_of(entries, module, lookup=lookup)
-    results = rewrite_imports(
-        [Path(s) for s in args.rewrite_imports], target, skip=folder, write=not args.check
-    )
-    for message in unreachable:
-        print(
-            f"nnrag vendor: warning: {message}; only exact import paths were matched",
-            file=sys.stderr,
-        )
-    for result in results:
-        if result.error:
-            print(f"{result.path}: error: {result.error}")
-            continue
-        if args.check:
-            print(result.diff, end="")
-        else:
-            for change in result.changes:
-                print(f"{result.path}: {change}")
-    changed = sum(bool(r.diff) for r in results)
-    verb = "would rewrite" if args.check else "rewrote"
-    print(f"nnrag vendor: {verb} {changed} file(s) to import from {module}", file=sys.stderr)
-    failed = any(r.error for r in results)
-    return 1 if failed or (args.check and changed) else 0
+    return vendor_command(args)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("libcst")
 
-from nnrag.vendoring.codemods import (  # noqa: E402  (after the skip)
+from nnrag.vendoring.codemods import (
     CodemodError,
     InlineSourceImports,
     Target,
