@@ -382,7 +382,7 @@ def _chain_definition(
 
 
 def _source_reads(body: str, packages: frozenset[str]) -> list[str]:
-    """Qualified names the body reads from its source packages through module-level imports:
+    """Qualified names the body reads from its source packages through its imports:
     ``timm.layers.DropPath`` for ``from timm.layers import DropPath [as DP]`` and for
     ``L.DropPath`` after ``import timm.layers as L``."""
     try:
@@ -391,7 +391,7 @@ def _source_reads(body: str, packages: frozenset[str]) -> list[str]:
         return []
     modules: dict[str, str] = {}  # local name -> module it binds
     found: dict[str, None] = {}
-    for node in tree.body:
+    for node in ast.walk(tree):  # lazy imports in function bodies too
         if isinstance(node, ast.ImportFrom) and not node.level and node.module:
             if node.module.split(".", 1)[0] in packages:
                 for alias in node.names:

@@ -120,6 +120,12 @@ def test_fix_replaces_source_imports_and_declares_requirements(
         "from mylib.layers import _shift as sh  # the helper\n",
     )
     edit(block, "return _scale(self.fc(x))", "return sh(L._scale(self.fc(x))) * np.pi")
+    edit(
+        block,
+        "    def forward(self, x):",
+        "    def lazy(self):\n        from mylib.layers import _shift\n\n"
+        "        return _shift(1.0)\n\n    def forward(self, x):",
+    )
     assert main(["check", "--fix", str(block)]) == 1
     out = capsys.readouterr().out
     assert "fixed: removed 'from mylib.layers import _shift' (inlined as _shift)" in out
@@ -129,6 +135,7 @@ def test_fix_replaces_source_imports_and_declares_requirements(
     text = block.read_text()
     assert check_code(text, filename="Mlp.py") == ()
     assert "return _shift(_scale(self.fc(x))) * np.pi" in text
+    assert "    def lazy(self):\n\n        return _shift(1.0)\n" in text  # its import went
     assert not [line for line in text.splitlines() if line.startswith(("import my", "from my"))]
     header = parse_header(text)
     assert header is not None
