@@ -279,6 +279,9 @@ def _merge(
         from nnrag.vendor import manifest_entry
 
         entry = manifest_entry(new, file=listed.file, spec=listed.spec, record=listed.source)
+        final = parse_header(result.text or "")
+        if final is not None:  # the requirements as the header now declares them
+            entry = dataclasses.replace(entry, requirements=final.requires)
     unfixable += result.unfixable
     return dataclasses.replace(result, unfixable=tuple(unfixable), entry=entry, extracted=new)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -140,6 +142,26 @@ def test_fix_replaces_source_imports_and_declares_requirements(
     header = parse_header(text)
     assert header is not None
     assert any(r.startswith("numpy>=") for r in header.requires)
+    (entry,) = read_manifest(block.parent)
+    assert entry.requirements == header.requires
+
+
+def test_fix_never_imports_torch(vendored: Path) -> None:
+    block = vendored / "vendor" / "blocks" / "Mlp.py"
+    edit(block, "return _scale(self.fc(x))", "return _shift(self.fc(x))")
+    script = textwrap.dedent(
+        """
+        import sys
+        from nnrag.cli import main
+        code = main(["check", "--fix", "vendor/blocks"])
+        print("EXIT", code, "TORCH", "torch" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=vendored, text=True, capture_output=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "EXIT 1 TORCH False"
+    assert "def _shift(x):" in block.read_text()
 
 
 def test_fix_reports_what_it_cannot_fix(vendored: Path, capsys: pytest.CaptureFixture[str]) -> None:
