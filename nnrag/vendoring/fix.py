@@ -199,16 +199,55 @@ def _reclose(
             roots.setdefault(denoted[1], denoted[0])
     if not roots:
         return FixResult(path=path, unfixable=tuple(unfixable))
-    base = workspace.extract(block)
-    if base.digest != header.digest:
+    base, earlier = _base(workspace, block, header, body)
+    if base is None:
         unfixable.append(
             f"cannot re-close {path}: {block.source} changed since the block was vendored (its "
             "re-extraction does not match the header's digest); run `nnrag refresh` first"
         )
         return FixResult(path=path, unfixable=tuple(unfixable))
     return _merge(
-        path, text, workspace, block, roots=roots, qualified=qualified, unfixable=unfixable
+        path,
+        text,
+        workspace,
+        block,
+        base=base,
+        roots=roots,
+        earlier=earlier,
+        qualified=qualified,
+        unfixable=unfixable,
     )
+
+
+def _base(
+    workspace: Workspace, block: BlockRef, header: Header, body: str
+) -> tuple[Extracted | None, tuple[tuple[str, str], ...]]:
+    """What nnrag wrote (its digest is the header's), and the roots an earlier fix added.
+
+    The block as extracted; else, after an earlier ``--fix``, the block extracted with the
+    source definitions the file has beyond that (the names that fix inlined).
+    """
+    from nnrag.extract.emit import emit
+    from nnrag.extract.resolve import resolve
+    from nnrag.vendoring.merge import chunks
+
+    plain = workspace.extract(block)
+    if plain.digest == header.digest:
+        return plain, ()
+    index = workspace.index()
+    have = {c.key for c in chunks(split_header(plain.code)[1]) or ()}
+    earlier = []
+    for chunk in chunks(body) or ():
+        kind, _, name = chunk.key.partition(" ")
+        if kind in ("def", "class", "=") and chunk.key not in have and name.isidentifier():
+            found = _defined(index, block, header, name)
+            if not isinstance(found, str):
+                earlier.append(found)
+    if earlier:
+        again = emit(index, resolve(index, block, also=sorted(earlier)))
+        if again.digest == header.digest:
+            return again, tuple(sorted(earlier))
+    return None, ()
 
 
 def _merge(
@@ -217,7 +256,9 @@ def _merge(
     workspace: Workspace,
     block: BlockRef,
     *,
+    base: Extracted,
     roots: dict[tuple[str, str], str],
+    earlier: tuple[tuple[str, str], ...],
     qualified: dict[str, tuple[str, str]],
     unfixable: list[str],
 ) -> FixResult:
@@ -227,7 +268,7 @@ def _merge(
     from nnrag.vendoring.merge import merge3
 
     index = workspace.index()
-    closure = resolve(index, block, also=sorted(roots))
+    closure = resolve(index, block, also=sorted({*roots, *earlier}))
     flat = {key: closure.renames.get(key, key[1]) for key in roots}
     for key, read in roots.items():
         if read == key[1] and flat[key] != read:
@@ -237,7 +278,6 @@ def _merge(
             )
             return FixResult(path=path, unfixable=tuple(unfixable))
     new = emit(index, closure)
-    base = workspace.extract(block)
     _, mine = split_header(text)
     merged = merge3(split_header(base.code)[1], mine, split_header(new.code)[1])
     if not merged.clean:
@@ -363,7 +403,33 @@ def _defined(index: Index, block: BlockRef, header: Header, name: str) -> tuple[
             if binding.name != (binding.attr or binding.module):
                 written += f" as {binding.name}"
             hint = f"; {info.module} imports it: add '{written}'"
-    return f"undefined name {name!r}: {block.source} defines no such name{hint}"
+    if hint:
+        return f"undefined name {name!r}: {block.source} defines no such name{hint}"
+    return _defined_anywhere(index, block, name)
+
+
+def _defined_anywhere(index: Index, block: BlockRef, name: str) -> tuple[str, str] | str:
+    """The one module of the block's source that defines ``name`` at top level, or why not."""
+    from nnrag.index.symbols import symbols_for
+
+    symbols = symbols_for(index)
+    found = sorted(
+        info.module
+        for info in index.modules(block.source)
+        if any(
+            unit.kind != "import" and not unit.type_checking
+            for unit in symbols.binders(info).get(name, ())
+        )
+    )
+    if len(found) == 1:
+        return found[0], name
+    if not found:
+        return f"undefined name {name!r}: {block.source} defines no such name"
+    listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+    return (
+        f"undefined name {name!r}: {block.source} defines it in {len(found)} modules ({listed}); "
+        f"import it from the one you mean (from <module> import {name}) and run --fix again"
+    )
 
 
 def _chain_definition(

@@ -57,7 +57,12 @@ def vendored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     source.mkdir(parents=True)
     (source / "__init__.py").write_text("")
     (source / "layers.py").write_text(LAYERS)
-    (source / "helpers.py").write_text("def to_pair(x):\n    return (x, x)\n")
+    (source / "helpers.py").write_text(
+        "def to_pair(x):\n    return (x, x)\n\n\ndef twice(x):\n    return 2 * x\n"
+    )
+    (source / "extra.py").write_text(  # imported by nothing the block uses
+        "def far_away(x):\n    return x\n\n\ndef twice(x):\n    return x + x\n"
+    )
     repos = tmp_path / "repos.json"
     repos.write_text('{"sources": [{"name": "mylib", "path": "src"}]}')
     project = tmp_path / "project"
@@ -144,6 +149,26 @@ def test_fix_replaces_source_imports_and_declares_requirements(
     assert any(r.startswith("numpy>=") for r in header.requires)
     (entry,) = read_manifest(block.parent)
     assert entry.requirements == header.requires
+
+
+def test_fix_finds_a_name_anywhere_in_the_source_when_it_is_unique(
+    vendored: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = vendored / "vendor" / "blocks" / "Mlp.py"
+    edit(block, "return _scale(self.fc(x))", "return twice(far_away(self.fc(x)))")
+    assert main(["check", "--fix", str(block)]) == 1
+    out = capsys.readouterr().out
+    assert "fixed: inlined far_away from mylib.extra" in out
+    assert (
+        "cannot fix: undefined name 'twice': mylib defines it in 2 modules "
+        "(mylib.extra, mylib.helpers); import it from the one you mean" in out
+    )
+    # the user picks one with an import; the next run inlines it
+    edit(block, "from torch import nn\n", "from torch import nn\nfrom mylib.helpers import twice\n")
+    assert main(["check", "--fix", str(block)]) == 1
+    assert "removed 'from mylib.helpers import twice' (inlined as twice)" in capsys.readouterr().out
+    assert check_code(block.read_text(), filename="Mlp.py") == ()
+    assert "return 2 * x" in block.read_text()
 
 
 def test_fix_never_imports_torch(vendored: Path) -> None:
