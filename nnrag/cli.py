@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from nnrag import __version__
 from nnrag.errors import NnragError
 from nnrag.model import STAGES, Stage, ValidationResult
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from nnrag.check.static import Importer
+    from nnrag.model import Finding
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -78,6 +86,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
                 for where, p in located
             ],
             "source_errors": list(stats.source_errors),
+            "warnings": list(stats.warnings),
         }
         print(json.dumps(summary, indent=2))
     else:
@@ -85,6 +94,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
             print(f"{where}:{problem.line}:{problem.col}: {problem.message}")
         for message in stats.source_errors:
             print(f"nnrag index: error: {message}", file=sys.stderr)
+        for message in stats.warnings:
+            print(f"nnrag index: warning: {message}", file=sys.stderr)
         print(
             f"nnrag index: {stats.sources} of {len(settings.sources)} sources, "
             f"{stats.files} files ({stats.parsed} parsed), {stats.modules} modules, "
@@ -179,13 +190,13 @@ def _extract_files(args: argparse.Namespace) -> int:
     names = [block.name for block in blocks]
     out = Path(args.out)
     rows: list[dict[str, object]] = []
-    iterator: object = blocks
+    iterator: Iterable[BlockRef] = blocks
     if args.all and not args.json and sys.stderr.isatty():
         from tqdm import tqdm
 
         iterator = tqdm(blocks, desc="extract", unit="block")
     failed = 0
-    for block in iterator:  # type: ignore[attr-defined]
+    for block in iterator:
         row: dict[str, object] = {"id": block.id}
         try:
             extracted = workspace.extract(block)
@@ -381,12 +392,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     come from the check cache (``--cache``/$NNRAG_CACHE_DIR/user cache dir, ``checks/``).
     """
     import os
-    from collections.abc import Mapping
     from pathlib import Path
 
     from nnrag.check.cache import CheckCache
     from nnrag.check.files import check_files
-    from nnrag.check.static import import_findings
+    from nnrag.vendor import manifest_definitions
 
     cache: CheckCache | None = None
     if not args.no_cache:
@@ -413,25 +423,29 @@ def _cmd_check(args: argparse.Namespace) -> int:
         from nnrag.vendoring.commands import fix_command
 
         fixed = fix_command(files, repos=args.repos, cache=args.cache)
-    definitions: dict[Path, Mapping[str, str]] = {}
-    unreadable: dict[Path, OSError] = {}
-    if args.pristine:  # what each definition was, from the folder's manifest
-        from nnrag.vendor import read_manifest
-
-        manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
-        for path in files:
-            try:
-                if path.parent not in manifests:
-                    entries = read_manifest(path.parent)
-                    manifests[path.parent] = {e.file: e.definitions for e in entries}
-            except OSError as error:
-                unreadable[path] = error
-                continue
-            if path.name in manifests[path.parent]:
-                definitions[path] = manifests[path.parent][path.name]
+    definitions, unreadable = ({}, {}) if not args.pristine else manifest_definitions(files)
     checked = check_files(
         files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
     )
+    with contextlib.ExitStack() as stack:
+        importer = stack.enter_context(_run_importer()) if args.do_import else None
+        failed = _print_findings(files, checked, unreadable, importer)
+    if failed:
+        print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
+    if fixed:
+        print(f"nnrag check: fixed {fixed} file(s); review and stage them", file=sys.stderr)
+    return 1 if failed or fixed else 0
+
+
+def _print_findings(
+    files: Sequence[Path],
+    checked: Sequence[tuple[Finding, ...] | OSError],
+    unreadable: Mapping[Path, OSError],
+    importer: Importer | None,
+) -> int:
+    """Print each file's findings (the sandboxed import's when it is clean); count failures."""
+    from nnrag.check.static import import_findings
+
     failed = 0
     for path, result in zip(files, checked, strict=True):
         try:
@@ -440,8 +454,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             if isinstance(result, OSError):
                 raise result
             findings = result
-            if args.do_import and not findings:
-                findings = import_findings(path)
+            if importer is not None and not findings:
+                findings = import_findings(path, importer=importer)
         except OSError as error:
             print(f"{path}: error: cannot read: {error.strerror or error}")
             failed += 1
@@ -449,11 +463,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
         for finding in findings:
             print(finding.format(str(path)))
         failed += bool(findings)
-    if failed:
-        print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
-    if fixed:
-        print(f"nnrag check: fixed {fixed} file(s); review and stage them", file=sys.stderr)
-    return 1 if failed or fixed else 0
+    return failed
+
+
+@contextlib.contextmanager
+def _run_importer() -> Iterator[Importer]:
+    """``check --import``'s importer: one sandbox for the whole run, started on first use."""
+    import functools
+
+    from nnrag.validate.sandbox import Sandbox
+    from nnrag.validate.stages import validate_file
+
+    with Sandbox() as sandbox:
+        yield functools.partial(validate_file, depth="import", sandbox=sandbox)
 
 
 def _extract_into(args: argparse.Namespace) -> int:

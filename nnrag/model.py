@@ -27,6 +27,7 @@ Category = Literal[
     "memory",
     "crash",
     "sandbox-violation",
+    "config",
     "internal-error",
 ]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
@@ -41,6 +42,10 @@ code often guards them (pyg's MessagePassing falls back when its templates are m
 SourceKind = Literal["path", "git", "pypi"]
 
 UnitKind = Literal["def", "class", "assign", "import", "if", "try", "with", "other"]
+
+
+DEFAULT_EXTERN: tuple[str, ...] = ("torch",)
+"""Packages never inlined, even where indexed: the runtime itself (torch.package's ``extern``)."""
 
 
 def stage_index(stage: Stage) -> int:
@@ -99,6 +104,8 @@ class Settings:
     revalidate: bool = False
     jobs: int | None = None
     """Worker processes for parsing (``None``: one per core)."""
+    extern: tuple[str, ...] = DEFAULT_EXTERN
+    """Packages kept as imports even where a source indexes them (repos.json ``extern``)."""
 
 
 # --------------------------------------------------------------------------- sources
@@ -248,6 +255,8 @@ class IndexStats:
     problems: tuple[FileProblem, ...] = ()
     source_errors: tuple[str, ...] = ()
     """Sources that could not be materialized (message each); the others were indexed."""
+    warnings: tuple[str, ...] = ()
+    """Configuration that has no effect (an ``extern`` pattern matching nothing), one each."""
 
 
 # --------------------------------------------------------------------------- blocks

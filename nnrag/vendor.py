@@ -133,6 +133,30 @@ def read_manifest(folder: Path) -> list[ManifestEntry]:
     return entries
 
 
+def manifest_definitions(
+    files: Sequence[Path],
+) -> tuple[dict[Path, Mapping[str, str]], dict[Path, OSError]]:
+    """What each definition of ``files`` was at vendoring, from their folders' manifests.
+
+    For ``nnrag check --pristine``: files without a manifest entry are left out; a folder
+    whose manifest cannot be read puts its files in the second mapping, with the error.
+    """
+    definitions: dict[Path, Mapping[str, str]] = {}
+    unreadable: dict[Path, OSError] = {}
+    manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
+    for path in files:
+        try:
+            if path.parent not in manifests:
+                entries = read_manifest(path.parent)
+                manifests[path.parent] = {e.file: e.definitions for e in entries}
+        except OSError as error:
+            unreadable[path] = error
+            continue
+        if path.name in manifests[path.parent]:
+            definitions[path] = manifests[path.parent][path.name]
+    return definitions, unreadable
+
+
 def write_manifest(folder: Path, entries: Iterable[ManifestEntry]) -> Path:
     """Write ``folder/nnrag-blocks.json`` atomically, entries sorted by id."""
     from nnrag import __version__
@@ -478,13 +502,13 @@ def _merge_edited(
     new_entry: ManifestEntry,
 ) -> tuple[VendorOutcome, ManifestEntry | None]:
     """Refresh a hand-edited block: merge upstream's changes into the user's copy, definition
-    by definition (:func:`nnrag.vendoring.merge.merge3`, the base known by the manifest's
+    by definition (:func:`nnrag.blockfile.merge.merge3`, the base known by the manifest's
     definition digests). Written only when nothing conflicts and the result still passes the
     static check; the header's digest is upstream's, so the user's edits stay visible to
     ``check --pristine``.
     """
+    from nnrag.blockfile.merge import merge3
     from nnrag.check.static import check_code
-    from nnrag.vendoring.merge import merge3
 
     old = path.read_text(encoding="utf-8")
     old_body, new_body = split_header(old)[1], split_header(extracted.code)[1]
@@ -501,7 +525,7 @@ def _merge_edited(
             f"edited by hand since nnrag wrote it and {MANIFEST} records no definition digests "
             f"to merge with ({summary} against your version); use --force to overwrite"
         )
-    merged = merge3(entry.definitions, old_body, new_body)
+    merged = merge3(entry.definitions, old_body, new_body, digests=definition_digests)
     if not merged.clean:
         return skipped(
             f"edited by hand, and upstream changed the same definitions: conflicts in "

@@ -32,8 +32,9 @@ are checked against the module's final namespace (after top-level ``del``), modu
 code against what earlier top-level statements bound. Annotations that are never evaluated
 (``from __future__ import annotations``, annotations of local variables) are ignored.
 Imports under ``if TYPE_CHECKING:`` never run and are not checked. A third-party import
-that is optional may be missing: guarded by ``try: ... except ImportError``, or lazy (inside
-a function body, e.g. ``import jax`` in a weight-conversion helper); relative and
+that is optional may be missing: guarded by ``try: ... except ImportError``, conditional (in
+an ``if`` branch that may not run: ``if torch.__version__ == 'parrots': import parrots``), or
+lazy (inside a function body, e.g. ``import jax`` in a weight-conversion helper); relative and
 source-package imports are findings wherever they are. Installed means
 ``importlib.util.find_spec`` finds the top-level module (nothing is imported); declared means
 a ``requires:`` line names the distribution (import name and distribution name compared
@@ -58,16 +59,18 @@ import symtable
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from nnrag.blockfile.header import body_digest, header_issues, parse_header, split_header
 from nnrag.check.pieces import Compiled, compile_units, parse_units, statement_units
-from nnrag.model import Category, Finding, Stage
+from nnrag.model import Category, Finding, Stage, ValidationResult
 from nnrag.pyscope.bindings import is_type_checking
 from nnrag.pyscope.scoping import unresolved_names
 
 __all__ = [
     "CHECK_MODULES",
     "CODES",
+    "Importer",
     "check_code",
     "check_text",
     "declared_imports",
@@ -289,20 +292,28 @@ def _definition_spans(code: str) -> dict[str, tuple[str, int, int]]:
     return spans
 
 
-def import_findings(path: Path, *, timeout_s: float = 60.0) -> tuple[Finding, ...]:
-    """NNR301 when importing the block in the sandbox fails (needs torch; lazy)."""
-    from nnrag.validate.stages import validate_file
+class Importer(Protocol):
+    """Imports a block file in a sandbox and says how far it got (``nnrag check --import``).
 
+    The adapter provides it (the CLI binds :func:`nnrag.validate.stages.validate_file` to one
+    sandbox for the whole run), so the check itself never imports the validation.
+    """
+
+    def __call__(
+        self, path: Path, *, block_id: str, class_name: str, source_packages: frozenset[str]
+    ) -> ValidationResult: ...
+
+
+def import_findings(path: Path, *, importer: Importer) -> tuple[Finding, ...]:
+    """NNR301 when ``importer`` (the sandboxed import) fails for the block file at ``path``."""
     text = path.read_text(encoding="utf-8")
     header = parse_header(text)
     if header is None:
         return ()  # the header findings already say what is wrong
-    result = validate_file(
+    result = importer(
         path,
         block_id=header.block_id,
         class_name=header.block_id.rsplit(":", 1)[-1],
-        depth="import",
-        timeout_s=timeout_s,
         source_packages=frozenset(header.source_packages),
     )
     if result.passed:
@@ -391,8 +402,9 @@ def _imports(
 ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import that can run, with whether it is optional.
 
-    Optional: guarded by ``except ImportError``, or lazy (inside a function body, run only
-    when that function is called). Imports are statements, so only statement lists are
+    Optional: guarded by ``except ImportError``, conditional (in a branch of ``if`` or
+    ``match``, which may not run), or lazy (inside a function body, run only when that
+    function is called). Imports are statements, so only statement lists are
     walked, never expressions.
     """
     for node in statements:
@@ -400,6 +412,16 @@ def _imports(
             yield node, optional
         elif isinstance(node, ast.If) and is_type_checking(node.test):
             yield from _imports(node.orelse, optional)
+        elif isinstance(node, ast.If | ast.Match):
+            # a branch may never run (``if torch.__version__ == 'parrots': import parrots``):
+            # conditional like a guarded one; if it runs and fails, the import stage says so
+            branches: list[list[ast.stmt]] = (
+                [node.body, node.orelse]
+                if isinstance(node, ast.If)
+                else [case.body for case in node.cases]
+            )
+            for branch in branches:
+                yield from _imports(branch, True)
         elif isinstance(node, _TRY_NODES):
             yield from _imports(node.body, optional or _guards_import_error(node))
             yield from _imports([*node.handlers, *node.orelse, *node.finalbody], optional)

@@ -6,7 +6,7 @@ the folder's ``nnrag-blocks.json``, else ``repos.json``):
 - a name the user started to use that the source defines (``NNR101``) is inlined with its
   closure, exactly as extraction would have (the block is re-extracted with that name as a
   further root, so renames are extraction's own) and merged definition by definition into
-  the user's file (:func:`nnrag.vendoring.merge.merge3`): the user's edits stay;
+  the user's file (:func:`nnrag.blockfile.merge.merge3`): the user's edits stay;
 - an import of a source-package definition (``NNR202``: ``from timm.layers import DropPath``,
   ``import timm.layers as L; L.DropPath``) is replaced by the inlined definition, read by its
   flat name (:class:`nnrag.vendoring.codemods.InlineSourceImports`);
@@ -227,9 +227,9 @@ def _base(
     The block as extracted; else, after an earlier ``--fix``, the block extracted with the
     source definitions the file has beyond that (the names that fix inlined).
     """
+    from nnrag.blockfile.merge import chunks
     from nnrag.extract.emit import emit
     from nnrag.extract.resolve import resolve
-    from nnrag.vendoring.merge import chunks
 
     plain = workspace.extract(block)
     if plain.digest == header.digest:
@@ -262,10 +262,10 @@ def _merge(
     qualified: dict[str, tuple[str, str]],
     unfixable: list[str],
 ) -> FixResult:
+    from nnrag.blockfile.merge import merge3
     from nnrag.extract.emit import emit
     from nnrag.extract.resolve import resolve
     from nnrag.vendoring.codemods import InlineSourceImports, run_codemod
-    from nnrag.vendoring.merge import merge3
 
     index = workspace.index()
     closure = resolve(index, block, also=sorted({*roots, *earlier}))

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
+from nnrag.blockfile.merge import chunks, merge3
 from nnrag.check.static import definition_digests
-from nnrag.vendoring.merge import chunks, merge3
 
 BASE = textwrap.dedent(
     """\
@@ -75,7 +75,7 @@ def test_both_sides_change_different_definitions(digests: bool) -> None:
     )
     theirs = edit(BASE, ("torch.relu(x)", "torch.relu(x) * 2"), ("LIMIT = 4", "LIMIT = 8"))
     base = definition_digests(BASE) if digests else BASE
-    merged = merge3(base, mine, theirs)
+    merged = merge3(base, mine, theirs, digests=definition_digests)
     assert merged.clean
     assert merged.taken == ("act", "LIMIT")
     assert merged.text == edit(
@@ -90,7 +90,8 @@ def test_both_sides_change_different_definitions(digests: bool) -> None:
 def test_conflicts_are_named_and_keep_the_users_version(digests: bool) -> None:
     mine = edit(BASE, ("return act(x)", "return act(x) + 1"), ("LIMIT = 4", "LIMIT = 5"))
     theirs = edit(BASE, ("return act(x)", "return act(x) - 1"), ("LIMIT = 4", "LIMIT = 6"))
-    merged = merge3(definition_digests(BASE) if digests else BASE, mine, theirs)
+    base = definition_digests(BASE) if digests else BASE
+    merged = merge3(base, mine, theirs, digests=definition_digests)
     assert merged.conflicts == ("LIMIT", "Block")
     assert not merged.clean
     assert "return act(x) + 1" in merged.text
@@ -115,7 +116,7 @@ def test_removals_follow_the_side_that_removed() -> None:
 def test_with_digests_a_statement_on_one_side_only_is_kept() -> None:
     mine = edit(BASE, ("import torch\n", "import torch\nimport numpy\n"))
     theirs = edit(BASE, ("from torch import nn\n", "from torch import Tensor, nn\n"))
-    merged = merge3(definition_digests(BASE), mine, theirs)
+    merged = merge3(definition_digests(BASE), mine, theirs, digests=definition_digests)
     assert merged.clean
     assert "import numpy\n" in merged.text
     assert "from torch import Tensor, nn\n" in merged.text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["Chunk", "Merged", "chunks", "merge3"]
@@ -87,7 +87,13 @@ def _identity(node: ast.stmt, text: str) -> tuple[str, str]:
     return f"stmt {written}", f"statement {first[:60]!r}"
 
 
-def merge3(base: str | Mapping[str, str], mine: str, theirs: str) -> Merged:
+def merge3(
+    base: str | Mapping[str, str],
+    mine: str,
+    theirs: str,
+    *,
+    digests: Callable[[str], Mapping[str, str]] | None = None,
+) -> Merged:
     """Merge ``mine`` (the user's body) and ``theirs`` (the new one), both made from ``base``.
 
     Per top-level statement: unchanged on one side takes the other side's version (including
@@ -96,9 +102,10 @@ def merge3(base: str | Mapping[str, str], mine: str, theirs: str) -> Merged:
     statement they followed in ``mine``. A body that does not parse is a conflict as a whole.
 
     ``base`` is the base body, or only the digests of its definitions (``name -> digest`` as
-    :func:`nnrag.check.static.definition_digests` records them in the vendoring manifest):
-    then definitions merge as above, and any other statement (imports, code) found on one
-    side only is kept (the base cannot say whether the other side removed it).
+    ``digests``, e.g. :func:`nnrag.check.static.definition_digests`, computes them and the
+    vendoring manifest records them): then definitions merge as above, and any other
+    statement (imports, code) found on one side only is kept (the base cannot say whether
+    the other side removed it).
     """
     if isinstance(base, str):
         if mine in (base, theirs):
@@ -112,7 +119,11 @@ def merge3(base: str | Mapping[str, str], mine: str, theirs: str) -> Merged:
     if before is None or after is None or upstream is None:
         return Merged(text=mine, conflicts=("the whole file (it does not parse)",))
     old, ours, new = ({c.key: c for c in found} for found in (before, after, upstream))
-    same = _Digests(base, mine, theirs) if not isinstance(base, str) else None
+    same = None
+    if not isinstance(base, str):
+        if digests is None:
+            raise TypeError("merge3: a base given by digests needs `digests`")
+        same = _Digests(base, digests(mine), digests(theirs))
     result: dict[str, str] = {}
     conflicts: list[str] = []
     taken: list[str] = []
@@ -142,12 +153,12 @@ def merge3(base: str | Mapping[str, str], mine: str, theirs: str) -> Merged:
 class _Digests:
     """Whether each side left a statement as it was in a base known by definition digests."""
 
-    def __init__(self, base: Mapping[str, str], mine: str, theirs: str) -> None:
-        from nnrag.check.static import definition_digests
-
+    def __init__(
+        self, base: Mapping[str, str], mine: Mapping[str, str], theirs: Mapping[str, str]
+    ) -> None:
         self.base = base
-        self.mine = definition_digests(mine)
-        self.theirs = definition_digests(theirs)
+        self.mine = mine
+        self.theirs = theirs
 
     def unchanged(self, key: str, mine: str | None, theirs: str | None) -> tuple[bool, bool]:
         names = _defined_names(key)
