@@ -115,13 +115,14 @@ def main() -> int:
     before = {  # blocks that do not import here as extracted (a missing package, ...)
         path: not import_findings(path) for path in files if not args.no_import
     }
-    definitions = {entry.file: entry.definitions for entry in read_manifest(WORK / "vendor")}
     used = {path: edit(path, number) for number, path in enumerate(files)}
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     results = fix_files(files, settings=settings)  # type: ignore[arg-type]
     seconds = time.perf_counter() - started
     load_after = os.getloadavg()[0]
+    # what nnrag wrote, after the fix updated the manifest (its own additions are in it)
+    definitions = {entry.file: entry.definitions for entry in read_manifest(WORK / "vendor")}
     rows = []
     for path, result in zip(files, results, strict=True):
         text = path.read_text(encoding="utf-8")
@@ -156,6 +157,9 @@ def main() -> int:
         "imports_in_sandbox": None
         if args.no_import
         else sum(bool(r["imports_in_sandbox"]) for r in rows),
+        "imported_before_edit": None
+        if args.no_import
+        else sum(bool(r["imported_before_edit"]) for r in rows),
         "fix_wall_s_all_files": round(seconds, 2),
         "fix_wall_s_per_file": round(seconds / max(len(rows), 1), 2),
         "load_1min_before_after": [round(load_before, 2), round(load_after, 2)],
