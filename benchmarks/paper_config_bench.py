@@ -451,7 +451,9 @@ def analyze(
         "forward_rate": round(sum(_reached(b, "forward") for b in blocks) / max(total, 1), 3),
         "forward_rate_openmmlab": _rate(blocks, openmmlab),
         "forward_rate_transformers": _rate(blocks, ["huggingface/transformers"]),
-        "closed_rate_min_source": min((s["closed_rate"] for s in per_source.values()), default=0),
+        "closed_rate_min_source": min(
+            (s["closed_rate"] for s in per_source.values() if s["blocks"]), default=None
+        ),
         "lines": dict(zip(("median", "p99", "max"), _line_stats(all_lines), strict=True)),
         "files_over_20000_lines": sum(n > 20000 for n in all_lines),
         "extract_s": dict(
@@ -477,9 +479,15 @@ def analyze(
     }
 
 
-def _rate(blocks: list[dict[str, Any]], sources: list[str]) -> float:
+def _rate(blocks: list[dict[str, Any]], sources: list[str]) -> float | None:
     chosen = [b for b in blocks if b["source"] in sources]
-    return round(sum(_reached(b, "forward") for b in chosen) / max(len(chosen), 1), 3)
+    if not chosen:
+        return None
+    return round(sum(_reached(b, "forward") for b in chosen) / len(chosen), 3)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a (none validated)" if value is None else f"{value:.1%}"
 
 
 def _line_stats(lines: list[int]) -> list[int]:
@@ -507,7 +515,10 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Cold run: **{run['wall_s'] / 60:.1f} min** wall (exit {run['exit']}), peak RSS "
         f"{run['peak_rss_process_gb']} GB in one process, {run['peak_rss_tree_gb']} GB for the "
-        "whole process tree.",
+        "whole process tree (sampled each second)."
+        if run.get("exit") is not None
+        else f"The run was stopped after {run['wall_s'] / 60:.1f} min wall; its peak RSS was not "
+        "recorded (the sampler belongs to the stopped driver).",
         "",
         f"Discovered **{totals['discovered']}** blocks; validated {totals['blocks']}"
         + (
@@ -519,9 +530,9 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Validated **{totals['blocks']}**, forward **{totals['forward']} "
         f"({totals['forward_rate']:.1%})**; OpenMMLab sources together "
-        f"{totals['forward_rate_openmmlab']:.1%}, transformers "
-        f"{totals['forward_rate_transformers']:.1%}. Lowest closed rate of a source: "
-        f"{totals['closed_rate_min_source']:.1%}. Block-file lines median/p99/max "
+        f"{_pct(totals['forward_rate_openmmlab'])}, transformers "
+        f"{_pct(totals['forward_rate_transformers'])}. Lowest closed rate of a source: "
+        f"{_pct(totals['closed_rate_min_source'])}. Block-file lines median/p99/max "
         f"{totals['lines']['median']}/{totals['lines']['p99']}/{totals['lines']['max']} "
         f"({totals['files_over_20000_lines']} over 20,000). Extraction s median/p95/max "
         f"{totals['extract_s']['median']}/{totals['extract_s']['p95']}/"

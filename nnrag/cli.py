@@ -267,6 +267,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         depth=args.depth,
         timeout_s=args.timeout,
         revalidate=args.revalidate,
+        sandbox=args.sandbox,
     )
     workspace = Workspace(settings)
     if args.all:
@@ -293,6 +294,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
     else:
         passed = sum(r.passed for r in results)
+        layers = workspace.sandbox_layers()
+        if layers is not None:
+            from nnrag.validate.sandbox import describe_layers
+
+            print(describe_layers(layers), file=sys.stderr)
         print(f"nnrag validate: {passed} of {len(results)} passed", file=sys.stderr)
     kinds = (
         {block.id: workspace.category(block) for block in blocks}
@@ -581,6 +587,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--depth", choices=STAGES, default="forward", help="last stage to run")
     validate.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per block")
     validate.add_argument("--revalidate", action="store_true", help="ignore cached results")
+    validate.add_argument(
+        "--sandbox",
+        choices=("default", "strict"),
+        default="default",
+        help="strict: refuse to run blocks unless namespaces, seccomp and Landlock are all active",
+    )
     validate.add_argument("--json", action="store_true", help="print JSON")
     validate.add_argument("--report", metavar="PATH", help="write the JSON run report")
     validate.add_argument(

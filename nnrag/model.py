@@ -104,6 +104,8 @@ class Settings:
     revalidate: bool = False
     jobs: int | None = None
     """Worker processes for parsing (``None``: one per core)."""
+    sandbox: Literal["default", "strict"] = "default"
+    """``strict``: refuse to run blocks unless every kernel isolation layer is active."""
     extern: tuple[str, ...] = DEFAULT_EXTERN
     """Packages kept as imports even where a source indexes them (repos.json ``extern``)."""
 

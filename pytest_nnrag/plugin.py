@@ -18,7 +18,7 @@ from pytest_nnrag.fixtures import nnrag_extract, nnrag_index, nnrag_validate, nn
 from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
-    from nnrag.model import Stage
+    from nnrag.model import Stage, ValidationResult
 
 __all__ = [
     "nnrag_extract",
@@ -76,6 +76,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default: 60). Ini: nnrag_timeout.",
     )
     group.addoption(
+        "--nnrag-sandbox",
+        choices=("default", "strict"),
+        default=None,
+        help="strict: refuse to run blocks unless every kernel isolation layer (namespaces, "
+        "seccomp, Landlock) is active (default: run with what the kernel gives, and say so "
+        "in the summary). Ini: nnrag_sandbox.",
+    )
+    group.addoption(
         "--nnrag-report",
         metavar="PATH",
         default=None,
@@ -105,6 +113,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("nnrag_cache", "nnrag cache folder (relative to the ini file)")
     parser.addini("nnrag_depth", f"stage every block must reach: {', '.join(STAGES)}")
     parser.addini("nnrag_timeout", "seconds per block in the sandbox")
+    parser.addini("nnrag_sandbox", "default or strict (every kernel isolation layer required)")
     parser.addini("nnrag_report", "path of the JSON run report (relative to the ini file)")
     parser.addini("nnrag_badge", "path of the SVG pass-rate badge (relative to the ini file)")
     parser.addini("nnrag_dedup", "add de-duplication figures to the report", type="bool")
@@ -200,6 +209,11 @@ def _make_state(config: pytest.Config, repos: Path) -> NnragState:
     timeout = _timeout_option(config)
     if timeout is not None:
         overrides["timeout_s"] = timeout
+    mode = config.getoption("nnrag_sandbox") or str(config.getini("nnrag_sandbox") or "").strip()
+    if mode not in ("", "default", "strict"):
+        raise pytest.UsageError(f"ini option nnrag_sandbox = {mode!r}: expected default or strict")
+    if mode:
+        overrides["sandbox"] = mode
     try:
         settings = load_settings(repos, cache_dir=_path_option(config, "nnrag_cache"), **overrides)
     except NnragError as error:  # ConfigError, CacheError: the user's input
@@ -210,6 +224,27 @@ def _make_state(config: pytest.Config, repos: Path) -> NnragState:
         report_path=_path_option(config, "nnrag_report"),
         badge_path=_path_option(config, "nnrag_badge"),
         dedup=bool(config.getoption("nnrag_dedup") or config.getini("nnrag_dedup")),
+    )
+
+
+def _crash_result(report: pytest.TestReport, depth: Stage) -> ValidationResult | None:
+    """The ``crash`` result of the block whose xdist worker died running it.
+
+    Node ids of blocks are ``<repos.json>::<source>::<module>.<Class>``.
+    """
+    from nnrag.model import ValidationResult
+
+    parts = report.nodeid.split("::")
+    if len(parts) != 3 or "." not in parts[2]:
+        return None
+    module, name = parts[2].rsplit(".", 1)
+    return ValidationResult(
+        block_id=f"{parts[1]}:{module}:{name}",
+        depth=depth,
+        stage_reached=None,
+        failed_stage="import",
+        category="crash",
+        message=f"the pytest worker running this block died: {report.longreprtext.strip()}",
     )
 
 
@@ -273,6 +308,7 @@ class NnragSession:
             if result is not None:
                 setattr(report, REPORT_ATTR, result_to_dict(result))
                 setattr(report, f"{REPORT_ATTR}_block_category", category)
+                setattr(report, f"{REPORT_ATTR}_sandbox", self.state.workspace.sandbox_layers())
             elif isinstance(item, ProblemItem):
                 setattr(report, f"{REPORT_ATTR}_problem", item.text)
         return report
@@ -288,6 +324,13 @@ class NnragSession:
             category = getattr(report, f"{REPORT_ATTR}_block_category", None)
             if isinstance(category, str):
                 self.state.block_categories[result.block_id] = category
+            layers = getattr(report, f"{REPORT_ATTR}_sandbox", None)
+            if isinstance(layers, dict):
+                self.state.sandbox_layers = layers
+        elif str(report.when) == "???" and report.failed:  # xdist: its worker died in this item
+            crashed = _crash_result(report, self.state.settings.depth)
+            if crashed is not None:
+                self.state.results[crashed.block_id] = crashed
         problem = getattr(report, f"{REPORT_ATTR}_problem", None)
         if isinstance(problem, str):
             self.state.source_failures[report.nodeid] = " ".join(
@@ -306,6 +349,10 @@ class NnragSession:
             block_categories=self.state.block_categories,
             dedup=self._dedup() if self.state.dedup else None,
         )
+        if self.state.sandbox_layers is not None:
+            self.report["sandbox"] = self.state.sandbox_layers
+        if self.state.source_failures:  # sources that could not be fetched or indexed
+            self.report["source_failures"] = dict(sorted(self.state.source_failures.items()))
         if self.state.report_path is not None:
             self.state.written.append(write_report(self.report, self.state.report_path))
         if self.state.badge_path is not None:
@@ -340,6 +387,10 @@ class NnragSession:
         from nnrag.report import summary_lines
 
         terminalreporter.write_sep("=", "nnrag summary")
+        if self.state.sandbox_layers is not None:
+            from nnrag.validate.sandbox import describe_layers
+
+            terminalreporter.write_line(describe_layers(self.state.sandbox_layers))
         if self.report is not None:
             for line in summary_lines(self.report):
                 terminalreporter.write_line(line)

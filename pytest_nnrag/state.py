@@ -29,6 +29,8 @@ class NnragState:
     """Block id -> the block's category (``Workspace.category``), from the reports."""
     source_failures: dict[str, str] = field(default_factory=dict)
     """Failed source-level items (node id -> first line of the message)."""
+    sandbox_layers: dict[str, bool] | None = None
+    """The kernel isolation layers blocks ran under (from the reports), once known."""
     written: list[Path] = field(default_factory=list)
     repos_collected: bool = False
     """The repos.json collector ran in this process (met by the walk, or added)."""

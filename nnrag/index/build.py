@@ -434,10 +434,13 @@ def _analyze_all(
 
         size = max(4, len(items) // (jobs * 4))
         batches = [items[i : i + size] for i in range(0, len(items), size)]
-        context = multiprocessing.get_context(
-            "fork" if threading.active_count() == 1 else "forkserver"
-        )
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        method = "fork" if threading.active_count() == 1 else "forkserver"
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_die_with_parent,
+            initargs=(os.getpid() if method == "fork" else None,),  # else: the forkserver's child
+        ) as pool:
             futures = [pool.submit(_analyze_batch, source, batch) for batch in batches]
             out: list[str | FileProblem] = []
             for future in futures:
@@ -449,6 +452,22 @@ def _analyze_all(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """Pool worker initializer: end with the process that started the pool, even on SIGKILL.
+
+    A worker blocked on the pool's queue never sees the parent go (its siblings hold the
+    queue open), so without this a ``kill -9`` of ``nnrag index`` leaves the workers running.
+    """
+    import ctypes
+    import signal
+
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)
+    if prctl is not None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (the forkserver ends with its parent)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)  # the parent died before the signal was armed
 
 
 def _progress_bar(total: int, source: str) -> Any:
