@@ -518,6 +518,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
+    fixed = 0
+    if args.fix:  # LibCST and the index: only with --fix
+        from nnrag.vendoring.commands import fix_command
+
+        fixed = fix_command(files, repos=args.repos, cache=args.cache)
     definitions, unreadable = ({}, {}) if not args.pristine else manifest_definitions(files)
     checked = check_files(
         files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
@@ -527,7 +532,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         failed = _print_findings(files, checked, unreadable, importer)
     if failed:
         print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
-    return 1 if failed else 0
+    if fixed:
+        print(f"nnrag check: fixed {fixed} file(s); review and stage them", file=sys.stderr)
+    return 1 if failed or fixed else 0
 
 
 def _print_findings(
@@ -618,13 +625,20 @@ def _cmd_refresh(args: argparse.Namespace) -> int:
             print(outcome.diff.rstrip("\n"))
     counts = {
         action: sum(o.action == action for o in outcomes)
-        for action in ("updated", "unchanged", "skipped", "failed")
+        for action in ("updated", "merged", "unchanged", "skipped", "failed")
     }
     print(
         "nnrag refresh: " + ", ".join(f"{n} {action}" for action, n in counts.items()),
         file=sys.stderr,
     )
     return 1 if counts["failed"] else 0
+
+
+def _cmd_vendor(args: argparse.Namespace) -> int:
+    """``nnrag vendor --rewrite-imports SRC...`` (see :mod:`nnrag.vendoring.commands`)."""
+    from nnrag.vendoring.commands import vendor_command
+
+    return vendor_command(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -736,7 +750,37 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="check in N processes (default 1)"
     )
+    check.add_argument(
+        "--fix",
+        action="store_true",
+        help="re-close blocks from their source (inline newly used source definitions, "
+        "replace source imports, add requires: lines); exit 1 if a file changed (needs nnrag[fix])",
+    )
+    check.add_argument(
+        "--repos", metavar="FILE", help="with --fix: repos.json naming sources not in a manifest"
+    )
     check.set_defaults(handler=_cmd_check)
+
+    vendor = commands.add_parser(
+        "vendor", help="rewrite your imports of vendored blocks to the vendored folder"
+    )
+    vendor.add_argument(
+        "--rewrite-imports",
+        nargs="+",
+        metavar="SRC_DIR",
+        help="your code (folders or files) whose imports of vendored classes to rewrite",
+    )
+    vendor.add_argument(
+        "--blocks", metavar="DIR", help="the vendored folder (default: the one nnrag-blocks.json)"
+    )
+    vendor.add_argument(
+        "--module", metavar="NAME", help="its import name (default: its path from here, dotted)"
+    )
+    vendor.add_argument(
+        "--check", action="store_true", help="print the diff, write nothing; exit 1 if any"
+    )
+    vendor.add_argument("--cache", metavar="DIR", help="cache folder (the sources' index)")
+    vendor.set_defaults(handler=_cmd_vendor)
 
     refresh = commands.add_parser("refresh", help="re-extract vendored blocks from provenance")
     refresh.add_argument("dir", nargs="?", default=".", metavar="DIR")

@@ -26,6 +26,7 @@ __all__ = [
     "ManifestEntry",
     "VendorOutcome",
     "diff_summary",
+    "manifest_entry",
     "read_manifest",
     "refresh",
     "vendor_blocks",
@@ -35,7 +36,7 @@ __all__ = [
 MANIFEST = "nnrag-blocks.json"
 MANIFEST_VERSION = 1
 
-Action = Literal["written", "updated", "unchanged", "skipped", "failed"]
+Action = Literal["written", "updated", "merged", "unchanged", "skipped", "failed"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -252,21 +253,28 @@ def _edited_reason(path: Path, text: str, recorded: str | None) -> str | None:
 
 
 def _write_block(
-    extracted: Extracted, folder: Path, stem: str, *, category: str | None = None
+    extracted: Extracted,
+    folder: Path,
+    stem: str,
+    *,
+    category: str | None = None,
+    code: str | None = None,
 ) -> tuple[Path, Path]:
+    """Write the block file (``code``, default the extracted code) and its spec."""
     from nnrag.blockfile.spec import block_spec
 
     path = folder / f"{stem}.py"
     spec = folder / f"{stem}.spec.json"
     text = json.dumps(block_spec(extracted, category=category), indent=2, sort_keys=True)
-    _write_atomic(path, extracted.code)
+    _write_atomic(path, extracted.code if code is None else code)
     _write_atomic(spec, text + "\n")
     return path, spec
 
 
-def _entry(
+def manifest_entry(
     extracted: Extracted, *, file: str, spec: str, record: Mapping[str, Any]
 ) -> ManifestEntry:
+    """The manifest entry of a block file nnrag wrote from ``extracted``."""
     header = parse_header(extracted.code)
     return ManifestEntry(
         id=extracted.block.id,
@@ -339,7 +347,7 @@ def vendor_blocks(
         category = workspace.category(extracted.block)
         _, spec = _write_block(extracted, into, stem, category=category)
         record = _record_for(workspace.settings, extracted.block.source)
-        entries[block_id] = _entry(extracted, file=path.name, spec=spec.name, record=record)
+        entries[block_id] = manifest_entry(extracted, file=path.name, spec=spec.name, record=record)
         taken[path.name] = block_id
         outcomes.append(
             VendorOutcome(block_id=block_id, file=path, action=action, problems=extracted.problems)
@@ -453,7 +461,7 @@ def _refresh_one(
     old_body = split_header(old)[1]
     new_body = split_header(extracted.code)[1]
     summary, diff = diff_summary(old_body, new_body, name=entry.file)
-    new_entry = _entry(
+    new_entry = manifest_entry(
         extracted, file=entry.file, spec=entry.spec or f"{path.stem}.spec.json", record=entry.source
     )
     if old == extracted.code:
@@ -474,17 +482,7 @@ def _refresh_one(
             None,
         )
     if not pristine and not force:
-        return (
-            VendorOutcome(
-                block_id=entry.id,
-                file=path,
-                action="skipped",
-                reason=f"edited by hand since nnrag wrote it; left untouched ({upstream}: "
-                f"{summary} against your version); use --force to overwrite",
-                diff=diff,
-            ),
-            None,
-        )
+        return _merge_edited(workspace, entry, extracted, path, new_entry=new_entry)
     _write_block(extracted, folder, path.stem, category=workspace.category(extracted.block))
     detail = f"{upstream}: {summary}" if new_body != old_body else upstream
     if entry.revision and new_entry.revision != entry.revision:
@@ -493,3 +491,76 @@ def _refresh_one(
         VendorOutcome(block_id=entry.id, file=path, action="updated", reason=detail, diff=diff),
         new_entry,
     )
+
+
+def _merge_edited(
+    workspace: Workspace,
+    entry: ManifestEntry,
+    extracted: Extracted,
+    path: Path,
+    *,
+    new_entry: ManifestEntry,
+) -> tuple[VendorOutcome, ManifestEntry | None]:
+    """Refresh a hand-edited block: merge upstream's changes into the user's copy, definition
+    by definition (:func:`nnrag.blockfile.merge.merge3`, the base known by the manifest's
+    definition digests). Written only when nothing conflicts and the result still passes the
+    static check; the header's digest is upstream's, so the user's edits stay visible to
+    ``check --pristine``.
+    """
+    from nnrag.blockfile.merge import merge3
+    from nnrag.check.static import check_code
+
+    old = path.read_text(encoding="utf-8")
+    old_body, new_body = split_header(old)[1], split_header(extracted.code)[1]
+    summary, diff = diff_summary(old_body, new_body, name=entry.file)
+
+    def skipped(reason: str) -> tuple[VendorOutcome, None]:
+        outcome = VendorOutcome(
+            block_id=entry.id, file=path, action="skipped", reason=reason, diff=diff
+        )
+        return outcome, None
+
+    if not entry.definitions:
+        return skipped(
+            f"edited by hand since nnrag wrote it and {MANIFEST} records no definition digests "
+            f"to merge with ({summary} against your version); use --force to overwrite"
+        )
+    merged = merge3(entry.definitions, old_body, new_body, digests=definition_digests)
+    if not merged.clean:
+        return skipped(
+            f"edited by hand, and upstream changed the same definitions: conflicts in "
+            f"{', '.join(merged.conflicts)}; your file is left untouched (use --force to take "
+            f"upstream's version; the diff below is upstream's against yours)"
+        )
+    header_text = split_header(extracted.code)[0]
+    code = header_text + "\n" + merged.text
+    if code == old:
+        return VendorOutcome(block_id=entry.id, file=path, action="unchanged"), None
+    # not NNR203: whether a third-party package is installed here says nothing about the merge
+    findings = [f for f in check_code(code, filename=str(path)) if f.code != "NNR203"]
+    if findings:
+        listed = "; ".join(f"line {f.line}: {f.code} {f.message}" for f in findings[:3])
+        return skipped(
+            f"edited by hand; merging upstream's changes would leave the block open ({listed}); "
+            "your file is left untouched (use --force to take upstream's version)"
+        )
+    _write_block(
+        extracted, path.parent, path.stem, category=workspace.category(extracted.block), code=code
+    )
+    taken = f"took upstream's {', '.join(merged.taken)}" if merged.taken else "upstream's header"
+    detail = f"edited by hand; merged: {taken}, kept your edits"
+    if entry.revision and new_entry.revision != entry.revision:
+        detail += f" (revision {entry.revision} -> {new_entry.revision})"
+    merged_diff = "".join(
+        difflib.unified_diff(
+            old_body.splitlines(keepends=True),
+            merged.text.splitlines(keepends=True),
+            f"a/{entry.file}",
+            f"b/{entry.file}",
+            n=2,
+        )
+    )
+    outcome = VendorOutcome(
+        block_id=entry.id, file=path, action="merged", reason=detail, diff=merged_diff
+    )
+    return outcome, new_entry

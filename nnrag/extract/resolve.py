@@ -6,7 +6,7 @@ import ast
 import heapq
 import itertools
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,9 +30,16 @@ if TYPE_CHECKING:
     from nnrag.index.build import Index
 
 
-def resolve(index: Index, block: BlockRef) -> Closure:
-    """The closure of ``block``: internal units to inline, external imports, renames, problems."""
-    return _Walk(index, symbols_for(index), scanner_for(index), block).run()
+def resolve(index: Index, block: BlockRef, *, also: Iterable[tuple[str, str]] = ()) -> Closure:
+    """The closure of ``block``: internal units to inline, external imports, renames, problems.
+
+    ``also``: ``(module, name)`` of further definitions to include with their closures (what
+    ``nnrag check --fix`` inlines when a vendored block starts to use them); each must resolve
+    to a definition in an indexed module, else :class:`ExtractionError`.
+    """
+    walk = _Walk(index, symbols_for(index), scanner_for(index), block)
+    walk.also = tuple(also)
+    return walk.run()
 
 
 @dataclass(slots=True)
@@ -89,6 +96,8 @@ class _Walk:
         """Each problem, with the unit whose inclusion found it first."""
         self.namespaces: dict[str, dict[str, tuple[str, str]]] = {}
         """Internal modules used as objects -> attr -> (module, name) it denotes."""
+        self.also: tuple[tuple[str, str], ...] = ()
+        """Further ``(module, name)`` roots besides the block (see :func:`resolve`)."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -99,11 +108,12 @@ class _Walk:
                 f"module {self.block.module} is not in the index; run `nnrag index` again",
                 block_id=self.block.id,
             )
-        roots = self._target_units(info)
-        for unit in roots:
-            key = (info.source, info.module, unit.index)
+        roots = [(info, unit) for unit in self._target_units(info)]
+        roots += [pair for module, name in self.also for pair in self._extra_units(module, name)]
+        for home, unit in roots:
+            key = (home.source, home.module, unit.index)
             if key not in self.units:
-                self.units[key] = _Included(info=info, unit=unit, parent=None)
+                self.units[key] = _Included(info=home, unit=unit, parent=None)
                 self.queue.append(key)
         while self.queue:
             self._visit(self.queue.pop())
@@ -187,6 +197,15 @@ class _Walk:
                 block_id=self.block.id,
             )
         return units[-1:]
+
+    def _extra_units(self, module: str, name: str) -> list[tuple[ModuleInfo, Unit]]:
+        info = self.index.module(module, prefer=self.block.source)
+        found = None if info is None else self.symbols.lookup(info, name)
+        if found is None or found.kind != "definition" or found.module is None:
+            raise ExtractionError(
+                f"{module}.{name} is not a definition in an indexed module", block_id=self.block.id
+            )
+        return [(found.module, unit) for unit in found.units]
 
     def _visit(self, key: UnitKey) -> None:
         entry = self.units[key]

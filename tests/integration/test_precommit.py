@@ -205,10 +205,19 @@ def pre_commit(project: Path, home: Path, *args: str) -> subprocess.CompletedPro
     )
 
 
-def commit(project: Path, home: Path, message: str) -> subprocess.CompletedProcess[str]:
+def commit(
+    project: Path, home: Path, message: str, *, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``git commit`` (running the installed hook); the result is checked by the caller."""
     git(project, "add", "-A")
-    return git(project, "commit", "-m", message, check=False, env={"PRE_COMMIT_HOME": str(home)})
+    return git(
+        project,
+        "commit",
+        "-m",
+        message,
+        check=False,
+        env={"PRE_COMMIT_HOME": str(home), **(env or {})},
+    )
 
 
 @pytest.mark.slow

@@ -133,8 +133,8 @@ def test_extract_into_check_and_refresh(
     assert "upstream changed: +1 -1 lines in act" in out
     assert f"(revision {first} -> {second})" in out
     assert "+    return torch.relu(x) * SCALE * 0.5" in out
-    assert "edited by hand since nnrag wrote it; left untouched" in out
-    assert "1 updated, 0 unchanged, 1 skipped, 0 failed" in err
+    assert "edited by hand, and upstream changed the same definitions: conflicts in Other" in out
+    assert "1 updated, 0 merged, 0 unchanged, 1 skipped, 0 failed" in err
     assert "* SCALE * 0.5" in (vendor / "Block.py").read_text()
     assert other.read_text() == edited
     entries = {e.id: e for e in read_manifest(vendor)}
@@ -149,13 +149,57 @@ def test_extract_into_check_and_refresh(
 
     code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache))
     assert code == 0
-    assert "0 updated, 1 unchanged, 1 skipped, 0 failed" in err
+    assert "0 updated, 0 merged, 1 unchanged, 1 skipped, 0 failed" in err
 
     code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache), "--force")
     assert code == 0
-    assert "1 updated, 1 unchanged, 0 skipped, 0 failed" in err
+    assert "1 updated, 0 merged, 1 unchanged, 0 skipped, 0 failed" in err
     assert "return x - 1" in other.read_text()
     assert run(capsys, "check", "--pristine", str(vendor))[0] == 0
+
+
+def test_refresh_merges_upstream_changes_into_hand_edits(
+    tmp_path: Path, upstream: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repos = tmp_path / "repos.json"
+    repos.write_text(
+        json.dumps({"sources": [{"name": "up", "git": f"file://{upstream}", "ref": "main"}]})
+    )
+    cache = tmp_path / "cache"
+    vendor = tmp_path / "vendor"
+    argv = ["extract", "up:pkg.layers:Block", "--into", str(vendor), "--repos", str(repos)]
+    assert run(capsys, *argv, "--cache", str(cache))[0] == 0
+    block = vendor / "Block.py"
+    # the user edits the class and adds a helper; upstream changes another definition
+    block.write_text(
+        block.read_text()
+        .replace("return act(self.fc(x))", "return act(self.fc(x)) + bias()  # mine")
+        .replace("\n\n__all__", "\n\ndef bias():\n    return 0.0\n\n\n__all__")
+    )
+    (upstream / "pkg" / "helpers.py").write_text(HELPERS.replace("* SCALE", "* SCALE * 0.5"))
+    git(upstream, "commit", "--quiet", "-am", "second")
+
+    code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache))
+    assert code == 0, out + err
+    assert "merged" in out
+    assert "edited by hand; merged: took upstream's act, kept your edits" in out
+    assert "0 updated, 1 merged, 0 unchanged, 0 skipped, 0 failed" in err
+    text = block.read_text()
+    assert "return torch.relu(x) * SCALE * 0.5" in text  # upstream's change
+    assert "return act(self.fc(x)) + bias()  # mine" in text  # the user's edit
+    assert text.index("def bias():") < text.index("__all__")
+    entry = read_manifest(vendor)[0]
+    assert entry.revision == git(upstream, "rev-parse", "HEAD")
+    # the user's edits stay visible: --pristine names them, not upstream's change
+    code, out, _ = run(capsys, "check", "--pristine", str(block))
+    assert code == 1
+    assert "changed Block (lines" in out
+    assert "added bias" in out
+    assert "act" not in out.split("changed", 1)[1]
+    # nothing new upstream: the merged file stays as it is
+    code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache))
+    assert "0 updated, 0 merged, 1 unchanged, 0 skipped, 0 failed" in err
+    assert block.read_text() == text
 
 
 def test_extract_into_refuses_a_hand_edited_file(

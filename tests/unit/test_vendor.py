@@ -203,8 +203,10 @@ def test_diff_summary_names_changed_definitions() -> None:
 # --------------------------------------------------------------------------- refresh
 
 
-def refresh_with(ws: FakeWorkspace, folder: Path) -> list[Any]:
-    return refresh(folder, cache_dir=Path("/cache"), make_workspace=lambda settings: ws)  # type: ignore[arg-type,return-value]
+def refresh_with(ws: FakeWorkspace, folder: Path, *, force: bool = False) -> list[Any]:
+    return refresh(
+        folder, cache_dir=Path("/cache"), force=force, make_workspace=lambda settings: ws
+    )  # type: ignore[arg-type,return-value]
 
 
 def test_refresh_rewrites_pristine_and_keeps_edited(tmp_path: Path) -> None:
@@ -222,14 +224,36 @@ def test_refresh_rewrites_pristine_and_keeps_edited(tmp_path: Path) -> None:
     assert "upstream changed: +2 -1 lines in Mlp" in outcomes[MLP].reason
     assert "+        return x" in outcomes[MLP].diff
     assert (tmp_path / "Mlp.py").read_text() == ws.blocks[MLP].code
-    assert outcomes[ATTN].action == "skipped"
-    assert "edited by hand" in outcomes[ATTN].reason
-    assert edited_path.read_text() == edited
+    # the user added B, upstream changed A: merged, definition by definition
+    assert outcomes[ATTN].action == "merged"
+    assert "took upstream's A, kept your edits" in outcomes[ATTN].reason
+    new_header = ws.blocks[ATTN].code.split("\n\n", 1)[0]
+    assert edited_path.read_text() == new_header + "\n\nA = 3\nB = 2\n"
+    assert edited.endswith("\n\nA = 1\nB = 2\n")
     digests = {e.id: e.digest for e in read_manifest(tmp_path)}
     assert digests == {
         MLP: body_digest(ws.blocks[MLP].code.split("\n\n", 1)[1]),
-        ATTN: body_digest("A = 1\n"),
+        ATTN: body_digest("A = 3\n"),  # upstream's body: the user's B stays a visible edit
     }
+
+
+def test_refresh_reports_conflicts_per_definition_and_writes_nothing(tmp_path: Path) -> None:
+    ws = FakeWorkspace({ATTN: extracted(ATTN, "A = 1\n\n\nC = 5\n")})
+    vendor(ws, [ATTN], tmp_path)
+    path = tmp_path / "Attention.py"
+    path.write_text(path.read_text().replace("A = 1", "A = 2").replace("C = 5", "C = 6"))
+    edited = path.read_text()
+    ws.blocks[ATTN] = extracted(ATTN, "A = 3\n\n\nC = 7\n")
+    (outcome,) = refresh_with(ws, tmp_path)
+    assert outcome.action == "skipped"
+    assert "conflicts in A, C" in outcome.reason
+    assert "-A = 2" in outcome.diff
+    assert "+A = 3" in outcome.diff
+    assert path.read_text() == edited
+    assert read_manifest(tmp_path)[0].digest == body_digest("A = 1\n\n\nC = 5\n")
+    (forced,) = refresh_with(ws, tmp_path, force=True)
+    assert forced.action == "updated"
+    assert path.read_text() == ws.blocks[ATTN].code
 
 
 def test_refresh_unchanged(tmp_path: Path) -> None:

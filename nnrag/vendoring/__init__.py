@@ -1,0 +1,1 @@
+"""Vendored blocks that mend themselves: three-way merges, ``check --fix``, import codemods."""

@@ -1,0 +1,3 @@
+from vendor.blocks.Mlp import Mlp
+
+block = Mlp(4)

@@ -1,0 +1,3 @@
+import timm.layers.mlp
+
+block = timm.layers.mlp.Mlp(4)

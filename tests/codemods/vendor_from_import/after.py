@@ -1,0 +1,3 @@
+from vendor.blocks.Mlp import Mlp
+
+model = Mlp(4, 8)

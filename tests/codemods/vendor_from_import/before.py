@@ -1,0 +1,3 @@
+from timm.layers import Mlp
+
+model = Mlp(4, 8)

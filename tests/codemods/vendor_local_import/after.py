@@ -1,0 +1,4 @@
+def build():
+    from vendor.blocks.Mlp import Mlp
+
+    return Mlp(4)

@@ -1,0 +1,4 @@
+def build():
+    from timm.layers import Mlp
+
+    return Mlp(4)
