@@ -400,6 +400,15 @@ class ValidationResult:
     cached: bool = False
     file: str | None = None
     """Path of the extracted file the result is about."""
+    extract_s: float | None = None
+    """Seconds resolving and emitting the block took (``None``: not extracted in this run
+    and not known from the cache)."""
+    lines: int | None = None
+    """Lines of the emitted block file (header included)."""
+    source_files: int | None = None
+    """Source files the block's closure inlines."""
+    linked_sources: tuple[str, ...] = ()
+    """Other sources whose code the block inlines (sharding keeps them together)."""
 
     @property
     def passed(self) -> bool:

@@ -6,16 +6,18 @@ import functools
 import json
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from filelock import FileLock
 
 from nnrag.errors import CacheError
 from nnrag.model import Recipe, Stage, ValidationResult
+
+_T = TypeVar("_T")
 
 VALIDATOR_VERSION = "2"
 """Epoch of the result format; the validator's code fingerprint is added to it."""
@@ -84,6 +86,10 @@ def result_to_dict(result: ValidationResult) -> dict[str, Any]:
         "passed": result.passed,
         "cached": result.cached,
         "file": result.file,
+        "extract_s": result.extract_s,
+        "lines": result.lines,
+        "source_files": result.source_files,
+        "linked_sources": list(result.linked_sources),
     }
 
 
@@ -119,7 +125,16 @@ def result_from_dict(data: Mapping[str, Any]) -> ValidationResult:
         duration_s=float(data.get("duration_s") or 0.0),
         cached=bool(data.get("cached", False)),
         file=data.get("file"),
+        extract_s=_optional(data.get("extract_s"), float),
+        lines=_optional(data.get("lines"), int),
+        source_files=_optional(data.get("source_files"), int),
+        linked_sources=tuple(data.get("linked_sources") or ()),
     )
+
+
+def _optional(value: object, kind: Callable[[Any], _T]) -> _T | None:
+    """``kind(value)``, or ``None`` for a missing value (results written before the field)."""
+    return None if value is None else kind(value)
 
 
 class ResultCache:

@@ -26,7 +26,7 @@ from nnrag.model import (
 from nnrag.validate.results import recipe_from_dict
 
 if TYPE_CHECKING:
-    from nnrag.model import BlockRef, Settings
+    from nnrag.model import BlockRef, Extracted, Settings
     from nnrag.validate.sandbox import Sandbox
     from nnrag.workspace import Workspace
 
@@ -257,7 +257,10 @@ def validate_block(
         known = cache.extraction(block.id, state)
         cached = cache.get(cache_key(known[0] + suffix, depth)) if known else None
         if cached is not None:
-            return cached
+            # Results are content-addressed: the same body in another source (or module)
+            # shares the result, but the report keys it by this block.
+            return replace(cached, block_id=block.id, file=known[1] if known else cached.file)
+    started = time.perf_counter()
     try:
         extracted = workspace.extract(block)
     except (ExtractionError, InternalError) as error:
@@ -269,14 +272,14 @@ def validate_block(
             category="internal-error",
             message=str(error),
         )
+    facts = _extraction_facts(extracted, time.perf_counter() - started)
     key = cache_key(extracted.digest + suffix, depth)
+    path = workspace.block_file(extracted)
+    cache.put_extraction(block.id, state, extracted.digest, str(path))
     if not settings.revalidate:
         cached = cache.get(key)
         if cached is not None:
-            cache.put_extraction(block.id, state, extracted.digest, cached.file or "")
-            return cached
-    path = workspace.block_file(extracted)
-    cache.put_extraction(block.id, state, extracted.digest, str(path))
+            return replace(cached, block_id=block.id, file=str(path), **facts)
     started = time.perf_counter()
     blocking = extracted.blocking_problems
     if blocking and stage_index(depth) >= stage_index("closed"):
@@ -308,8 +311,20 @@ def validate_block(
         )
         cache.add_harvest(block.source, records)
         result = _blame_advisory_problems(result, extracted.problems)
+    result = replace(result, **facts)
     cache.put(key, result)
     return result
+
+
+def _extraction_facts(extracted: Extracted, seconds: float) -> dict[str, Any]:
+    """What the report tells about a block file: extraction time, lines, inlined files."""
+    own = extracted.block.source
+    return {
+        "extract_s": seconds,
+        "lines": extracted.code.count("\n") + (not extracted.code.endswith("\n")),
+        "source_files": len({(f.source, f.path) for f in extracted.files}),
+        "linked_sources": tuple(sorted({f.source for f in extracted.files} - {own})),
+    }
 
 
 _EXPLAINS: dict[str, re.Pattern[str]] = {
