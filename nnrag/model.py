@@ -82,6 +82,10 @@ class SourceSpec:
     exclude: tuple[str, ...] = ()
     priority: int = 0
     hints: tuple[BlockHints, ...] = ()
+    xfail: tuple[tuple[str, str], ...] = ()
+    """(pattern, reason): blocks expected to fail (patterns as for ``include``, or a block id)."""
+    skip: tuple[tuple[str, str], ...] = ()
+    """(pattern, reason): blocks not validated at all."""
     config_file: Path | None = None
     entry: str = ""
     """How the entry is named in messages, e.g. ``sources[2] ("timm")``."""

@@ -233,7 +233,14 @@ def test_report_and_badge(pytester: pytest.Pytester, project: Path, cli: Cli) ->
     result = pytester.runpytest(*cli("--nnrag-report", "report.json", "--nnrag-badge", "b.svg"))
     result.assert_outcomes(passed=2, failed=2)
     report = json.loads((pytester.path / "report.json").read_text())
-    assert list(report) == ["nnrag_version", "torch_version", "depth", "summary", "blocks"]
+    assert list(report) == [
+        "nnrag_version",
+        "torch_version",
+        "depth",
+        "summary",
+        "blocks",
+        "warnings",
+    ]
     summary = report["summary"]
     assert (summary["blocks"], summary["passed"], summary["failed"]) == (3, 2, 1)
     assert summary["categories"] == {"unresolved-name": 1}
