@@ -269,9 +269,7 @@ def empty_run_reason(
         if missed:
             quoted = ", ".join(repr(entry) for entry in missed)
             reasons.append(f"every 'paths' entry of {name!r} matched nothing ({quoted})")
-    if source_errors:
-        count = len(source_errors)
-        reasons.append(f"{count} source{'s' if count != 1 else ''} could not be materialized")
+    reasons.extend(source_errors)
     if problems:
         reasons.append(f"{problems} file{'s' if problems != 1 else ''} did not parse")
     if not reasons:

@@ -345,7 +345,7 @@ class RepoFile(pytest.Collector):
         state = self.config.stash[STATE_KEY]
         state.repos_collected = True
         workspace = state.workspace
-        stats = workspace.build()
+        stats = state.index_stats = workspace.build()
         blocks = workspace.blocks()
         errors = _errors_by_source(stats.source_errors, [s.name for s in state.settings.sources])
         unmatched = {

@@ -422,9 +422,10 @@ class NnragSession:
         problems = 0
         if sources:
             try:
-                if not self.state.repos_collected:  # the controller of xdist: a cheap update
-                    stats = self.state.workspace.build()
-                    source_errors, problems = stats.source_errors, len(stats.problems)
+                stats = self.state.index_stats
+                if stats is None:  # the controller of xdist: a cheap update of the index
+                    stats = self.state.index_stats = self.state.workspace.build()
+                source_errors, problems = stats.source_errors, len(stats.problems)
                 unmatched = self.state.workspace.unmatched_paths()
             except NnragError as error:
                 return [f"nnrag could not read the index: {error}"]

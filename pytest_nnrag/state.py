@@ -10,7 +10,7 @@ import pytest
 
 if TYPE_CHECKING:
     from nnrag.baseline import Baseline
-    from nnrag.model import Settings, ValidationResult
+    from nnrag.model import IndexStats, Settings, ValidationResult
     from nnrag.workspace import Workspace
 
 
@@ -42,6 +42,8 @@ class NnragState:
     problem_ids: set[str] = field(default_factory=set)
     """Source-level problems that ran (``source:<parse-errors>``), for the baseline."""
     written: list[Path] = field(default_factory=list)
+    index_stats: IndexStats | None = None
+    """What building the index did in this process (set where repos.json is collected)."""
     repos_collected: bool = False
     """The repos.json collector ran in this process (met by the walk, or added)."""
     _workspace: Workspace | None = None

@@ -260,8 +260,8 @@ def test_empty_report_says_why_no_block_was_found() -> None:
 def test_empty_run_without_sources_says_so() -> None:
     assert empty_run_reason([]) == "no block found: the configuration names no source"
     assert "no top-level nn.Module" in empty_run_reason(["x"])
-    assert "2 sources could not be materialized" in empty_run_reason(
-        ["x", "y"], source_errors=["a", "b"]
+    assert empty_run_reason(["x", "y"], source_errors=["x: gone", "y: gone"]).endswith(
+        "in 2 sources: x: gone; y: gone"
     )
 
 
