@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from nnrag import __version__
 from nnrag.errors import NnragError
 from nnrag.model import STAGES, Stage, ValidationResult
+
+if TYPE_CHECKING:
+    from nnrag.model import Settings
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -27,6 +32,57 @@ def _add_repos_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _sources(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """Settings of a command that needs sources; none configured is a ConfigError (exit 2).
+
+    Says on stderr which config it reads when that is not the one the cache's index was
+    last built from (a different ``--repos``, $NNRAG_REPOS or ./repos.json).
+    """
+    from nnrag.config import DEFAULT_REPOS_FILE, REPOS_ENV, load_settings
+    from nnrag.errors import ConfigError
+
+    settings = load_settings(args.repos, cache_dir=args.cache, **overrides)
+    if settings.repos_file is None:
+        raise ConfigError(
+            f"no sources configured: no --repos FILE, no ${REPOS_ENV} and no "
+            f"./{DEFAULT_REPOS_FILE} in {Path.cwd()}; pass --repos FILE "
+            "(examples/repos.json shows the format)"
+        )
+    if not settings.sources:
+        raise ConfigError(
+            "names no source; add one (examples/repos.json shows the format)",
+            file=settings.repos_file,
+        )
+    marker = settings.cache_dir / "last-config"
+    try:
+        last = marker.read_text(encoding="utf-8").strip()
+    except OSError:
+        last = ""
+    if last != str(settings.repos_file):
+        if last:
+            print(
+                f"nnrag {args.command}: reading {settings.repos_file}; the index in "
+                f"{settings.cache_dir} was last built from {last}",
+                file=sys.stderr,
+            )
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{settings.repos_file}\n", encoding="utf-8")
+        except OSError:
+            pass  # a read-only cache still serves; the note is only a courtesy
+    return settings
+
+
+def _category(text: str) -> str:
+    """``--category``: a block category, checked when the command line is parsed."""
+    from nnrag.retrieve.categorize import BLOCK_CATEGORIES
+
+    if text not in BLOCK_CATEGORIES:
+        allowed = ", ".join(repr(name) for name in BLOCK_CATEGORIES)
+        raise argparse.ArgumentTypeError(f"unknown category {text!r}; use one of: {allowed}")
+    return text
+
+
 def _not_built(name: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         print(f"nnrag {name}: not available in this build", file=sys.stderr)
@@ -39,16 +95,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
     """``nnrag index``: exit 1 only if a source could not be materialized."""
     import json
 
-    from nnrag.config import load_settings
-    from nnrag.errors import ConfigError
     from nnrag.workspace import Workspace
 
-    settings = load_settings(args.repos, cache_dir=args.cache)
-    if not settings.sources:
-        raise ConfigError(
-            "no sources to index: pass --repos FILE, set NNRAG_REPOS, or create ./repos.json "
-            "(see examples/repos.json)"
-        )
+    settings = _sources(args)
     workspace = Workspace(settings)
     stats = workspace.build(progress=sys.stderr.isatty() and not args.json)
     checkouts = workspace.index().checkouts if stats.problems else {}
@@ -100,18 +149,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
     import fnmatch
     import json
 
-    from nnrag.config import load_settings
-    from nnrag.retrieve.categorize import BLOCK_CATEGORIES
     from nnrag.workspace import Workspace
 
-    if args.category is not None and args.category not in BLOCK_CATEGORIES:
-        allowed = ", ".join(repr(name) for name in BLOCK_CATEGORIES)
-        print(
-            f"nnrag list: error: unknown category {args.category!r}; use one of: {allowed}",
-            file=sys.stderr,
-        )
-        return 2
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     blocks = workspace.blocks()
     if args.pattern:
         blocks = tuple(
@@ -154,7 +194,6 @@ def _extract_files(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from nnrag.config import load_settings
     from nnrag.errors import BlockNotFoundError, ExtractionError, InternalError
     from nnrag.extract.block import spec_path, write_block
     from nnrag.model import BlockRef
@@ -163,7 +202,7 @@ def _extract_files(args: argparse.Namespace) -> int:
     if not args.blocks and not args.all:
         print("nnrag extract: give block ids or class names, or --all", file=sys.stderr)
         return 2
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     blocks: list[BlockRef] = list(workspace.blocks()) if args.all else []
     lookup_errors = []
     for query in [] if args.all else args.blocks:
@@ -245,18 +284,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     """``nnrag validate ID|NAME... [--all]``: exit 1 if any block fails."""
     import json
 
-    from nnrag.config import load_settings
     from nnrag.errors import ConfigError
     from nnrag.validate.results import result_to_dict
     from nnrag.workspace import Workspace
 
-    settings = load_settings(
-        args.repos,
-        cache_dir=args.cache,
-        depth=args.depth,
-        timeout_s=args.timeout,
-        revalidate=args.revalidate,
-    )
+    settings = _sources(args, depth=args.depth, timeout_s=args.timeout, revalidate=args.revalidate)
     workspace = Workspace(settings)
     if args.all:
         blocks = list(workspace.blocks())
@@ -322,11 +354,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from nnrag.config import load_settings
     from nnrag.retrieve.search import search
     from nnrag.workspace import Workspace
 
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     hits = search(
         workspace.index(),
         workspace.blocks(),
@@ -354,7 +385,6 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     """``nnrag dedup``: unique blocks after exact, lexical and structural de-duplication."""
     import json
 
-    from nnrag.config import load_settings
     from nnrag.retrieve.dedup import DedupParams, dedup_json, dedup_workspace, format_report
     from nnrag.workspace import Workspace
 
@@ -362,7 +392,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         print("nnrag dedup: error: --threshold must be in (0, 1]", file=sys.stderr)
         return 2
     report = dedup_workspace(
-        Workspace(load_settings(args.repos, cache_dir=args.cache)),
+        Workspace(_sources(args)),
         closures=not args.target_only,
         params=DedupParams(lexical_threshold=args.threshold, structural_threshold=args.threshold),
     )
@@ -454,14 +484,24 @@ def _extract_into(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from nnrag.config import load_settings
+    from nnrag.errors import BlockNotFoundError
     from nnrag.vendor import vendor_blocks
     from nnrag.workspace import Workspace
 
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     queries = [block.id for block in workspace.blocks()] if args.all else list(args.blocks)
     if not queries:
         print("nnrag extract: give block ids or names, or --all", file=sys.stderr)
+        return 2
+    lookup_errors = []
+    for query in [] if args.all else queries:
+        try:
+            workspace.find(query)
+        except BlockNotFoundError as error:
+            lookup_errors.append(str(error))
+    if lookup_errors:  # as for `nnrag extract` and `validate`: name the candidates, exit 2
+        for message in lookup_errors:
+            print(f"nnrag extract: error: {message}", file=sys.stderr)
         return 2
     outcomes = vendor_blocks(workspace, queries, Path(args.into), force=args.force)
     if args.json:
@@ -522,7 +562,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list discovered block ids, sorted")
     _add_repos_options(listing)
     listing.add_argument("pattern", nargs="?", help="fnmatch pattern on block ids")
-    listing.add_argument("--category", help="only blocks of this category (e.g. attention)")
+    listing.add_argument(
+        "--category", type=_category, help="only blocks of this category (e.g. attention)"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_list)
 
@@ -556,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repos_options(search)
     search.add_argument("query", help="words to look for")
     search.add_argument("--source", help="only blocks of this source")
-    search.add_argument("--category", help="only blocks of this category")
+    search.add_argument("--category", type=_category, help="only blocks of this category")
     search.add_argument("--limit", type=int, default=10, help="at most N results")
     search.add_argument("--json", action="store_true", help="print JSON")
     search.set_defaults(handler=_cmd_search)
@@ -587,6 +629,9 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.add_argument("--force", action="store_true", help="overwrite hand-edited files too")
     refresh.set_defaults(handler=_cmd_refresh)
 
+    from nnrag.cli_runs import add_run_commands
+
+    add_run_commands(commands)
     return parser
 
 

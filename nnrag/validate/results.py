@@ -6,7 +6,7 @@ import functools
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
@@ -204,6 +204,44 @@ class ResultCache:
                 "VALUES (?, ?, ?, ?)",
                 (block_id, state, digest, file),
             )
+
+    def export_rows(self) -> Iterator[dict[str, str]]:
+        """Every result and harvested recipe as plain rows (``nnrag results export``).
+
+        Results are content-addressed (body digest, depth, validator, torch), so they hold on
+        any machine; where block files were written here (``extractions``) is not exported.
+        """
+        with self._lock:
+            results = self._db.execute("SELECT key, value FROM results ORDER BY key").fetchall()
+            harvest = self._db.execute(
+                "SELECT source, name, record FROM harvest ORDER BY source, name, record"
+            ).fetchall()
+        for key, value in results:
+            yield {"table": "results", "key": key, "value": value}
+        for source, name, record in harvest:
+            yield {"table": "harvest", "source": source, "name": name, "record": record}
+
+    def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+        """Add exported rows; existing ones are kept. Returns (results added, rows skipped)."""
+        added = skipped = 0
+        with self._lock, self._db:
+            for row in rows:
+                table = row.get("table")
+                if table == "results" and isinstance(row.get("key"), str):
+                    cursor = self._db.execute(
+                        "INSERT OR IGNORE INTO results (key, value) VALUES (?, ?)",
+                        (row["key"], str(row.get("value", ""))),
+                    )
+                    added += cursor.rowcount
+                    skipped += 1 - cursor.rowcount
+                elif table == "harvest":
+                    self._db.execute(
+                        "INSERT OR IGNORE INTO harvest (source, name, record) VALUES (?, ?, ?)",
+                        (str(row.get("source")), str(row.get("name")), str(row.get("record"))),
+                    )
+                else:
+                    skipped += 1
+        return added, skipped
 
     def harvested(self, source: str, name: str, *, limit: int = 3) -> list[dict[str, Any]]:
         """Recipes recorded for class ``name`` of ``source`` while composite blocks ran."""
