@@ -450,13 +450,16 @@ def _refresh_one(
             None,
         )
     if not pristine and not force:
+        if extracted.digest == entry.digest:  # what nnrag would write is what it wrote
+            why = f"edited here since nnrag wrote it (upstream unchanged; {summary} in your copy)"
+        else:
+            why = f"edited here, and upstream changed too ({summary} against your copy)"
         return (
             VendorOutcome(
                 block_id=entry.id,
                 file=path,
                 action="skipped",
-                reason=f"edited by hand since nnrag wrote it; left untouched ({upstream}: "
-                f"{summary} against your version); use --force to overwrite",
+                reason=f"{why}; left untouched: `nnrag refresh --force` overwrites it",
                 diff=diff,
             ),
             None,

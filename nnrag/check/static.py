@@ -335,7 +335,7 @@ def pristine_findings(
     )
     if not definitions:
         message += "; only the digest is recorded: `git diff` shows the changed lines"
-        return (make_finding("NNR012", message, line, 1),)
+        return (make_finding("NNR012", message + _RESTORE, line, 1),)
     offset = len(header_text.splitlines()) + 1  # the header and its blank line
     spans = _definition_spans(body)
     changed = sorted(
@@ -355,7 +355,13 @@ def pristine_findings(
         line = min([first for first, _, _ in changed] + [first for first, _ in added] or [line])
     else:
         message += ": no definition changed (comments, blank lines or imports did)"
-    return (make_finding("NNR012", message, line, 1),)
+    return (make_finding("NNR012", message + _RESTORE, line, 1),)
+
+
+_RESTORE = (
+    "; keep the edit (and drop --pristine for this file), or restore the vendored version "
+    "with `nnrag refresh --force` (discards the edit)"
+)
 
 
 def position(finding: Finding) -> tuple[int, int, str, str]:

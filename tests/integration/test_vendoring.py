@@ -133,7 +133,8 @@ def test_extract_into_check_and_refresh(
     assert "upstream changed: +1 -1 lines in act" in out
     assert f"(revision {first} -> {second})" in out
     assert "+    return torch.relu(x) * SCALE * 0.5" in out
-    assert "edited by hand since nnrag wrote it; left untouched" in out
+    assert "edited here, and upstream changed too (+1 -1 lines in Other against your copy)" in out
+    assert "left untouched: `nnrag refresh --force` overwrites it" in out
     assert "1 updated, 0 unchanged, 1 skipped, 0 failed" in err
     assert "* SCALE * 0.5" in (vendor / "Block.py").read_text()
     assert other.read_text() == edited
@@ -146,6 +147,7 @@ def test_extract_into_check_and_refresh(
     assert [line.split(": ", 1)[1].split()[0] for line in out.splitlines()] == ["NNR012"]
     assert out.startswith(f"{other}:")
     assert "changed Other (lines" in out
+    assert "restore the vendored version with `nnrag refresh --force`" in out
 
     code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache))
     assert code == 0

@@ -621,7 +621,9 @@ def test_pristine_names_the_edited_definitions(tmp_path: Path) -> None:
     assert finding.line == first
     assert finding.message.endswith(
         f": changed helper (lines {first}-{first + 1}), "
-        f"added extra (line {body_line(edited, 'def extra')}), removed unused"
+        f"added extra (line {body_line(edited, 'def extra')}), removed unused; keep the edit "
+        "(and drop --pristine for this file), or restore the vendored version with "
+        "`nnrag refresh --force` (discards the edit)"
     )
     path = tmp_path / "Block.py"
     path.write_text(edited)

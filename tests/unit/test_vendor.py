@@ -223,7 +223,8 @@ def test_refresh_rewrites_pristine_and_keeps_edited(tmp_path: Path) -> None:
     assert "+        return x" in outcomes[MLP].diff
     assert (tmp_path / "Mlp.py").read_text() == ws.blocks[MLP].code
     assert outcomes[ATTN].action == "skipped"
-    assert "edited by hand" in outcomes[ATTN].reason
+    assert "edited here, and upstream changed too" in outcomes[ATTN].reason
+    assert "`nnrag refresh --force` overwrites it" in outcomes[ATTN].reason
     assert edited_path.read_text() == edited
     digests = {e.id: e.digest for e in read_manifest(tmp_path)}
     assert digests == {
@@ -252,3 +253,15 @@ def test_refresh_reports_a_block_gone_upstream(tmp_path: Path) -> None:
 def test_refresh_without_manifest(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="extract ID --into"):
         refresh(tmp_path, cache_dir=tmp_path)
+
+
+def test_refresh_says_edited_here_when_only_the_local_copy_changed(tmp_path: Path) -> None:
+    ws = FakeWorkspace({ATTN: extracted(ATTN, "A = 1\n")})
+    vendor(ws, [ATTN], tmp_path)
+    path = tmp_path / "Attention.py"
+    path.write_text(path.read_text() + "B = 2\n")
+    (outcome,) = refresh_with(ws, tmp_path)
+    assert outcome.action == "skipped"
+    assert outcome.reason.startswith("edited here since nnrag wrote it (upstream unchanged;")
+    assert "upstream changed" not in outcome.reason
+    assert "`nnrag refresh --force` overwrites it" in outcome.reason
