@@ -265,3 +265,11 @@ def test_refresh_says_edited_here_when_only_the_local_copy_changed(tmp_path: Pat
     assert outcome.reason.startswith("edited here since nnrag wrote it (upstream unchanged;")
     assert "upstream changed" not in outcome.reason
     assert "`nnrag refresh --force` overwrites it" in outcome.reason
+
+
+def test_vendored_files_are_world_readable(tmp_path: Path) -> None:
+    ws = FakeWorkspace({ATTN: extracted(ATTN, "A = 1\n")})
+    vendor(ws, [ATTN], tmp_path)
+    modes = {path.name: path.stat().st_mode & 0o777 for path in tmp_path.iterdir()}
+    assert modes
+    assert set(modes.values()) == {0o644}, modes
