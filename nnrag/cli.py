@@ -385,98 +385,53 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     """``nnrag dedup``: unique blocks after exact, lexical and structural de-duplication."""
     import json
 
-    from nnrag.retrieve.dedup import DedupParams, dedup_json, dedup_workspace, format_report
+    from nnrag.model import BlockRef
+    from nnrag.retrieve.dedup import (
+        DedupParams,
+        dedup_blocks,
+        dedup_json,
+        format_report,
+        resolved_closure_code,
+    )
     from nnrag.workspace import Workspace
 
     if not 0.0 < args.threshold <= 1.0:
         print("nnrag dedup: error: --threshold must be in (0, 1]", file=sys.stderr)
         return 2
-    report = dedup_workspace(
-        Workspace(_sources(args)),
-        closures=not args.target_only,
-        params=DedupParams(lexical_threshold=args.threshold, structural_threshold=args.threshold),
-    )
+    workspace = Workspace(_sources(args))
+    index, blocks = workspace.index(), workspace.blocks()
+    closure_code = None
+    bar = None
+    if not args.target_only:
+        resolved = resolved_closure_code(index)
+        if sys.stderr.isatty():  # a bar once resolving the closures takes more than a second
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(blocks), desc="nnrag dedup", unit="block", delay=1.0, leave=False)
+
+        def closure_code(block: BlockRef) -> list[str] | None:
+            parts = resolved(block)
+            if bar is not None:
+                bar.update(1)
+            return parts
+
+    try:
+        report = dedup_blocks(
+            index,
+            blocks,
+            closure_code=closure_code,
+            params=DedupParams(
+                lexical_threshold=args.threshold, structural_threshold=args.threshold
+            ),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         print(json.dumps(dedup_json(report), indent=2))
     else:
         print(format_report(report))
     return 0
-
-
-def _cmd_check(args: argparse.Namespace) -> int:
-    """``nnrag check FILE|DIR...``: ``path:line:col: CODE message`` per finding, exit 1 if any.
-
-    A folder stands for the block files of its ``nnrag-blocks.json`` (else its ``*.py``
-    files); no argument means the current folder. Findings of file contents checked before
-    come from the check cache (``--cache``/$NNRAG_CACHE_DIR/user cache dir, ``checks/``).
-    """
-    import os
-    from collections.abc import Mapping
-    from pathlib import Path
-
-    from nnrag.check.cache import CheckCache
-    from nnrag.check.files import check_files
-    from nnrag.check.static import import_findings
-
-    cache: CheckCache | None = None
-    if not args.no_cache:
-        folder = args.cache or os.environ.get("NNRAG_CACHE_DIR")
-        if not folder:
-            import platformdirs
-
-            folder = platformdirs.user_cache_dir("nnrag", appauthor=False)
-        cache = CheckCache(Path(folder).expanduser() / "checks")
-    files: list[Path] = []
-    for target in [Path(name) for name in args.files] or [Path(".")]:
-        if target.is_dir():
-            from nnrag.vendor import read_manifest
-
-            listed = [target / entry.file for entry in read_manifest(target)]
-            files += listed or sorted(target.glob("*.py"))
-        else:
-            files.append(target)
-    if not files:
-        print("nnrag check: no block files to check", file=sys.stderr)
-        return 0
-    definitions: dict[Path, Mapping[str, str]] = {}
-    unreadable: dict[Path, OSError] = {}
-    if args.pristine:  # what each definition was, from the folder's manifest
-        from nnrag.vendor import read_manifest
-
-        manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
-        for path in files:
-            try:
-                if path.parent not in manifests:
-                    entries = read_manifest(path.parent)
-                    manifests[path.parent] = {e.file: e.definitions for e in entries}
-            except OSError as error:
-                unreadable[path] = error
-                continue
-            if path.name in manifests[path.parent]:
-                definitions[path] = manifests[path.parent][path.name]
-    checked = check_files(
-        files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
-    )
-    failed = 0
-    for path, result in zip(files, checked, strict=True):
-        try:
-            if path in unreadable:
-                raise unreadable[path]
-            if isinstance(result, OSError):
-                raise result
-            findings = result
-            if args.do_import and not findings:
-                findings = import_findings(path)
-        except OSError as error:
-            print(f"{path}: error: cannot read: {error.strerror or error}")
-            failed += 1
-            continue
-        for finding in findings:
-            print(finding.format(str(path)))
-        failed += bool(findings)
-    if failed:
-        print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
-    return 1 if failed else 0
 
 
 def _extract_into(args: argparse.Namespace) -> int:
@@ -612,16 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dedup.set_defaults(handler=_cmd_dedup)
 
-    check = commands.add_parser("check", help="static closure check of vendored block files")
-    check.add_argument("files", nargs="*", metavar="FILE")
-    check.add_argument("--pristine", action="store_true", help="body must match its digest")
-    check.add_argument("--import", dest="do_import", action="store_true", help="sandboxed import")
-    check.add_argument("--cache", metavar="DIR", help="cache folder (findings in DIR/checks)")
-    check.add_argument("--no-cache", action="store_true", help="always check from scratch")
-    check.add_argument(
-        "--jobs", type=int, default=1, metavar="N", help="check in N processes (default 1)"
-    )
-    check.set_defaults(handler=_cmd_check)
+    from nnrag.cli_check import add_check_command
+
+    add_check_command(commands)
 
     refresh = commands.add_parser("refresh", help="re-extract vendored blocks from provenance")
     refresh.add_argument("dir", nargs="?", default=".", metavar="DIR")
