@@ -128,6 +128,18 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _declared(code: str, requires: Iterable[str]) -> list[str]:
+    """``# requires:`` lines and the PEP 723 ``# /// script`` dependencies, together (a file
+    whose script block does not parse has the header finding NNR011 already)."""
+    from nnrag.blockfile.requirements import script_dependencies
+
+    try:
+        script = script_dependencies(code) or ()
+    except ValueError:
+        script = ()
+    return [*requires, *script]
+
+
 def declared_imports(requires: Iterable[str]) -> frozenset[str]:
     """Normalized distribution names of PEP 508 ``requires`` strings."""
     names = set()
@@ -244,7 +256,7 @@ def _check_all(
     header = parse_header(code)
     if source_packages is None:
         source_packages = frozenset(header.source_packages) if header else frozenset()
-    declared = declared_imports(header.requires if header else ())
+    declared = declared_imports(_declared(code, header.requires if header else ()))
     findings += _check_imports(
         tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
     )
