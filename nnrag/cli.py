@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -218,13 +218,13 @@ def _extract_files(args: argparse.Namespace) -> int:
     names = [block.name for block in blocks]
     out = Path(args.out)
     rows: list[dict[str, object]] = []
-    iterator: object = blocks
+    iterator: Iterable[BlockRef] = blocks
     if args.all and not args.json and sys.stderr.isatty():
         from tqdm import tqdm
 
         iterator = tqdm(blocks, desc="extract", unit="block")
     failed = 0
-    for block in iterator:  # type: ignore[attr-defined]
+    for block in iterator:
         row: dict[str, object] = {"id": block.id}
         try:
             extracted = workspace.extract(block)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nnrag.check.static import Importer
     from nnrag.model import Finding
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.I)
@@ -146,18 +148,37 @@ def cmd_check(args: argparse.Namespace) -> int:
     checked = check_files(
         files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
     )
+    with contextlib.ExitStack() as stack:
+        importer = stack.enter_context(_run_importer()) if args.do_import else None
+        failed = _print_findings(files, checked, unreadable, importer, args)
+    count = f"{len(files)} block file{'s' if len(files) != 1 else ''}"
+    if failed:
+        print(f"nnrag check: {failed} of {count} failed", file=sys.stderr)
+    else:
+        print(f"All checks passed! ({count})", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _print_findings(
+    files: Sequence[Path],
+    checked: Sequence[tuple[Finding, ...] | OSError],
+    unreadable: Mapping[Path, OSError],
+    importer: Importer | None,
+    args: argparse.Namespace,
+) -> int:
+    """Print each file's findings (the sandboxed import's when it is clean); count failures."""
+    from nnrag.check.static import import_findings
+
     failed = 0
-    for path, result in _progress(list(zip(files, checked, strict=True)), args.do_import):
+    for path, result in _progress(list(zip(files, checked, strict=True)), importer is not None):
         try:
             if path in unreadable:
                 raise unreadable[path]
             if isinstance(result, OSError):
                 raise result
             findings = _selected(result, path, args)
-            if args.do_import and not findings:
-                from nnrag.check.static import import_findings
-
-                findings = _selected(import_findings(path), path, args)
+            if importer is not None and not findings:
+                findings = _selected(import_findings(path, importer=importer), path, args)
         except OSError as error:
             print(f"{path}: error: cannot read: {error.strerror or error}")
             failed += 1
@@ -165,12 +186,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         for finding in findings:
             print(finding.format(str(path)))
         failed += bool(findings)
-    count = f"{len(files)} block file{'s' if len(files) != 1 else ''}"
-    if failed:
-        print(f"nnrag check: {failed} of {count} failed", file=sys.stderr)
-    else:
-        print(f"All checks passed! ({count})", file=sys.stderr)
-    return 1 if failed else 0
+    return failed
+
+
+@contextlib.contextmanager
+def _run_importer() -> Iterator[Importer]:
+    """``check --import``'s importer: one sandbox for the whole run, started on first use."""
+    import functools
+
+    from nnrag.validate.sandbox import Sandbox
+    from nnrag.validate.stages import validate_file
+
+    with Sandbox() as sandbox:
+        yield functools.partial(validate_file, depth="import", sandbox=sandbox)
 
 
 def _selected(findings: Sequence[Finding], path: Path, args: argparse.Namespace) -> list[Finding]:

@@ -27,6 +27,7 @@ Category = Literal[
     "memory",
     "crash",
     "sandbox-violation",
+    "config",
     "internal-error",
 ]
 CATEGORIES: tuple[Category, ...] = get_args(Category)

@@ -29,8 +29,10 @@ def code_fingerprint(*parts: str) -> str:
     digest = hashlib.sha1(usedforsecurity=False)
     for part in parts:
         path = _PACKAGE / part
+        if not path.exists():  # a moved module would silently drop out of the cache key
+            raise ValueError(f"code_fingerprint: nnrag/{part} does not exist")
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
         for file in files:
             digest.update(file.relative_to(_PACKAGE).as_posix().encode() + b"\0")
-            digest.update(file.read_bytes() if file.exists() else b"")
+            digest.update(file.read_bytes())
     return digest.hexdigest()

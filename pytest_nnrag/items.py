@@ -108,14 +108,20 @@ def _short(value: object) -> str:
 
 
 def error_result(block_id: str, depth: Stage, error: BaseException) -> ValidationResult:
-    """A failed result for a block whose validation raised instead of returning."""
+    """A failed result for a block whose validation raised instead of returning.
+
+    A :class:`ConfigError` is the user's (e.g. a ``pytest_nnrag_block_inputs`` answer that is
+    not a hints dict): category ``config``, at ``instantiate``, where the hints are used.
+    Anything else is nnrag's own failure: ``internal-error``.
+    """
     message = str(error) if isinstance(error, NnragError) else f"{type(error).__name__}: {error}"
+    user = isinstance(error, ConfigError)
     return ValidationResult(
         block_id=block_id,
         depth=depth,
         stage_reached=None,
-        failed_stage=STAGES[0],
-        category="internal-error",
+        failed_stage="instantiate" if user else STAGES[0],
+        category="config" if user else "internal-error",
         message=message,
     )
 

@@ -19,6 +19,7 @@ import pytest
 
 if TYPE_CHECKING:
     from nnrag.model import Stage, ValidationResult
+    from nnrag.validate.sandbox import Sandbox
     from pytest_nnrag.items import ResultItem
 
 SESSION_PLUGIN = "nnrag-vendored-session"
@@ -119,6 +120,7 @@ def _reporting_session(config: pytest.Config, folders: list[Path]) -> VendoredSe
 def pytest_unconfigure(config: pytest.Config) -> None:
     plugin = config.pluginmanager.get_plugin(SESSION_PLUGIN)
     if plugin is not None:
+        plugin.close()
         config.pluginmanager.unregister(plugin)
 
 
@@ -134,6 +136,26 @@ class VendoredSession:
 
     def __init__(self, folders: list[Path]) -> None:
         self.folders = folders
+        self._sandbox: Sandbox | None = None
+
+    def sandbox(self, config: pytest.Config) -> Sandbox:
+        """The one sandbox of this process's run: the main plugin's when it is active."""
+        from pytest_nnrag.state import get_state
+
+        state = get_state(config)
+        if state is not None:
+            return state.workspace.sandbox()
+        if self._sandbox is None:
+            from nnrag.validate.sandbox import Sandbox
+
+            self._sandbox = Sandbox()
+        return self._sandbox
+
+    def close(self) -> None:
+        """Stop this session's own sandbox, if it started one."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         return "nnrag vendored: " + ", ".join(str(folder) for folder in self.folders)
@@ -268,6 +290,7 @@ def _item_class() -> type[ResultItem]:
             answer = None
             if hook is not None:
                 answer = hook(block_id=self.block_id, class_name=class_name, config=self.config)
+            session = self.config.pluginmanager.get_plugin(SESSION_PLUGIN)
             return validate_file(
                 self.path,
                 block_id=self.block_id,
@@ -276,6 +299,7 @@ def _item_class() -> type[ResultItem]:
                 timeout_s=self.timeout_s,
                 hints=None if answer is None else hints_from_hook(self.block_id, answer),
                 source_packages=frozenset(header.source_packages if header else ()),
+                sandbox=None if session is None else session.sandbox(self.config),
             )
 
         def reportinfo(self) -> tuple[Path, int | None, str]:

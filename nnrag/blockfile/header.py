@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from nnrag import __version__
@@ -180,77 +180,107 @@ def _parse(text: str) -> tuple[Header | None, tuple[HeaderIssue, ...]]:
 
 
 def _parse_lines(text: str) -> tuple[Header | None, tuple[HeaderIssue, ...]]:
-    issues: list[HeaderIssue] = []
     if not text.startswith(PREFIX + "nnrag block:"):
         first = text.splitlines()[0] if text else ""
         got = f"found {first[:60]!r}" if first else "the file is empty"
-        issues.append(
-            HeaderIssue(
-                line=1,
-                message=f"missing nnrag header: line 1 must start with "
-                f"'# nnrag block: <source>:<module>:<Class>', {got}",
-            )
+        missing = HeaderIssue(
+            line=1,
+            message=f"missing nnrag header: line 1 must start with "
+            f"'# nnrag block: <source>:<module>:<Class>', {got}",
         )
-        return None, tuple(issues)
-
+        return None, (missing,)
     lines = text.splitlines()
     script = _script_lines(lines)
-    single: dict[str, tuple[int, str]] = {}
-    repeated: dict[str, list[tuple[int, str]]] = {key: [] for key in _REPEATED_KEYS}
-    generator = ""
-    end = len(lines)
+    raw = _read_keys(lines, skip=script)
+    files, issues = _check_values(raw)
+    requires = [value for _, value in raw.repeated["requires"]]
+    issues += _script_issues(text, script, requires)
+    if issues:
+        return None, tuple(sorted(issues, key=lambda issue: issue.line))
+    single, repeated = raw.single, raw.repeated
+    packages = single["source-packages"][1]
+    header = Header(
+        block_id=single["nnrag block"][1],
+        source=single["source"][1],
+        revision=single["revision"][1],
+        source_packages=tuple(p for p in re.split(r"[,\s]+", packages) if p),
+        files=tuple(files),
+        license=single["license"][1],
+        requires=tuple(value for _, value in repeated["requires"]),
+        digest=single["digest"][1],
+        generator=raw.generator,
+        script=bool(script),
+    )
+    return header, ()
+
+
+@dataclass(slots=True, kw_only=True)
+class _RawHeader:
+    """The header's ``# key: value`` lines by key, with their line numbers, before checking."""
+
+    single: dict[str, tuple[int, str]]
+    repeated: dict[str, list[tuple[int, str]]]
+    generator: str
+    end: int
+    """Line number of the first line after the header (``len(lines) + 1`` if none)."""
+    issues: list[HeaderIssue]
+
+
+def _read_keys(lines: list[str], *, skip: Collection[int] = ()) -> _RawHeader:
+    """Collect the header lines by key; malformed, duplicate and unknown keys are issues.
+
+    ``skip``: numbers of lines that are not keys (the PEP 723 script block)."""
+    raw = _RawHeader(
+        single={},
+        repeated={key: [] for key in _REPEATED_KEYS},
+        generator="",
+        end=len(lines) + 1,
+        issues=[],
+    )
     for number, line in enumerate(lines, start=1):
-        if number in script:
+        if number in skip:
             continue
         if not line.startswith(PREFIX):
-            end = number
+            raw.end = number
             break
         content = line[len(PREFIX) :]
         if content.startswith(GENERATED_PREFIX):
-            generator = content[len(GENERATED_PREFIX) :].split(". ", 1)[0].rstrip(".")
+            raw.generator = content[len(GENERATED_PREFIX) :].split(". ", 1)[0].rstrip(".")
             continue
         match = _KEY_LINE.match(line.rstrip())
         if match is None:
-            issues.append(
-                HeaderIssue(
-                    line=number,
-                    message=f"malformed header line {line!r}: expected '# <key>: <value>'",
-                )
-            )
+            message = f"malformed header line {line!r}: expected '# <key>: <value>'"
+            raw.issues.append(HeaderIssue(line=number, message=message))
             continue
         key, value = match.group(1), match.group(2).strip()
         if key in _REPEATED_KEYS:
-            repeated[key].append((number, value))
+            raw.repeated[key].append((number, value))
         elif key in _SINGLE_KEYS:
-            if key in single:
-                issues.append(
-                    HeaderIssue(
-                        line=number,
-                        message=f"duplicate header key {key!r} (first on line {single[key][0]})",
-                    )
-                )
+            if key in raw.single:
+                first = raw.single[key][0]
+                message = f"duplicate header key {key!r} (first on line {first})"
+                raw.issues.append(HeaderIssue(line=number, message=message))
             else:
-                single[key] = (number, value)
+                raw.single[key] = (number, value)
         else:
             known = ", ".join(_SINGLE_KEYS + _REPEATED_KEYS)
-            issues.append(
-                HeaderIssue(line=number, message=f"unknown header key {key!r}; known keys: {known}")
-            )
-    else:
-        end = len(lines) + 1
+            message = f"unknown header key {key!r}; known keys: {known}"
+            raw.issues.append(HeaderIssue(line=number, message=message))
+    if raw.end <= len(lines) and lines[raw.end - 1].strip() != "":
+        message = "the header must be followed by one blank line before the code"
+        raw.issues.append(HeaderIssue(line=raw.end, message=message))
+    return raw
 
-    if end <= len(lines) and lines[end - 1].strip() != "":
-        issues.append(
-            HeaderIssue(
-                line=end, message="the header must be followed by one blank line before the code"
-            )
-        )
+
+def _check_values(raw: _RawHeader) -> tuple[list[tuple[str, str]], list[HeaderIssue]]:
+    """The ``file:`` entries as (path, SWHID), and every issue of the header."""
+    single, repeated, end = raw.single, raw.repeated, raw.end
+    issues = list(raw.issues)
     for key in _SINGLE_KEYS:
         if key not in single:
             issues.append(HeaderIssue(line=end, message=f"header key {key!r} is missing"))
     if not repeated["file"]:
         issues.append(HeaderIssue(line=end, message="header has no 'file:' line"))
-
     block_id = single.get("nnrag block", (1, ""))[1]
     if "nnrag block" in single and not _BLOCK_ID.match(block_id):
         issues.append(
@@ -274,36 +304,14 @@ def _parse_lines(text: str) -> tuple[Header | None, tuple[HeaderIssue, ...]]:
     for number, value in repeated["file"]:
         path, _, swhid = value.rpartition(" ")
         if not path or not _SWHID.match(swhid):
-            issues.append(
-                HeaderIssue(
-                    line=number,
-                    message=f"malformed file line {value!r}: "
-                    "expected '<path> swh:1:cnt:<40 hex digits>'",
-                )
-            )
+            message = f"malformed file line {value!r}: expected '<path> swh:1:cnt:<40 hex digits>'"
+            issues.append(HeaderIssue(line=number, message=message))
         else:
             files.append((path, swhid))
     for number, value in repeated["requires"]:
         if not value:
             issues.append(HeaderIssue(line=number, message="empty 'requires:' line"))
-    issues += _script_issues(text, script, [value for _, value in repeated["requires"]])
-
-    if issues:
-        return None, tuple(sorted(issues, key=lambda issue: issue.line))
-    packages = single["source-packages"][1]
-    header = Header(
-        block_id=block_id,
-        source=single["source"][1],
-        revision=single["revision"][1],
-        source_packages=tuple(p for p in re.split(r"[,\s]+", packages) if p),
-        files=tuple(files),
-        license=single["license"][1],
-        requires=tuple(value for _, value in repeated["requires"]),
-        digest=digest,
-        generator=generator,
-        script=bool(script),
-    )
-    return header, ()
+    return files, issues
 
 
 def _script_lines(lines: Sequence[str]) -> set[int]:

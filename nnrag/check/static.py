@@ -58,16 +58,18 @@ import symtable
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from nnrag.blockfile.header import body_digest, header_issues, parse_header, split_header
 from nnrag.check.pieces import Compiled, compile_units, parse_units, statement_units
-from nnrag.model import Category, Finding, Stage
+from nnrag.model import Category, Finding, Stage, ValidationResult
 from nnrag.pyscope.bindings import is_type_checking
 from nnrag.pyscope.scoping import unresolved_names
 
 __all__ = [
     "CHECK_MODULES",
     "CODES",
+    "Importer",
     "check_code",
     "check_text",
     "declared_imports",
@@ -301,20 +303,28 @@ def _definition_spans(code: str) -> dict[str, tuple[str, int, int]]:
     return spans
 
 
-def import_findings(path: Path, *, timeout_s: float = 60.0) -> tuple[Finding, ...]:
-    """NNR301 when importing the block in the sandbox fails (needs torch; lazy)."""
-    from nnrag.validate.stages import validate_file
+class Importer(Protocol):
+    """Imports a block file in a sandbox and says how far it got (``nnrag check --import``).
 
+    The adapter provides it (the CLI binds :func:`nnrag.validate.stages.validate_file` to one
+    sandbox for the whole run), so the check itself never imports the validation.
+    """
+
+    def __call__(
+        self, path: Path, *, block_id: str, class_name: str, source_packages: frozenset[str]
+    ) -> ValidationResult: ...
+
+
+def import_findings(path: Path, *, importer: Importer) -> tuple[Finding, ...]:
+    """NNR301 when ``importer`` (the sandboxed import) fails for the block file at ``path``."""
     text = path.read_text(encoding="utf-8")
     header = parse_header(text)
     if header is None:
         return ()  # the header findings already say what is wrong
-    result = validate_file(
+    result = importer(
         path,
         block_id=header.block_id,
         class_name=header.block_id.rsplit(":", 1)[-1],
-        depth="import",
-        timeout_s=timeout_s,
         source_packages=frozenset(header.source_packages),
     )
     if result.passed:

@@ -85,36 +85,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     imports = "\n".join(part for part in (future, _format_imports(plan.imports, plan.flat)) if part)
     if imports:
         chunks.append(imports)
-    emitted: dict[str, set[int]] = {}
-    cache = cache_for(index)
-    for position, (info, unit) in enumerate(plan.units):
-        if namespaces:
-            chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
-        if unit.kind == "import":
-            continue  # hoisted into the import section above
-        if cache.shares_lines(info):
-            lines = emitted.setdefault(info.module, set())
-            span = set(range(unit.start_line, unit.end_line + 1))
-            if span <= lines:
-                continue  # several statements on one line: already emitted with the first
-            lines |= span
-        rewrite = rewrites.get(id(unit))
-        stringify = info.module in lazy and not all_lazy
-        if not stringify and rewrite is None:
-            chunks.append(cache.chunk(info, unit))  # the same string object in every block
-            continue
-        try:
-            chunks.append(cache.rewritten(info, unit, rewrite or Rewrite(), stringify))
-        except (SyntaxError, ValueError) as error:  # keep the text, say so
-            plan.problems.append(
-                Problem(
-                    category="internal-error",
-                    message=f"could not rewrite unit: {error}",
-                    location=f"{info.path}:{unit.start_line}:1",
-                )
-            )
-            chunks.append(cache.chunk(info, unit))
-    chunks.extend(namespaces.get(len(plan.units) - 1, ()))
+    chunks += _unit_chunks(index, plan, rewrites, namespaces, lazy=lazy, all_lazy=all_lazy)
     chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
     body = "\n\n".join(chunk if _normal(chunk) else chunk.rstrip("\n") + "\n" for chunk in chunks)
     digest = body_digest(body)
@@ -149,6 +120,55 @@ def emit(index: Index, closure: Closure) -> Extracted:
         problems=tuple(closure.problems) + tuple(plan.problems),
         dependencies=dependencies,
     )
+
+
+def _unit_chunks(
+    index: Index,
+    plan: _Plan,
+    rewrites: Mapping[int, Rewrite],
+    namespaces: Mapping[int, list[str]],
+    *,
+    lazy: set[str],
+    all_lazy: bool,
+) -> list[str]:
+    """The text of each inlined unit in load order, rewritten where its names change.
+
+    Namespace statements go after the unit they follow; a unit sharing its lines with an
+    earlier one is emitted once; a unit of a module in ``lazy`` gets string annotations
+    unless ``all_lazy`` (then the file has the future import).
+    """
+    chunks: list[str] = []
+    emitted: dict[str, set[int]] = {}
+    cache = cache_for(index)
+    for position, (info, unit) in enumerate(plan.units):
+        if namespaces:
+            chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
+        if unit.kind == "import":
+            continue  # hoisted into the import section above
+        if cache.shares_lines(info):
+            lines = emitted.setdefault(info.module, set())
+            span = set(range(unit.start_line, unit.end_line + 1))
+            if span <= lines:
+                continue  # several statements on one line: already emitted with the first
+            lines |= span
+        rewrite = rewrites.get(id(unit))
+        stringify = info.module in lazy and not all_lazy
+        if not stringify and rewrite is None:
+            chunks.append(cache.chunk(info, unit))  # the same string object in every block
+            continue
+        try:
+            chunks.append(cache.rewritten(info, unit, rewrite or Rewrite(), stringify))
+        except (SyntaxError, ValueError) as error:  # keep the text, say so
+            plan.problems.append(
+                Problem(
+                    category="internal-error",
+                    message=f"could not rewrite unit: {error}",
+                    location=f"{info.path}:{unit.start_line}:1",
+                )
+            )
+            chunks.append(cache.chunk(info, unit))
+    chunks.extend(namespaces.get(len(plan.units) - 1, ()))
+    return chunks
 
 
 # --------------------------------------------------------------------------- planning

@@ -311,7 +311,7 @@ def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) ->
         load=dict(load),
         call=dict(call),
         defs=dict(defs),
-        imported={tuple(k.split("\0", 1)): v for k, v in imported},  # type: ignore[misc]
+        imported={tuple(k.split("\0", 1)): v for k, v in imported},  # type: ignore[misc]  # the split always gives 2 parts (the key was joined from 2)
         package=package,
     )
     return rewrite_unit(text, rewrite, stringify_annotations=stringify)

@@ -1,161 +1,37 @@
-"""The index: every module of every source, analyzed, stored by content and loaded read-only."""
+"""Building the index: materialize each source, analyze changed files into the store, load it."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import os
 import sqlite3
 import sys
 import time
-import tokenize
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nnrag.errors import CacheError, SourceError
+from nnrag.index.snapshot import BlobLoader, Index, decode_source
 from nnrag.model import Checkout, FileProblem, IndexStats, ModuleInfo, Settings, SourceSpec
 from nnrag.sources.fetch import materialize
 from nnrag.sources.scan import scan_tree, tree_digest
 
 if TYPE_CHECKING:
     from nnrag.index.store import FileRow, Store
+    from nnrag.sources.scan import FileEntry
 
-BlobLoader = Callable[[str], bytes | None]
-"""Looks up a file's bytes by git blob SHA-1 (the store keeps them), ``None`` if unknown."""
-
-
-def decode_source(data: bytes) -> str:
-    """A Python file's text, decoded as ``index.units`` does (PEP 263 cookie or UTF-8, no BOM).
-
-    Line endings are kept as they are in the file.
-    """
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
-
-
-class Index:
-    """Read-only, in-memory view of the indexed modules of every source."""
-
-    def __init__(
-        self,
-        *,
-        checkouts: Mapping[str, Checkout],
-        modules: Iterable[ModuleInfo],
-        problems: Iterable[FileProblem] = (),
-        blobs: BlobLoader | None = None,
-    ) -> None:
-        self.checkouts: Mapping[str, Checkout] = dict(checkouts)
-        self.problems: tuple[FileProblem, ...] = tuple(
-            sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
-        )
-        self._blobs = blobs
-        self._order = {
-            name: rank
-            for rank, name in enumerate(
-                sorted(
-                    self.checkouts,
-                    key=lambda s: (self.checkouts[s].spec.priority, _position(self.checkouts, s)),
-                )
-            )
-        }
-        by_source: dict[str, list[ModuleInfo]] = {name: [] for name in self.checkouts}
-        for info in modules:
-            by_source.setdefault(info.source, []).append(info)
-        self._by_source: dict[str, tuple[ModuleInfo, ...]] = {
-            name: tuple(sorted(infos, key=lambda m: m.module))
-            for name, infos in sorted(by_source.items())
-        }
-        by_name: dict[str, list[ModuleInfo]] = {}
-        owners: dict[str, list[str]] = {}
-        packages: dict[str, set[str]] = {}
-        for source, infos in self._by_source.items():
-            tops = packages.setdefault(source, set())
-            for info in infos:
-                by_name.setdefault(info.module, []).append(info)
-                top = info.module.split(".", 1)[0]
-                if top not in tops:
-                    tops.add(top)
-                    owners.setdefault(top, []).append(source)
-        self._by_name = {
-            name: tuple(sorted(infos, key=lambda m: self._rank(m.source)))
-            for name, infos in by_name.items()
-        }
-        self._owner = {top: min(sources, key=self._rank) for top, sources in owners.items()}
-        self._packages = {name: frozenset(tops) for name, tops in packages.items()}
-        self._texts: dict[tuple[str, str], str] = {}
-
-    def _rank(self, source: str) -> int:
-        return self._order.get(source, len(self._order))
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        """Source names, most preferred first (lower ``priority`` number, then config order)."""
-        return tuple(sorted(self._by_source, key=self._rank))
-
-    def modules(self, source: str | None = None) -> Iterator[ModuleInfo]:
-        """Every module (of one source), sorted by (source, module)."""
-        if source is not None:
-            yield from self._by_source.get(source, ())
-            return
-        for infos in self._by_source.values():
-            yield from infos
-
-    def module(self, name: str, *, prefer: str | None = None) -> ModuleInfo | None:
-        """The module called ``name``: from source ``prefer`` if it has one, else by priority."""
-        infos = self._by_name.get(name)
-        if not infos:
-            return None
-        if prefer is not None:
-            for info in infos:
-                if info.source == prefer:
-                    return info
-        return infos[0]
-
-    def text(self, info: ModuleInfo) -> str:
-        """The text of the file ``info`` was made from (checked against its blob SHA-1)."""
-        key = (info.source, info.path)
-        cached = self._texts.get(key)
-        if cached is not None:
-            return cached
-        from nnrag.sources.scan import git_blob_sha1
-
-        data: bytes | None = None
-        checkout = self.checkouts.get(info.source)
-        if checkout is not None:
-            try:
-                data = (checkout.root / info.path).read_bytes()
-            except OSError:
-                data = None
-            if data is not None and git_blob_sha1(data) != info.sha1:
-                data = None
-        if data is None and self._blobs is not None:
-            data = self._blobs(info.sha1)
-        if data is None:
-            raise SourceError(
-                f"{info.path} changed or disappeared since it was indexed; run `nnrag index` again",
-                source=info.source,
-                location=str(checkout.root) if checkout else "",
-            )
-        text = decode_source(data)
-        self._texts[key] = text
-        return text
-
-    def source_packages(self, source: str) -> frozenset[str]:
-        """Top-level import names (packages and modules) the source defines."""
-        return self._packages.get(source, frozenset())
-
-    def source_of_module(self, name: str) -> str | None:
-        """The source that owns ``name``'s top-level package (by priority when several do)."""
-        return self._owner.get(name.split(".", 1)[0])
-
-
-def _position(checkouts: Mapping[str, Checkout], name: str) -> int:
-    for position, key in enumerate(checkouts):
-        if key == name:
-            return position
-    return len(checkouts)
+__all__ = [
+    "BlobLoader",
+    "Index",
+    "analyze_file",
+    "build_and_load",
+    "build_index",
+    "decode_source",
+    "index_tree",
+    "load_index",
+]
 
 
 def analyze_file(
@@ -345,7 +221,7 @@ def _state(counts: Sequence[_Counts]) -> str:
     from nnrag.versions import code_fingerprint
 
     digest = hashlib.sha1(analyzer_version().encode(), usedforsecurity=False)
-    digest.update(code_fingerprint("discover", "symbols").encode())
+    digest.update(code_fingerprint("index/discover.py", "index/symbols.py").encode())
     for count in counts:
         digest.update(f"{count.state}\n".encode())
     return digest.hexdigest()
@@ -379,9 +255,7 @@ class _Counts:
 
 
 def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progress: bool) -> _Counts:
-    from nnrag.index.store import Analysis, FileRow
-    from nnrag.index.units import module_name_for
-    from nnrag.sources.scan import git_blob_sha1
+    from nnrag.index.store import Analysis
 
     manifest = store.manifest(spec.name)
     same_place = store.recorded_root(spec.name)
@@ -400,37 +274,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
     if same_place != str(root):
         manifest = {}
     entries, problems = scanned or scan_tree(root, source=spec.name, paths=spec.paths)
-    same_files = set(manifest) == {e.path for e in entries}
-    rows: list[FileRow] = []
-    data_of: dict[str, bytes] = {}
-    for entry in entries:
-        old = manifest.get(entry.path)
-        if old is not None and (old.size, old.mtime_ns) == (entry.size, entry.mtime_ns):
-            sha1 = old.sha1
-        else:
-            try:
-                data = entry.file.read_bytes()
-            except OSError as error:
-                problems.append(
-                    FileProblem(source=spec.name, path=entry.path, message=f"cannot read: {error}")
-                )
-                continue
-            sha1 = git_blob_sha1(data)
-            data_of[entry.path] = data
-        if same_files and old is not None:
-            module, is_package = old.module, old.is_package
-        else:
-            module, is_package = module_name_for(entry.file, root)
-        rows.append(
-            FileRow(
-                path=entry.path,
-                size=entry.size,
-                mtime_ns=entry.mtime_ns,
-                sha1=sha1,
-                module=module,
-                is_package=is_package,
-            )
-        )
+    rows, data_of = _file_rows(spec.name, root, entries, manifest, problems)
     missing = store.missing_analyses((r.sha1, r.module, r.is_package) for r in rows)
     todo = [r for r in rows if (r.sha1, r.module, r.is_package) in missing]
     todo = list({(r.sha1, r.module, r.is_package): r for r in todo}.values())
@@ -464,6 +308,55 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
         problems=problems,
         state=f"{spec.name}\0{spec.kind}\0{spec.location}\0{checkout.revision}\0{state}",
     )
+
+
+def _file_rows(
+    source: str,
+    root: Path,
+    entries: Sequence[FileEntry],
+    manifest: Mapping[str, FileRow],
+    problems: list[FileProblem],
+) -> tuple[list[FileRow], dict[str, bytes]]:
+    """The store rows of the scanned files, and the bytes of those read (size or mtime changed).
+
+    A file whose size and mtime match the manifest keeps its recorded hash (and its module
+    name, when the set of files is the same); an unreadable file is a problem, not a row.
+    """
+    from nnrag.index.store import FileRow
+    from nnrag.index.units import module_name_for
+    from nnrag.sources.scan import git_blob_sha1
+
+    same_files = set(manifest) == {e.path for e in entries}
+    rows: list[FileRow] = []
+    data_of: dict[str, bytes] = {}
+    for entry in entries:
+        old = manifest.get(entry.path)
+        if old is not None and (old.size, old.mtime_ns) == (entry.size, entry.mtime_ns):
+            sha1 = old.sha1
+        else:
+            try:
+                data = entry.file.read_bytes()
+            except OSError as error:
+                message = f"cannot read: {error}"
+                problems.append(FileProblem(source=source, path=entry.path, message=message))
+                continue
+            sha1 = git_blob_sha1(data)
+            data_of[entry.path] = data
+        if same_files and old is not None:
+            module, is_package = old.module, old.is_package
+        else:
+            module, is_package = module_name_for(entry.file, root)
+        rows.append(
+            FileRow(
+                path=entry.path,
+                size=entry.size,
+                mtime_ns=entry.mtime_ns,
+                sha1=sha1,
+                module=module,
+                is_package=is_package,
+            )
+        )
+    return rows, data_of
 
 
 def _analyze_all(

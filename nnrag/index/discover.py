@@ -15,7 +15,7 @@ from nnrag.index.symbols import Resolution, Symbols, binding_for
 from nnrag.model import BlockRef, ClassInfo, ModuleInfo, SourceSpec
 
 if TYPE_CHECKING:
-    from nnrag.index.build import Index
+    from nnrag.index.snapshot import Index
 
 ABC_NAMES = frozenset({"abc.ABC", "abc.ABCMeta"})
 _COMPOUND = frozenset({"if", "try", "with"})
@@ -48,7 +48,7 @@ def torch_table() -> TorchTable:
         aliases={str(k): str(v) for k, v in data["aliases"].items()},
         forward={name: entry["forward"] == "own" for name, entry in classes.items()},
         abstract={
-            name: frozenset(str(m) for m in entry["abstract"])  # type: ignore[attr-defined]
+            name: frozenset(str(m) for m in entry["abstract"])  # type: ignore[attr-defined]  # entry['abstract'] is a JSON list in torch_nn.json
             for name, entry in classes.items()
             if entry["abstract"]
         },

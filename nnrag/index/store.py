@@ -13,6 +13,7 @@ from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
 from nnrag.errors import CacheError
 from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
+from nnrag.sqlitedb import open_database
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x6E6E7267  # "nnrg": tells our databases from any other SQLite file
@@ -106,7 +107,7 @@ def _decoder(cls: type[T]) -> Callable[[list[Any]], T]:
     names: dict[str, Any] = {"_cls": cls}
     parts = [
         f"{f.name}={_expression(hints[f.name], f'r[{i}]', names)}"
-        for i, f in enumerate(fields(cls))  # type: ignore[arg-type]
+        for i, f in enumerate(fields(cls))  # type: ignore[arg-type]  # cls is a dataclass type (checked by the callers' codecs)
     ]
     code = f"def decode(r):\n    return _cls({', '.join(parts)})\n"
     exec(code, names)  # generated from the data model's own field types
@@ -182,54 +183,30 @@ class Store:
         self.notices: list[str] = []
         if not create and not path.exists():
             raise CacheError(f"no index at {path}; run `nnrag index` first")
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = self._open(create=create)
-        except sqlite3.DatabaseError as error:
-            if not create:
-                raise CacheError(
-                    f"the index at {path} is damaged ({error}); run `nnrag index` to rebuild it"
-                ) from None
-            self.notices.append(f"nnrag: the index at {path} was damaged ({error}); rebuilding it")
-            self._remove_files()
-            self._db = self._open(create=True)
-
-    def _open(self, *, create: bool) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            app = db.execute("PRAGMA application_id").fetchone()[0]
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-            if app == APPLICATION_ID and version == SCHEMA_VERSION:
-                db.execute("SELECT count(*) FROM sources").fetchone()
-                self._check_analyzer(db, create=create)
-                return db
-            if not create:
-                raise sqlite3.DatabaseError(
-                    "not an nnrag index of this version" if tables else "empty database"
-                )
-            if tables:
-                kind = "an older nnrag index" if app == APPLICATION_ID else "not an nnrag index"
-                self.notices.append(f"nnrag: {self.path} is {kind}; rebuilding it")
-                db.close()
-                self._remove_files()
-                db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(
-                "BEGIN IMMEDIATE;"
-                + _SCHEMA.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS")
-                + f"PRAGMA application_id={APPLICATION_ID};"
-                + f"PRAGMA user_version={SCHEMA_VERSION};"
-                + f"INSERT OR REPLACE INTO meta VALUES ('analyzer', '{analyzer_version()}');"
-                + "COMMIT;"
+            opened = open_database(
+                path,
+                what="index",
+                schema=_SCHEMA + f"INSERT INTO meta VALUES ('analyzer', '{analyzer_version()}');",
+                version=SCHEMA_VERSION,
+                application_id=APPLICATION_ID,
+                create=create,
+                lock=False,  # writers hold writer_lock (the same file name); readers need none
+                check=functools.partial(self._check_analyzer, create=create),
+                isolation_level=None,
             )
-            return db
-        except BaseException:
-            db.close()
-            raise
+        except sqlite3.OperationalError as error:  # locked, unwritable: not damage
+            raise CacheError(
+                f"cannot open the index at {path}: {error}; check that the cache folder is "
+                "writable (or pass --cache DIR) and that no other process holds it"
+            ) from None
+        except sqlite3.DatabaseError as error:
+            raise CacheError(
+                f"the index at {path} is damaged ({error}); run `nnrag index` to rebuild it"
+            ) from None
+        self._db = opened.db
+        if opened.notice:
+            self.notices.append(opened.notice)
 
     def _check_analyzer(self, db: sqlite3.Connection, *, create: bool) -> None:
         row = db.execute("SELECT value FROM meta WHERE key='analyzer'").fetchone()
@@ -243,10 +220,6 @@ class Store:
             db.execute("DELETE FROM files")
             db.execute("DELETE FROM sources")
             db.execute("INSERT OR REPLACE INTO meta VALUES ('analyzer', ?)", (current,))
-
-    def _remove_files(self) -> None:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
         self._db.close()

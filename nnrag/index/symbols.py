@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from nnrag.model import ImportBinding, ModuleInfo, Unit
 
 if TYPE_CHECKING:
-    from nnrag.index.build import Index
+    from nnrag.index.snapshot import Index
 
 Kind = Literal["definition", "external", "module", "builtin", "dunder", "typing", "missing"]
 MissingReason = Literal["unresolved", "native", "not-indexed", "cycle"]

@@ -435,8 +435,16 @@ def scores(features: ClassFeatures) -> dict[str, float]:
         score["graph layer"] += 3.0
     if _is_model_class(features):
         score["network architecture"] += 3.0
+    _layer_scores(features, score, graph_library=graph_library, part_of_a_net=part_of_a_net)
+    _call_scores(features, score, graph_library=graph_library)
+    _attribute_scores(features, score)
+    return score
 
-    # Layers it builds.
+
+def _layer_scores(
+    features: ClassFeatures, score: dict[str, float], *, graph_library: bool, part_of_a_net: bool
+) -> None:
+    """Add the scores of the layers the class builds."""
     layers = features.layers
     attention_layers = sum(1 for layer in layers if _ATTENTION_LAYER.search(layer))
     mlp_layers = sum(1 for layer in layers if _MLP_LAYER.search(layer))
@@ -464,7 +472,10 @@ def scores(features: ClassFeatures) -> dict[str, float]:
         score["network architecture"] += 1.5
     score["utility"] += 0.5 * min(sum(1 for layer in layers if "Dropout" in layer), 1)
 
-    # Operations it calls.
+
+def _call_scores(features: ClassFeatures, score: dict[str, float], *, graph_library: bool) -> None:
+    """Add the scores of the operations the class calls."""
+    layers = features.layers
     calls = set(features.calls)
     if "scaled_dot_product_attention" in calls:
         score["attention"] += 3.0
@@ -489,7 +500,9 @@ def scores(features: ClassFeatures) -> dict[str, float]:
     if not layers and calls & _ACTIVATIONS and len(calls) <= 6:
         score["activation"] += 1.5
 
-    # Attributes and methods.
+
+def _attribute_scores(features: ClassFeatures, score: dict[str, float]) -> None:
+    """Add the scores of the class's attributes, methods and constructor parameters."""
     attrs = features.self_attrs
     score["convolution"] += 0.75 * min(sum(1 for a in attrs if a.startswith("conv")), 2)
     score["attention"] += 0.75 * min(sum(1 for a in attrs if a in ("attn", "qkv", "q", "k")), 1)
@@ -499,7 +512,6 @@ def scores(features: ClassFeatures) -> dict[str, float]:
         score["network architecture"] += 2.0
     if "num_classes" in features.init_params:
         score["network architecture"] += 2.0
-    return score
 
 
 # Tie-break order: the more specific category first.

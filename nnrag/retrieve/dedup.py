@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
     from nnrag.index.build import Index
     from nnrag.model import BlockRef, Closure, ImportBinding
-    from nnrag.workspace import Workspace
 
 Level = Literal["exact", "lexical", "structural"]
 LEVELS: tuple[Level, ...] = ("exact", "lexical", "structural")
@@ -321,7 +320,7 @@ def dedup(
         ("structural", params.structural_threshold),
     ):
         merges = _merge_near(representatives, level, components, threshold=threshold, params=params)
-        levels.append(_snapshot(level, components, merges))  # type: ignore[arg-type]
+        levels.append(_snapshot(level, components, merges))  # type: ignore[arg-type]  # level is one of the two Level literals of the loop above
 
     return DedupResult(
         scope=scope,
@@ -420,8 +419,15 @@ def dedup_blocks(
     return DedupReport(target=target, closure=closure)
 
 
+class IndexedBlocks(Protocol):
+    """What :func:`dedup_workspace` needs of the workspace (``nnrag.workspace.Workspace``)."""
+
+    def index(self) -> Index: ...
+    def blocks(self) -> tuple[BlockRef, ...]: ...
+
+
 def dedup_workspace(
-    workspace: Workspace, *, closures: bool = True, params: DedupParams | None = None
+    workspace: IndexedBlocks, *, closures: bool = True, params: DedupParams | None = None
 ) -> DedupReport:
     """:func:`dedup_blocks` over a workspace's blocks (what ``nnrag dedup`` and the plugin run)."""
     index = workspace.index()

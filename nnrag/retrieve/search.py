@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
 import sqlite3
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -16,10 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock
-
 from nnrag.errors import CacheError, ConfigError
 from nnrag.retrieve.categorize import BLOCK_CATEGORIES, categorize, features_from_source
+from nnrag.sqlitedb import open_database
 from nnrag.versions import code_fingerprint
 
 if TYPE_CHECKING:
@@ -29,7 +28,9 @@ if TYPE_CHECKING:
     from nnrag.model import BlockRef, ModuleInfo
     from nnrag.retrieve.categorize import ClassFeatures
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Kept in the file's header (``PRAGMA user_version``) and in its ``meta`` table."""
+APPLICATION_ID = 0x6E6E7273  # "nnrs": nnrag's search database
 
 # Abbreviations common in block names, indexed with their spelled-out word so that
 # "attention" finds ``ChannelAttn`` (index-side enrichment; ranking stays plain bm25).
@@ -204,37 +205,23 @@ class SearchIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Concurrent processes (xdist workers, two terminals) create and migrate it in turn.
-            with FileLock(f"{path}.lock", timeout=120):
-                try:
-                    self._db = self._open(path)
-                except sqlite3.OperationalError:
-                    raise  # locked or unreadable: not evidence of corruption, keep the file
-                except sqlite3.DatabaseError:
-                    # A corrupt or foreign file: it is only a cache of the index, so rebuild it.
-                    path.unlink(missing_ok=True)
-                    self._db = self._open(path)
+            # Concurrent processes (xdist workers, two terminals) create and rebuild it in turn;
+            # a corrupt, foreign or older file is only a cache of the index: it is rebuilt.
+            opened = open_database(
+                path,
+                what="search database",
+                schema=_SCHEMA,
+                version=SCHEMA_VERSION,
+                application_id=APPLICATION_ID,
+            )
         except (OSError, sqlite3.OperationalError) as error:
             raise CacheError(
                 f"cannot open the search database {path}: {error}; "
                 "check that the cache folder is writable or pass --cache DIR"
             ) from error
-
-    @staticmethod
-    def _open(path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path, timeout=60.0)
-        db.execute("PRAGMA journal_mode=WAL")
-        row = None
-        with contextlib.suppress(sqlite3.OperationalError):  # a new, empty database
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is not None and row[0] != str(SCHEMA_VERSION):
-            db.executescript(
-                "DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS modules;"
-                "DROP TABLE IF EXISTS blocks; DROP TABLE IF EXISTS blocks_fts;"
-            )
-        db.executescript(_SCHEMA)
-        return db
+        self._db = opened.db
+        if opened.notice:
+            print(opened.notice, file=sys.stderr)
 
     def close(self) -> None:
         self._db.close()
@@ -486,7 +473,7 @@ def stored_categories(path: Path, index: Index) -> dict[str, str]:
 
 def category_cache_path(cache_dir: Path, info: ModuleInfo) -> Path:
     """The per-module category file: keyed by source, module, file hash and categorizer code."""
-    key = f"{info.source}\0{info.module}\0{info.sha1}\0{code_fingerprint('categorize')}"
+    key = f"{info.source}\0{info.module}\0{info.sha1}\0{code_fingerprint('retrieve/categorize.py')}"
     digest = hashlib.sha1(key.encode()).hexdigest()
     return cache_dir / "categories" / digest[:2] / f"{digest}.json"
 

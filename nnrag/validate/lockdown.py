@@ -120,7 +120,7 @@ def audit_hook(
         if isinstance(path, int):
             return True
         try:
-            text = os.fsdecode(path)  # type: ignore[arg-type]
+            text = os.fsdecode(path)  # type: ignore[arg-type]  # an audit-hook path: str, bytes or PathLike; TypeError otherwise
         except TypeError:
             return False
         real = os.path.realpath(os.path.join(root if not os.path.isabs(text) else "", text))

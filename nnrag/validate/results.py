@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -12,16 +13,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from filelock import FileLock
-
 from nnrag.errors import CacheError
 from nnrag.model import Recipe, Stage, ValidationResult
+from nnrag.sqlitedb import open_database
 
 _T = TypeVar("_T")
 
 VALIDATOR_VERSION = "2"
 """Epoch of the result format; the validator's code fingerprint is added to it."""
 CacheKey = tuple[str, str, str, str]
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x6E6E7272  # "nnrr": nnrag's result cache
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS extractions (
@@ -143,20 +145,22 @@ class ResultCache:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False)
-            # Switching to WAL and creating tables need the database to themselves: two xdist
-            # workers opening a new cache at once would otherwise see "database is locked".
-            with FileLock(f"{path}.lock", timeout=120):
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.executescript(_SCHEMA)
-                self._db.commit()
-        except (OSError, sqlite3.Error) as error:
+        try:  # a damaged, foreign or older file is rebuilt (it is a cache) with a notice
+            opened = open_database(
+                path,
+                what="result cache",
+                schema=_SCHEMA,
+                version=SCHEMA_VERSION,
+                application_id=APPLICATION_ID,
+            )
+        except (OSError, sqlite3.OperationalError) as error:
             raise CacheError(
-                f"cannot open the result cache {path}: {error}; remove the file or choose "
-                "another cache folder with --cache"
+                f"cannot open the result cache {path}: {error}; check that the cache folder is "
+                "writable or choose another one with --cache"
             ) from error
+        self._db = opened.db
+        if opened.notice:
+            print(opened.notice, file=sys.stderr)
 
     def close(self) -> None:
         self._db.close()

@@ -109,7 +109,7 @@ def plain(value: object, depth: int = 0) -> object:
         return value
     if isinstance(value, (str, int, float, bytes)):  # str or int enums of the block, numpy ints
         kind = next(t for t in (bool, str, int, float, bytes) if isinstance(value, t))
-        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]
+        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]  # kind is the builtin the value is an instance of
     if depth > 20:
         return "..."
     if isinstance(value, (list, tuple)):
@@ -217,7 +217,7 @@ class Sandbox:
         for attempt in range(2):
             self.start()
             assert self._requests is not None
-            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]
+            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]  # the request's values are plain JSON-like objects; float() checks
             try:
                 write_frame(self._requests.fileno(), dict(request))
                 reply = self._receive(timeout_s=timeout_s + 60.0)
@@ -267,17 +267,14 @@ def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> 
     # One empty network namespace for the server, inherited by every child (no per-block cost).
     unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
     netns = unshare is not None and unshare(CLONE_NEWNET) == 0
-    import torch
-
-    torch.set_num_threads(1)
     from nnrag.validate.probe import runner as probe
+    from nnrag.validate.probe.boot import start_torch
 
+    torch_version = start_torch()
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
     mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
-    write_frame(
-        resp_fd, {"ready": True, "torch": str(torch.__version__), "mode": mode, "netns": netns}
-    )
+    write_frame(resp_fd, {"ready": True, "torch": torch_version, "mode": mode, "netns": netns})
     while True:
         request = read_frame(requests)
         if not isinstance(request, dict):
@@ -372,9 +369,9 @@ def spawned_child(fd: int, memory_mb: int) -> None:
     request, tmp = pickle.loads(sys.stdin.buffer.read())
     exit_code = 70
     try:
-        import torch
+        from nnrag.validate.probe.boot import start_torch
 
-        torch.set_num_threads(1)
+        start_torch()
         _child_main(request, Path(tmp), fd, memory_mb)
         exit_code = 0
     finally:

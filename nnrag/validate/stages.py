@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.model import (
@@ -26,9 +26,25 @@ from nnrag.model import (
 from nnrag.validate.results import recipe_from_dict
 
 if TYPE_CHECKING:
+    from nnrag.index.build import Index
     from nnrag.model import BlockRef, Extracted, Settings
+    from nnrag.validate.results import ResultCache
     from nnrag.validate.sandbox import Sandbox
-    from nnrag.workspace import Workspace
+
+
+class BlockSource(Protocol):
+    """What :func:`validate_block` needs of the workspace (``nnrag.workspace.Workspace``)."""
+
+    settings: Settings
+
+    def find(self, query: str) -> BlockRef: ...
+    def index(self) -> Index: ...
+    def extract(self, query: str | BlockRef) -> Extracted: ...
+    def extraction_state(self) -> str: ...
+    def block_file(self, extracted: Extracted) -> Path: ...
+    def results(self) -> ResultCache: ...
+    def sandbox(self) -> Sandbox: ...
+
 
 SANDBOX_STAGES: tuple[Stage, ...] = ("import", "instantiate", "forward", "backward")
 _HEADER_CODES = frozenset({"NNR010", "NNR011", "NNR012"})
@@ -73,7 +89,7 @@ def static_stages(
 
 
 def _upto(timings: dict[str, float], stage: Stage) -> dict[str, float]:
-    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]
+    return {k: v for k, v in timings.items() if stage_index(k) <= stage_index(stage)}  # type: ignore[arg-type]  # timings are keyed by stage names (Stage) only
 
 
 def hints_request(hints: BlockHints | None) -> dict[str, Any] | None:
@@ -236,7 +252,7 @@ def _hints_digest(hints: BlockHints) -> str:
 
 
 def validate_block(
-    workspace: Workspace,
+    workspace: BlockSource,
     query: str | BlockRef,
     *,
     depth: Stage | None = None,

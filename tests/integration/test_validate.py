@@ -69,6 +69,25 @@ VERDICTS: dict[str, tuple[str, Stage, str]] = {
         "backward",
         "runtime-error",
     ),
+    # a block whose own train() takes other arguments (pyg's PGExplainer): eval() calls it
+    "train-overridden": (
+        block() + "\n    def train(self, model, x, edge_index):\n        return self\n",
+        "forward",
+        "runtime-error",
+    ),
+    "train-mode-raises": (
+        block()
+        + "\n    def train(self, mode=True):\n"
+        + "        if mode:\n            raise RuntimeError('no training')\n"
+        + "        return super().train(mode)\n",
+        "backward",
+        "runtime-error",
+    ),
+    "train-raises": (
+        block() + "\n    def train(self, mode=True):\n        raise RuntimeError('no training')\n",
+        "forward",
+        "runtime-error",
+    ),
 }
 
 

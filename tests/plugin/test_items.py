@@ -87,6 +87,14 @@ def test_error_result_is_an_internal_error() -> None:
     assert unexpected.message == "KeyError: 'x'"
 
 
+def test_a_bad_hook_answer_is_the_users_config_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        hints_from_hook("s:m:C", {"shapes": [1]})
+    result = error_result("s:m:C", "forward", info.value)
+    assert (result.category, result.failed_stage, result.passed) == ("config", "instantiate", False)
+    assert "pytest_nnrag_block_inputs returned {'shapes': [1]} for s:m:C" in result.message
+
+
 def test_hints_from_hook() -> None:
     hints = hints_from_hook(
         "s:m:C", {"args": [1], "kwargs": {"d": 2}, "inputs": [{"shape": [1, 2]}]}

@@ -350,7 +350,13 @@ def test_bad_hook_answer_is_reported(pytester: pytest.Pytester, project: Path, c
     )
     result = pytester.runpytest(*cli("-k", "Tiny"))
     result.assert_outcomes(failed=1, deselected=3)
-    result.stdout.fnmatch_lines(["*pytest_nnrag_block_inputs returned*args, input_kwargs*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*failed at stage instantiate*",
+            "category: config",
+            "*pytest_nnrag_block_inputs returned*args, input_kwargs*",
+        ]
+    )
 
 
 def test_result_hook_sees_every_block(pytester: pytest.Pytester, project: Path, cli: Cli) -> None:

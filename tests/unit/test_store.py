@@ -149,7 +149,8 @@ def test_foreign_and_older_databases_are_rebuilt(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE stuff (x)")
     with Store(path) as store:
-        assert store.notices == [f"nnrag: {path} is not an nnrag index; rebuilding it"]
+        foreign = f"nnrag: {path} is not an nnrag index of this version; rebuilding it"
+        assert store.notices == [foreign]
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION - 1}")
     with Store(path) as store:

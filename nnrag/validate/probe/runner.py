@@ -414,7 +414,11 @@ class Runner:
                     return
                 forward_started = time.monotonic()
                 self.send({"kind": "running", "stage": "forward"})
-            block.eval()
+            try:
+                block.eval()
+            except Exception as error:  # the block's own train() takes other arguments
+                self.finish("forward", "runtime-error", f"eval() failed: {describe(error)}")
+                return
             queue: list[tuple[list[Any], dict[str, Any], bool]] = [
                 (args, kwargs, False)
                 for args, kwargs in (
@@ -587,8 +591,8 @@ class Runner:
     def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None:
         started = time.monotonic()
         self.send({"kind": "running", "stage": "backward"})
-        block.train()
         try:
+            block.train()
             real_args, real_kwargs = build_inputs(args, kwargs, self.seed)
             for value in [*real_args, *real_kwargs.values()]:
                 if isinstance(value, torch.Tensor) and value.is_floating_point():

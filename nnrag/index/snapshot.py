@@ -1,0 +1,147 @@
+"""The loaded index: a read-only, in-memory snapshot of every indexed module of every source."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Callable, Iterable, Iterator, Mapping
+
+from nnrag.errors import SourceError
+from nnrag.model import Checkout, FileProblem, ModuleInfo
+
+__all__ = ["BlobLoader", "Index", "decode_source"]
+
+BlobLoader = Callable[[str], bytes | None]
+"""Looks up a file's bytes by git blob SHA-1 (the store keeps them), ``None`` if unknown."""
+
+
+def decode_source(data: bytes) -> str:
+    """A Python file's text, decoded as ``index.units`` does (PEP 263 cookie or UTF-8, no BOM).
+
+    Line endings are kept as they are in the file.
+    """
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)
+
+
+class Index:
+    """Read-only, in-memory view of the indexed modules of every source."""
+
+    def __init__(
+        self,
+        *,
+        checkouts: Mapping[str, Checkout],
+        modules: Iterable[ModuleInfo],
+        problems: Iterable[FileProblem] = (),
+        blobs: BlobLoader | None = None,
+    ) -> None:
+        self.checkouts: Mapping[str, Checkout] = dict(checkouts)
+        self.problems: tuple[FileProblem, ...] = tuple(
+            sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
+        )
+        self._blobs = blobs
+        self._order = {
+            name: rank
+            for rank, name in enumerate(
+                sorted(
+                    self.checkouts,
+                    key=lambda s: (self.checkouts[s].spec.priority, _position(self.checkouts, s)),
+                )
+            )
+        }
+        by_source: dict[str, list[ModuleInfo]] = {name: [] for name in self.checkouts}
+        for info in modules:
+            by_source.setdefault(info.source, []).append(info)
+        self._by_source: dict[str, tuple[ModuleInfo, ...]] = {
+            name: tuple(sorted(infos, key=lambda m: m.module))
+            for name, infos in sorted(by_source.items())
+        }
+        by_name: dict[str, list[ModuleInfo]] = {}
+        owners: dict[str, list[str]] = {}
+        packages: dict[str, set[str]] = {}
+        for source, infos in self._by_source.items():
+            tops = packages.setdefault(source, set())
+            for info in infos:
+                by_name.setdefault(info.module, []).append(info)
+                top = info.module.split(".", 1)[0]
+                if top not in tops:
+                    tops.add(top)
+                    owners.setdefault(top, []).append(source)
+        self._by_name = {
+            name: tuple(sorted(infos, key=lambda m: self._rank(m.source)))
+            for name, infos in by_name.items()
+        }
+        self._owner = {top: min(sources, key=self._rank) for top, sources in owners.items()}
+        self._packages = {name: frozenset(tops) for name, tops in packages.items()}
+        self._texts: dict[tuple[str, str], str] = {}
+
+    def _rank(self, source: str) -> int:
+        return self._order.get(source, len(self._order))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Source names, most preferred first (lower ``priority`` number, then config order)."""
+        return tuple(sorted(self._by_source, key=self._rank))
+
+    def modules(self, source: str | None = None) -> Iterator[ModuleInfo]:
+        """Every module (of one source), sorted by (source, module)."""
+        if source is not None:
+            yield from self._by_source.get(source, ())
+            return
+        for infos in self._by_source.values():
+            yield from infos
+
+    def module(self, name: str, *, prefer: str | None = None) -> ModuleInfo | None:
+        """The module called ``name``: from source ``prefer`` if it has one, else by priority."""
+        infos = self._by_name.get(name)
+        if not infos:
+            return None
+        if prefer is not None:
+            for info in infos:
+                if info.source == prefer:
+                    return info
+        return infos[0]
+
+    def text(self, info: ModuleInfo) -> str:
+        """The text of the file ``info`` was made from (checked against its blob SHA-1)."""
+        key = (info.source, info.path)
+        cached = self._texts.get(key)
+        if cached is not None:
+            return cached
+        from nnrag.sources.scan import git_blob_sha1
+
+        data: bytes | None = None
+        checkout = self.checkouts.get(info.source)
+        if checkout is not None:
+            try:
+                data = (checkout.root / info.path).read_bytes()
+            except OSError:
+                data = None
+            if data is not None and git_blob_sha1(data) != info.sha1:
+                data = None
+        if data is None and self._blobs is not None:
+            data = self._blobs(info.sha1)
+        if data is None:
+            raise SourceError(
+                f"{info.path} changed or disappeared since it was indexed; run `nnrag index` again",
+                source=info.source,
+                location=str(checkout.root) if checkout else "",
+            )
+        text = decode_source(data)
+        self._texts[key] = text
+        return text
+
+    def source_packages(self, source: str) -> frozenset[str]:
+        """Top-level import names (packages and modules) the source defines."""
+        return self._packages.get(source, frozenset())
+
+    def source_of_module(self, name: str) -> str | None:
+        """The source that owns ``name``'s top-level package (by priority when several do)."""
+        return self._owner.get(name.split(".", 1)[0])
+
+
+def _position(checkouts: Mapping[str, Checkout], name: str) -> int:
+    for position, key in enumerate(checkouts):
+        if key == name:
+            return position
+    return len(checkouts)
