@@ -127,6 +127,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
                 for where, p in located
             ],
             "source_errors": list(stats.source_errors),
+            "warnings": list(stats.warnings),
         }
         print(json.dumps(summary, indent=2))
     else:
@@ -134,6 +135,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
             print(f"{where}:{problem.line}:{problem.col}: {problem.message}")
         for message in stats.source_errors:
             print(f"nnrag index: error: {message}", file=sys.stderr)
+        for message in stats.warnings:
+            print(f"nnrag index: warning: {message}", file=sys.stderr)
         print(
             f"nnrag index: {stats.sources} of {len(settings.sources)} sources, "
             f"{stats.files} files ({stats.parsed} parsed), {stats.modules} modules, "
@@ -288,7 +291,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from nnrag.validate.results import result_to_dict
     from nnrag.workspace import Workspace
 
-    settings = _sources(args, depth=args.depth, timeout_s=args.timeout, revalidate=args.revalidate)
+    settings = _sources(
+        args,
+        depth=args.depth,
+        timeout_s=args.timeout,
+        revalidate=args.revalidate,
+        sandbox=args.sandbox,
+    )
     workspace = Workspace(settings)
     if args.all:
         blocks = list(workspace.blocks())
@@ -314,6 +323,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
     else:
         passed = sum(r.passed for r in results)
+        layers = workspace.sandbox_layers()
+        if layers is not None:
+            from nnrag.validate.sandbox import describe_layers
+
+            print(describe_layers(layers), file=sys.stderr)
         print(f"nnrag validate: {passed} of {len(results)} passed", file=sys.stderr)
     kinds = (
         {block.id: workspace.category(block) for block in blocks}
@@ -542,6 +556,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--depth", choices=STAGES, default="forward", help="last stage to run")
     validate.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per block")
     validate.add_argument("--revalidate", action="store_true", help="ignore cached results")
+    validate.add_argument(
+        "--sandbox",
+        choices=("default", "strict"),
+        default="default",
+        help="strict: refuse to run blocks unless namespaces, seccomp and Landlock are all active",
+    )
     validate.add_argument("--json", action="store_true", help="print JSON")
     validate.add_argument("--report", metavar="PATH", help="write the JSON run report")
     validate.add_argument(

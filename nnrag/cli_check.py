@@ -97,27 +97,6 @@ def _files(targets: Sequence[str]) -> list[Path]:
     return files
 
 
-def _definitions(
-    files: Sequence[Path], unreadable: dict[Path, OSError]
-) -> dict[Path, Mapping[str, str]]:
-    """``--pristine``: what each definition was, from each folder's manifest."""
-    from nnrag.vendor import read_manifest
-
-    definitions: dict[Path, Mapping[str, str]] = {}
-    manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
-    for path in files:
-        try:
-            if path.parent not in manifests:
-                entries = read_manifest(path.parent)
-                manifests[path.parent] = {e.file: e.definitions for e in entries}
-        except OSError as error:
-            unreadable[path] = error
-            continue
-        if path.name in manifests[path.parent]:
-            definitions[path] = manifests[path.parent][path.name]
-    return definitions
-
-
 def cmd_check(args: argparse.Namespace) -> int:
     """``nnrag check FILE|DIR...``: ``path:line:col: CODE message`` per finding, exit 1 if any.
 
@@ -143,8 +122,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not files:
         print("nnrag check: no block files to check", file=sys.stderr)
         return 0
-    unreadable: dict[Path, OSError] = {}
-    definitions = _definitions(files, unreadable) if args.pristine else {}
+    from nnrag.vendor import manifest_definitions
+
+    definitions, unreadable = manifest_definitions(files) if args.pristine else ({}, {})
     checked = check_files(
         files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nnrag.errors import ConfigError
-from nnrag.model import STAGES, BlockHints, Settings, SourceKind, SourceSpec
+from nnrag.model import DEFAULT_EXTERN, STAGES, BlockHints, Settings, SourceKind, SourceSpec
 
 CACHE_ENV = "NNRAG_CACHE_DIR"
 REPOS_ENV = "NNRAG_REPOS"
@@ -91,9 +91,10 @@ def load_settings(
         repos = Path(env[REPOS_ENV])
     elif Path(DEFAULT_REPOS_FILE).is_file():
         repos = Path(DEFAULT_REPOS_FILE)
-    sources = load_sources(repos) if repos is not None else ()
+    sources, extern = load_repos(repos) if repos is not None else ((), DEFAULT_EXTERN)
     settings = Settings(
         sources=sources,
+        extern=extern,
         cache_dir=_cache_dir(cache_dir, env),
         repos_file=repos.resolve() if repos is not None else None,
     )
@@ -122,6 +123,11 @@ def _cache_dir(explicit: Path | str | None, env: Mapping[str, str]) -> Path:
 
 def load_sources(path: Path | str) -> tuple[SourceSpec, ...]:
     """The sources of a repos.json file, validated; relative paths against its folder."""
+    return load_repos(path)[0]
+
+
+def load_repos(path: Path | str) -> tuple[tuple[SourceSpec, ...], tuple[str, ...]]:
+    """The sources and the ``extern`` patterns of a repos.json file, validated."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -131,11 +137,20 @@ def load_sources(path: Path | str) -> tuple[SourceSpec, ...]:
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read: {error}", file=file) from None
-    return parse_sources(text, file=file)
+    return parse_repos(text, file=file)
 
 
 def parse_sources(text: str, *, file: Path) -> tuple[SourceSpec, ...]:
     """Parse repos.json text in any of the accepted formats (see README)."""
+    return parse_repos(text, file=file)[0]
+
+
+def parse_repos(text: str, *, file: Path) -> tuple[tuple[SourceSpec, ...], tuple[str, ...]]:
+    """Sources and ``extern`` patterns of repos.json text (any accepted format).
+
+    ``extern`` is a top-level list (in the mapping format too: a source is an object, so a
+    list under the key ``"extern"`` cannot be one); without it, :data:`DEFAULT_EXTERN`.
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -145,10 +160,14 @@ def parse_sources(text: str, *, file: Path) -> tuple[SourceSpec, ...]:
     entries: list[tuple[str, str | None, Any]] = []
     global_hints: tuple[BlockHints, ...] = ()
     global_marks: dict[str, tuple[tuple[str, str], ...]] = {"xfail": (), "skip": ()}
+    extern = DEFAULT_EXTERN
+    if isinstance(data, dict) and "extern" in data and not isinstance(data["extern"], dict):
+        extern = _parse_extern(data["extern"], file=file)
+        data = {key: value for key, value in data.items() if key != "extern"}
     if isinstance(data, list):
         entries = [(f"sources[{i}]", None, item) for i, item in enumerate(data)]
     elif isinstance(data, dict) and isinstance(data.get("sources"), list):
-        allowed = ("sources", "hints", "xfail", "skip", "description", "$schema")
+        allowed = ("sources", "extern", "hints", "xfail", "skip", "description", "$schema")
         extra = sorted(set(data) - set(allowed))
         if extra:
             raise ConfigError(
@@ -190,7 +209,31 @@ def parse_sources(text: str, *, file: Path) -> tuple[SourceSpec, ...]:
                 key="name",
             )
         seen[spec.name] = spec.entry
-    return tuple(specs)
+    return tuple(specs), extern
+
+
+EXTERN_PATTERN = r"^[A-Za-z_*?\[][A-Za-z0-9_.*?\[\]!]*$"
+
+
+def _parse_extern(raw: Any, *, file: Path) -> tuple[str, ...]:
+    """``extern`` patterns: a dotted package (itself and its submodules) or an fnmatch glob."""
+    if not isinstance(raw, list):
+        raise ConfigError(
+            f'must be a list of packages such as ["torch", "numpy"]; got {_json_type(raw)}',
+            file=file,
+            key="extern",
+        )
+    patterns: list[str] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, str) or not re.match(EXTERN_PATTERN, item.strip()):
+            raise ConfigError(
+                f"must be a dotted package name such as 'torch' (the package and its "
+                f"submodules) or a glob such as 'mmcv._ext*'; got {json.dumps(item)}",
+                file=file,
+                key=f"extern.{i}",
+            )
+        patterns.append(item.strip())
+    return tuple(dict.fromkeys(patterns))
 
 
 def _parse_source(

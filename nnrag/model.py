@@ -44,6 +44,10 @@ SourceKind = Literal["path", "git", "pypi"]
 UnitKind = Literal["def", "class", "assign", "import", "if", "try", "with", "other"]
 
 
+DEFAULT_EXTERN: tuple[str, ...] = ("torch",)
+"""Packages never inlined, even where indexed: the runtime itself (torch.package's ``extern``)."""
+
+
 def stage_index(stage: Stage) -> int:
     """Position of ``stage`` in the pipeline (``parse`` is 0)."""
     return STAGES.index(stage)
@@ -104,6 +108,10 @@ class Settings:
     revalidate: bool = False
     jobs: int | None = None
     """Worker processes for parsing (``None``: one per core)."""
+    sandbox: Literal["default", "strict"] = "default"
+    """``strict``: refuse to run blocks unless every kernel isolation layer is active."""
+    extern: tuple[str, ...] = DEFAULT_EXTERN
+    """Packages kept as imports even where a source indexes them (repos.json ``extern``)."""
 
 
 # --------------------------------------------------------------------------- sources
@@ -253,6 +261,8 @@ class IndexStats:
     problems: tuple[FileProblem, ...] = ()
     source_errors: tuple[str, ...] = ()
     """Sources that could not be materialized (message each); the others were indexed."""
+    warnings: tuple[str, ...] = ()
+    """Configuration that has no effect (an ``extern`` pattern matching nothing), one each."""
 
 
 # --------------------------------------------------------------------------- blocks

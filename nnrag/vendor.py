@@ -132,6 +132,30 @@ def read_manifest(folder: Path) -> list[ManifestEntry]:
     return entries
 
 
+def manifest_definitions(
+    files: Sequence[Path],
+) -> tuple[dict[Path, Mapping[str, str]], dict[Path, OSError]]:
+    """What each definition of ``files`` was at vendoring, from their folders' manifests.
+
+    For ``nnrag check --pristine``: files without a manifest entry are left out; a folder
+    whose manifest cannot be read puts its files in the second mapping, with the error.
+    """
+    definitions: dict[Path, Mapping[str, str]] = {}
+    unreadable: dict[Path, OSError] = {}
+    manifests: dict[Path, dict[str, Mapping[str, str]]] = {}
+    for path in files:
+        try:
+            if path.parent not in manifests:
+                entries = read_manifest(path.parent)
+                manifests[path.parent] = {e.file: e.definitions for e in entries}
+        except OSError as error:
+            unreadable[path] = error
+            continue
+        if path.name in manifests[path.parent]:
+            definitions[path] = manifests[path.parent][path.name]
+    return definitions, unreadable
+
+
 def write_manifest(folder: Path, entries: Iterable[ManifestEntry]) -> Path:
     """Write ``folder/nnrag-blocks.json`` atomically, entries sorted by id."""
     from nnrag import __version__

@@ -175,9 +175,15 @@ class Workspace:
 
             from nnrag.validate.sandbox import Sandbox
 
-            self._sandbox = Sandbox()
+            self._sandbox = Sandbox(strict=self.settings.sandbox == "strict")
             atexit.register(self._sandbox.close)
         return self._sandbox
+
+    def sandbox_layers(self) -> dict[str, bool] | None:
+        """The kernel isolation layers blocks ran under, ``None`` before the sandbox started."""
+        if self._sandbox is None or not self._sandbox.info:
+            return None
+        return self._sandbox.layers
 
     def results(self) -> ResultCache:
         """The result cache, ``<cache>/results.sqlite``."""

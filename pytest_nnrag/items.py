@@ -14,6 +14,7 @@ Reusable pieces (``pytest_nnrag.vendored`` builds on them):
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -352,6 +353,8 @@ class RepoFile(pytest.Collector):
         state.repos_collected = True
         workspace = state.workspace
         stats = state.index_stats = workspace.build()
+        for message in stats.warnings:
+            warnings.warn(pytest.PytestConfigWarning(f"nnrag: {message}"), stacklevel=1)
         blocks = workspace.blocks()
         errors = _errors_by_source(stats.source_errors, [s.name for s in state.settings.sources])
         unmatched = {

@@ -20,7 +20,7 @@ from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
     from nnrag.baseline import Baseline
-    from nnrag.model import Settings, Stage
+    from nnrag.model import Settings, Stage, ValidationResult
 
 __all__ = [
     "nnrag_extract",
@@ -76,6 +76,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Seconds a block may take in the sandbox before it fails as a timeout "
         "(default: 60). Ini: nnrag_timeout.",
+    )
+    group.addoption(
+        "--nnrag-sandbox",
+        choices=("default", "strict"),
+        default=None,
+        help="strict: refuse to run blocks unless every kernel isolation layer (namespaces, "
+        "seccomp, Landlock) is active (default: run with what the kernel gives, and say so "
+        "in the summary). Ini: nnrag_sandbox.",
     )
     group.addoption(
         "--nnrag-report",
@@ -147,6 +155,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("nnrag_cache", "nnrag cache folder (relative to the ini file)")
     parser.addini("nnrag_depth", f"stage every block must reach: {', '.join(STAGES)}")
     parser.addini("nnrag_timeout", "seconds per block in the sandbox")
+    parser.addini("nnrag_sandbox", "default or strict (every kernel isolation layer required)")
     parser.addini("nnrag_report", "path of the JSON run report (relative to the ini file)")
     parser.addini("nnrag_badge", "path of the SVG pass-rate badge (relative to the ini file)")
     parser.addini("nnrag_dedup", "add de-duplication figures to the report", type="bool")
@@ -242,6 +251,11 @@ def _make_state(config: pytest.Config, repos: Path) -> NnragState:
     timeout = _timeout_option(config)
     if timeout is not None:
         overrides["timeout_s"] = timeout
+    mode = config.getoption("nnrag_sandbox") or str(config.getini("nnrag_sandbox") or "").strip()
+    if mode not in ("", "default", "strict"):
+        raise pytest.UsageError(f"ini option nnrag_sandbox = {mode!r}: expected default or strict")
+    if mode:
+        overrides["sandbox"] = mode
     report_path = _path_option(config, "nnrag_report")
     try:
         settings = load_settings(repos, cache_dir=_path_option(config, "nnrag_cache"), **overrides)
@@ -294,6 +308,27 @@ def _baseline(config: pytest.Config) -> Baseline | None:
     from nnrag.baseline import load_baseline
 
     return load_baseline(path)
+
+
+def _crash_result(report: pytest.TestReport, depth: Stage) -> ValidationResult | None:
+    """The ``crash`` result of the block whose xdist worker died running it.
+
+    Node ids of blocks are ``<repos.json>::<source>::<module>.<Class>``.
+    """
+    from nnrag.model import ValidationResult
+
+    parts = report.nodeid.split("::")
+    if len(parts) != 3 or "." not in parts[2]:
+        return None
+    module, name = parts[2].rsplit(".", 1)
+    return ValidationResult(
+        block_id=f"{parts[1]}:{module}:{name}",
+        depth=depth,
+        stage_reached=None,
+        failed_stage="import",
+        category="crash",
+        message=f"the pytest worker running this block died: {report.longreprtext.strip()}",
+    )
 
 
 # --------------------------------------------------------------------------- session hooks
@@ -356,6 +391,7 @@ class NnragSession:
             if result is not None:
                 setattr(report, REPORT_ATTR, result_to_dict(result))
                 setattr(report, f"{REPORT_ATTR}_block_category", category)
+                setattr(report, f"{REPORT_ATTR}_sandbox", self.state.workspace.sandbox_layers())
             elif isinstance(item, ProblemItem):
                 from pytest_nnrag.items import problem_id
 
@@ -377,6 +413,13 @@ class NnragSession:
             verdict = dict(report.user_properties).get("nnrag_verdict")
             if isinstance(verdict, str):
                 self.state.verdicts[result.block_id] = verdict
+            layers = getattr(report, f"{REPORT_ATTR}_sandbox", None)
+            if isinstance(layers, dict):
+                self.state.sandbox_layers = layers
+        elif str(report.when) == "???" and report.failed:  # xdist: its worker died in this item
+            crashed = _crash_result(report, self.state.settings.depth)
+            if crashed is not None:
+                self.state.results[crashed.block_id] = crashed
         problem = getattr(report, f"{REPORT_ATTR}_problem", None)
         ident = getattr(report, f"{REPORT_ATTR}_problem_id", None)
         if isinstance(ident, str):
@@ -404,6 +447,10 @@ class NnragSession:
             self.report["shard"] = {"index": index, "count": count, "sources": list(names)}
         if self.state.baseline is not None:
             self.report["baseline"] = self._baseline_summary()
+        if self.state.sandbox_layers is not None:
+            self.report["sandbox"] = self.state.sandbox_layers
+        if self.state.source_failures:  # sources that could not be fetched or indexed
+            self.report["source_failures"] = dict(sorted(self.state.source_failures.items()))
         if self.state.report_path is not None:
             self.state.written.append(write_report(self.report, self.state.report_path))
         if self.state.badge_path is not None:
@@ -429,7 +476,9 @@ class NnragSession:
                 unmatched = self.state.workspace.unmatched_paths()
             except NnragError as error:
                 return [f"nnrag could not read the index: {error}"]
-        warnings = [
+        stats = self.state.index_stats
+        warnings = [*(stats.warnings if stats is not None else ())]
+        warnings += [
             f"source {name!r}: 'paths' entry {entry!r} matches no .py file (a folder or file "
             "prefix, or a glob, relative to the source root)"
             for name, entries in unmatched.items()
@@ -520,6 +569,10 @@ class NnragSession:
         from nnrag.report import summary_lines
 
         terminalreporter.write_sep("=", "nnrag summary")
+        if self.state.sandbox_layers is not None:
+            from nnrag.validate.sandbox import describe_layers
+
+            terminalreporter.write_line(describe_layers(self.state.sandbox_layers))
         empty = not self.report["summary"]["blocks"]
         for number, line in enumerate(summary_lines(self.report)):
             terminalreporter.write_line(line, red=empty and number == 0, bold=empty)

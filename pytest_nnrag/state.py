@@ -41,6 +41,8 @@ class NnragState:
     """Block id -> its verdict against the baseline (:data:`nnrag.baseline.Verdict`)."""
     problem_ids: set[str] = field(default_factory=set)
     """Source-level problems that ran (``source:<parse-errors>``), for the baseline."""
+    sandbox_layers: dict[str, bool] | None = None
+    """The kernel isolation layers blocks ran under (from the reports), once known."""
     written: list[Path] = field(default_factory=list)
     index_stats: IndexStats | None = None
     """What building the index did in this process (set where repos.json is collected)."""

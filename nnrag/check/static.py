@@ -32,8 +32,9 @@ are checked against the module's final namespace (after top-level ``del``), modu
 code against what earlier top-level statements bound. Annotations that are never evaluated
 (``from __future__ import annotations``, annotations of local variables) are ignored.
 Imports under ``if TYPE_CHECKING:`` never run and are not checked. A third-party import
-that is optional may be missing: guarded by ``try: ... except ImportError``, or lazy (inside
-a function body, e.g. ``import jax`` in a weight-conversion helper); relative and
+that is optional may be missing: guarded by ``try: ... except ImportError``, conditional (in
+an ``if`` branch that may not run: ``if torch.__version__ == 'parrots': import parrots``), or
+lazy (inside a function body, e.g. ``import jax`` in a weight-conversion helper); relative and
 source-package imports are findings wherever they are. Installed means
 ``importlib.util.find_spec`` finds the top-level module (nothing is imported); declared means
 a ``requires:`` line names the distribution (import name and distribution name compared
@@ -419,8 +420,9 @@ def _imports(
 ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import that can run, with whether it is optional.
 
-    Optional: guarded by ``except ImportError``, or lazy (inside a function body, run only
-    when that function is called). Imports are statements, so only statement lists are
+    Optional: guarded by ``except ImportError``, conditional (in a branch of ``if`` or
+    ``match``, which may not run), or lazy (inside a function body, run only when that
+    function is called). Imports are statements, so only statement lists are
     walked, never expressions.
     """
     for node in statements:
@@ -428,6 +430,16 @@ def _imports(
             yield node, optional
         elif isinstance(node, ast.If) and is_type_checking(node.test):
             yield from _imports(node.orelse, optional)
+        elif isinstance(node, ast.If | ast.Match):
+            # a branch may never run (``if torch.__version__ == 'parrots': import parrots``):
+            # conditional like a guarded one; if it runs and fails, the import stage says so
+            branches: list[list[ast.stmt]] = (
+                [node.body, node.orelse]
+                if isinstance(node, ast.If)
+                else [case.body for case in node.cases]
+            )
+            for branch in branches:
+                yield from _imports(branch, True)
         elif isinstance(node, _TRY_NODES):
             yield from _imports(node.body, optional or _guards_import_error(node))
             yield from _imports([*node.handlers, *node.orelse, *node.finalbody], optional)

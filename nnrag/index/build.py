@@ -8,13 +8,22 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nnrag.errors import CacheError, SourceError
+from nnrag.index.layout import AnalysisCache, unused_extern
 from nnrag.index.snapshot import BlobLoader, Index, decode_source
-from nnrag.model import Checkout, FileProblem, IndexStats, ModuleInfo, Settings, SourceSpec
+from nnrag.model import (
+    DEFAULT_EXTERN,
+    Checkout,
+    FileProblem,
+    IndexStats,
+    ModuleInfo,
+    Settings,
+    SourceSpec,
+)
 from nnrag.sources.fetch import materialize
 from nnrag.sources.scan import scan_tree, tree_digest
 
@@ -30,6 +39,7 @@ __all__ = [
     "build_index",
     "decode_source",
     "index_tree",
+    "index_trees",
     "load_index",
 ]
 
@@ -49,28 +59,44 @@ def analyze_file(
     return analyze_module(source=source, module=module, path=path, data=data, is_package=is_package)
 
 
-def index_tree(root: Path, *, source: str = "src") -> Index:
+def index_tree(
+    root: Path,
+    *,
+    source: str = "src",
+    paths: Sequence[str] = (),
+    extern: Iterable[str] = DEFAULT_EXTERN,
+) -> Index:
     """Index a folder in memory (no cache, no processes): for tests and small trees."""
+    location = str(Path(root).resolve())
+    spec = SourceSpec(name=source, kind="path", location=location, paths=tuple(paths))
+    return index_trees((spec,), extern=extern)
+
+
+def index_trees(specs: Sequence[SourceSpec], *, extern: Iterable[str] = DEFAULT_EXTERN) -> Index:
+    """Index local folders (``path`` sources) in memory, honouring ``paths``: for tests."""
     from nnrag.sources.scan import git_blob_sha1
 
-    root = Path(root).resolve()
-    if not root.is_dir():
-        raise SourceError("folder does not exist", source=source, location=str(root))
-    entries, problems = scan_tree(root, source=source)
+    checkouts: dict[str, Checkout] = {}
     modules: list[ModuleInfo] = []
-    found: list[FileProblem] = list(problems)
-    digests: list[tuple[str, str]] = []
-    for entry in entries:
-        data = entry.file.read_bytes()
-        digests.append((entry.path, git_blob_sha1(data)))
-        result = analyze_file(source=source, root=root, path=entry.path, data=data)
-        if isinstance(result, ModuleInfo):
-            modules.append(result)
-        else:
-            found.append(result)
-    spec = SourceSpec(name=source, kind="path", location=str(root))
-    checkout = Checkout(spec=spec, root=root, revision=tree_digest(digests), origin=str(root))
-    return Index(checkouts={source: checkout}, modules=modules, problems=found)
+    found: list[FileProblem] = []
+    for spec in specs:
+        root = Path(spec.location).resolve()
+        if not root.is_dir():
+            raise SourceError("folder does not exist", source=spec.name, location=str(root))
+        entries, problems = scan_tree(root, source=spec.name, paths=spec.paths)
+        found.extend(problems)
+        digests: list[tuple[str, str]] = []
+        for entry in entries:
+            data = entry.file.read_bytes()
+            digests.append((entry.path, git_blob_sha1(data)))
+            result = analyze_file(source=spec.name, root=root, path=entry.path, data=data)
+            if isinstance(result, ModuleInfo):
+                modules.append(result)
+            else:
+                found.append(result)
+        revision = tree_digest(digests)
+        checkouts[spec.name] = Checkout(spec=spec, root=root, revision=revision, origin=str(root))
+    return Index(checkouts=checkouts, modules=modules, problems=found, extern=extern)
 
 
 # --------------------------------------------------------------------------- building
@@ -100,7 +126,14 @@ def load_index(settings: Settings) -> Index:
         raise CacheError(
             f"the index at {path} is damaged ({error}); run `nnrag index` to rebuild it"
         ) from None
-    return Index(checkouts=checkouts, modules=modules, problems=problems, blobs=_BlobReader(path))
+    return Index(
+        checkouts=checkouts,
+        modules=modules,
+        problems=problems,
+        blobs=_BlobReader(path),
+        extern=settings.extern,
+        analyses=AnalysisCache(path),
+    )
 
 
 class _BlobReader:
@@ -142,7 +175,7 @@ def build_and_load(
                         _index_source(store, spec, settings, progress=progress)
                         for spec in settings.sources
                     ]
-                    state = _state(counts)
+                    state = _state(counts, settings.extern)
                     cached = store.get_meta("stats")
                 break
             except sqlite3.DatabaseError as error:
@@ -167,6 +200,7 @@ def build_and_load(
                 "lines": sum(m.lines for m in modules),
                 "blocks": _count_blocks(index),
                 "problems": [[p.source, p.path, p.message, p.line, p.col] for p in index.problems],
+                "warnings": list(unused_extern(settings.extern, _module_names(index))),
             }
             with Store(path) as store:
                 store.set_meta("stats", summary)
@@ -185,8 +219,20 @@ def build_and_load(
         seconds=time.perf_counter() - started,
         problems=tuple(sorted(problems, key=lambda p: (p.source, p.path, p.line, p.message))),
         source_errors=tuple(c.error for c in counts if c.error),
+        warnings=tuple(summary.get("warnings", ())),
     )
     return stats, index
+
+
+def _module_names(index: Index) -> Iterator[str]:
+    """Every module the sources define or import (for the ``extern`` check)."""
+    for info in index.modules():
+        yield info.module
+        for unit in info.units:
+            for binding in unit.imports:
+                yield binding.module
+    for source in index.sources:
+        yield from index.on_demand.layouts[source].tops
 
 
 @contextlib.contextmanager
@@ -215,13 +261,15 @@ def _locked(cache_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def _state(counts: Sequence[_Counts]) -> str:
+def _state(counts: Sequence[_Counts], extern: Sequence[str]) -> str:
     """Identifies what was indexed (and by which code), so cached counts can be trusted."""
     from nnrag.index.store import analyzer_version
     from nnrag.versions import code_fingerprint
 
     digest = hashlib.sha1(analyzer_version().encode(), usedforsecurity=False)
-    digest.update(code_fingerprint("index/discover.py", "index/symbols.py").encode())
+    fingerprint = code_fingerprint("index/discover.py", "index/symbols.py", "index/layout.py")
+    digest.update(fingerprint.encode())
+    digest.update("\0".join(extern).encode())
     for count in counts:
         digest.update(f"{count.state}\n".encode())
     return digest.hexdigest()
@@ -386,10 +434,13 @@ def _analyze_all(
 
         size = max(4, len(items) // (jobs * 4))
         batches = [items[i : i + size] for i in range(0, len(items), size)]
-        context = multiprocessing.get_context(
-            "fork" if threading.active_count() == 1 else "forkserver"
-        )
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        method = "fork" if threading.active_count() == 1 else "forkserver"
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_die_with_parent,
+            initargs=(os.getpid() if method == "fork" else None,),  # else: the forkserver's child
+        ) as pool:
             futures = [pool.submit(_analyze_batch, source, batch) for batch in batches]
             out: list[str | FileProblem] = []
             for future in futures:
@@ -401,6 +452,22 @@ def _analyze_all(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """Pool worker initializer: end with the process that started the pool, even on SIGKILL.
+
+    A worker blocked on the pool's queue never sees the parent go (its siblings hold the
+    queue open), so without this a ``kill -9`` of ``nnrag index`` leaves the workers running.
+    """
+    import ctypes
+    import signal
+
+    prctl = getattr(ctypes.CDLL(None), "prctl", None)
+    if prctl is not None:
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (the forkserver ends with its parent)
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)  # the parent died before the signal was armed
 
 
 def _progress_bar(total: int, source: str) -> Any:

@@ -82,9 +82,11 @@ class Discovery:
         self._status: dict[tuple[str, str, str], ClassStatus] = {}
 
     def blocks(self) -> tuple[BlockRef, ...]:
-        """Every block of the index, sorted by id."""
+        """Every block in its source's ``paths``, sorted by id."""
         found: dict[str, BlockRef] = {}
         for info in self.index.modules():
+            if not self.index.in_scope(info):
+                continue
             for unit in info.units:
                 for klass in unit.classes:
                     status = self.status(info, klass)
@@ -164,6 +166,10 @@ class Discovery:
         if found.kind != "definition" or found.module is None or found.consumed != parts:
             return _NOT_A_CLASS
         info = found.module
+        if self.table.qualify(f"{info.module}.{found.name}") is not None:
+            # torch's own classes, indexed as a source but not ``extern``: nn.Module is still
+            # the root of discovery (its indexed definition has no nn.Module base of its own)
+            return self._external_status(f"{info.module}.{found.name}")
         for unit in reversed(found.units):
             for klass in unit.classes:
                 if klass.name == found.name:

@@ -7,7 +7,8 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from nnrag.errors import SourceError
-from nnrag.model import Checkout, FileProblem, ModuleInfo
+from nnrag.index.layout import AnalysisCache, Extern, OnDemand
+from nnrag.model import DEFAULT_EXTERN, Checkout, FileProblem, ModuleInfo
 
 __all__ = ["BlobLoader", "Index", "decode_source"]
 
@@ -34,8 +35,13 @@ class Index:
         modules: Iterable[ModuleInfo],
         problems: Iterable[FileProblem] = (),
         blobs: BlobLoader | None = None,
+        extern: Iterable[str] = DEFAULT_EXTERN,
+        analyses: AnalysisCache | None = None,
     ) -> None:
         self.checkouts: Mapping[str, Checkout] = dict(checkouts)
+        self.is_extern = Extern(extern)
+        """Whether a dotted module name is kept as an import even where indexed."""
+        self.on_demand = OnDemand(self.checkouts, analyses)
         self.problems: tuple[FileProblem, ...] = tuple(
             sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
         )
@@ -74,6 +80,8 @@ class Index:
         self._owner = {top: min(sources, key=self._rank) for top, sources in owners.items()}
         self._packages = {name: frozenset(tops) for name, tops in packages.items()}
         self._texts: dict[tuple[str, str], str] = {}
+        self._all_tops: dict[str, frozenset[str]] = {}
+        self._sources = tuple(sorted(self._by_source, key=self._rank))
 
     def _rank(self, source: str) -> int:
         return self._order.get(source, len(self._order))
@@ -81,7 +89,7 @@ class Index:
     @property
     def sources(self) -> tuple[str, ...]:
         """Source names, most preferred first (lower ``priority`` number, then config order)."""
-        return tuple(sorted(self._by_source, key=self._rank))
+        return self._sources
 
     def modules(self, source: str | None = None) -> Iterator[ModuleInfo]:
         """Every module (of one source), sorted by (source, module)."""
@@ -92,15 +100,48 @@ class Index:
             yield from infos
 
     def module(self, name: str, *, prefer: str | None = None) -> ModuleInfo | None:
-        """The module called ``name``: from source ``prefer`` if it has one, else by priority."""
-        infos = self._by_name.get(name)
-        if not infos:
-            return None
+        """The module called ``name``: from source ``prefer`` if it has one, else by priority.
+
+        Modules outside the sources' ``paths`` are indexed on demand (``paths`` scope
+        discovery, not resolution); an ``extern`` module is never indexed on demand.
+        """
+        infos = self._by_name.get(name, ())
         if prefer is not None:
             for info in infos:
                 if info.source == prefer:
                     return info
-        return infos[0]
+            if prefer in self.checkouts and not self.is_extern(name):
+                found = self.on_demand.module(prefer, name)
+                if found is not None:
+                    return found
+        if infos:
+            return infos[0]
+        if self.is_extern(name):
+            return None
+        for source in self.sources:
+            if source != prefer and name.split(".", 1)[0] in self._tops(source):
+                found = self.on_demand.module(source, name)
+                if found is not None:
+                    return found
+        return None
+
+    def in_scope(self, info: ModuleInfo) -> bool:
+        """Whether ``info`` lies in its source's ``paths`` (where blocks are discovered)."""
+        from nnrag.sources.scan import in_scope
+
+        checkout = self.checkouts.get(info.source)
+        return checkout is None or in_scope(info.path, checkout.spec.paths)
+
+    def _tops(self, source: str) -> frozenset[str]:
+        """Top-level import names of ``source``: indexed ones and the checkout's layout."""
+        found = self._all_tops.get(source)
+        if found is None:
+            layout = self.on_demand.layouts.get(source)
+            found = self._packages.get(source, frozenset()) | frozenset(
+                layout.tops if layout is not None else ()
+            )
+            self._all_tops[source] = found
+        return found
 
     def text(self, info: ModuleInfo) -> str:
         """The text of the file ``info`` was made from (checked against its blob SHA-1)."""
@@ -132,12 +173,21 @@ class Index:
         return text
 
     def source_packages(self, source: str) -> frozenset[str]:
-        """Top-level import names (packages and modules) the source defines."""
-        return self._packages.get(source, frozenset())
+        """Top-level import names (packages and modules) the source defines, except ``extern``."""
+        return frozenset(top for top in self._tops(source) if not self.is_extern(top))
 
     def source_of_module(self, name: str) -> str | None:
-        """The source that owns ``name``'s top-level package (by priority when several do)."""
-        return self._owner.get(name.split(".", 1)[0])
+        """The source that owns ``name``'s top-level package (by priority when several do).
+
+        ``None`` for an ``extern`` module: it is an import, wherever it is indexed.
+        """
+        if self.is_extern(name):
+            return None
+        top = name.split(".", 1)[0]
+        owner = self._owner.get(top)
+        if owner is None:
+            owner = next((s for s in self.sources if top in self._tops(s)), None)
+        return owner
 
 
 def _position(checkouts: Mapping[str, Checkout], name: str) -> int:

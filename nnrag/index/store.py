@@ -15,7 +15,7 @@ from nnrag.errors import CacheError
 from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
 from nnrag.sqlitedb import open_database
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x6E6E7267  # "nnrg": tells our databases from any other SQLite file
 DB_NAME = "index.sqlite3"
 
@@ -30,6 +30,10 @@ CREATE TABLE analyses (
 CREATE TABLE sources (
     name TEXT PRIMARY KEY, kind TEXT NOT NULL, location TEXT NOT NULL, root TEXT NOT NULL,
     revision TEXT NOT NULL, origin TEXT NOT NULL, license TEXT, problems TEXT NOT NULL
+);
+CREATE TABLE reached (
+    source TEXT NOT NULL, module TEXT NOT NULL, sha1 TEXT NOT NULL,
+    PRIMARY KEY (source, module, sha1)
 );
 CREATE TABLE files (
     source TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
@@ -217,6 +221,7 @@ class Store:
             raise sqlite3.DatabaseError("made by another version of nnrag's analysis")
         with _transaction(db):
             db.execute("DELETE FROM analyses")
+            db.execute("DELETE FROM reached")
             db.execute("DELETE FROM files")
             db.execute("DELETE FROM sources")
             db.execute("INSERT OR REPLACE INTO meta VALUES ('analyzer', ?)", (current,))
@@ -332,7 +337,10 @@ class Store:
             if analyses or removed:
                 # content no manifest refers to any more (edited or deleted files)
                 self._db.execute("DELETE FROM blobs WHERE sha1 NOT IN (SELECT sha1 FROM files)")
-                self._db.execute("DELETE FROM analyses WHERE sha1 NOT IN (SELECT sha1 FROM files)")
+                self._db.execute(
+                    "DELETE FROM analyses WHERE sha1 NOT IN "
+                    "(SELECT sha1 FROM files UNION SELECT sha1 FROM reached)"
+                )
             self._db.execute(
                 "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -347,7 +355,33 @@ class Store:
                 ),
             )
 
+    def add_reached(self, source: str, module: str, analysis: Analysis) -> None:
+        """Keep the analysis of a module indexed on demand (outside ``paths``) for later runs."""
+        problem = analysis.problem
+        with _transaction(self._db):
+            self._db.execute(
+                "INSERT OR IGNORE INTO analyses VALUES (?, ?, ?, ?, ?)",
+                (
+                    analysis.sha1,
+                    analysis.module,
+                    int(analysis.is_package),
+                    analysis.info,
+                    json.dumps(_problem_json(problem)) if problem is not None else None,
+                ),
+            )
+            self._db.execute(
+                "INSERT OR IGNORE INTO reached VALUES (?, ?, ?)", (source, module, analysis.sha1)
+            )
+
     # -- reading --------------------------------------------------------------------------
+
+    def analysis(self, sha1: str, module: str, is_package: bool) -> tuple[str | None, str | None]:
+        """The stored (encoded info, problem JSON) of one file's analysis; (None, None) if none."""
+        row = self._db.execute(
+            "SELECT info, problem FROM analyses WHERE sha1=? AND module=? AND is_package=?",
+            (sha1, module, int(is_package)),
+        ).fetchone()
+        return (row[0], row[1]) if row else (None, None)
 
     def blob(self, sha1: str) -> bytes | None:
         """A stored file's bytes by blob SHA-1."""

@@ -134,7 +134,7 @@ class Symbols:
         else:
             found = {n for n in self.binders(info) if not n.startswith("_")}
             for star in info.star_imports:
-                other = self.index.module(star, prefer=info.source)
+                other = self._indexed(star, info.source)
                 if other is not None:
                     found |= self.exports(other)
             names = frozenset(found)
@@ -209,7 +209,7 @@ class Symbols:
         if name in MODULE_DUNDERS:
             return Resolution(kind="dunder", name=name, module=info)
         for star in reversed(info.star_imports):
-            other = self.index.module(star, prefer=info.source)
+            other = self._indexed(star, info.source)
             if other is not None and name in self.exports(other):
                 found = self._name(other, name, rest, top=False)
                 if found.kind != "missing":
@@ -221,7 +221,7 @@ class Symbols:
         if top and name in BUILTINS:
             return Resolution(kind="builtin", name=name)
         for star in reversed(info.star_imports):
-            if self.index.module(star, prefer=info.source) is None and not self._internal(star):
+            if self._indexed(star, info.source) is None and not self._internal(star):
                 binding = ImportBinding(name="*", module=star, attr="*")
                 return Resolution(
                     kind="external",
@@ -245,7 +245,7 @@ class Symbols:
             return self._module(
                 module, rest, prefer=info.source, binding=binding, where=info, top_name=name
             )
-        target = self.index.module(binding.module, prefer=info.source)
+        target = self._indexed(binding.module, info.source)
         if target is None:
             return self._module(
                 f"{binding.module}.{binding.attr}",
@@ -278,7 +278,7 @@ class Symbols:
         attr_of: str | None = None,
     ) -> Resolution:
         """The module ``module`` (named by one chain part), then ``rest`` inside it."""
-        info = self.index.module(module, prefer=prefer)
+        info = self._indexed(module, prefer)
         if info is None:
             if self._internal(attr_of or module):
                 missing = attr_of or module
@@ -305,7 +305,13 @@ class Symbols:
     # -- module files ------------------------------------------------------------------------
 
     def _is_module_name(self, name: str, prefer: str | None) -> bool:
-        return self.index.module(name, prefer=prefer) is not None
+        return self._indexed(name, prefer) is not None
+
+    def _indexed(self, module: str, prefer: str | None) -> ModuleInfo | None:
+        """The internal module ``module``: ``None`` when external or ``extern`` (an import)."""
+        if self.index.is_extern(module):
+            return None
+        return self.index.module(module, prefer=prefer)
 
     def _internal(self, module: str) -> bool:
         """Whether ``module`` lies in a package of some indexed source."""

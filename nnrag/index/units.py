@@ -49,9 +49,20 @@ def module_name_for(path: Path, root: Path) -> tuple[str, bool]:
 
     Walks up from the file's folder while folders contain ``__init__.py`` (so
     ``src/`` layouts and nested repositories work), stopping after ``root``
-    itself. A file in a folder without ``__init__.py`` is a top-level module.
+    itself. A file in a folder without ``__init__.py`` is named from ``root`` as Python
+    names it with the root on ``sys.path`` (a namespace package: yolov5's
+    ``models/yolo.py`` is ``models.yolo``); where a folder on the way is no identifier,
+    the file is a top-level module.
     """
     is_package = path.name == "__init__.py"
+    folder = path.parent
+    if not is_package and folder != root and not (folder / "__init__.py").is_file():
+        try:
+            relative = path.relative_to(root).with_suffix("").parts
+        except ValueError:
+            relative = ()
+        if relative and all(part.isidentifier() for part in relative):
+            return ".".join(relative), False
     parts: list[str] = [] if is_package else [path.stem]
     folder = path.parent
     while folder.name.isidentifier() and (folder / "__init__.py").is_file():

@@ -45,8 +45,9 @@ class FileEntry:
 def in_scope(path: str, patterns: Sequence[str]) -> bool:
     """Whether relative POSIX ``path`` is selected by ``patterns`` (globs or folder prefixes).
 
-    No patterns select everything. A prefix selects itself and everything below it; a glob
-    selects a file it matches or any file below a folder it matches.
+    No patterns select everything. A prefix selects itself and everything below it (a module
+    named without ``.py``, ``torch/nn/functional``, selects that file); a glob selects a file
+    it matches or any file below a folder it matches.
     """
     if not patterns:
         return True
@@ -55,7 +56,7 @@ def in_scope(path: str, patterns: Sequence[str]) -> bool:
         if not pattern or pattern == ".":
             return True
         if _GLOB_CHARS.isdisjoint(pattern):
-            if path == pattern or path.startswith(pattern + "/"):
+            if path in (pattern, pattern + ".py") or path.startswith(pattern + "/"):
                 return True
             continue
         if fnmatch.fnmatchcase(path, pattern):
@@ -105,8 +106,10 @@ def scan_tree(
     """
     entries: dict[str, FileEntry] = {}
     problems: list[FileProblem] = []
-    for start in walk_roots(paths):
-        top = root / start if start else root
+    for literal in walk_roots(paths):
+        start, top = literal, root / literal if literal else root
+        if literal and not top.exists() and top.with_name(top.name + ".py").is_file():
+            start, top = literal + ".py", top.with_name(top.name + ".py")  # a module without .py
         if top.is_file():
             _add_file(root, start, entries, problems, source=source, patterns=paths)
         elif top.is_dir():

@@ -31,6 +31,17 @@ _WRITE_EVENTS = {
     "shutil.copyfile",
     "shutil.move",
 }
+_DIR_FD_ARG = {  # audit event -> index of the dir_fd argument for its first and second path
+    "os.remove": (1, None),
+    "os.rmdir": (1, None),
+    "os.mkdir": (2, None),
+    "os.chmod": (2, None),
+    "os.chown": (3, None),
+    "os.utime": (3, None),
+    "os.symlink": (None, 2),
+    "os.rename": (2, 3),
+    "os.link": (2, 3),
+}
 _REFUSED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
 _REFUSED_EVENTS = {"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile"}
 
@@ -42,12 +53,15 @@ def prctl(option: int, value: int) -> None:
         call(option, value)
 
 
-def lock_down(tmp: Path, *, timeout_s: float, memory_mb: int) -> list[str]:
+def lock_down(
+    tmp: Path, *, timeout_s: float, memory_mb: int, stderr_fd: int | None = None
+) -> list[str]:
     """Lock this (child) process down inside ``tmp``; return the list the audit hook fills.
 
     New session, parent-death signal, working folder and HOME in ``tmp``, an environment
-    reduced to :data:`ENV_ALLOW`, stdio redirected, rlimits, and an audit hook that refuses
-    network, processes and writes outside ``tmp`` (each refusal is appended to the list).
+    reduced to :data:`ENV_ALLOW`, stdio redirected (stderr to ``stderr_fd`` or
+    ``tmp/stderr.txt``), rlimits, and an audit hook that refuses network, processes and writes
+    outside ``tmp`` (each refusal is appended to the list).
     """
     with contextlib.suppress(OSError):  # already a session leader when spawned
         os.setsid()
@@ -61,8 +75,12 @@ def lock_down(tmp: Path, *, timeout_s: float, memory_mb: int) -> list[str]:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    err = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(err, 2)
+    if stderr_fd is None:
+        stderr_fd = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    if stderr_fd != 2:
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+    os.close(devnull)
     import faulthandler
 
     faulthandler.enable()
@@ -116,14 +134,22 @@ def audit_hook(
     """An audit hook refusing network, processes, signals to others and writes outside ``tmp``."""
     root = str(tmp)
 
-    def inside(path: object) -> bool:
+    def inside(path: object, dir_fd: object = None) -> bool:
+        """Whether ``path`` (relative to ``dir_fd`` or the real working folder) is in ``tmp``."""
         if isinstance(path, int):
             return True
         try:
             text = os.fsdecode(path)  # type: ignore[arg-type]  # an audit-hook path: str, bytes or PathLike; TypeError otherwise
         except TypeError:
             return False
-        real = os.path.realpath(os.path.join(root if not os.path.isabs(text) else "", text))
+        if not os.path.isabs(text):
+            try:  # the working folder the kernel will use, not the one the block started in
+                use_fd = isinstance(dir_fd, int) and dir_fd >= 0
+                base = os.readlink(f"/proc/self/fd/{dir_fd}") if use_fd else ""
+                text = os.path.join(base or os.getcwd(), text)
+            except OSError:
+                return False
+        real = os.path.realpath(text)
         return real in (os.devnull, root) or real.startswith(root + os.sep)
 
     def refuse(what: str) -> None:
@@ -141,9 +167,15 @@ def audit_hook(
             elif isinstance(path, (str, bytes)) and _other_process(os.fsdecode(path), pid):
                 refuse(f"reading {os.fsdecode(path)} (another process's environment and memory)")
         elif event in _WRITE_EVENTS:
-            for arg in args[:2]:
-                if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg):
+            for index, arg in enumerate(args[:2]):
+                where = _DIR_FD_ARG.get(event, (None, None))[index]
+                dir_fd = args[where] if where is not None and where < len(args) else None
+                if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg, dir_fd):
                     refuse(f"{event} on {os.fsdecode(arg)}")
+        elif event == "sqlite3.connect" and args:
+            database = args[0]
+            if os.fsdecode(database) not in (":memory:", "") and not inside(database):
+                refuse(f"sqlite3.connect on {os.fsdecode(database)}")
         elif event in {"os.kill", "os.killpg"}:
             if args and args[0] not in (pid, 0):
                 refuse(f"{event}{args}")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import io
 import os
 import pickle
 import select
 import shutil
 import signal
-import struct
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,108 +18,24 @@ import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from nnrag.errors import SandboxError
+from nnrag.validate import isolation, syscalls
+from nnrag.validate.child import block_main
+from nnrag.validate.frames import (
+    Message,
+    _split_frames,
+    plain,
+    read_frame,
+    write_frame,
+)
 from nnrag.validate.lockdown import ENV_ALLOW, PR_SET_PDEATHSIG, lock_down, prctl
-
-Message = dict[str, Any]
 
 CLONE_NEWNET = 0x40000000
 PR_SET_CHILD_SUBREAPER = 36
-_HEADER = struct.Struct("!Q")
-
-
-# --------------------------------------------------------------------------- framing
-
-
-def write_frame(fd: int, message: object) -> None:
-    """Send one length-prefixed pickle over a pipe file descriptor."""
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _read_exact(stream: BinaryIO, size: int) -> bytes | None:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = stream.read(size - len(chunks))
-        if not chunk:
-            return None
-        chunks += chunk
-    return bytes(chunks)
-
-
-def read_frame(stream: BinaryIO) -> object | None:
-    """Read one frame from a blocking stream; ``None`` at end of file."""
-    header = _read_exact(stream, _HEADER.size)
-    if header is None:
-        return None
-    data = _read_exact(stream, _HEADER.unpack(header)[0])
-    return None if data is None else _PlainUnpickler(io.BytesIO(data)).load()
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """Unpickles plain data only: a frame naming any class or function is refused.
-
-    Frames from a child are untrusted (block code can write to the pipe), and unpickling a
-    global would run code chosen by the block in the warm parent.
-    """
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"frame refers to {module}.{name}, not plain data")
-
-
-def _plain_frame(data: bytes) -> Message:
-    """One child frame as a message; anything but a plain ``dict`` becomes a ``refused`` one."""
-    try:
-        message = _PlainUnpickler(io.BytesIO(data)).load()
-    except Exception as error:  # malformed or hostile bytes: report, never raise
-        return {"kind": "refused", "message": f"the block wrote an unreadable frame ({error})"}
-    if not isinstance(message, dict):
-        return {"kind": "refused", "message": "the block wrote a frame that is not a message"}
-    return message
-
-
-def _split_frames(buffer: bytearray) -> list[Message]:
-    """Remove and return every complete frame (from a child) at the start of ``buffer``."""
-    out: list[Message] = []
-    while len(buffer) >= _HEADER.size:
-        (size,) = _HEADER.unpack_from(buffer)
-        if len(buffer) < _HEADER.size + size:
-            break
-        out.append(_plain_frame(bytes(buffer[_HEADER.size : _HEADER.size + size])))
-        del buffer[: _HEADER.size + size]
-    return out
-
-
-def _plain_key(key: object) -> object:
-    found = plain(key)
-    return (
-        found if isinstance(found, (str, int, float, bool, tuple)) or found is None else str(found)
-    )
-
-
-def plain(value: object, depth: int = 0) -> object:
-    """``value`` as plain data (what :class:`_PlainUnpickler` accepts); other objects as repr."""
-    if value is None or type(value) in (bool, int, float, str, bytes):
-        return value
-    if isinstance(value, (str, int, float, bytes)):  # str or int enums of the block, numpy ints
-        kind = next(t for t in (bool, str, int, float, bytes) if isinstance(value, t))
-        return str.__str__(value) if kind is str else kind(value)  # type: ignore[arg-type]  # kind is the builtin the value is an instance of
-    if depth > 20:
-        return "..."
-    if isinstance(value, (list, tuple)):
-        items = [plain(v, depth + 1) for v in value]
-        return items if type(value) is list else tuple(items)
-    if isinstance(value, dict):
-        return {_plain_key(k): plain(v, depth + 1) for k, v in value.items()}
-    try:
-        return repr(value)[:200]
-    except Exception:
-        return f"<{type(value).__name__}>"
+LAYERS = ("namespaces", "seccomp", "landlock")
+"""The kernel isolation layers, in the order the run summary names them."""
 
 
 # --------------------------------------------------------------------------- client
@@ -133,9 +48,20 @@ class Sandbox:
     """
 
     def __init__(
-        self, *, memory_mb: int = 4096, python: str | None = None, spawn: bool = False
+        self,
+        *,
+        memory_mb: int = 4096,
+        python: str | None = None,
+        spawn: bool = False,
+        strict: bool = False,
+        disk_mb: int = 512,
+        kernel_layers: bool = True,
     ) -> None:
         self.memory_mb = memory_mb
+        self.disk_mb = disk_mb
+        self.strict = strict
+        self.kernel_layers = kernel_layers
+        """``False``: no namespaces, seccomp or Landlock (measuring their cost; debugging)."""
         self.spawn = spawn or not hasattr(os, "fork")
         self.python = python or sys.executable
         self.info: Message = {}
@@ -161,17 +87,36 @@ class Sandbox:
         """Process id of the warm server, if it runs."""
         return self._proc.pid if self._proc and self._proc.poll() is None else None
 
+    @property
+    def server_pid(self) -> int | None:
+        """Process id of the process that forks the blocks (PID 1 of the server's namespace)."""
+        if self.pid is None:
+            return None
+        return int(self.info.get("server_pid", self.pid))
+
+    @property
+    def layers(self) -> dict[str, bool]:
+        """Which kernel isolation layers the blocks run under (known once the server started)."""
+        found = self.info.get("layers", {})
+        return {name: bool(found.get(name)) for name in LAYERS}
+
     def start(self) -> None:
-        """Start the warm server (imports torch once) and wait until it is ready."""
+        """Start the warm server (imports torch once) and wait until it is ready.
+
+        Raises :class:`SandboxError` when ``strict`` and the kernel refuses a layer.
+        """
         if self.pid is not None:
             return
+        if self._proc is not None:  # it died since the last block
+            self.restarts += 1
         self.close()
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         code = (
             f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
             "from nnrag.validate.sandbox import serve; "
-            f"serve({req_r}, {resp_w}, {self.memory_mb}, spawn={self.spawn})"
+            f"serve({req_r}, {resp_w}, {self.memory_mb}, spawn={self.spawn}, "
+            f"disk_mb={self.disk_mb}, kernel_layers={self.kernel_layers})"
         )
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
@@ -196,6 +141,14 @@ class Sandbox:
                 "check that torch imports in this interpreter"
             )
         self.info = ready
+        missing = [name for name, active in self.layers.items() if not active]
+        if self.strict and missing:
+            self.close()
+            raise SandboxError(
+                f"strict sandbox: this system does not give blocks {', '.join(missing)} "
+                f"({describe_layers(self.layers)}); run untrusted blocks on a Linux kernel with "
+                "unprivileged user namespaces, seccomp and Landlock, or without strict mode"
+            )
         if ready.get("mode") == "spawn" and not self._warned:
             self._warned = True
             warnings.warn(
@@ -252,6 +205,14 @@ class Sandbox:
             proc.wait()
 
 
+def describe_layers(layers: Mapping[str, bool]) -> str:
+    """``sandbox: namespaces yes, seccomp yes, landlock no`` (the run summary's line)."""
+    found = ", ".join(f"{name} {'yes' if layers.get(name) else 'no'}" for name in LAYERS)
+    if sys.platform != "linux":
+        return f"sandbox: {found} (not Linux: a process with rlimits and an audit hook only)"
+    return f"sandbox: {found}"
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
@@ -260,40 +221,76 @@ def _kill_group(pgid: int) -> None:
 # --------------------------------------------------------------------------- server
 
 
-def serve(req_fd: int, resp_fd: int, memory_mb: int, *, spawn: bool = False) -> None:
+def serve(
+    req_fd: int,
+    resp_fd: int,
+    memory_mb: int,
+    *,
+    spawn: bool = False,
+    disk_mb: int = 512,
+    kernel_layers: bool = True,
+) -> None:
     """Warm server main loop: import torch once, then fork a child per request."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
-    # One empty network namespace for the server, inherited by every child (no per-block cost).
-    unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
-    netns = unshare is not None and unshare(CLONE_NEWNET) == 0
+    mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
+    namespaces = False
+    server_pid = os.getpid()
+    if mode == "fork" and kernel_layers and isolation.namespaces_work(network=True):
+        isolation.enter_server_namespaces(network=True)
+        namespaces = True
+    if namespaces:
+        server_pid = isolation.become_init(close=(req_fd, resp_fd))
+        netns = True
+    else:  # orphans of blocks land here; an empty network namespace where root may make one
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        unshare = getattr(ctypes.CDLL(None, use_errno=True), "unshare", None)
+        netns = unshare is not None and unshare(CLONE_NEWNET) == 0
     from nnrag.validate.probe import runner as probe
     from nnrag.validate.probe.boot import start_torch
 
     torch_version = start_torch()
     probe.warm_up()
     requests = os.fdopen(req_fd, "rb", buffering=0)
-    mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
-    write_frame(resp_fd, {"ready": True, "torch": torch_version, "mode": mode, "netns": netns})
+    isolate = mode == "fork" and kernel_layers
+    layers = _layers(namespaces) if isolate else dict.fromkeys(LAYERS, False)
+    rules = syscalls.build_filter() if layers["seccomp"] else None
+    setup = {"memory_mb": memory_mb, "disk_mb": disk_mb, "layers": layers, "rules": rules}
+    ready = {"ready": True, "torch": torch_version, "mode": mode, "netns": netns}
+    write_frame(resp_fd, {**ready, "layers": layers, "server_pid": server_pid})
     while True:
         request = read_frame(requests)
         if not isinstance(request, dict):
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        run = _spawn_child if mode == "spawn" else _run_child
-        reply, cleanup = run(request, memory_mb, (req_fd, resp_fd))
+        if mode == "spawn":
+            reply, cleanup = _spawn_child(request, memory_mb)
+        else:
+            reply, cleanup = _run_child(request, setup, (req_fd, resp_fd))
         write_frame(resp_fd, reply)
         cleanup()  # after replying: the client goes on while the child is torn down
 
 
+def _layers(namespaces: bool) -> dict[str, bool]:
+    """The isolation layers this kernel grants a block (found once, by a throwaway child)."""
+    tmp = Path(tempfile.mkdtemp(prefix="nnrag-probe-")).resolve()
+    try:
+        seccomp_ok = syscalls.works if syscalls.importable() else lambda: False
+        found = isolation.probe_block_layers(tmp, namespaces=namespaces, seccomp_ok=seccomp_ok)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return found
+
+
 def _run_child(
-    request: Message, memory_mb: int, server_fds: tuple[int, ...]
+    request: Message, setup: Message, server_fds: tuple[int, ...]
 ) -> tuple[Message, Callable[[], None]]:
     """Fork a child for ``request``; it closes ``server_fds`` (the client's pipes) first."""
     tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
     timeout_s = float(request.get("timeout_s", 60.0))
+    stderr_fd = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     read_fd, write_fd = os.pipe()
+    ours, theirs = socket.socketpair() if setup["rules"] is not None else (None, None)
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # child
@@ -301,7 +298,19 @@ def _run_child(
         try:
             for fd in (read_fd, *server_fds):  # the block must not reach the client's pipes
                 os.close(fd)
-            _child_main(request, tmp, write_fd, memory_mb)
+            if ours is not None:
+                ours.close()
+            block_main(
+                request,
+                tmp=tmp,
+                result_fd=write_fd,
+                stderr_fd=stderr_fd,
+                memory_mb=setup["memory_mb"],
+                disk_mb=setup["disk_mb"],
+                layers=setup["layers"],
+                rules=setup["rules"],
+                channel=theirs,
+            )
             exit_code = 0
         except BaseException as error:  # the child must never return into the server loop
             with contextlib.suppress(BaseException):
@@ -309,28 +318,35 @@ def _run_child(
         finally:
             os._exit(exit_code)
     os.close(write_fd)
-    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s)
+    os.close(stderr_fd)
+    listener = None
+    if ours is not None and theirs is not None:
+        theirs.close()
+        listener = syscalls.receive_listener(ours, timeout_s)
+        ours.close()
+    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, str(tmp))
     os.close(read_fd)
+    if listener is not None:
+        os.close(listener)
+    namespaced = bool(setup["layers"]["namespaces"])
 
     def cleanup() -> None:
         if status is None:
             os.waitpid(pid, 0)
-        _reap_leftovers(pid)
+        _reap_leftovers(pid, namespaced=namespaced)
         shutil.rmtree(tmp, ignore_errors=True)
 
     if messages and messages[-1].get("kind") == "result":
         return summarize(messages, status=status, timed_out=timed_out), cleanup
-    _reap_leftovers(pid)
+    _reap_leftovers(pid, namespaced=namespaced)
     stderr_tail = _tail(tmp / "stderr.txt")
     return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
 
 
-def _spawn_child(
-    request: Message, memory_mb: int, server_fds: tuple[int, ...] = ()
-) -> tuple[Message, Callable[[], None]]:
+def _spawn_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], None]]:
     """The fallback without fork: a fresh interpreter per block (imports torch every time).
 
-    ``subprocess`` closes inherited descriptors, so ``server_fds`` need no closing here.
+    ``subprocess`` closes inherited descriptors (the client's pipes among them).
     """
     tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
     read_fd, write_fd = os.pipe()
@@ -372,19 +388,36 @@ def spawned_child(fd: int, memory_mb: int) -> None:
         from nnrag.validate.probe.boot import start_torch
 
         start_torch()
-        _child_main(request, Path(tmp), fd, memory_mb)
+        timeout_s = float(request.get("timeout_s", 60.0))
+        violations = lock_down(Path(tmp), timeout_s=timeout_s, memory_mb=memory_mb)
+        from nnrag.validate.probe import runner as probe
+
+        probe.run_block(
+            request, send=lambda message: write_frame(fd, plain(message)), violations=violations
+        )
         exit_code = 0
     finally:
         os._exit(exit_code)
 
 
-def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | None, bool]:
-    """Read frames until the child exits or the deadline passes (then kill its group)."""
+def _collect(
+    pid: int, fd: int, deadline: float, listener: int | None = None, root: str = ""
+) -> tuple[list[Message], int | None, bool]:
+    """Read frames until the child exits or the deadline passes (then kill its group).
+
+    Meanwhile answer the block's refused system calls on ``listener`` (its seccomp
+    notifications): each becomes a ``refused`` message naming the call.
+    """
     buffer = bytearray()
     messages: list[Message] = []
     status: int | None = None
     timed_out = False
     os.set_blocking(fd, False)
+    started = [0]  # processes and threads the block started (seccomp counts them)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    if listener is not None:
+        poller.register(listener, select.POLLIN)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -392,8 +425,14 @@ def _collect(pid: int, fd: int, deadline: float) -> tuple[list[Message], int | N
             _kill_group(pid)
             _, status = os.waitpid(pid, 0)
             break
-        ready, _, _ = select.select([fd], [], [], min(remaining, 0.05))
-        if ready:
+        for ready, events in poller.poll(int(1000 * min(remaining, 0.05))):
+            if ready == listener:
+                refused = syscalls.answer(ready, root, started) if events & select.POLLIN else None
+                if refused:
+                    messages.append({"kind": "refused", "message": refused})
+                elif events & (select.POLLHUP | select.POLLERR):
+                    poller.unregister(ready)
+                continue
             _drain(fd, buffer)
             messages.extend(_split_frames(buffer))
             if messages and messages[-1].get("kind") == "result":
@@ -418,9 +457,15 @@ def _drain(fd: int, buffer: bytearray) -> None:
         buffer += chunk
 
 
-def _reap_leftovers(pid: int) -> None:
-    """Kill the child's group and every orphan re-parented to this (subreaper) server."""
+def _reap_leftovers(pid: int, *, namespaced: bool = False) -> None:
+    """Kill the child's group and every orphan re-parented to this (subreaper) server.
+
+    ``namespaced``: the server is PID 1 of its PID namespace, and one signal kills every
+    process the block started, wherever it went.
+    """
     _kill_group(pid)
+    if namespaced:
+        isolation.kill_namespace()
     for _ in range(200):
         _reap_all()
         orphans = _children()
@@ -531,21 +576,13 @@ def summarize(
     return result
 
 
-# --------------------------------------------------------------------------- child
-
-
-def _child_main(request: Message, tmp: Path, fd: int, memory_mb: int) -> None:
-    """Lock the process down, then run the probe, reporting progress over ``fd``."""
-    violations = lock_down(
-        tmp, timeout_s=float(request.get("timeout_s", 60.0)), memory_mb=memory_mb
-    )
-
-    def send(message: Message) -> None:
-        write_frame(fd, plain(message))
-
-    from nnrag.validate.probe import runner as probe
-
-    probe.run_block(request, send=send, violations=violations)
-
-
-__all__ = ["ENV_ALLOW", "Sandbox", "read_frame", "serve", "summarize", "write_frame"]
+__all__ = [
+    "ENV_ALLOW",
+    "LAYERS",
+    "Sandbox",
+    "describe_layers",
+    "read_frame",
+    "serve",
+    "summarize",
+    "write_frame",
+]

@@ -347,3 +347,13 @@ def test_import_errors_are_missing_externals_at_every_stage() -> None:
     assert classify(absent, "instantiate", []) == "missing-external"
     assert classify(absent, "forward", [], frozenset({"timm"})) == "source-import"
     assert classify(ValueError("bad size"), "instantiate", []) == "ctor-args"
+
+
+def test_an_absent_compiled_extension_is_a_native_op() -> None:
+    from nnrag.validate.probe.runner import classify
+
+    ext = ModuleNotFoundError("No module named 'mmcv._ext'", name="mmcv._ext")
+    assert classify(ext, "import", [], frozenset({"mmcv"})) == "native-op"
+    assert classify(ext, "forward", []) == "native-op"
+    public = ModuleNotFoundError("No module named 'mmcv.ops'", name="mmcv.ops")
+    assert classify(public, "import", [], frozenset({"mmcv"})) == "source-import"

@@ -114,10 +114,13 @@ def settled_descendants(pid: int) -> list[int]:
 def assert_run_goes_on(sandbox: Sandbox, tmp_path: Path, server: int | None) -> None:
     assert sandbox.pid == server, "the warm parent must survive"
     assert server is not None
-    assert settled_descendants(server) == []
+    forks = sandbox.server_pid
+    assert forks is not None
+    assert settled_descendants(forks) == []
+    assert descendants(server) in ([], [forks]), "only the server's PID 1 may be left"
     after = run(sandbox, tmp_path, HEADER + TRIVIAL, "trivial")
     assert after.passed, after.message
-    assert settled_descendants(server) == []
+    assert settled_descendants(forks) == []
 
 
 CASES = {
@@ -309,3 +312,35 @@ def test_a_forward_failure_keeps_the_inputs_it_tried(sandbox: Sandbox, tmp_path:
     assert (result.failed_stage, result.category) == ("forward", "input-shape")
     assert result.recipe is not None
     assert result.recipe.inputs, result.recipe
+
+
+def test_importing_its_own_source_by_name_is_a_source_import(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Installed here or not, a block that imports its own source at run time is not closed."""
+    path = tmp_path / "selfimport.py"
+    path.write_text(
+        forward_block("importlib.import_module('tabnanny')", prelude="import importlib\n")
+    )
+    result = validate_file(
+        path,
+        block_id="t:selfimport:Block",
+        class_name="Block",
+        timeout_s=TIMEOUT,
+        sandbox=sandbox,
+        source_packages=frozenset({"tabnanny"}),
+    )
+    assert (result.failed_stage, result.category) == ("forward", "source-import"), result.message
+    assert "'tabnanny'" in result.message
+
+
+def test_a_refusal_names_only_its_own_cause(sandbox: Sandbox, tmp_path: Path) -> None:
+    target = Path.home() / "nnrag-sandbox-refused.txt"
+    code = forward_block(
+        f"try:\n    open({str(target)!r}, 'w')\nexcept PermissionError:\n    pass\n"
+        f"try:\n    open({str(target)!r}, 'w')\nexcept PermissionError:\n    pass\n"
+        "raise ValueError('an unrelated shape problem')"
+    )
+    result = run(sandbox, tmp_path, code, "refusal")
+    assert result.category == "sandbox-violation", result.message
+    assert result.message == f"refused: writing {target}"

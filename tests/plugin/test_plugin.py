@@ -233,6 +233,7 @@ def test_report_and_badge(pytester: pytest.Pytester, project: Path, cli: Cli) ->
     result = pytester.runpytest(*cli("--nnrag-report", "report.json", "--nnrag-badge", "b.svg"))
     result.assert_outcomes(passed=2, failed=2)
     report = json.loads((pytester.path / "report.json").read_text())
+    # source_failures: the sources that could not be fetched or indexed (here: a parse error)
     assert list(report) == [
         "nnrag_version",
         "torch_version",
@@ -240,7 +241,9 @@ def test_report_and_badge(pytester: pytest.Pytester, project: Path, cli: Cli) ->
         "summary",
         "blocks",
         "warnings",
+        "source_failures",
     ]
+    assert list(report["source_failures"]) == ["repos.json::src::<parse-errors>"]
     summary = report["summary"]
     assert (summary["blocks"], summary["passed"], summary["failed"]) == (3, 2, 1)
     assert summary["categories"] == {"unresolved-name": 1}

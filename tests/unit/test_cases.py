@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from nnrag.extract.block import extract
-from nnrag.index.build import Index, index_tree
-from nnrag.model import BlockRef, Extracted
+from nnrag.index.build import Index, index_tree, index_trees
+from nnrag.model import DEFAULT_EXTERN, BlockRef, Extracted, SourceSpec
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "case.json").is_file())
@@ -29,21 +29,44 @@ def load_case(name: str) -> dict[str, object]:
     return data
 
 
-def target_block(index: Index, target: str) -> BlockRef:
-    """The block ``pkg.mod:Class`` of source ``src`` (discovered, else built from the index)."""
+def case_index(name: str) -> Index:
+    """``src/`` as source ``src``; or, when case.json lists ``sources`` (name, root folder,
+    ``paths``, ``priority``) and ``extern``, every one of them as a configured source would be."""
+    case = load_case(name)
+    folder = CASES_DIR / name
+    sources = case.get("sources")
+    if not isinstance(sources, list):
+        return index_tree(folder / "src", source="src")
+    specs = [
+        SourceSpec(
+            name=entry["name"],
+            kind="path",
+            location=str((folder / entry.get("root", entry["name"])).resolve()),
+            paths=tuple(entry.get("paths", ())),
+            priority=int(entry.get("priority", 0)),
+        )
+        for entry in sources
+    ]
+    extern = case.get("extern", DEFAULT_EXTERN)
+    assert isinstance(extern, (list, tuple))
+    return index_trees(specs, extern=tuple(extern))
+
+
+def target_block(index: Index, target: str, source: str = "src") -> BlockRef:
+    """The block ``pkg.mod:Class`` of ``source`` (discovered, else built from the index)."""
     module, name = target.split(":")
     from nnrag.index.discover import discover_blocks
 
     for block in discover_blocks(index):
-        if (block.module, block.name) == (module, name):
+        if (block.source, block.module, block.name) == (source, module, name):
             return block
-    info = index.module(module, prefer="src")
-    assert info is not None, f"module {module} not in the case's src/"
+    info = index.module(module, prefer=source)
+    assert info is not None, f"module {module} not in the case's {source}"
     for unit in info.units:
         for cls in unit.classes:
             if cls.name == name:
                 return BlockRef(
-                    source="src",
+                    source=source,
                     module=module,
                     name=name,
                     path=info.path,
@@ -56,14 +79,15 @@ def target_block(index: Index, target: str) -> BlockRef:
 
 
 def run_case(name: str) -> Extracted:
-    src = CASES_DIR / name / "src"
-    index = index_tree(src, source="src")
-    return extract(index, target_block(index, str(load_case(name)["target"])))
+    case = load_case(name)
+    index = case_index(name)
+    source = str(case.get("target_source", "src"))
+    return extract(index, target_block(index, str(case["target"]), source))
 
 
 def normalized(name: str, code: str) -> str:
-    """The emitted code with the machine-specific absolute path of ``src/`` made relative."""
-    return code.replace(str((CASES_DIR / name / "src").resolve()), f"tests/cases/{name}/src")
+    """The emitted code with the machine-specific absolute paths of the case made relative."""
+    return code.replace(str((CASES_DIR / name).resolve()), f"tests/cases/{name}")
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -494,6 +494,20 @@ def test_declared_alias_distribution() -> None:
     assert [c for c, _ in codes(text)] == ["NNR203"]
 
 
+def test_import_in_a_branch_that_may_not_run_may_be_missing() -> None:
+    text = block(
+        """
+        import torch
+        if torch.__version__ == "parrots":
+            from nnrag_surely_missing_parrots import X
+        else:
+            from torch.nn import Linear as X
+        """
+    )
+    assert codes(text) == []
+    assert [c for c, _ in codes(block("import nnrag_surely_missing_pkg\n"))] == ["NNR203"]
+
+
 def test_guarded_optional_import_may_be_missing() -> None:
     text = block(
         """

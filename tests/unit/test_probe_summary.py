@@ -9,7 +9,8 @@ import pickle
 import signal
 from typing import Any
 
-from nnrag.validate.sandbox import _plain_frame, plain, read_frame, summarize, write_frame
+from nnrag.validate.frames import _plain_frame, plain, read_frame, write_frame
+from nnrag.validate.sandbox import summarize
 
 STAGED: list[dict[str, Any]] = [
     {"kind": "running", "stage": "import"},

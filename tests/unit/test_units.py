@@ -54,7 +54,8 @@ def test_module_name_for(tmp_path: Path) -> None:
     assert module_name_for(pkg / "sub" / "mod.py", tmp_path) == ("pkg.sub.mod", False)
     assert module_name_for(pkg / "__init__.py", tmp_path) == ("pkg", True)
     assert module_name_for(pkg / "sub" / "__init__.py", tmp_path) == ("pkg.sub", True)
-    assert module_name_for(tmp_path / "scripts" / "run.py", tmp_path) == ("run", False)
+    # a folder without __init__.py is a namespace package from the root (yolov5 models/)
+    assert module_name_for(tmp_path / "scripts" / "run.py", tmp_path) == ("scripts.run", False)
 
 
 def test_module_name_for_root_that_is_a_package(tmp_path: Path) -> None:

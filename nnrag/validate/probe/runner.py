@@ -210,7 +210,12 @@ def classify(
     ):
         return "native-op"
     if isinstance(error, ModuleNotFoundError):  # at import, or a lazy import in a method
-        top = (error.name or "").split(".")[0]
+        name = error.name or ""
+        if "." in name and name.rsplit(".", 1)[-1].startswith("_"):
+            # a package's private submodule that is absent: its compiled extension
+            # (``mmcv._ext`` of a pure-Python build, ``torch_scatter._C``)
+            return "native-op"
+        top = name.split(".")[0]
         return "source-import" if top in source_packages else "missing-external"
     if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
         return "missing-external"
@@ -255,6 +260,8 @@ class Runner:
         self.recipe: dict[str, Any] = {"origin": "none", "seed": self.seed, "attempts": 0}
         self.harvest: list[dict[str, Any]] = []
         self.source_packages = frozenset(request.get("source_packages", ()))
+        self.baseline = frozenset(sys.modules)
+        """Modules imported before the block: only those it imports count as its own."""
         self.deadline = time.monotonic() + min(0.6 * float(request.get("timeout_s", 60.0)), 40.0)
 
     def passed(self, stage: str, started: float) -> None:
@@ -265,11 +272,15 @@ class Runner:
     def finish(
         self, failed: str | None = None, category: str | None = None, message: str = ""
     ) -> None:
-        if failed and self.violations and category not in {"memory", "timeout"}:
-            category, message = (
-                "sandbox-violation",
-                f"refused: {'; '.join(self.violations[:3])} ({message})",
-            )
+        # a failure keeps its own category unless the sandbox refused something (an import of
+        # the source found at the failure, ``mmcv._ext`` of an installed mmcv, is not the cause)
+        refusal = (
+            self.refusal(imports=False)
+            if failed and category not in {"memory", "timeout"}
+            else None
+        )
+        if refusal is not None:
+            category, message = refusal
         self.send(
             {
                 "kind": "result",
@@ -283,11 +294,33 @@ class Runner:
             }
         )
 
+    def refusal(self, *, imports: bool = True) -> tuple[str, str] | None:
+        """(category, message) when the block did what a standalone block may not, naming
+        only that: the sandbox's refusals, or its own source packages imported at run time
+        (by name, e.g. ``import_module('mmdet.registry')``, where they happen to be installed).
+        """
+        if self.violations:
+            refused = list(dict.fromkeys(self.violations))
+            more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
+            return "sandbox-violation", "refused: " + "; ".join(refused[:3]) + more
+        leaked = sorted(
+            {name.partition(".")[0] for name in set(sys.modules) - self.baseline}
+            & self.source_packages
+        )
+        if leaked and imports:
+            return (
+                "source-import",
+                f"imported its own source package {', '.join(map(repr, leaked))} at run time "
+                "(by name; installed here, but a block must not need it)",
+            )
+        return None
+
     def violated(self, stage: str, started: float) -> bool:
-        if not self.violations:
+        refusal = self.refusal()
+        if refusal is None:
             self.passed(stage, started)
             return False
-        self.finish(stage, "sandbox-violation", "refused: " + "; ".join(self.violations[:3]))
+        self.finish(stage, *refusal)
         return True
 
     def run(self) -> None:
@@ -304,7 +337,7 @@ class Runner:
             )
             return
         if self.violated("import", started) or depth == "import":
-            if not self.violations:
+            if self.refusal() is None:
                 self.finish()
             return
         cls = getattr(module, str(self.request["class_name"]), None)
@@ -485,10 +518,9 @@ class Runner:
                 if harvester is not None:
                     harvester.restore()
                     self.harvest = list(harvester.records.values())
-                if self.violations:
-                    self.finish(
-                        "forward", "sandbox-violation", "refused: " + "; ".join(self.violations[:3])
-                    )
+                refusal = self.refusal()
+                if refusal is not None:
+                    self.finish("forward", *refusal)
                     return
                 if ctor.placeholders:
                     self.finish(

@@ -1,0 +1,58 @@
+"""The process of one block: confined layer by layer, then the probe runs in it."""
+
+from __future__ import annotations
+
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+from nnrag.validate import isolation, syscalls
+from nnrag.validate.frames import Message, plain, write_frame
+from nnrag.validate.lockdown import PR_SET_PDEATHSIG, lock_down, prctl
+
+
+def block_main(
+    request: Message,
+    *,
+    tmp: Path,
+    result_fd: int,
+    stderr_fd: int,
+    memory_mb: int,
+    disk_mb: int,
+    layers: dict[str, bool],
+    rules: Any,
+    channel: socket.socket | None,
+) -> None:
+    """Main of the child the server forks for ``request``.
+
+    In order: own mount namespace (read-only machine, ``tmp`` a tmpfs of ``disk_mb``), no
+    capabilities, no inherited descriptor but the result pipe (and ``channel`` until the
+    seccomp listener went through it to the server), Landlock, seccomp, then the Python-level
+    lockdown (session, environment, rlimits, audit hook) and the probe.
+    """
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if layers.get("namespaces"):
+        isolation.confine_mounts(tmp, size_mb=disk_mb)
+        isolation.drop_capabilities()
+    isolation.close_inherited((result_fd, stderr_fd, *([channel.fileno()] if channel else [])))
+    if layers.get("landlock"):
+        isolation.apply_landlock(tmp)
+    if rules is not None:
+        syscalls.load(rules, channel)  # closes the channel
+    violations = lock_down(
+        tmp,
+        timeout_s=float(request.get("timeout_s", 60.0)),
+        memory_mb=memory_mb,
+        stderr_fd=stderr_fd,
+    )
+
+    def send(message: Message) -> None:
+        write_frame(result_fd, plain(message))
+
+    from nnrag.validate.probe import runner as probe
+
+    probe.run_block(request, send=send, violations=violations)
+
+
+__all__ = ["block_main"]

@@ -1,0 +1,3 @@
+from .utils import get_world_size
+
+__all__ = ["get_world_size"]

@@ -1,0 +1,3 @@
+from .misc import make_divisible
+
+__all__ = ["make_divisible"]
