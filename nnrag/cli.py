@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nnrag import __version__
@@ -13,10 +13,7 @@ from nnrag.errors import NnragError
 from nnrag.model import STAGES, Stage, ValidationResult
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from nnrag.check.static import Importer
-    from nnrag.model import Finding
+    from nnrag.model import Settings
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -35,6 +32,57 @@ def _add_repos_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _sources(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """Settings of a command that needs sources; none configured is a ConfigError (exit 2).
+
+    Says on stderr which config it reads when that is not the one the cache's index was
+    last built from (a different ``--repos``, $NNRAG_REPOS or ./repos.json).
+    """
+    from nnrag.config import DEFAULT_REPOS_FILE, REPOS_ENV, load_settings
+    from nnrag.errors import ConfigError
+
+    settings = load_settings(args.repos, cache_dir=args.cache, **overrides)
+    if settings.repos_file is None:
+        raise ConfigError(
+            f"no sources configured: no --repos FILE, no ${REPOS_ENV} and no "
+            f"./{DEFAULT_REPOS_FILE} in {Path.cwd()}; pass --repos FILE "
+            "(examples/repos.json shows the format)"
+        )
+    if not settings.sources:
+        raise ConfigError(
+            "names no source; add one (examples/repos.json shows the format)",
+            file=settings.repos_file,
+        )
+    marker = settings.cache_dir / "last-config"
+    try:
+        last = marker.read_text(encoding="utf-8").strip()
+    except OSError:
+        last = ""
+    if last != str(settings.repos_file):
+        if last:
+            print(
+                f"nnrag {args.command}: reading {settings.repos_file}; the index in "
+                f"{settings.cache_dir} was last built from {last}",
+                file=sys.stderr,
+            )
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{settings.repos_file}\n", encoding="utf-8")
+        except OSError:
+            pass  # a read-only cache still serves; the note is only a courtesy
+    return settings
+
+
+def _category(text: str) -> str:
+    """``--category``: a block category, checked when the command line is parsed."""
+    from nnrag.retrieve.categorize import BLOCK_CATEGORIES
+
+    if text not in BLOCK_CATEGORIES:
+        allowed = ", ".join(repr(name) for name in BLOCK_CATEGORIES)
+        raise argparse.ArgumentTypeError(f"unknown category {text!r}; use one of: {allowed}")
+    return text
+
+
 def _not_built(name: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
         print(f"nnrag {name}: not available in this build", file=sys.stderr)
@@ -47,16 +95,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
     """``nnrag index``: exit 1 only if a source could not be materialized."""
     import json
 
-    from nnrag.config import load_settings
-    from nnrag.errors import ConfigError
     from nnrag.workspace import Workspace
 
-    settings = load_settings(args.repos, cache_dir=args.cache)
-    if not settings.sources:
-        raise ConfigError(
-            "no sources to index: pass --repos FILE, set NNRAG_REPOS, or create ./repos.json "
-            "(see examples/repos.json)"
-        )
+    settings = _sources(args)
     workspace = Workspace(settings)
     stats = workspace.build(progress=sys.stderr.isatty() and not args.json)
     checkouts = workspace.index().checkouts if stats.problems else {}
@@ -111,18 +152,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
     import fnmatch
     import json
 
-    from nnrag.config import load_settings
-    from nnrag.retrieve.categorize import BLOCK_CATEGORIES
     from nnrag.workspace import Workspace
 
-    if args.category is not None and args.category not in BLOCK_CATEGORIES:
-        allowed = ", ".join(repr(name) for name in BLOCK_CATEGORIES)
-        print(
-            f"nnrag list: error: unknown category {args.category!r}; use one of: {allowed}",
-            file=sys.stderr,
-        )
-        return 2
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     blocks = workspace.blocks()
     if args.pattern:
         blocks = tuple(
@@ -165,7 +197,6 @@ def _extract_files(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from nnrag.config import load_settings
     from nnrag.errors import BlockNotFoundError, ExtractionError, InternalError
     from nnrag.extract.block import spec_path, write_block
     from nnrag.model import BlockRef
@@ -174,7 +205,7 @@ def _extract_files(args: argparse.Namespace) -> int:
     if not args.blocks and not args.all:
         print("nnrag extract: give block ids or class names, or --all", file=sys.stderr)
         return 2
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     blocks: list[BlockRef] = list(workspace.blocks()) if args.all else []
     lookup_errors = []
     for query in [] if args.all else args.blocks:
@@ -256,7 +287,6 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     """``nnrag validate ID|NAME... [--all] [--executor ray]``: exit 1 if any block fails."""
     import json
 
-    from nnrag.config import load_settings
     from nnrag.errors import ConfigError
     from nnrag.model import RayOptions
     from nnrag.validate.executors import make_executor, validate_many
@@ -269,9 +299,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         )
     if args.ray_cpus_per_actor is not None and args.ray_cpus_per_actor <= 0:
         raise ConfigError("--ray-cpus-per-actor must be a positive number of CPUs", key="executor")
-    settings = load_settings(
-        args.repos,
-        cache_dir=args.cache,
+    settings = _sources(
+        args,
         depth=args.depth,
         timeout_s=args.timeout,
         revalidate=args.revalidate,
@@ -433,11 +462,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from nnrag.config import load_settings
     from nnrag.retrieve.search import search
     from nnrag.workspace import Workspace
 
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     hits = search(
         workspace.index(),
         workspace.blocks(),
@@ -465,18 +493,48 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     """``nnrag dedup``: unique blocks after exact, lexical and structural de-duplication."""
     import json
 
-    from nnrag.config import load_settings
-    from nnrag.retrieve.dedup import DedupParams, dedup_json, dedup_workspace, format_report
+    from nnrag.model import BlockRef
+    from nnrag.retrieve.dedup import (
+        DedupParams,
+        dedup_blocks,
+        dedup_json,
+        format_report,
+        resolved_closure_code,
+    )
     from nnrag.workspace import Workspace
 
     if not 0.0 < args.threshold <= 1.0:
         print("nnrag dedup: error: --threshold must be in (0, 1]", file=sys.stderr)
         return 2
-    report = dedup_workspace(
-        Workspace(load_settings(args.repos, cache_dir=args.cache)),
-        closures=not args.target_only,
-        params=DedupParams(lexical_threshold=args.threshold, structural_threshold=args.threshold),
-    )
+    workspace = Workspace(_sources(args))
+    index, blocks = workspace.index(), workspace.blocks()
+    closure_code = None
+    bar = None
+    if not args.target_only:
+        resolved = resolved_closure_code(index)
+        if sys.stderr.isatty():  # a bar once resolving the closures takes more than a second
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(blocks), desc="nnrag dedup", unit="block", delay=1.0, leave=False)
+
+        def closure_code(block: BlockRef) -> list[str] | None:
+            parts = resolved(block)
+            if bar is not None:
+                bar.update(1)
+            return parts
+
+    try:
+        report = dedup_blocks(
+            index,
+            blocks,
+            closure_code=closure_code,
+            params=DedupParams(
+                lexical_threshold=args.threshold, structural_threshold=args.threshold
+            ),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         print(json.dumps(dedup_json(report), indent=2))
     else:
@@ -484,113 +542,29 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
-    """``nnrag check FILE|DIR...``: ``path:line:col: CODE message`` per finding, exit 1 if any.
-
-    A folder stands for the block files of its ``nnrag-blocks.json`` (else its ``*.py``
-    files); no argument means the current folder. Findings of file contents checked before
-    come from the check cache (``--cache``/$NNRAG_CACHE_DIR/user cache dir, ``checks/``).
-    """
-    import os
-    from pathlib import Path
-
-    from nnrag.check.cache import CheckCache
-    from nnrag.check.files import check_files
-    from nnrag.vendor import manifest_definitions
-
-    cache: CheckCache | None = None
-    if not args.no_cache:
-        folder = args.cache or os.environ.get("NNRAG_CACHE_DIR")
-        if not folder:
-            import platformdirs
-
-            folder = platformdirs.user_cache_dir("nnrag", appauthor=False)
-        cache = CheckCache(Path(folder).expanduser() / "checks")
-    files: list[Path] = []
-    for target in [Path(name) for name in args.files] or [Path(".")]:
-        if target.is_dir():
-            from nnrag.vendor import read_manifest
-
-            listed = [target / entry.file for entry in read_manifest(target)]
-            files += listed or sorted(target.glob("*.py"))
-        else:
-            files.append(target)
-    if not files:
-        print("nnrag check: no block files to check", file=sys.stderr)
-        return 0
-    fixed = 0
-    if args.fix:  # LibCST and the index: only with --fix
-        from nnrag.vendoring.commands import fix_command
-
-        fixed = fix_command(files, repos=args.repos, cache=args.cache)
-    definitions, unreadable = ({}, {}) if not args.pristine else manifest_definitions(files)
-    checked = check_files(
-        files, pristine=args.pristine, definitions=definitions, cache=cache, workers=args.jobs
-    )
-    with contextlib.ExitStack() as stack:
-        importer = stack.enter_context(_run_importer()) if args.do_import else None
-        failed = _print_findings(files, checked, unreadable, importer)
-    if failed:
-        print(f"nnrag check: {failed} of {len(files)} file(s) failed", file=sys.stderr)
-    if fixed:
-        print(f"nnrag check: fixed {fixed} file(s); review and stage them", file=sys.stderr)
-    return 1 if failed or fixed else 0
-
-
-def _print_findings(
-    files: Sequence[Path],
-    checked: Sequence[tuple[Finding, ...] | OSError],
-    unreadable: Mapping[Path, OSError],
-    importer: Importer | None,
-) -> int:
-    """Print each file's findings (the sandboxed import's when it is clean); count failures."""
-    from nnrag.check.static import import_findings
-
-    failed = 0
-    for path, result in zip(files, checked, strict=True):
-        try:
-            if path in unreadable:
-                raise unreadable[path]
-            if isinstance(result, OSError):
-                raise result
-            findings = result
-            if importer is not None and not findings:
-                findings = import_findings(path, importer=importer)
-        except OSError as error:
-            print(f"{path}: error: cannot read: {error.strerror or error}")
-            failed += 1
-            continue
-        for finding in findings:
-            print(finding.format(str(path)))
-        failed += bool(findings)
-    return failed
-
-
-@contextlib.contextmanager
-def _run_importer() -> Iterator[Importer]:
-    """``check --import``'s importer: one sandbox for the whole run, started on first use."""
-    import functools
-
-    from nnrag.validate.sandbox import Sandbox
-    from nnrag.validate.stages import validate_file
-
-    with Sandbox() as sandbox:
-        yield functools.partial(validate_file, depth="import", sandbox=sandbox)
-
-
 def _extract_into(args: argparse.Namespace) -> int:
     """``nnrag extract ID... --into DIR``: vendor blocks with their manifest."""
     import json
     from pathlib import Path
 
-    from nnrag.config import load_settings
+    from nnrag.errors import BlockNotFoundError
     from nnrag.vendor import vendor_blocks
     from nnrag.workspace import Workspace
 
-    workspace = Workspace(load_settings(args.repos, cache_dir=args.cache))
+    workspace = Workspace(_sources(args))
     queries = [block.id for block in workspace.blocks()] if args.all else list(args.blocks)
     if not queries:
         print("nnrag extract: give block ids or names, or --all", file=sys.stderr)
+        return 2
+    lookup_errors = []
+    for query in [] if args.all else queries:
+        try:
+            workspace.find(query)
+        except BlockNotFoundError as error:
+            lookup_errors.append(str(error))
+    if lookup_errors:  # as for `nnrag extract` and `validate`: name the candidates, exit 2
+        for message in lookup_errors:
+            print(f"nnrag extract: error: {message}", file=sys.stderr)
         return 2
     outcomes = vendor_blocks(workspace, queries, Path(args.into), force=args.force)
     if args.json:
@@ -658,7 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list discovered block ids, sorted")
     _add_repos_options(listing)
     listing.add_argument("pattern", nargs="?", help="fnmatch pattern on block ids")
-    listing.add_argument("--category", help="only blocks of this category (e.g. attention)")
+    listing.add_argument(
+        "--category", type=_category, help="only blocks of this category (e.g. attention)"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_cmd_list)
 
@@ -727,7 +703,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repos_options(search)
     search.add_argument("query", help="words to look for")
     search.add_argument("--source", help="only blocks of this source")
-    search.add_argument("--category", help="only blocks of this category")
+    search.add_argument("--category", type=_category, help="only blocks of this category")
     search.add_argument("--limit", type=int, default=10, help="at most N results")
     search.add_argument("--json", action="store_true", help="print JSON")
     search.set_defaults(handler=_cmd_search)
@@ -741,25 +717,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dedup.set_defaults(handler=_cmd_dedup)
 
-    check = commands.add_parser("check", help="static closure check of vendored block files")
-    check.add_argument("files", nargs="*", metavar="FILE")
-    check.add_argument("--pristine", action="store_true", help="body must match its digest")
-    check.add_argument("--import", dest="do_import", action="store_true", help="sandboxed import")
-    check.add_argument("--cache", metavar="DIR", help="cache folder (findings in DIR/checks)")
-    check.add_argument("--no-cache", action="store_true", help="always check from scratch")
-    check.add_argument(
-        "--jobs", type=int, default=1, metavar="N", help="check in N processes (default 1)"
-    )
-    check.add_argument(
-        "--fix",
-        action="store_true",
-        help="re-close blocks from their source (inline newly used source definitions, "
-        "replace source imports, add requires: lines); exit 1 if a file changed (needs nnrag[fix])",
-    )
-    check.add_argument(
-        "--repos", metavar="FILE", help="with --fix: repos.json naming sources not in a manifest"
-    )
-    check.set_defaults(handler=_cmd_check)
+    from nnrag.cli_check import add_check_command
+
+    add_check_command(commands)
 
     vendor = commands.add_parser(
         "vendor", help="rewrite your imports of vendored blocks to the vendored folder"
@@ -788,6 +748,9 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.add_argument("--force", action="store_true", help="overwrite hand-edited files too")
     refresh.set_defaults(handler=_cmd_refresh)
 
+    from nnrag.cli_runs import add_run_commands
+
+    add_run_commands(commands)
     return parser
 
 

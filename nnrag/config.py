@@ -32,6 +32,11 @@ _HINT = {
     },
 }
 HINTS_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": _HINT}
+REASONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "minLength": 1},
+}
+"""``xfail`` / ``skip``: block pattern -> reason (why it is expected to fail / not run)."""
 SOURCE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -47,6 +52,8 @@ SOURCE_SCHEMA: dict[str, Any] = {
         "exclude": _STRINGS,
         "priority": {"type": "integer"},
         "hints": HINTS_SCHEMA,
+        "xfail": REASONS_SCHEMA,
+        "skip": REASONS_SCHEMA,
         "description": {"type": "string"},
     },
 }
@@ -152,6 +159,7 @@ def parse_repos(text: str, *, file: Path) -> tuple[tuple[SourceSpec, ...], tuple
         ) from None
     entries: list[tuple[str, str | None, Any]] = []
     global_hints: tuple[BlockHints, ...] = ()
+    global_marks: dict[str, tuple[tuple[str, str], ...]] = {"xfail": (), "skip": ()}
     extern = DEFAULT_EXTERN
     if isinstance(data, dict) and "extern" in data and not isinstance(data["extern"], dict):
         extern = _parse_extern(data["extern"], file=file)
@@ -159,15 +167,18 @@ def parse_repos(text: str, *, file: Path) -> tuple[tuple[SourceSpec, ...], tuple
     if isinstance(data, list):
         entries = [(f"sources[{i}]", None, item) for i, item in enumerate(data)]
     elif isinstance(data, dict) and isinstance(data.get("sources"), list):
-        extra = sorted(set(data) - {"sources", "hints", "description", "$schema"})
+        allowed = ("sources", "extern", "hints", "xfail", "skip", "description", "$schema")
+        extra = sorted(set(data) - set(allowed))
         if extra:
             raise ConfigError(
-                f"unknown top-level key {extra[0]!r}; allowed: sources, extern, hints, description",
+                f"unknown top-level key {extra[0]!r}; allowed: {', '.join(allowed[:-1])}",
                 file=file,
                 key=extra[0],
             )
         entries = [(f"sources[{i}]", None, item) for i, item in enumerate(data["sources"])]
         global_hints = _parse_hints(data.get("hints", {}), file=file, entry="top level")
+        for key in ("xfail", "skip"):
+            global_marks[key] = _parse_reasons(data.get(key), file=file, entry="top level", key=key)
     elif isinstance(data, dict):
         entries = [(json.dumps(name), name, item) for name, item in data.items()]
     else:
@@ -177,7 +188,14 @@ def parse_repos(text: str, *, file: Path) -> tuple[tuple[SourceSpec, ...], tuple
             file=file,
         )
     specs = [
-        _parse_source(item, file=file, entry=entry, key_name=key_name, global_hints=global_hints)
+        _parse_source(
+            item,
+            file=file,
+            entry=entry,
+            key_name=key_name,
+            global_hints=global_hints,
+            global_marks=global_marks,
+        )
         for entry, key_name, item in entries
     ]
     seen: dict[str, str] = {}
@@ -225,6 +243,7 @@ def _parse_source(
     entry: str,
     key_name: str | None,
     global_hints: tuple[BlockHints, ...],
+    global_marks: Mapping[str, tuple[tuple[str, str], ...]],
 ) -> SourceSpec:
     if not isinstance(item, dict):
         raise ConfigError(
@@ -285,6 +304,10 @@ def _parse_source(
         exclude=tuple(item.get("exclude", ())),
         priority=int(item.get("priority", 0)),
         hints=own_hints + global_hints,
+        xfail=_parse_reasons(item.get("xfail"), file=file, entry=label, key="xfail")
+        + global_marks["xfail"],
+        skip=_parse_reasons(item.get("skip"), file=file, entry=label, key="skip")
+        + global_marks["skip"],
         config_file=file.resolve(),
         entry=label,
     )
@@ -312,6 +335,14 @@ def _check_requirement(text: str, *, file: Path, entry: str) -> str:
             key="pypi",
         ) from None
     return text.strip()
+
+
+def _parse_reasons(raw: Any, *, file: Path, entry: str, key: str) -> tuple[tuple[str, str], ...]:
+    """``{"pattern": "reason", ...}`` of ``xfail`` / ``skip`` as (pattern, reason) pairs."""
+    if not raw:
+        return ()
+    _validate(raw, file=file, entry=entry, schema=REASONS_SCHEMA, prefix=(key,))
+    return tuple((str(pattern), str(reason)) for pattern, reason in raw.items())
 
 
 def _parse_hints(raw: Any, *, file: Path, entry: str) -> tuple[BlockHints, ...]:

@@ -88,6 +88,10 @@ class SourceSpec:
     exclude: tuple[str, ...] = ()
     priority: int = 0
     hints: tuple[BlockHints, ...] = ()
+    xfail: tuple[tuple[str, str], ...] = ()
+    """(pattern, reason): blocks expected to fail (patterns as for ``include``, or a block id)."""
+    skip: tuple[tuple[str, str], ...] = ()
+    """(pattern, reason): blocks not validated at all."""
     config_file: Path | None = None
     entry: str = ""
     """How the entry is named in messages, e.g. ``sources[2] ("timm")``."""
@@ -475,6 +479,15 @@ class ValidationResult:
     cached: bool = False
     file: str | None = None
     """Path of the extracted file the result is about."""
+    extract_s: float | None = None
+    """Seconds resolving and emitting the block took (``None``: not extracted in this run
+    and not known from the cache)."""
+    lines: int | None = None
+    """Lines of the emitted block file (header included)."""
+    source_files: int | None = None
+    """Source files the block's closure inlines."""
+    linked_sources: tuple[str, ...] = ()
+    """Other sources whose code the block inlines (sharding keeps them together)."""
 
     @property
     def passed(self) -> bool:
@@ -536,6 +549,8 @@ class BlockJob:
     """Record the sub-block recipes this run sees (the harvest pass; off once it is complete)."""
     plugins: Mapping[str, Any] | None = None
     """The plugins the sandbox child loads (``Plugins.child_spec()``: plain data)."""
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    """What the report tells about the block file (extraction time, lines, inlined files)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,9 +34,19 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
          "cached": true,                     # the result came from the result cache
          "duration_s": 0.12,
          "file": "/path/to/extracted/block.py" | null,
-         "block_category": "normalization" | null},   # the block's own category
+         "block_category": "normalization" | null,   # the block's own category
+         "extract_s": 0.004 | null,          # resolving + emitting the block file
+         "lines": 212 | null,                # lines of the block file
+         "source_files": 3 | null,           # source files its closure inlines
+         "linked_sources": []},              # other sources whose code it inlines
         ...
       ],
+      "warnings": ["source 'timm': 'paths' entry 'timm/nope' matches no .py file", ...],
+                                             # configuration warnings; when no block was
+                                             # found, the first one says so and why
+      "baseline": {...},                     # only with --nnrag-baseline (nnrag.baseline)
+      "shard": {"index": 1, "count": 4, "sources": ["timm"]},   # only with --nnrag-shard
+      "merged_from": ["shard-1.json", ...],  # only in `nnrag report merge` output
       "dedup": {                             # only with --nnrag-dedup (retrieve.dedup)
         "params": {"lexical_threshold": 0.9, "structural_threshold": 0.9, ...},
         "class": {"blocks": 934, "skipped": 0, "seconds": 7.2,   # the target classes alone
@@ -65,7 +75,7 @@ from typing import Any
 
 from nnrag.model import STAGES, Stage, ValidationResult, stage_index
 
-REPORT_KEYS = ("nnrag_version", "torch_version", "depth", "summary", "blocks")
+REPORT_KEYS = ("nnrag_version", "torch_version", "depth", "summary", "blocks", "warnings")
 BLOCK_KEYS = (
     "id",
     "source",
@@ -78,6 +88,10 @@ BLOCK_KEYS = (
     "duration_s",
     "file",
     "block_category",
+    "extract_s",
+    "lines",
+    "source_files",
+    "linked_sources",
 )
 
 # Shields.io's named colours, by the lowest pass rate that earns them.
@@ -130,6 +144,10 @@ def block_entry(result: ValidationResult, *, block_category: str | None = None) 
         "duration_s": round(result.duration_s, 4),
         "file": result.file,
         "block_category": block_category,
+        "extract_s": None if result.extract_s is None else round(result.extract_s, 4),
+        "lines": result.lines,
+        "source_files": result.source_files,
+        "linked_sources": list(result.linked_sources),
     }
 
 
@@ -177,12 +195,14 @@ def build_report(
     torch_version: str | None = None,
     block_categories: Mapping[str, str] | None = None,
     dedup: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The report document (schema in this module's docstring) for ``results``.
 
     A block validated more than once (e.g. re-run by ``--lf``) counts once: its last result.
     ``block_categories`` maps block ids to their category; ``dedup`` (a
-    :func:`nnrag.retrieve.dedup.dedup_summary`) is added under ``"dedup"`` when given.
+    :func:`nnrag.retrieve.dedup.dedup_summary`) is added under ``"dedup"`` when given;
+    ``warnings`` are configuration warnings (see :func:`empty_run_reason`).
     """
     latest = {result.block_id: result for result in results}
     kinds = block_categories or {}
@@ -190,23 +210,122 @@ def build_report(
         block_entry(latest[block_id], block_category=kinds.get(block_id))
         for block_id in sorted(latest)
     ]
-    summary = _summarize(entries, depth)
+    report = report_from_entries(
+        entries,
+        depth=depth,
+        nnrag_version=nnrag_version or distribution_version("nnrag") or "unknown",
+        torch_version=torch_version if torch_version is not None else _torch_version(),
+        warnings=warnings,
+    )
+    if dedup is not None:
+        report["dedup"] = dict(dedup)
+    return report
+
+
+def report_from_entries(
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    depth: Stage,
+    nnrag_version: str,
+    torch_version: str | None,
+    warnings: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A report from ready block entries (sorted here by id): the summary is computed."""
+    ordered = sorted((dict(entry) for entry in entries), key=lambda entry: str(entry["id"]))
+    summary = _summarize(ordered, depth)
     by_source: dict[str, list[dict[str, Any]]] = {}
-    for entry in entries:
+    for entry in ordered:
         by_source.setdefault(entry["source"], []).append(entry)
     summary["sources"] = {
         name: _summarize(group, depth) for name, group in sorted(by_source.items())
     }
-    report: dict[str, Any] = {
-        "nnrag_version": nnrag_version or distribution_version("nnrag") or "unknown",
-        "torch_version": torch_version if torch_version is not None else _torch_version(),
+    return {
+        "nnrag_version": nnrag_version,
+        "torch_version": torch_version,
         "depth": depth,
         "summary": summary,
-        "blocks": entries,
+        "blocks": ordered,
+        "warnings": list(warnings),
     }
-    if dedup is not None:
-        report["dedup"] = dict(dedup)
-    return report
+
+
+def empty_run_reason(
+    sources: Sequence[str],
+    *,
+    source_errors: Sequence[str] = (),
+    unmatched: Mapping[str, Sequence[str]] | None = None,
+    problems: int = 0,
+) -> str:
+    """The loud first warning of a run that found no block: what was configured and why.
+
+    ``unmatched`` maps a source to its ``paths`` entries that matched no file.
+    """
+    if not sources:
+        return "no block found: the configuration names no source"
+    reasons: list[str] = []
+    unmatched = unmatched or {}
+    for name in sources:
+        missed = list(unmatched.get(name, ()))
+        if missed:
+            quoted = ", ".join(repr(entry) for entry in missed)
+            reasons.append(f"every 'paths' entry of {name!r} matched nothing ({quoted})")
+    reasons.extend(source_errors)
+    if problems:
+        reasons.append(f"{problems} file{'s' if problems != 1 else ''} did not parse")
+    if not reasons:
+        reasons.append(
+            "no top-level nn.Module subclass with a forward in the indexed files "
+            "(check 'paths', 'include' and 'exclude')"
+        )
+    count = len(sources)
+    return f"no block found in {count} source{'s' if count != 1 else ''}: " + "; ".join(reasons)
+
+
+class ReportMergeError(ValueError):
+    """Reports that cannot be merged (see :func:`merge_reports`); the message names them."""
+
+
+def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One report from shard reports ``(name, report)``: their blocks, summary recomputed.
+
+    The reports must agree on the depth; a block in two reports is an error (shards
+    overlap). Warnings are kept once each; ``dedup`` figures are per run and dropped.
+    """
+    if not reports:
+        raise ReportMergeError("no report to merge")
+    depths = {str(report.get("depth")) for _, report in reports}
+    if len(depths) != 1:
+        listed = ", ".join(f"{name}: {report.get('depth')}" for name, report in reports)
+        raise ReportMergeError(f"the reports were run to different depths ({listed})")
+    seen: dict[str, str] = {}
+    entries: list[Mapping[str, Any]] = []
+    warnings: dict[str, None] = {}
+    for name, report in reports:
+        for key in ("summary", "blocks"):
+            if key not in report:
+                raise ReportMergeError(f"{name} is not an nnrag report (no {key!r})")
+        for entry in report["blocks"]:
+            block_id = str(entry["id"])
+            if block_id in seen:
+                raise ReportMergeError(
+                    f"block {block_id} is in both {seen[block_id]} and {name}: the shards "
+                    "overlap (give every shard the same --nnrag-shard N and durations file)"
+                )
+            seen[block_id] = name
+            entries.append(entry)
+        warnings.update(dict.fromkeys(report.get("warnings") or ()))
+    if entries:  # the shards that found blocks: an empty shard's "no block found" is moot
+        warnings = {w: None for w in warnings if not w.startswith("no block found")}
+    first = reports[0][1]
+    merged = report_from_entries(
+        entries,
+        depth=next(iter(depths)),  # type: ignore[arg-type]  # a stage name read from the reports
+        nnrag_version=str(first.get("nnrag_version") or "unknown"),
+        torch_version=first.get("torch_version"),
+        warnings=list(warnings),
+    )
+    merged["merged_from"] = [name for name, _ in reports]
+    return merged
 
 
 def _torch_version() -> str | None:
@@ -243,6 +362,9 @@ def summary_rows(report: Mapping[str, Any]) -> list[list[str]]:
 def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
     """The terminal summary: the per-source table, then the top failure categories."""
     summary = report["summary"]
+    if not summary["blocks"]:
+        warnings = list(report.get("warnings") or ()) or ["no block found"]
+        return [f"nnrag: NO BLOCK WAS VALIDATED: {warnings[0]}", *warnings[1:]]
     rows = summary_rows(report)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
@@ -267,6 +389,7 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
         )
         lines.append(f"block categories (passed/blocks): {shown}")
     lines.extend(dedup_lines(report.get("dedup")))
+    lines.extend(f"warning: {warning}" for warning in report.get("warnings") or ())
     return lines
 
 

@@ -175,6 +175,7 @@ def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(handle, 0o644)  # mkstemp makes 0600; these are files of the user's project
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
         os.replace(temporary, path)
@@ -522,33 +523,34 @@ def _merge_edited(
 
     if not entry.definitions:
         return skipped(
-            f"edited by hand since nnrag wrote it and {MANIFEST} records no definition digests "
-            f"to merge with ({summary} against your version); use --force to overwrite"
+            f"edited here since nnrag wrote it and {MANIFEST} records no definition digests "
+            f"to merge with ({summary} against your version); `nnrag refresh --force` overwrites it"
         )
     merged = merge3(entry.definitions, old_body, new_body, digests=definition_digests)
     if not merged.clean:
         return skipped(
-            f"edited by hand, and upstream changed the same definitions: conflicts in "
-            f"{', '.join(merged.conflicts)}; your file is left untouched (use --force to take "
-            f"upstream's version; the diff below is upstream's against yours)"
+            f"edited here, and upstream changed the same definitions: conflicts in "
+            f"{', '.join(merged.conflicts)}; your file is left untouched (`nnrag refresh --force` "
+            f"takes upstream's version; the diff below is upstream's against yours)"
         )
     header_text = split_header(extracted.code)[0]
     code = header_text + "\n" + merged.text
     if code == old:
-        return VendorOutcome(block_id=entry.id, file=path, action="unchanged"), None
+        reason = f"edited here since nnrag wrote it (upstream unchanged; {summary} in your copy)"
+        return VendorOutcome(block_id=entry.id, file=path, action="unchanged", reason=reason), None
     # not NNR203: whether a third-party package is installed here says nothing about the merge
     findings = [f for f in check_code(code, filename=str(path)) if f.code != "NNR203"]
     if findings:
         listed = "; ".join(f"line {f.line}: {f.code} {f.message}" for f in findings[:3])
         return skipped(
-            f"edited by hand; merging upstream's changes would leave the block open ({listed}); "
-            "your file is left untouched (use --force to take upstream's version)"
+            f"edited here; merging upstream's changes would leave the block open ({listed}); "
+            "your file is left untouched (`nnrag refresh --force` takes upstream's version)"
         )
     _write_block(
         extracted, path.parent, path.stem, category=workspace.category(extracted.block), code=code
     )
     taken = f"took upstream's {', '.join(merged.taken)}" if merged.taken else "upstream's header"
-    detail = f"edited by hand; merged: {taken}, kept your edits"
+    detail = f"edited here; merged: {taken}, kept your edits"
     if entry.revision and new_entry.revision != entry.revision:
         detail += f" (revision {entry.revision} -> {new_entry.revision})"
     merged_diff = "".join(

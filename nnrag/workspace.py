@@ -78,6 +78,21 @@ class Workspace:
             )
         return self._blocks
 
+    def unmatched_paths(self) -> dict[str, tuple[str, ...]]:
+        """Source name -> its ``paths`` entries that match no indexed file (config warnings)."""
+        from nnrag.sources.scan import in_scope
+
+        index = self.index()
+        found: dict[str, tuple[str, ...]] = {}
+        for spec in self.settings.sources:
+            if not spec.paths or spec.name not in index.checkouts:
+                continue
+            files = [info.path for info in index.modules(spec.name)]
+            missed = tuple(p for p in spec.paths if not any(in_scope(f, [p]) for f in files))
+            if missed:
+                found[spec.name] = missed
+        return found
+
     def find(self, query: str) -> BlockRef:
         """A block by id (``source:module:Class``) or unambiguous bare class name."""
         from nnrag.index.discover import find_block

@@ -28,7 +28,8 @@ from pytest_nnrag.state import STATE_KEY, require_state
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from nnrag.model import FileProblem, Settings, Stage
+    from nnrag.model import FileProblem, Settings, SourceSpec, Stage
+    from pytest_nnrag.state import NnragState
 
 RESULT_KEY = pytest.StashKey[ValidationResult]()
 REPORT_ATTR = "nnrag"
@@ -46,9 +47,14 @@ class NnragFailure(Exception):
 class BlockFailure(NnragFailure):
     """A block did not reach the requested depth."""
 
-    def __init__(self, result: ValidationResult) -> None:
-        super().__init__(format_result(result))
+    def __init__(self, result: ValidationResult, *, note: str = "") -> None:
+        text = format_result(result)
+        super().__init__(f"{note}\n{text}" if note else text)
         self.result = result
+
+
+class ExpectedFailure(BlockFailure):
+    """A block failed as the baseline says (the item's xfail marker catches exactly this)."""
 
 
 # --------------------------------------------------------------------------- results
@@ -174,6 +180,10 @@ class ResultItem(NnragItem):
             self.record(error_result(self.block_id, self.depth, error))
             raise
         self.record(result)
+        self.judge(result)
+
+    def judge(self, result: ValidationResult) -> None:
+        """Raise :class:`BlockFailure` unless ``result`` passed (subclasses add a baseline)."""
         if not result.passed:
             raise BlockFailure(result)
 
@@ -191,7 +201,8 @@ class ResultItem(NnragItem):
         self.ihook.pytest_nnrag_result(item=self, result=result)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"[nnrag] {self.block_id}"
+        # a line is needed where pytest reports a skip marker at the item's location
+        return self.path, 0, f"[nnrag] {self.block_id}"
 
 
 class BlockItem(ResultItem):
@@ -204,6 +215,25 @@ class BlockItem(ResultItem):
         self.depth = depth
         self.add_marker("nnrag")
 
+    def judge(self, result: ValidationResult) -> None:
+        """Compare with the baseline (when judging): expected failures raise
+        :class:`ExpectedFailure` (the xfail marker added at collection turns them into
+        xfails), regressions and failing new blocks :class:`BlockFailure` with what changed."""
+        state = require_state(self.config, "an nnrag block")
+        if not state.judging or state.baseline is None:
+            super().judge(result)
+            return
+        from nnrag.baseline import compare, explain
+
+        expected = state.baseline.blocks.get(self.block_id)
+        verdict = compare(expected, result)
+        self.user_properties.append(("nnrag_verdict", verdict))
+        if verdict == "expected-failure":
+            raise ExpectedFailure(result, note=explain(verdict, expected, result))
+        if verdict in ("regression", "new-block"):
+            label = "REGRESSION" if verdict == "regression" else "NEW BLOCK FAILS"
+            raise BlockFailure(result, note=f"{label}: {explain(verdict, expected, result)}")
+
     def validate(self) -> ValidationResult:
         workspace = require_state(self.config, "an nnrag block").workspace
         answer = self.ihook.pytest_nnrag_block_inputs(
@@ -211,6 +241,11 @@ class BlockItem(ResultItem):
         )
         hints = None if answer is None else hints_from_hook(self.block_id, answer)
         return workspace.validate(self.block, depth=self.depth, hints=hints)
+
+
+def problem_id(item: pytest.Item) -> str:
+    """A source-level problem's id in the baseline: ``source:<parse-errors>``."""
+    return f"{item.parent.name if item.parent else ''}:{item.name}"
 
 
 class ProblemItem(NnragItem):
@@ -254,6 +289,7 @@ class SourceCollector(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         items: list[pytest.Item] = []
+        state = self.config.stash[STATE_KEY]
         if self.errors:
             text = "\n".join([f"source {self.name!r} could not be materialized:", *self.errors])
             items.append(ProblemItem.from_parent(self, name=SOURCE_ERROR, text=text))
@@ -262,10 +298,46 @@ class SourceCollector(pytest.Collector):
             header = f"{count} file{'s' if count != 1 else ''} of source {self.name!r} not indexed:"
             text = "\n".join([header, *(f"  {problem}" for problem in self.problems)])
             items.append(ProblemItem.from_parent(self, name=PARSE_ERRORS, text=text))
+        known = state.baseline.blocks if state.judging and state.baseline is not None else {}
+        for problem in items:
+            expected = known.get(problem_id(problem))
+            if expected is not None and not expected.passed:
+                reason = f"baseline: {problem.name} of source {self.name!r} expected"
+                problem.add_marker(pytest.mark.xfail(reason=reason, raises=NnragFailure))
+        spec = next((s for s in state.settings.sources if s.name == self.name), None)
         for block in self.blocks:
             name = f"{block.module}.{block.name}"
-            items.append(BlockItem.from_parent(self, name=name, block=block, depth=self.depth))
+            item = BlockItem.from_parent(self, name=name, block=block, depth=self.depth)
+            _mark(item, block, spec, state)
+            items.append(item)
         return sorted(items, key=lambda item: item.name)
+
+
+def _mark(item: BlockItem, block: BlockRef, spec: SourceSpec | None, state: NnragState) -> None:
+    """repos.json ``skip`` / ``xfail`` entries and the baseline's expected failures."""
+    from nnrag.baseline import configured_reason
+
+    skip = configured_reason(spec.skip if spec else (), block)
+    if skip is not None:
+        item.add_marker(pytest.mark.skip(reason=f"repos.json skip: {skip}"))
+        return
+    xfail = configured_reason(spec.xfail if spec else (), block)
+    if xfail is not None:
+        item.add_marker(
+            pytest.mark.xfail(
+                reason=f"repos.json xfail: {xfail}", raises=BlockFailure, strict=state.strict
+            )
+        )
+        return
+    expected = state.baseline.blocks.get(block.id) if state.baseline else None
+    if state.judging and expected is not None and not expected.passed:
+        item.add_marker(
+            pytest.mark.xfail(
+                reason=f"baseline: {expected.describe()}",
+                raises=ExpectedFailure,
+                strict=state.strict,
+            )
+        )
 
 
 class RepoFile(pytest.Collector):
@@ -279,13 +351,20 @@ class RepoFile(pytest.Collector):
         state = self.config.stash[STATE_KEY]
         state.repos_collected = True
         workspace = state.workspace
-        stats = workspace.build()
+        stats = state.index_stats = workspace.build()
         for message in stats.warnings:
             warnings.warn(pytest.PytestConfigWarning(f"nnrag: {message}"), stacklevel=1)
         blocks = workspace.blocks()
         errors = _errors_by_source(stats.source_errors, [s.name for s in state.settings.sources])
+        unmatched = {
+            (source, entry)
+            for source, entries in workspace.unmatched_paths().items()
+            for entry in entries
+        }
         problems: dict[str, list[FileProblem]] = {}
         for problem in stats.problems:
+            if (problem.source, problem.path) in unmatched and not problem.line:
+                continue  # a configuration warning (in the summary and report), not a file
             problems.setdefault(problem.source, []).append(problem)
         grouped: dict[str, list[BlockRef]] = {}
         for block in blocks:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Generator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,8 @@ from pytest_nnrag.fixtures import (
 from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
-    from nnrag.model import Stage, ValidationResult
+    from nnrag.baseline import Baseline
+    from nnrag.model import Settings, Stage, ValidationResult
 
 __all__ = [
     "nnrag_extract",
@@ -66,7 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         default=None,
         help="Cache folder for sources, the index and results "
-        "(default: $NNRAG_CACHE or the user cache dir). Ini: nnrag_cache.",
+        "(default: $NNRAG_CACHE_DIR or the user cache dir). Ini: nnrag_cache.",
     )
     group.addoption(
         "--nnrag-depth",
@@ -116,7 +118,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="After the run, de-duplicate every block (exact, lexical, structural; class "
         "and closure) and add the figures to the report and summary. Ini: nnrag_dedup.",
     )
+    group.addoption(
+        "--nnrag-baseline",
+        metavar="FILE",
+        default=None,
+        help="Expected results (written by --nnrag-update-baseline): a block failing as "
+        "recorded is an xfail; failing anew or at an earlier stage fails the run; passing "
+        "anew is reported (XPASS). Ini: nnrag_baseline.",
+    )
+    group.addoption(
+        "--nnrag-update-baseline",
+        action="store_true",
+        default=False,
+        help="Write this run's results into the --nnrag-baseline file (blocks not run keep "
+        "their entries); no block is judged against the old file.",
+    )
+    group.addoption(
+        "--nnrag-strict",
+        action="store_true",
+        default=None,
+        help="A block that passes where the baseline (or an xfail in repos.json) expects a "
+        "failure fails the run, so the baseline is kept current. Ini: nnrag_strict.",
+    )
+    group.addoption(
+        "--nnrag-shard",
+        metavar="K/N",
+        default=None,
+        help="Run only shard K of N: sources split before anything is fetched (linked sources "
+        "together), balanced by the --nnrag-durations report. Merge the shards' reports "
+        "with `nnrag report merge`.",
+    )
+    group.addoption(
+        "--nnrag-durations",
+        metavar="REPORT",
+        default=None,
+        help="A previous run's report (e.g. the merged one) to balance --nnrag-shard by "
+        "(default: the --nnrag-report file, if it exists). Ini: nnrag_durations.",
+    )
     parser.addini("nnrag_repos", "repos.json whose blocks are collected (relative to the ini file)")
+    parser.addini("nnrag_baseline", "expected results file (relative to the ini file)")
+    parser.addini("nnrag_strict", "a new pass against the baseline fails the run", type="bool")
+    parser.addini("nnrag_durations", "previous report to balance shards by")
     parser.addini("nnrag_cache", "nnrag cache folder (relative to the ini file)")
     parser.addini("nnrag_depth", f"stage every block must reach: {', '.join(STAGES)}")
     parser.addini("nnrag_timeout", "seconds per block in the sandbox")
@@ -221,17 +263,58 @@ def _make_state(config: pytest.Config, repos: Path) -> NnragState:
         raise pytest.UsageError(f"ini option nnrag_sandbox = {mode!r}: expected default or strict")
     if mode:
         overrides["sandbox"] = mode
+    report_path = _path_option(config, "nnrag_report")
     try:
         settings = load_settings(repos, cache_dir=_path_option(config, "nnrag_cache"), **overrides)
+        shard = _shard(config, settings, report_path)
+        baseline = _baseline(config)
     except NnragError as error:  # ConfigError, CacheError: the user's input
         raise pytest.UsageError(str(error)) from None
+    if shard is not None:
+        settings = replace(
+            settings, sources=tuple(s for s in settings.sources if s.name in shard[2])
+        )
+    strict = config.getoption("nnrag_strict")
     return NnragState(
         settings=settings,
         repos_file=repos,
-        report_path=_path_option(config, "nnrag_report"),
+        report_path=report_path,
         badge_path=_path_option(config, "nnrag_badge"),
         dedup=bool(config.getoption("nnrag_dedup") or config.getini("nnrag_dedup")),
+        baseline=baseline,
+        update_baseline=bool(config.getoption("nnrag_update_baseline")),
+        strict=bool(config.getini("nnrag_strict") if strict is None else strict),
+        shard=shard,
     )
+
+
+def _shard(
+    config: pytest.Config, settings: Settings, report_path: Path | None
+) -> tuple[int, int, tuple[str, ...]] | None:
+    """(K, N, the shard's sources) for ``--nnrag-shard K/N``, else ``None``."""
+    text = config.getoption("nnrag_shard")
+    if not text:
+        return None
+    from nnrag.shard import assign, parse_shard, read_history
+
+    index, count = parse_shard(str(text))
+    history = read_history(_path_option(config, "nnrag_durations") or report_path)
+    names = [spec.name for spec in settings.sources]
+    return index, count, tuple(assign(names, count, history)[index - 1])
+
+
+def _baseline(config: pytest.Config) -> Baseline | None:
+    path = _path_option(config, "nnrag_baseline")
+    if path is None:
+        if config.getoption("nnrag_update_baseline"):
+            raise pytest.UsageError(
+                "--nnrag-update-baseline needs the file to write: pass --nnrag-baseline FILE "
+                "(or set the ini option nnrag_baseline)"
+            )
+        return None
+    from nnrag.baseline import load_baseline
+
+    return load_baseline(path)
 
 
 def _crash_result(report: pytest.TestReport, depth: Stage) -> ValidationResult | None:
@@ -333,7 +416,10 @@ class NnragSession:
                 setattr(report, f"{REPORT_ATTR}_block_category", category)
                 setattr(report, f"{REPORT_ATTR}_sandbox", self.state.workspace.sandbox_layers())
             elif isinstance(item, ProblemItem):
+                from pytest_nnrag.items import problem_id
+
                 setattr(report, f"{REPORT_ATTR}_problem", item.text)
+                setattr(report, f"{REPORT_ATTR}_problem_id", problem_id(item))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -347,6 +433,9 @@ class NnragSession:
             category = getattr(report, f"{REPORT_ATTR}_block_category", None)
             if isinstance(category, str):
                 self.state.block_categories[result.block_id] = category
+            verdict = dict(report.user_properties).get("nnrag_verdict")
+            if isinstance(verdict, str):
+                self.state.verdicts[result.block_id] = verdict
             layers = getattr(report, f"{REPORT_ATTR}_sandbox", None)
             if isinstance(layers, dict):
                 self.state.sandbox_layers = layers
@@ -355,14 +444,17 @@ class NnragSession:
             if crashed is not None:
                 self.state.results[crashed.block_id] = crashed
         problem = getattr(report, f"{REPORT_ATTR}_problem", None)
+        ident = getattr(report, f"{REPORT_ATTR}_problem_id", None)
+        if isinstance(ident, str):
+            self.state.problem_ids.add(ident)
         if isinstance(problem, str):
             self.state.source_failures[report.nodeid] = " ".join(
                 line.strip() for line in problem.splitlines()[:2]
             )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Write the report and badge (the controller only, when blocks ran)."""
-        if _is_worker(self.config) or not self.state.results:
+        """Write the report and badge, also for a run that found no block (the controller)."""
+        if _is_worker(self.config):
             return
         from nnrag.report import build_report, write_badge, write_report
         from nnrag.validate.stages import complete_harvests
@@ -373,8 +465,14 @@ class NnragSession:
             self.state.results.values(),
             depth=self.state.settings.depth,
             block_categories=self.state.block_categories,
-            dedup=self._dedup() if self.state.dedup else None,
+            dedup=self._dedup() if self.state.dedup and self.state.results else None,
+            warnings=self._warnings(),
         )
+        if self.state.shard is not None:
+            index, count, names = self.state.shard
+            self.report["shard"] = {"index": index, "count": count, "sources": list(names)}
+        if self.state.baseline is not None:
+            self.report["baseline"] = self._baseline_summary()
         if self.state.sandbox_layers is not None:
             self.report["sandbox"] = self.state.sandbox_layers
         if self.state.source_failures:  # sources that could not be fetched or indexed
@@ -383,6 +481,90 @@ class NnragSession:
             self.state.written.append(write_report(self.report, self.state.report_path))
         if self.state.badge_path is not None:
             self.state.written.extend(write_badge(self.report, self.state.badge_path))
+        if self.state.update_baseline and self.state.baseline is not None:
+            self._write_baseline()
+
+    def _warnings(self) -> list[str]:
+        """Configuration warnings; the first says why, when no block was validated."""
+        from nnrag.errors import NnragError
+        from nnrag.report import empty_run_reason
+
+        sources = [spec.name for spec in self.state.settings.sources]
+        unmatched: dict[str, tuple[str, ...]] = {}
+        source_errors: tuple[str, ...] = ()
+        problems = 0
+        if sources:
+            try:
+                stats = self.state.index_stats
+                if stats is None:  # the controller of xdist: a cheap update of the index
+                    stats = self.state.index_stats = self.state.workspace.build()
+                source_errors, problems = stats.source_errors, len(stats.problems)
+                unmatched = self.state.workspace.unmatched_paths()
+            except NnragError as error:
+                return [f"nnrag could not read the index: {error}"]
+        stats = self.state.index_stats
+        warnings = [*(stats.warnings if stats is not None else ())]
+        warnings += [
+            f"source {name!r}: 'paths' entry {entry!r} matches no .py file (a folder or file "
+            "prefix, or a glob, relative to the source root)"
+            for name, entries in unmatched.items()
+            for entry in entries
+        ]
+        if self.state.results:
+            return warnings
+        if self.state.shard is not None and not sources:
+            index, count, _ = self.state.shard
+            return [
+                f"no block found: shard {index}/{count} has no source (more shards "
+                "than source groups)"
+            ]
+        every = {
+            name: entries
+            for name, entries in unmatched.items()
+            if set(entries) == set(self._spec_paths(name))
+        }
+        reason = empty_run_reason(
+            sources, source_errors=source_errors, unmatched=every, problems=problems
+        )
+        return [reason, *warnings]
+
+    def _spec_paths(self, name: str) -> tuple[str, ...]:
+        spec = next((s for s in self.state.settings.sources if s.name == name), None)
+        return spec.paths if spec is not None else ()
+
+    def _baseline_summary(self) -> dict[str, Any]:
+        """The report's ``baseline`` section: file, verdict counts, changed blocks."""
+        baseline = self.state.baseline
+        assert baseline is not None  # callers check
+        by_verdict: dict[str, list[str]] = {}
+        for block_id, verdict in sorted(self.state.verdicts.items()):
+            by_verdict.setdefault(verdict, []).append(block_id)
+        not_run = set(baseline.blocks) - set(self.state.results) - self.state.problem_ids
+        return {
+            "file": str(baseline.path),
+            "updated": self.state.update_baseline,
+            "strict": self.state.strict,
+            "as_expected": len(by_verdict.get("as-expected", ())),
+            "expected_failures": len(by_verdict.get("expected-failure", ())),
+            "regressions": by_verdict.get("regression", []),
+            "new_passes": by_verdict.get("new-pass", []),
+            "new_blocks_failing": by_verdict.get("new-block", []),
+            "not_run": len(not_run),
+        }
+
+    def _write_baseline(self) -> None:
+        from nnrag.baseline import updated, write_baseline
+
+        baseline = self.state.baseline
+        assert baseline is not None  # set from --nnrag-baseline
+        assert baseline.path is not None
+        new = updated(
+            baseline,
+            self.state.results.values(),
+            depth=self.state.settings.depth,
+            problems=self.state.problem_ids,
+        )
+        self.state.written.append(write_baseline(new, baseline.path))
 
     def _block_category(self, item: pytest.Item) -> str | None:
         """The category of a block item (computed where the block ran), else ``None``."""
@@ -408,7 +590,7 @@ class NnragSession:
             return {"error": str(error)}
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if _is_worker(self.config) or (self.report is None and not self.state.source_failures):
+        if _is_worker(self.config) or self.report is None:
             return
         from nnrag.report import summary_lines
 
@@ -417,10 +599,39 @@ class NnragSession:
             from nnrag.validate.sandbox import describe_layers
 
             terminalreporter.write_line(describe_layers(self.state.sandbox_layers))
-        if self.report is not None:
-            for line in summary_lines(self.report):
-                terminalreporter.write_line(line)
+        empty = not self.report["summary"]["blocks"]
+        for number, line in enumerate(summary_lines(self.report)):
+            terminalreporter.write_line(line, red=empty and number == 0, bold=empty)
+        for line in baseline_lines(self.report.get("baseline")):
+            terminalreporter.write_line(line)
         for nodeid, first in sorted(self.state.source_failures.items()):
             terminalreporter.write_line(f"source problem: {nodeid}: {first}")
         for path in self.state.written:
             terminalreporter.write_line(f"nnrag wrote {path}")
+
+
+def baseline_lines(section: dict[str, Any] | None, *, shown: int = 10) -> list[str]:
+    """The summary's baseline lines: counts, then the blocks that changed (first ``shown``)."""
+    if not section:
+        return []
+    if section["updated"]:
+        return [f"baseline: updating {section['file']}"]
+    lines = [
+        f"baseline {section['file']}: {section['as_expected']} as expected, "
+        f"{section['expected_failures']} expected failures (xfail), "
+        f"{len(section['regressions'])} regressions, {len(section['new_passes'])} new passes, "
+        f"{len(section['new_blocks_failing'])} new blocks failing, "
+        f"{section['not_run']} baseline blocks not run"
+    ]
+    for key, label in (
+        ("regressions", "regression"),
+        ("new_blocks_failing", "new block failing"),
+        ("new_passes", "new pass" + (" (strict: fails)" if section["strict"] else "")),
+    ):
+        for block_id in section[key][:shown]:
+            lines.append(f"  {label}: {block_id}")
+        if len(section[key]) > shown:
+            lines.append(f"  ... and {len(section[key]) - shown} more {label}s")
+    if section["new_passes"] and not section["strict"]:
+        lines.append("  record the new passes with --nnrag-update-baseline")
+    return lines

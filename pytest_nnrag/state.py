@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from nnrag.model import Settings, ValidationResult
+    from nnrag.baseline import Baseline
+    from nnrag.model import IndexStats, Settings, ValidationResult
     from nnrag.workspace import Workspace
 
 
@@ -29,12 +30,30 @@ class NnragState:
     """Block id -> the block's category (``Workspace.category``), from the reports."""
     source_failures: dict[str, str] = field(default_factory=dict)
     """Failed source-level items (node id -> first line of the message)."""
+    baseline: Baseline | None = None
+    """--nnrag-baseline: expected results (judged against unless update_baseline)."""
+    update_baseline: bool = False
+    strict: bool = False
+    """A new pass against an expected failure fails (xfail strict)."""
+    shard: tuple[int, int, tuple[str, ...]] | None = None
+    """--nnrag-shard K/N: (K, N, the shard's sources); settings hold only those sources."""
+    verdicts: dict[str, str] = field(default_factory=dict)
+    """Block id -> its verdict against the baseline (:data:`nnrag.baseline.Verdict`)."""
+    problem_ids: set[str] = field(default_factory=set)
+    """Source-level problems that ran (``source:<parse-errors>``), for the baseline."""
     sandbox_layers: dict[str, bool] | None = None
     """The kernel isolation layers blocks ran under (from the reports), once known."""
     written: list[Path] = field(default_factory=list)
+    index_stats: IndexStats | None = None
+    """What building the index did in this process (set where repos.json is collected)."""
     repos_collected: bool = False
     """The repos.json collector ran in this process (met by the walk, or added)."""
     _workspace: Workspace | None = None
+
+    @property
+    def judging(self) -> bool:
+        """Blocks are judged against a baseline (one is given, and not being rewritten)."""
+        return self.baseline is not None and not self.update_baseline
 
     @property
     def workspace(self) -> Workspace:

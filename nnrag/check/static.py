@@ -131,6 +131,18 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _declared(code: str, requires: Iterable[str]) -> list[str]:
+    """``# requires:`` lines and the PEP 723 ``# /// script`` dependencies, together (a file
+    whose script block does not parse has the header finding NNR011 already)."""
+    from nnrag.blockfile.requirements import script_dependencies
+
+    try:
+        script = script_dependencies(code) or ()
+    except ValueError:
+        script = ()
+    return [*requires, *script]
+
+
 def declared_imports(requires: Iterable[str]) -> frozenset[str]:
     """Normalized distribution names of PEP 508 ``requires`` strings."""
     names = set()
@@ -247,7 +259,7 @@ def _check_all(
     header = parse_header(code)
     if source_packages is None:
         source_packages = frozenset(header.source_packages) if header else frozenset()
-    declared = declared_imports(header.requires if header else ())
+    declared = declared_imports(_declared(code, header.requires if header else ()))
     findings += _check_imports(
         tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
     )
@@ -346,7 +358,7 @@ def pristine_findings(
     )
     if not definitions:
         message += "; only the digest is recorded: `git diff` shows the changed lines"
-        return (make_finding("NNR012", message, line, 1),)
+        return (make_finding("NNR012", message + _RESTORE, line, 1),)
     offset = len(header_text.splitlines()) + 1  # the header and its blank line
     spans = _definition_spans(body)
     changed = sorted(
@@ -366,7 +378,13 @@ def pristine_findings(
         line = min([first for first, _, _ in changed] + [first for first, _ in added] or [line])
     else:
         message += ": no definition changed (comments, blank lines or imports did)"
-    return (make_finding("NNR012", message, line, 1),)
+    return (make_finding("NNR012", message + _RESTORE, line, 1),)
+
+
+_RESTORE = (
+    "; keep the edit (and drop --pristine for this file), or restore the vendored version "
+    "with `nnrag refresh --force` (discards the edit)"
+)
 
 
 def position(finding: Finding) -> tuple[int, int, str, str]:

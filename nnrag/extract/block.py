@@ -58,6 +58,7 @@ def _write_if_changed(path: Path, text: str) -> None:
         pass
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(handle, 0o644)  # mkstemp makes 0600; a block file is an ordinary source file
         with os.fdopen(handle, "wb") as file:
             file.write(data)
         os.replace(temp, path)

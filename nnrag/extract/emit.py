@@ -17,12 +17,11 @@ stringification); all others are copied verbatim, comments and formatting includ
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import itertools
 import re
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,6 +95,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     requirements = external_requirements(
         [b for b in plan.imports.values() if not b.conditional],
         exclude=_source_packages(index, closure, modules),
+        roots=_source_roots(index, block.source, modules),
     )
     files = sorted(
         {(info.source, info.path, info.sha1) for info in modules.values()},
@@ -487,45 +487,36 @@ def _import_line_key(line: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------- requirements
 
 
-@functools.cache
-def _distributions() -> Mapping[str, list[str]]:
-    return importlib.metadata.packages_distributions()
-
-
-@functools.cache
-def _requirement(top: str) -> str:
-    dists = sorted(_distributions().get(top, []), key=str.lower)
-    if not dists:
-        return top
-    dist = dists[0]
-    try:
-        version = importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return dist
-    public = re.split(r"[+]", version, maxsplit=1)[0]
-    return f"{dist}>={public}"
-
-
 def external_requirements(
-    bindings: Iterable[ImportBinding], *, exclude: frozenset[str] = frozenset()
+    bindings: Iterable[ImportBinding],
+    *,
+    exclude: frozenset[str] = frozenset(),
+    roots: Sequence[Path] = (),
 ) -> tuple[str, ...]:
     """PEP 508 strings for the third-party top-level modules ``bindings`` import.
 
-    Each is ``<distribution>>=<installed version>`` (local version label dropped): the
-    version the block was extracted against, as a lower bound so newer releases satisfy
-    it. A module whose distribution is not installed is listed by its import name.
+    Distribution names (``Pillow`` for ``PIL``), each with the version specifier the
+    sources at ``roots`` declare for it, if any (:mod:`nnrag.blockfile.requirements`).
     Standard-library modules and ``exclude`` (the source packages) are left out.
     """
+    from nnrag.blockfile.requirements import requirements_for
+
     tops = {binding.module.split(".", 1)[0] for binding in bindings}
-    wanted = {
-        _requirement(top)
+    wanted = [
+        top
         for top in tops
         if top and top not in sys.stdlib_module_names and top not in exclude and top != "__future__"
-    }
-    return tuple(sorted(wanted, key=lambda r: (r.lower(), r)))
+    ]
+    return requirements_for(sorted(wanted), roots)
 
 
 # --------------------------------------------------------------------------- header
+
+
+def _source_roots(index: Index, source: str, modules: Mapping[str, ModuleInfo]) -> tuple[Path, ...]:
+    """Checkout folders of the block's source first, then of the other sources it inlines."""
+    names = [source, *sorted({info.source for info in modules.values()} - {source})]
+    return tuple(index.checkouts[name].root for name in names if name in index.checkouts)
 
 
 def _source_packages(
@@ -544,7 +535,7 @@ def _header(
     closure: Closure,
     modules: Mapping[str, ModuleInfo],
     files: Iterable[tuple[str, str, str]],
-    requirements: Iterable[str],
+    requirements: Sequence[str],
     digest: str,
 ) -> str:
     block = closure.block

@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -349,7 +349,46 @@ class SearchIndex:
             hits = self._match(
                 fts_query(query, any_word=True), source=source, category=category, limit=limit
             )
-        return hits
+        exact = self._exact(query, source=source, category=category, limit=limit)
+        if not exact:
+            return hits
+        # A class named exactly as asked comes first (``nnrag search Mlp``: the class Mlp,
+        # not the 37 blocks whose docstrings say "MLP" more often), scored above every hit.
+        top = max((hit.score for hit in hits), default=0.0) + 1.0
+        named = [replace(hit, score=top) for hit in exact]
+        seen = {hit.id for hit in named}
+        return [*named, *(hit for hit in hits if hit.id not in seen)][:limit]
+
+    def _exact(
+        self, query: str, *, source: str | None, category: str | None, limit: int
+    ) -> list[SearchHit]:
+        """Blocks whose class name (or ``module.Class``, or id) is ``query``: the exact case
+        first, then other cases; shorter modules first (the class where it is defined)."""
+        name = query.strip()
+        if not name or any(char.isspace() for char in name):
+            return []
+        rows = self._db.execute(
+            "SELECT b.id, b.source, b.module, b.name, b.category, b.summary, b.path, b.line"
+            " FROM blocks b WHERE (b.name = ? COLLATE NOCASE OR b.id = ?"
+            " OR b.module || '.' || b.name = ?)"
+            " AND (? IS NULL OR b.source = ?) AND (? IS NULL OR b.category = ?)"
+            " ORDER BY b.name != ?, length(b.module), b.id LIMIT ?",
+            (name, name, name, source, source, category, category, name, limit),
+        ).fetchall()
+        return [
+            SearchHit(
+                id=row[0],
+                source=row[1],
+                module=row[2],
+                name=row[3],
+                category=row[4],
+                summary=row[5],
+                path=row[6],
+                line=row[7],
+                score=0.0,
+            )
+            for row in rows
+        ]
 
     def _match(
         self, expression: str | None, *, source: str | None, category: str | None, limit: int

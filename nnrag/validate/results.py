@@ -7,15 +7,17 @@ import json
 import sqlite3
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from nnrag.errors import CacheError
 from nnrag.model import Recipe, Stage, ValidationResult
 from nnrag.sqlitedb import open_database
+
+_T = TypeVar("_T")
 
 VALIDATOR_VERSION = "3"
 """Epoch of the result format; the validator's code fingerprint is added to it."""
@@ -78,6 +80,10 @@ def result_to_dict(result: ValidationResult) -> dict[str, Any]:
         "passed": result.passed,
         "cached": result.cached,
         "file": result.file,
+        "extract_s": result.extract_s,
+        "lines": result.lines,
+        "source_files": result.source_files,
+        "linked_sources": list(result.linked_sources),
     }
 
 
@@ -139,7 +145,16 @@ def result_from_dict(data: Mapping[str, Any]) -> ValidationResult:
         duration_s=float(data.get("duration_s") or 0.0),
         cached=bool(data.get("cached", False)),
         file=data.get("file"),
+        extract_s=_optional(data.get("extract_s"), float),
+        lines=_optional(data.get("lines"), int),
+        source_files=_optional(data.get("source_files"), int),
+        linked_sources=tuple(data.get("linked_sources") or ()),
     )
+
+
+def _optional(value: object, kind: Callable[[Any], _T]) -> _T | None:
+    """``kind(value)``, or ``None`` for a missing value (results written before the field)."""
+    return None if value is None else kind(value)
 
 
 class ResultCache:
@@ -211,6 +226,44 @@ class ResultCache:
                 "VALUES (?, ?, ?, ?)",
                 (block_id, state, digest, file),
             )
+
+    def export_rows(self) -> Iterator[dict[str, str]]:
+        """Every result and harvested recipe as plain rows (``nnrag results export``).
+
+        Results are content-addressed (body digest, depth, validator, torch), so they hold on
+        any machine; where block files were written here (``extractions``) is not exported.
+        """
+        with self._lock:
+            results = self._db.execute("SELECT key, value FROM results ORDER BY key").fetchall()
+            harvest = self._db.execute(
+                "SELECT source, name, record FROM harvest ORDER BY source, name, record"
+            ).fetchall()
+        for key, value in results:
+            yield {"table": "results", "key": key, "value": value}
+        for source, name, record in harvest:
+            yield {"table": "harvest", "source": source, "name": name, "record": record}
+
+    def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+        """Add exported rows; existing ones are kept. Returns (results added, rows skipped)."""
+        added = skipped = 0
+        with self._lock, self._db:
+            for row in rows:
+                table = row.get("table")
+                if table == "results" and isinstance(row.get("key"), str):
+                    cursor = self._db.execute(
+                        "INSERT OR IGNORE INTO results (key, value) VALUES (?, ?)",
+                        (row["key"], str(row.get("value", ""))),
+                    )
+                    added += cursor.rowcount
+                    skipped += 1 - cursor.rowcount
+                elif table == "harvest":
+                    self._db.execute(
+                        "INSERT OR IGNORE INTO harvest (source, name, record) VALUES (?, ?, ?)",
+                        (str(row.get("source")), str(row.get("name")), str(row.get("record"))),
+                    )
+                else:
+                    skipped += 1
+        return added, skipped
 
     def harvested(self, source: str, name: str, *, limit: int = 3) -> list[dict[str, Any]]:
         """Recipes recorded for class ``name`` of ``source`` while composite blocks ran

@@ -365,7 +365,10 @@ def prepare_block(
         known = cache.extraction(block.id, state)
         cached = cache.get(cache_key(known[0] + suffix, depth)) if known else None
         if cached is not None:
-            return cached
+            # Results are content-addressed: the same body in another source (or module)
+            # shares the result, but the report keys it by this block.
+            return replace(cached, block_id=block.id, file=known[1] if known else cached.file)
+    started = time.perf_counter()
     try:
         extracted = workspace.extract(block)
     except (ExtractionError, InternalError) as error:
@@ -377,14 +380,14 @@ def prepare_block(
             category="internal-error",
             message=str(error),
         )
+    facts = _extraction_facts(extracted, time.perf_counter() - started)
     key = cache_key(extracted.digest + suffix, depth)
+    path = workspace.block_file(extracted)
+    cache.put_extraction(block.id, state, extracted.digest, str(path))
     if not settings.revalidate:
         cached = cache.get(key)
         if cached is not None:
-            cache.put_extraction(block.id, state, extracted.digest, cached.file or "")
-            return cached
-    path = workspace.block_file(extracted)
-    cache.put_extraction(block.id, state, extracted.digest, str(path))
+            return replace(cached, block_id=block.id, file=str(path), **facts)
     blocking = extracted.blocking_problems
     if blocking and stage_index(depth) >= stage_index("closed"):
         first = blocking[0]
@@ -400,6 +403,7 @@ def prepare_block(
             dependency_path=first.path,
             file=str(path),
         )
+        result = replace(result, **facts)
         cache.put(key, result)
         return result
     data = path.read_bytes()
@@ -419,6 +423,7 @@ def prepare_block(
         harvested=tuple(harvested),
         harvest=not final,
         plugins=plugins.child_spec(),
+        facts=facts,
     )
 
 
@@ -445,7 +450,7 @@ def finish_job(workspace: BlockSource, job: BlockJob, outcome: JobOutcome) -> Va
     cache = workspace.results()
     if job.harvest:
         cache.add_harvest(job.source, outcome.harvest)
-    result = blame_advisory_problems(outcome.result, job.problems)
+    result = replace(blame_advisory_problems(outcome.result, job.problems), **job.facts)
     if outcome.cache:
         cache.put(job.key, result)
     return result
@@ -464,6 +469,17 @@ def validate_block(
     result = _validate_block(workspace, block, depth=depth, hints=hints)
     workspace.plugins().observe(block.id, result)
     return result
+
+
+def _extraction_facts(extracted: Extracted, seconds: float) -> dict[str, Any]:
+    """What the report tells about a block file: extraction time, lines, inlined files."""
+    own = extracted.block.source
+    return {
+        "extract_s": seconds,
+        "lines": extracted.code.count("\n") + (not extracted.code.endswith("\n")),
+        "source_files": len({(f.source, f.path) for f in extracted.files}),
+        "linked_sources": tuple(sorted({f.source for f in extracted.files} - {own})),
+    }
 
 
 _EXPLAINS: dict[str, re.Pattern[str]] = {

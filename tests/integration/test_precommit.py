@@ -106,6 +106,7 @@ def test_check_cli_output_and_exit_codes(tmp_path: Path) -> None:
     broken.write_text(block_text(BODY + "\nfrom .missing import helper\n"))
     ok = subprocess.run([*NNRAG, "check", str(clean)], text=True, capture_output=True, check=False)
     assert (ok.returncode, ok.stdout) == (0, "")
+    assert ok.stderr == "All checks passed! (1 block file)\n"
     bad = subprocess.run(
         [*NNRAG, "check", str(clean), str(broken), "--pristine"],
         text=True,
@@ -118,7 +119,7 @@ def test_check_cli_output_and_exit_codes(tmp_path: Path) -> None:
         f"{broken}:{line}:1: NNR201 relative import 'from .missing import ...': a vendored "
         "block must be standalone; re-extract it or inline the definitions it needs"
     ]
-    assert "1 of 2 file(s) failed" in bad.stderr
+    assert "nnrag check: 1 of 2 block files failed" in bad.stderr
     folder = subprocess.run(
         [*NNRAG, "check", str(tmp_path), str(tmp_path / "Gone.py")],
         text=True,
@@ -260,3 +261,37 @@ def test_hook_files_filter_and_undefined_name(project: Path, pre_commit_home: Pa
     assert done.returncode == 1, output
     assert "undefined name '_shift'" in output
     assert "elsewhere.py" not in output
+
+
+def test_check_noqa_select_and_ignore(tmp_path: Path) -> None:
+    broken = tmp_path / "Broken.py"
+    broken.write_text(
+        block_text(BODY + "\nfrom .missing import helper\nimport not_installed_xyz\n")
+    )
+
+    def codes(*extra: str) -> list[str]:
+        done = subprocess.run(
+            [*NNRAG, "check", str(broken), "--no-cache", *extra],
+            text=True,
+            capture_output=True,
+            check=False,
+        )
+        return [line.split(": ", 1)[1].split()[0] for line in done.stdout.splitlines()]
+
+    assert codes() == ["NNR201", "NNR203"]
+    assert codes("--select", "NNR2") == ["NNR201", "NNR203"]
+    assert codes("--select", "NNR201") == ["NNR201"]
+    assert codes("--ignore", "nnr203") == ["NNR201"]
+    text = broken.read_text().replace("helper\n", "helper  # noqa: NNR201\n")
+    broken.write_text(text)
+    assert codes() == ["NNR203"]
+    broken.write_text(text.replace("import not_installed_xyz", "import not_installed_xyz  # noqa"))
+    assert codes() == []
+    bad = subprocess.run(
+        [*NNRAG, "check", str(broken), "--select", "x y"],
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert "expected finding codes or prefixes such as NNR101" in bad.stderr

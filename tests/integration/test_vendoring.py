@@ -133,7 +133,7 @@ def test_extract_into_check_and_refresh(
     assert "upstream changed: +1 -1 lines in act" in out
     assert f"(revision {first} -> {second})" in out
     assert "+    return torch.relu(x) * SCALE * 0.5" in out
-    assert "edited by hand, and upstream changed the same definitions: conflicts in Other" in out
+    assert "edited here, and upstream changed the same definitions: conflicts in Other" in out
     assert "1 updated, 0 merged, 0 unchanged, 1 skipped, 0 failed" in err
     assert "* SCALE * 0.5" in (vendor / "Block.py").read_text()
     assert other.read_text() == edited
@@ -146,6 +146,7 @@ def test_extract_into_check_and_refresh(
     assert [line.split(": ", 1)[1].split()[0] for line in out.splitlines()] == ["NNR012"]
     assert out.startswith(f"{other}:")
     assert "changed Other (lines" in out
+    assert "restore the vendored version with `nnrag refresh --force`" in out
 
     code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache))
     assert code == 0
@@ -182,7 +183,7 @@ def test_refresh_merges_upstream_changes_into_hand_edits(
     code, out, err = run(capsys, "refresh", str(vendor), "--cache", str(cache))
     assert code == 0, out + err
     assert "merged" in out
-    assert "edited by hand; merged: took upstream's act, kept your edits" in out
+    assert "edited here; merged: took upstream's act, kept your edits" in out
     assert "0 updated, 1 merged, 0 unchanged, 0 skipped, 0 failed" in err
     text = block.read_text()
     assert "return torch.relu(x) * SCALE * 0.5" in text  # upstream's change

@@ -240,6 +240,7 @@ def test_report_and_badge(pytester: pytest.Pytester, project: Path, cli: Cli) ->
         "depth",
         "summary",
         "blocks",
+        "warnings",
         "source_failures",
     ]
     assert list(report["source_failures"]) == ["repos.json::src::<parse-errors>"]

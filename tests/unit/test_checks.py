@@ -635,7 +635,9 @@ def test_pristine_names_the_edited_definitions(tmp_path: Path) -> None:
     assert finding.line == first
     assert finding.message.endswith(
         f": changed helper (lines {first}-{first + 1}), "
-        f"added extra (line {body_line(edited, 'def extra')}), removed unused"
+        f"added extra (line {body_line(edited, 'def extra')}), removed unused; keep the edit "
+        "(and drop --pristine for this file), or restore the vendored version with "
+        "`nnrag refresh --force` (discards the edit)"
     )
     path = tmp_path / "Block.py"
     path.write_text(edited)
@@ -826,3 +828,26 @@ def test_finding_format(code: str) -> None:
 
     finding = make_finding(code, "message", 3, 7)
     assert finding.format("dir/b.py") == f"dir/b.py:3:7: {code} message"
+
+
+def test_noqa_and_code_selection() -> None:
+    from nnrag.cli_check import kept, suppressed
+    from nnrag.model import Finding
+
+    assert suppressed("x = 1  # noqa", "NNR101")
+    assert suppressed("x = 1  # noqa: NNR101, NNR203", "NNR203")
+    assert suppressed("x = 1  # NOQA:nnr101", "NNR101")
+    assert not suppressed("x = 1  # noqa: NNR101", "NNR203")
+    assert not suppressed("x = 1", "NNR101")
+    findings = [
+        Finding(code="NNR101", category="unresolved-name", stage="closed", message="a", line=1),
+        Finding(code="NNR203", category="missing-external", stage="closed", message="b", line=2),
+        Finding(code="NNR010", category="syntax", stage="closed", message="c", line=0),
+    ]
+    lines = ["a  # noqa: NNR101", "b"]
+    assert [f.code for f in kept(findings, lines, select=None, ignore=())] == ["NNR203", "NNR010"]
+    assert [f.code for f in kept(findings, [], select=("NNR1", "NNR0"), ignore=())] == [
+        "NNR101",
+        "NNR010",
+    ]
+    assert [f.code for f in kept(findings, [], select=None, ignore=("NNR",))] == []

@@ -91,13 +91,18 @@ def test_list_category_filter(repos: list[str], capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out == ""
 
 
-def test_list_unknown_category_is_a_usage_error(
-    repos: list[str], capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("command", ["list", "search"])
+def test_unknown_category_is_a_command_line_error(
+    repos: list[str], capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    assert main(["list", *repos, "--category", "attn"]) == 2
+    words = ["x"] if command == "search" else []
+    with pytest.raises(SystemExit) as stopped:
+        main([command, *repos, *words, "--category", "attn"])
+    assert stopped.value.code == 2
     error = capsys.readouterr().err
-    assert "unknown category 'attn'" in error
+    assert f"nnrag {command}: error: argument --category: unknown category 'attn'" in error
     assert "'attention'" in error
+    assert "<config>" not in error
 
 
 def test_list_reuses_fresh_categories_stored_by_search(

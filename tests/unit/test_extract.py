@@ -43,6 +43,7 @@ def test_write_block(tmp_path: Path) -> None:
     assert spec["id"] == extracted.block.id
     assert spec_path(path).name == "Mlp.spec.json"
     assert sorted(p.name for p in path.parent.iterdir()) == ["Mlp.py", "Mlp.spec.json"]
+    assert {p.stat().st_mode & 0o777 for p in path.parent.iterdir()} == {0o644}
 
 
 def test_write_block_is_idempotent_and_named(tmp_path: Path) -> None:

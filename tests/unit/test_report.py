@@ -11,11 +11,14 @@ from nnrag.model import STAGES, ValidationResult
 from nnrag.report import (
     BLOCK_KEYS,
     REPORT_KEYS,
+    ReportMergeError,
     badge_color,
     badge_message,
     build_report,
     dedup_lines,
+    empty_run_reason,
     failed_stage_of,
+    merge_reports,
     shields_endpoint,
     summary_lines,
     write_badge,
@@ -217,3 +220,78 @@ def test_write_report_round_trips(tmp_path: Path, results: list[ValidationResult
     report = build_report(results, depth="forward", torch_version="2.13.0")
     path = write_report(report, tmp_path / "deep" / "report.json")
     assert json.loads(path.read_text()) == report
+
+
+def test_blocks_with_one_body_in_two_sources_stay_two_entries() -> None:
+    results = [_passed("a:m:Mlp"), _passed("b:m:Mlp")]
+    report = build_report(results, depth="forward", nnrag_version="0", torch_version=None)
+    assert [entry["id"] for entry in report["blocks"]] == ["a:m:Mlp", "b:m:Mlp"]
+    assert report["summary"]["passed"] == 2
+    assert set(report["summary"]["sources"]) == {"a", "b"}
+
+
+def test_block_entry_carries_extraction_facts() -> None:
+    result = ValidationResult(
+        block_id="a:m:Mlp",
+        depth="forward",
+        stage_reached="forward",
+        extract_s=0.01234,
+        lines=120,
+        source_files=3,
+        linked_sources=("b",),
+    )
+    entry = build_report([result], depth="forward", torch_version=None)["blocks"][0]
+    assert (entry["extract_s"], entry["lines"], entry["source_files"]) == (0.0123, 120, 3)
+    assert entry["linked_sources"] == ["b"]
+
+
+def test_empty_report_says_why_no_block_was_found() -> None:
+    reason = empty_run_reason(["timm"], unmatched={"timm": ["timm/nope", "other"]})
+    assert reason.startswith("no block found in 1 source:")
+    assert "'timm/nope'" in reason
+    assert "'other'" in reason
+    report = build_report([], depth="forward", torch_version=None, warnings=[reason])
+    assert report["summary"]["blocks"] == 0
+    lines = summary_lines(report)
+    assert lines[0] == f"nnrag: NO BLOCK WAS VALIDATED: {reason}"
+    assert badge_message(report) == "0% (0/0)"
+
+
+def test_empty_run_without_sources_says_so() -> None:
+    assert empty_run_reason([]) == "no block found: the configuration names no source"
+    assert "no top-level nn.Module" in empty_run_reason(["x"])
+    assert empty_run_reason(["x", "y"], source_errors=["x: gone", "y: gone"]).endswith(
+        "in 2 sources: x: gone; y: gone"
+    )
+
+
+def test_merge_recomputes_the_summary(results: list[ValidationResult]) -> None:
+    whole = build_report(results, depth="forward", nnrag_version="0", torch_version="2")
+    half = len(results) // 2
+    first = build_report(results[:half], depth="forward", nnrag_version="0", torch_version="2")
+    second = build_report(results[half:], depth="forward", nnrag_version="0", torch_version="2")
+    merged = merge_reports([("a.json", second), ("b.json", first)])
+    assert merged["summary"] == whole["summary"]
+    assert merged["blocks"] == whole["blocks"]
+    assert merged["merged_from"] == ["a.json", "b.json"]
+
+
+def test_merge_refuses_overlapping_shards_and_mixed_depths(
+    results: list[ValidationResult],
+) -> None:
+    report = build_report(results, depth="forward", nnrag_version="0", torch_version="2")
+    with pytest.raises(ReportMergeError, match=r"is in both a\.json and b\.json"):
+        merge_reports([("a.json", report), ("b.json", report)])
+    other = {**report, "depth": "import", "blocks": []}
+    with pytest.raises(ReportMergeError, match="different depths"):
+        merge_reports([("a.json", report), ("b.json", other)])
+
+
+def test_merge_drops_an_empty_shards_no_block_warning(results: list[ValidationResult]) -> None:
+    full = build_report(results, depth="forward", nnrag_version="0", torch_version="2")
+    empty = build_report(
+        [], depth="forward", nnrag_version="0", torch_version="2", warnings=["no block found: x"]
+    )
+    merged = merge_reports([("a.json", full), ("b.json", empty)])
+    assert merged["warnings"] == []
+    assert merge_reports([("b.json", empty)])["warnings"] == ["no block found: x"]

@@ -222,3 +222,39 @@ def test_corrupt_database_is_rebuilt(corpus: Path, tmp_path: Path) -> None:
     index = index_tree(corpus, source="zoo")
     hits = search(index, discover_blocks(index), "channel", cache_dir=tmp_path)
     assert hits[0].name == "ChannelAttn"
+
+
+MLP_VARIANTS = (
+    "from torch import nn\n"
+    + "".join(
+        f"""
+
+class Mlp{k}Block(nn.Module):
+    \"\"\"Mlp block: an MLP (mlp) with Mlp layers.\"\"\"
+
+    def forward(self, x):
+        return x
+"""
+        for k in range(12)
+    )
+    + """
+
+class Mlp(nn.Module):
+    def forward(self, x):
+        return x
+"""
+)
+
+
+def test_an_exact_class_name_comes_first(tmp_path: Path) -> None:
+    # bm25 alone ranks the class Mlp (no docstring) after twelve blocks that say "mlp" a lot
+    _write(tmp_path / "src", {"zoo/mlp.py": MLP_VARIANTS})
+    index = index_tree(tmp_path / "src", source="zoo")
+    table = SearchIndex(tmp_path / "search.db")
+    table.update(index, discover_blocks(index))
+    for query in ("Mlp", "mlp", "zoo.mlp.Mlp", "zoo:zoo.mlp:Mlp"):
+        hits = table.search(query, limit=5)
+        assert [hit.name for hit in hits[:2]] == ["Mlp", "Mlp0Block"], query
+        assert hits[0].score > hits[1].score
+        assert len(hits) == 5
+    assert table.search("Mlp", category="loss") == []

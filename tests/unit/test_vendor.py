@@ -276,3 +276,23 @@ def test_refresh_reports_a_block_gone_upstream(tmp_path: Path) -> None:
 def test_refresh_without_manifest(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="extract ID --into"):
         refresh(tmp_path, cache_dir=tmp_path)
+
+
+def test_refresh_says_edited_here_when_only_the_local_copy_changed(tmp_path: Path) -> None:
+    ws = FakeWorkspace({ATTN: extracted(ATTN, "A = 1\n")})
+    vendor(ws, [ATTN], tmp_path)
+    path = tmp_path / "Attention.py"
+    path.write_text(path.read_text() + "B = 2\n")
+    (outcome,) = refresh_with(ws, tmp_path)
+    assert outcome.action == "unchanged"
+    assert outcome.reason.startswith("edited here since nnrag wrote it (upstream unchanged;")
+    assert "upstream changed" not in outcome.reason
+    assert path.read_text().endswith("B = 2\n")
+
+
+def test_vendored_files_are_world_readable(tmp_path: Path) -> None:
+    ws = FakeWorkspace({ATTN: extracted(ATTN, "A = 1\n")})
+    vendor(ws, [ATTN], tmp_path)
+    modes = {path.name: path.stat().st_mode & 0o777 for path in tmp_path.iterdir()}
+    assert modes
+    assert set(modes.values()) == {0o644}, modes
