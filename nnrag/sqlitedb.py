@@ -170,3 +170,27 @@ def remove_database(path: Path) -> None:
     """Remove the database file and its WAL, shared-memory and rollback journal files."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def open_cache(
+    path: Path, *, what: str, schema: str, version: int, application_id: int
+) -> sqlite3.Connection:
+    """Open (creating or rebuilding) the cache database ``what`` at ``path``; a rebuild
+    prints its one-line notice. Raises :class:`~nnrag.errors.CacheError` naming the file and
+    the fix when it cannot be opened at all (an unwritable cache folder)."""
+    import sys
+
+    from nnrag.errors import CacheError
+
+    try:
+        opened = open_database(
+            path, what=what, schema=schema, version=version, application_id=application_id
+        )
+    except (OSError, sqlite3.OperationalError) as error:
+        raise CacheError(
+            f"cannot open the {what} {path}: {error}; check that the cache folder is "
+            "writable or choose another one with --cache DIR"
+        ) from error
+    if opened.notice:
+        print(opened.notice, file=sys.stderr)
+    return opened.db

@@ -7,18 +7,17 @@ import json
 import os
 import re
 import sqlite3
-import sys
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from nnrag.errors import CacheError, ConfigError
+from nnrag.errors import ConfigError
 from nnrag.retrieve.categorize import BLOCK_CATEGORIES, categorize, features_from_source
-from nnrag.sqlitedb import open_database
+from nnrag.sqlitedb import open_cache
 from nnrag.versions import code_fingerprint
 
 if TYPE_CHECKING:
@@ -204,24 +203,14 @@ class SearchIndex:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            # Concurrent processes (xdist workers, two terminals) create and rebuild it in turn;
-            # a corrupt, foreign or older file is only a cache of the index: it is rebuilt.
-            opened = open_database(
-                path,
-                what="search database",
-                schema=_SCHEMA,
-                version=SCHEMA_VERSION,
-                application_id=APPLICATION_ID,
-            )
-        except (OSError, sqlite3.OperationalError) as error:
-            raise CacheError(
-                f"cannot open the search database {path}: {error}; "
-                "check that the cache folder is writable or pass --cache DIR"
-            ) from error
-        self._db = opened.db
-        if opened.notice:
-            print(opened.notice, file=sys.stderr)
+        # A damaged, foreign or older file is only a cache: it is rebuilt, with a notice.
+        self._db = open_cache(
+            path,
+            what="search database",
+            schema=_SCHEMA,
+            version=SCHEMA_VERSION,
+            application_id=APPLICATION_ID,
+        )
 
     def close(self) -> None:
         self._db.close()
@@ -375,20 +364,7 @@ class SearchIndex:
             " ORDER BY b.name != ?, length(b.module), b.id LIMIT ?",
             (name, name, name, source, source, category, category, name, limit),
         ).fetchall()
-        return [
-            SearchHit(
-                id=row[0],
-                source=row[1],
-                module=row[2],
-                name=row[3],
-                category=row[4],
-                summary=row[5],
-                path=row[6],
-                line=row[7],
-                score=0.0,
-            )
-            for row in rows
-        ]
+        return [_hit(row, score=0.0) for row in rows]
 
     def _match(
         self, expression: str | None, *, source: str | None, category: str | None, limit: int
@@ -405,20 +381,7 @@ class SearchIndex:
             " ORDER BY rank, b.id LIMIT ?",
             (expression, source, source, category, category, limit),
         ).fetchall()
-        return [
-            SearchHit(
-                id=row[0],
-                source=row[1],
-                module=row[2],
-                name=row[3],
-                category=row[4],
-                summary=row[5],
-                path=row[6],
-                line=row[7],
-                score=-float(row[8]),
-            )
-            for row in rows
-        ]
+        return [_hit(row, score=-float(row[8])) for row in rows]
 
     def count(self) -> int:
         """Blocks in the table."""
@@ -518,3 +481,19 @@ def search(
     with SearchIndex(search_path(cache_dir)) as table:
         table.update(index, blocks)
         return table.search(query, source=source, category=category, limit=limit)
+
+
+def _hit(row: Sequence[Any], *, score: float) -> SearchHit:
+    """A search hit from a ``blocks`` row (id, source, module, name, category, summary, path,
+    line, ...)."""
+    return SearchHit(
+        id=row[0],
+        source=row[1],
+        module=row[2],
+        name=row[3],
+        category=row[4],
+        summary=row[5],
+        path=row[6],
+        line=row[7],
+        score=score,
+    )

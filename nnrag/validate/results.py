@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -13,9 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from nnrag.errors import CacheError
 from nnrag.model import Recipe, Stage, ValidationResult
-from nnrag.sqlitedb import open_database
+from nnrag.sqlitedb import open_cache
 
 _T = TypeVar("_T")
 
@@ -163,22 +160,14 @@ class ResultCache:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        try:  # a damaged, foreign or older file is rebuilt (it is a cache) with a notice
-            opened = open_database(
-                path,
-                what="result cache",
-                schema=_SCHEMA,
-                version=SCHEMA_VERSION,
-                application_id=APPLICATION_ID,
-            )
-        except (OSError, sqlite3.OperationalError) as error:
-            raise CacheError(
-                f"cannot open the result cache {path}: {error}; check that the cache folder is "
-                "writable or choose another one with --cache"
-            ) from error
-        self._db = opened.db
-        if opened.notice:
-            print(opened.notice, file=sys.stderr)
+        # A damaged, foreign or older file is only a cache: it is rebuilt, with a notice.
+        self._db = open_cache(
+            path,
+            what="result cache",
+            schema=_SCHEMA,
+            version=SCHEMA_VERSION,
+            application_id=APPLICATION_ID,
+        )
 
     def close(self) -> None:
         self._db.close()
