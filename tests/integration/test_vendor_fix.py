@@ -138,7 +138,7 @@ def test_fix_replaces_source_imports_and_declares_requirements(
     assert "fixed: removed 'from mylib.layers import _shift' (inlined as _shift)" in out
     assert "fixed: L._scale -> _scale" in out
     assert "fixed: sh -> _shift" in out
-    assert "fixed: declared '# requires: numpy>=" in out
+    assert "fixed: declared '# requires: numpy" in out
     text = block.read_text()
     assert check_code(text, filename="Mlp.py") == ()
     assert "return _shift(_scale(self.fc(x))) * np.pi" in text
@@ -146,7 +146,7 @@ def test_fix_replaces_source_imports_and_declares_requirements(
     assert not [line for line in text.splitlines() if line.startswith(("import my", "from my"))]
     header = parse_header(text)
     assert header is not None
-    assert any(r.startswith("numpy>=") for r in header.requires)
+    assert any(r.startswith("numpy") for r in header.requires)
     (entry,) = read_manifest(block.parent)
     assert entry.requirements == header.requires
 
