@@ -1,0 +1,822 @@
+"""The one scope model: a tree of Python scopes with positioned assignments and accesses.
+
+Shaped like LibCST's ``ScopeProvider`` (a scope tree per module, each scope with its
+assignments and accesses) but built on :mod:`ast` in one walk, for speed. Python's
+visibility rules are written here once:
+
+- function, lambda and comprehension scopes: a name bound anywhere in them is local to
+  all of them; ``global``/``nonlocal`` redirect the binding; parameters are local;
+- defaults, decorators, bases, class keywords, a comprehension's first iterable and
+  (unless ``from __future__ import annotations``) signature annotations are evaluated in
+  the enclosing scope;
+- class bodies: functions and comprehensions nested in a class do not see its names; a
+  read in the body itself sees the names the body bound before it (``LOAD_NAME``), the
+  compiler calls every name the body binds local;
+- a walrus in a comprehension binds in the nearest enclosing non-comprehension scope;
+- ``except ... as``, ``match`` captures, ``import``, ``del``, ``for``/``with`` targets bind;
+- a method reading ``super`` uses the class's implicit ``__class__`` cell;
+- annotations Python never evaluates (PEP 563, local variable annotations) are accesses
+  marked as such.
+
+Two views of a name follow from the tree: the compiler's classification per scope
+(:attr:`Scope.symbols`: local, cell, free, global explicit or implicit; computed with the
+algorithm of CPython 3.10/3.11's ``symtable.c``, which the oracle test compares against
+:mod:`symtable`), and the run-time binding an access reads (:attr:`Access.target`: the scope
+whose binding it reads; the module scope means module-level or builtin).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+__all__ = [
+    "CELL",
+    "FREE",
+    "GLOBAL_EXPLICIT",
+    "GLOBAL_IMPLICIT",
+    "LOCAL",
+    "Access",
+    "Assignment",
+    "Scope",
+    "ScopeTree",
+    "build_scopes",
+    "dotted",
+    "dotted_root",
+    "is_type_checking",
+]
+
+ScopeKind = Literal["module", "class", "function", "lambda", "comprehension", "type-params"]
+
+# The compiler's scopes of a name, with symtable's values.
+LOCAL, GLOBAL_EXPLICIT, GLOBAL_IMPLICIT, FREE, CELL = 1, 2, 3, 4, 5
+
+# What a scope does with a name (the flags symtable.c collects before analysing them).
+_BOUND, _GLOBAL, _NONLOCAL, _USE = 1, 2, 4, 8
+
+LOAD, CALL = 0, 1
+"""When an access runs: while the module (or the class body) executes, or when a function is
+called (any read inside a function or lambda body)."""
+NOT_ANNOTATION, EVALUATED, LAZY = 0, 1, 2
+"""Whether an access is in an annotation, and whether Python evaluates that annotation."""
+
+_TRY_STAR: type[ast.AST] | None = getattr(ast, "TryStar", None)  # Python >= 3.11
+_TYPE_ALIAS: type[ast.AST] | None = getattr(ast, "TypeAlias", None)  # Python >= 3.12
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "type_params"})
+_FUNCTION_LIKE = frozenset({"function", "lambda", "comprehension", "type-params"})
+_COMPREHENSION_NAMES: dict[type[ast.AST], str] = {
+    ast.ListComp: "listcomp",
+    ast.SetComp: "setcomp",
+    ast.DictComp: "dictcomp",
+    ast.GeneratorExp: "genexpr",
+}
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, else ``None`` (the one chain helper)."""
+    found = dotted_root(node)
+    return None if found is None else found[0]
+
+
+def dotted_root(node: ast.expr) -> tuple[str, ast.Name] | None:
+    """``(a.b.c, the Name a)`` for a chain of attributes on a name, else ``None``."""
+    parts: list[str] = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return ".".join(parts), node
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    """Whether an ``if`` test is ``TYPE_CHECKING``, bare or as any module's attribute."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+class Scope:
+    """One scope: its bindings and reads, and (after the walk) what the compiler calls them."""
+
+    __slots__ = (
+        "accesses",
+        "assignments",
+        "children",
+        "flags",
+        "globals",
+        "kind",
+        "line",
+        "name",
+        "node",
+        "nonlocals",
+        "parent",
+        "symbols",
+    )
+
+    def __init__(
+        self, kind: ScopeKind, node: ast.AST | None, name: str, line: int, parent: Scope | None
+    ) -> None:
+        self.kind: ScopeKind = kind
+        self.node = node
+        self.name = name
+        """The name symtable gives the scope (``top``, the def/class name, ``lambda``,
+        ``listcomp`` ...)."""
+        self.line = line
+        self.parent = parent
+        self.children: list[Scope] = []
+        self.assignments: dict[str, list[Assignment]] = {}
+        """Bindings of each name in this scope, in execution order (a ``global x`` in a
+        function puts its ``x = ...`` in the module scope)."""
+        self.accesses: list[Access] = []
+        """Reads written in this scope, in execution order."""
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.flags: dict[str, int] = {}
+        self.symbols: dict[str, int] = {}
+        """The compiler's scope of each name this scope binds, declares or reads, and of the
+        names passing through it to nested scopes: ``LOCAL``, ``CELL``, ``FREE``,
+        ``GLOBAL_EXPLICIT`` or ``GLOBAL_IMPLICIT``."""
+
+    def __repr__(self) -> str:
+        return f"<Scope {self.kind} {self.name!r} line {self.line}>"
+
+    @property
+    def function_like(self) -> bool:
+        return self.kind in _FUNCTION_LIKE
+
+    def in_function(self) -> bool:
+        """Whether this scope runs when a function is called (inside a def or lambda)."""
+        scope: Scope | None = self
+        while scope is not None:
+            if scope.kind in ("function", "lambda"):
+                return True
+            scope = scope.parent
+        return False
+
+    def walk(self) -> Iterator[Scope]:
+        """This scope and every scope nested in it, parents first."""
+        pending = [self]
+        while pending:
+            scope = pending.pop()
+            yield scope
+            pending.extend(reversed(scope.children))
+
+
+class Assignment:
+    """One binding of a name: by what node, in which scope, where in the module."""
+
+    __slots__ = (
+        "conditional",
+        "kind",
+        "lexical",
+        "name",
+        "node",
+        "order",
+        "scope",
+        "statement",
+        "top",
+        "type_checking",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        node: ast.AST,
+        kind: str,
+        *,
+        scope: Scope,
+        lexical: Scope,
+        walker: _Walker,
+        statement: ast.stmt | None = None,
+    ) -> None:
+        self.name = name
+        self.node = node
+        """The binding node: ``Name``, ``arg``, ``alias``, a def/class, ``ExceptHandler``,
+        a match pattern."""
+        self.kind = kind
+        """``store``, ``del``, ``param``, ``import``, ``def``, ``class``, ``except``,
+        ``match``, ``walrus``, ``annotation`` (``x: int`` without value: the compiler's
+        local, no run-time binding), ``type-param``."""
+        self.scope = scope
+        """The scope the name is bound in."""
+        self.lexical = lexical
+        """The scope the binding is written in (differs under ``global``/``nonlocal``)."""
+        self.statement = statement
+        """For imports: the ``Import``/``ImportFrom`` statement."""
+        self.order = walker.order
+        walker.order += 1
+        self.top = walker.top
+        """Index of the module's top-level statement the binding is in."""
+        self.conditional = walker.conditional
+        """Inside ``if``/``for``/``while``/``with``/``try``/``match`` at any depth."""
+        self.type_checking = walker.type_checking
+        """Inside an ``if TYPE_CHECKING:`` body."""
+
+    def __repr__(self) -> str:
+        return f"<Assignment {self.kind} {self.name!r} in {self.scope!r}>"
+
+
+class Access:
+    """One read of a name, with the dotted chain read through it."""
+
+    __slots__ = ("annotation", "chain", "name", "node", "order", "scope", "target", "time", "top")
+
+    def __init__(self, name: str, chain: str, node: ast.Name, walker: _Walker) -> None:
+        self.name = name
+        self.chain = chain
+        """``a.b.c`` for a load of ``a.b.c``; for a store or ``del`` of ``a.b.c``, ``a.b``."""
+        self.node = node
+        self.scope = walker.scope
+        """The scope the read is written in."""
+        self.order = walker.order
+        walker.order += 1
+        self.top = walker.top
+        self.time = walker.time
+        """``LOAD`` or ``CALL``."""
+        self.annotation = walker.annotation
+        """``NOT_ANNOTATION``, ``EVALUATED`` or ``LAZY`` (never evaluated by Python)."""
+        self.target: Scope | None = None
+        """The scope whose binding the read sees at run time (the module scope: module-level
+        or builtin); set when the tree is built."""
+
+    def __repr__(self) -> str:
+        return f"<Access {self.chain!r} in {self.scope!r}>"
+
+
+class ScopeTree:
+    """The scopes of one module (or of one unit's text), built by :func:`build_scopes`."""
+
+    __slots__ = ("_by_node", "future", "imports", "lazy_annotations", "module")
+
+    def __init__(self, module: Scope, future: list[str], imports: list[Assignment]) -> None:
+        self.module = module
+        self.future = future
+        """Names imported from ``__future__``."""
+        self.lazy_annotations = "annotations" in future
+        self.imports = imports
+        """Every import binding in execution order, ``from m import *`` as the name ``*``
+        (not in any scope's assignments)."""
+        self._by_node: dict[int, Access | Assignment] | None = None
+
+    def scopes(self) -> Iterator[Scope]:
+        return self.module.walk()
+
+    def accesses(self) -> Iterator[Access]:
+        for scope in self.module.walk():
+            yield from scope.accesses
+
+    def at(self, node: ast.AST) -> Access | Assignment | None:
+        """The access of a ``Name`` read, or the assignment a binding node makes."""
+        if self._by_node is None:
+            found: dict[int, Access | Assignment] = {}
+            for scope in self.module.walk():
+                for access in scope.accesses:
+                    found[id(access.node)] = access
+                for assignments in scope.assignments.values():
+                    for assignment in assignments:
+                        found[id(assignment.node)] = assignment
+            for assignment in self.imports:
+                found[id(assignment.node)] = assignment
+            self._by_node = found
+        return self._by_node.get(id(node))
+
+    def binds_module_name(self, node: ast.AST) -> bool:
+        """Whether a binding node (a stored ``Name``, a def, an import alias) binds at module
+        level."""
+        found = self.at(node)
+        return isinstance(found, Assignment) and found.scope is self.module
+
+
+def build_scopes(tree: ast.Module, *, statements: list[ast.stmt] | None = None) -> ScopeTree:
+    """The scope tree of a parsed module (``statements``: walk only these top-level ones)."""
+    walker = _Walker(tree)
+    for top, statement in enumerate(tree.body if statements is None else statements):
+        walker.top = top
+        walker.visit(statement)
+    module = walker.module
+    _analyze(module, None, set())
+    for scope in module.walk():
+        for access in scope.accesses:
+            access.target = _binding_scope(access, module)
+    return ScopeTree(module, walker.future, walker.imports)
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def _binding_scope(access: Access, module: Scope) -> Scope:
+    """The scope whose binding ``access`` reads when it runs (LEGB, written once)."""
+    name = access.name
+    scope = access.scope
+    if scope.kind == "class":
+        if name in scope.globals:
+            return module
+        for assignment in scope.assignments.get(name, ()):
+            if assignment.order < access.order and assignment.kind != "annotation":
+                return scope  # bound earlier in this class body
+        scope = scope.parent  # type: ignore[assignment]  # a class scope always has a parent
+    while True:
+        kind = scope.kind
+        if kind == "module" or name in scope.globals:
+            return module
+        if kind != "class":
+            if name == "__class__" and scope.parent is not None and scope.parent.kind == "class":
+                return scope.parent  # the implicit cell of a method's class
+            if name not in scope.nonlocals and scope.flags.get(name, 0) & _BOUND:
+                return scope
+        scope = scope.parent  # type: ignore[assignment]  # only the module has no parent
+
+
+def _analyze(scope: Scope, bound: set[str] | None, glob: set[str]) -> set[str]:
+    """Classify every name of ``scope`` and its children as CPython's symtable.c does.
+
+    ``bound``: names bound in enclosing function scopes; ``glob``: names declared global in
+    enclosing scopes. Returns the names free in ``scope`` or in its children and not bound
+    in it.
+    """
+    symbols = scope.symbols
+    is_class = scope.kind == "class"
+    function_like = scope.kind in _FUNCTION_LIKE
+    local: set[str] = set()
+    free: set[str] = set()
+    if is_class:
+        new_global = set(glob)
+        new_bound = set(bound) if bound is not None else set()
+    for name, flags in scope.flags.items():
+        if flags & _GLOBAL:
+            symbols[name] = GLOBAL_EXPLICIT
+            glob.add(name)
+            if bound is not None:
+                bound.discard(name)
+        elif flags & _NONLOCAL:
+            symbols[name] = FREE
+            free.add(name)
+        elif flags & _BOUND:
+            symbols[name] = LOCAL
+            local.add(name)
+            glob.discard(name)
+        elif bound is not None and name in bound:
+            symbols[name] = FREE
+            free.add(name)
+        else:
+            symbols[name] = GLOBAL_IMPLICIT
+    if is_class:
+        new_bound.add("__class__")
+    else:
+        new_bound = set(local) if function_like else set()
+        if bound is not None:
+            new_bound |= bound
+        new_global = set(glob)
+    child_free: set[str] = set()
+    for child in scope.children:
+        child_free |= _analyze(child, set(new_bound), set(new_global))
+    if function_like:
+        for name in local & child_free:
+            symbols[name] = CELL
+            child_free.discard(name)
+    if is_class:
+        child_free.discard("__class__")
+    for name in child_free:
+        if name not in symbols and (bound is None or name in bound):
+            symbols[name] = FREE
+    return free | child_free
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+class _Walker:
+    """One walk of a module in execution order, building the scope tree."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.future: list[str] = []
+        for statement in tree.body:
+            if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+                self.future.extend(alias.name for alias in statement.names)
+        self.lazy = "annotations" in self.future
+        self.module = Scope("module", tree, "top", 0, None)
+        self.scope = self.module
+        self.imports: list[Assignment] = []
+        self.order = 0
+        self.top = 0
+        self.time = LOAD
+        self.annotation = NOT_ANNOTATION
+        self.conditional = False
+        self.type_checking = False
+        self.fields: dict[type[ast.AST], tuple[str, ...]] = {}
+        self.dispatch: dict[type[ast.AST], Callable[[Any], None]] = {
+            ast.Name: self._name,
+            ast.Attribute: self._attribute,
+            ast.Constant: self._nothing,
+            ast.FunctionDef: self._function,
+            ast.AsyncFunctionDef: self._function,
+            ast.Lambda: self._lambda,
+            ast.ClassDef: self._class,
+            ast.ListComp: self._comprehension,
+            ast.SetComp: self._comprehension,
+            ast.GeneratorExp: self._comprehension,
+            ast.DictComp: self._comprehension,
+            ast.NamedExpr: self._namedexpr,
+            ast.Global: self._global,
+            ast.Nonlocal: self._nonlocal,
+            ast.Import: self._import,
+            ast.ImportFrom: self._import,
+            ast.Assign: self._assign,
+            ast.AnnAssign: self._annassign,
+            ast.AugAssign: self._augassign,
+            ast.For: self._for,
+            ast.AsyncFor: self._for,
+            ast.If: self._if,
+            ast.While: self._conditional,
+            ast.With: self._conditional,
+            ast.AsyncWith: self._conditional,
+            ast.Try: self._conditional,
+            ast.Match: self._conditional,
+            ast.ExceptHandler: self._handler,
+            ast.MatchAs: self._match_capture,
+            ast.MatchStar: self._match_capture,
+            ast.MatchMapping: self._match_mapping,
+            ast.BinOp: self._binop,
+        }
+        if _TRY_STAR is not None:
+            self.dispatch[_TRY_STAR] = self._conditional
+        if _TYPE_ALIAS is not None:
+            self.dispatch[_TYPE_ALIAS] = self._type_alias
+
+    # -- names -----------------------------------------------------------------------------
+
+    def _read(self, name: str, chain: str, node: ast.Name) -> None:
+        scope = self.scope
+        scope.accesses.append(Access(name, chain, node, self))
+        if not (self.lazy and self.annotation):  # the compiler ignores PEP 563 annotations
+            scope.flags[name] = scope.flags.get(name, 0) | _USE
+            if name == "super" and scope.kind in _FUNCTION_LIKE:
+                scope.flags["__class__"] = scope.flags.get("__class__", 0) | _USE
+
+    def _bind(self, name: str, node: ast.AST, kind: str, statement: ast.stmt | None = None) -> None:
+        """Record a binding written in the current scope (redirected by global/nonlocal)."""
+        lexical = self.scope
+        lexical.flags[name] = lexical.flags.get(name, 0) | _BOUND
+        scope = self._binding_scope(lexical, name)
+        self._assign_in(scope, name, node, kind, lexical=lexical, statement=statement)
+
+    def _binding_scope(self, lexical: Scope, name: str) -> Scope:
+        if name in lexical.globals:
+            return self.module
+        if name in lexical.nonlocals:
+            scope = lexical.parent
+            while scope is not None and not (
+                scope.kind in _FUNCTION_LIKE
+                and scope.flags.get(name, 0) & _BOUND
+                and name not in scope.nonlocals
+            ):
+                scope = scope.parent
+            return scope or self.module
+        return lexical
+
+    def _assign_in(
+        self,
+        scope: Scope,
+        name: str,
+        node: ast.AST,
+        kind: str,
+        *,
+        lexical: Scope,
+        statement: ast.stmt | None = None,
+    ) -> Assignment:
+        assignment = Assignment(
+            name, node, kind, scope=scope, lexical=lexical, walker=self, statement=statement
+        )
+        found = scope.assignments.get(name)
+        if found is None:
+            scope.assignments[name] = [assignment]
+        else:
+            found.append(assignment)
+        return assignment
+
+    def _enter(self, kind: ScopeKind, node: ast.AST, name: str, line: int) -> Scope:
+        scope = Scope(kind, node, name, line, self.scope)
+        self.scope.children.append(scope)
+        self.scope = scope
+        return scope
+
+    def _leave(self, scope: Scope) -> None:
+        assert scope.parent is not None
+        self.scope = scope.parent
+
+    # -- walking ---------------------------------------------------------------------------
+
+    def visit(self, node: ast.AST) -> None:
+        handler = self.dispatch.get(node.__class__)
+        if handler is None:
+            self.generic(node)
+        else:
+            handler(node)
+
+    def generic(self, node: ast.AST) -> None:
+        cls = node.__class__
+        fields = self.fields.get(cls)
+        if fields is None:
+            fields = self.fields[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
+        visit = self.visit
+        for name in fields:
+            value = getattr(node, name)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        visit(item)
+            elif isinstance(value, ast.AST):
+                visit(value)
+
+    def _visit_all(self, nodes: list[ast.stmt] | list[ast.expr]) -> None:
+        visit = self.visit
+        for node in nodes:
+            visit(node)
+
+    def _nothing(self, node: ast.AST) -> None:
+        return
+
+    def _name(self, node: ast.Name) -> None:
+        ctx = node.ctx.__class__
+        if ctx is ast.Load:
+            self._read(node.id, node.id, node)
+        else:
+            self._bind(node.id, node, "store" if ctx is ast.Store else "del")
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        attrs = [node.attr] if node.ctx.__class__ is ast.Load else []
+        value = node.value
+        while value.__class__ is ast.Attribute:
+            attrs.append(value.attr)
+            value = value.value
+        if value.__class__ is ast.Name:
+            name = value.id
+            attrs.append(name)
+            attrs.reverse()
+            self._read(name, ".".join(attrs), value)
+        else:
+            self.visit(value)
+
+    def _binop(self, node: ast.BinOp) -> None:
+        rights: list[ast.expr] = []
+        left: ast.expr = node
+        while isinstance(left, ast.BinOp):  # long concatenations nest deeply on the left
+            rights.append(left.right)
+            left = left.left
+        self.visit(left)
+        for right in reversed(rights):
+            self.visit(right)
+
+    # -- annotations -----------------------------------------------------------------------
+
+    def _annotation(self, node: ast.expr | None, *, evaluated: bool) -> None:
+        if node is None:
+            return
+        saved_annotation, saved_time = self.annotation, self.time
+        self.annotation = EVALUATED if evaluated and not self.lazy else LAZY
+        self.visit(node)
+        self.annotation, self.time = saved_annotation, saved_time
+
+    # -- scopes ----------------------------------------------------------------------------
+
+    def _parameters(self, args: ast.arguments, *, annotations: bool) -> list[ast.arg]:
+        """Visit defaults (and annotations) in the enclosing scope; return the parameters."""
+        visit = self.visit
+        for default in args.defaults:
+            visit(default)
+        for kw_default in args.kw_defaults:
+            if kw_default is not None:
+                visit(kw_default)
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        if args.vararg:
+            params.append(args.vararg)
+        if args.kwarg:
+            params.append(args.kwarg)
+        if annotations:
+            for param in params:
+                self._annotation(param.annotation, evaluated=True)
+        return params
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._visit_all(node.decorator_list)
+        params = self._parameters(node.args, annotations=True)
+        self._annotation(node.returns, evaluated=True)
+        outer = self._type_params(node)
+        self._body("function", node, node.name, params, node.body)
+        self._leave_type_params(outer)
+        self._bind(node.name, node, "def")
+
+    def _lambda(self, node: ast.Lambda) -> None:
+        params = self._parameters(node.args, annotations=False)
+        self._body("lambda", node, "lambda", params, [node.body])
+
+    def _body(
+        self,
+        kind: ScopeKind,
+        node: ast.AST,
+        name: str,
+        params: list[ast.arg],
+        body: list[ast.stmt] | list[ast.expr],
+    ) -> None:
+        scope = self._enter(kind, node, name, node.lineno)  # type: ignore[attr-defined]  # a def or lambda: positioned
+        saved = self.time, self.annotation
+        self.time, self.annotation = CALL, NOT_ANNOTATION
+        for param in params:
+            self._bind(param.arg, param, "param")
+        self._visit_all(body)
+        self.time, self.annotation = saved
+        self._leave(scope)
+
+    def _class(self, node: ast.ClassDef) -> None:
+        self._visit_all(node.decorator_list)
+        self._visit_all(node.bases)
+        for keyword in node.keywords:
+            self.visit(keyword.value)
+        outer = self._type_params(node)
+        scope = self._enter("class", node, node.name, node.lineno)
+        self._visit_all(node.body)
+        self._leave(scope)
+        self._leave_type_params(outer)
+        self._bind(node.name, node, "class")
+
+    def _type_params(self, node: ast.AST) -> Scope | None:
+        """PEP 695 (Python 3.12+): type parameters live in a scope of their own."""
+        params = getattr(node, "type_params", None)
+        if not params:
+            return None
+        scope = self._enter("type-params", node, node.name, node.lineno)  # type: ignore[attr-defined]  # a def or class
+        for param in params:
+            self._bind(param.name, param, "type-param")
+            bound = getattr(param, "bound", None)
+            if bound is not None:
+                saved = self.time
+                self.time = CALL  # evaluated lazily
+                self.visit(bound)
+                self.time = saved
+        return scope
+
+    def _leave_type_params(self, scope: Scope | None) -> None:
+        if scope is not None:
+            self._leave(scope)
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        generators = node.generators
+        self.visit(generators[0].iter)  # evaluated in the enclosing scope
+        scope = self._enter(
+            "comprehension", node, _COMPREHENSION_NAMES[node.__class__], node.lineno
+        )
+        for position, generator in enumerate(generators):
+            if position:
+                self.visit(generator.iter)
+            self.visit(generator.target)
+            self._visit_all(generator.ifs)
+        if isinstance(node, ast.DictComp):
+            self.visit(node.key)
+            self.visit(node.value)
+        else:
+            self.visit(node.elt)
+        self._leave(scope)
+
+    def _namedexpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        name = node.target.id
+        current = target = self.scope
+        while target.kind == "comprehension" and target.parent is not None:
+            target = target.parent  # a walrus in a comprehension binds in the enclosing scope
+        if target is current:
+            self._bind(name, node.target, "walrus")
+            return
+        declared = target.kind == "module" or name in target.globals
+        current.flags[name] = current.flags.get(name, 0) | (_GLOBAL if declared else _NONLOCAL)
+        (current.globals if declared else current.nonlocals).add(name)
+        target.flags[name] = target.flags.get(name, 0) | _BOUND
+        scope = self._binding_scope(target, name)
+        self._assign_in(scope, name, node.target, "walrus", lexical=current)
+
+    def _global(self, node: ast.Global) -> None:
+        scope = self.scope
+        scope.globals.update(node.names)
+        for name in node.names:
+            scope.flags[name] = scope.flags.get(name, 0) | _GLOBAL
+
+    def _nonlocal(self, node: ast.Nonlocal) -> None:
+        scope = self.scope
+        scope.nonlocals.update(node.names)
+        for name in node.names:
+            scope.flags[name] = scope.flags.get(name, 0) | _NONLOCAL
+
+    # -- statements ------------------------------------------------------------------------
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        is_from = isinstance(node, ast.ImportFrom)
+        for alias in node.names:
+            if is_from and alias.name == "*":
+                lexical = self.scope
+                star = Assignment(
+                    "*",
+                    alias,
+                    "import",
+                    scope=lexical,
+                    lexical=lexical,
+                    walker=self,
+                    statement=node,
+                )
+                self.imports.append(star)
+                continue
+            local = alias.asname or (alias.name if is_from else alias.name.partition(".")[0])
+            lexical = self.scope
+            lexical.flags[local] = lexical.flags.get(local, 0) | _BOUND
+            scope = self._binding_scope(lexical, local)
+            imported = self._assign_in(
+                scope, local, alias, "import", lexical=lexical, statement=node
+            )
+            self.imports.append(imported)
+
+    def _assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        self._visit_all(node.targets)
+
+    def _annassign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+        kind = self.scope.kind
+        self._annotation(node.annotation, evaluated=kind in ("module", "class"))
+        target = node.target
+        if isinstance(target, ast.Name):
+            if node.value is not None or kind not in ("module", "class"):
+                self._bind(target.id, target, "store")
+            elif node.simple:
+                self._bind(target.id, target, "annotation")
+        else:
+            self.visit(target)
+
+    def _augassign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        target = node.target
+        if isinstance(target, ast.Name):
+            self._read(target.id, target.id, target)
+            self._bind(target.id, target, "store")
+        else:
+            self.visit(target)
+
+    def _type_alias(self, node: ast.AST) -> None:
+        saved = self.time
+        self.time = CALL  # the value is evaluated lazily
+        self.visit(node.value)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
+        self.time = saved
+        self.visit(node.name)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
+
+    def _for(self, node: ast.For | ast.AsyncFor) -> None:
+        self.visit(node.iter)
+        saved = self.conditional
+        self.conditional = True
+        self.visit(node.target)
+        self._visit_all(node.body)
+        self._visit_all(node.orelse)
+        self.conditional = saved
+
+    def _if(self, node: ast.If) -> None:
+        self.visit(node.test)
+        saved_conditional, saved_checking = self.conditional, self.type_checking
+        test = node.test
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        checking = is_type_checking(test.operand if isinstance(test, ast.UnaryOp) else test)
+        self.conditional = True
+        self.type_checking = saved_checking or (checking and not negated)
+        self._visit_all(node.body)
+        self.type_checking = saved_checking or (checking and negated)
+        self._visit_all(node.orelse)
+        self.conditional, self.type_checking = saved_conditional, saved_checking
+
+    def _conditional(self, node: ast.AST) -> None:
+        saved = self.conditional
+        self.conditional = True
+        self.generic(node)
+        self.conditional = saved
+
+    def _handler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name:
+            self._bind(node.name, node, "except")
+        self._visit_all(node.body)
+
+    def _match_capture(self, node: ast.MatchAs | ast.MatchStar) -> None:
+        pattern = getattr(node, "pattern", None)
+        if pattern is not None:
+            self.visit(pattern)
+        if node.name:
+            self._bind(node.name, node, "match")
+
+    def _match_mapping(self, node: ast.MatchMapping) -> None:
+        self._visit_all(node.keys)
+        for pattern in node.patterns:
+            self.visit(pattern)
+        if node.rest:
+            self._bind(node.rest, node, "match")
