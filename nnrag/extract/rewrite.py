@@ -1,19 +1,21 @@
 """Scope-correct rewriting of one unit's text: renames, flat chains, inner imports, annotations.
 
-The unit is parsed with :mod:`ast`; every name is resolved with Python's scoping rules
-(function locals, ``global``/``nonlocal``, class bodies that functions do not see,
-comprehension scopes, defaults/decorators/annotations evaluated in the enclosing scope),
-and only the spans that change are replaced in the original text, so comments and
-formatting are kept. This is what LibCST's ScopeProvider would give, at a small fraction
-of its cost (measured on timm: ~0.3 s per class with LibCST, ~2 ms with ast).
+The unit is parsed with :mod:`ast` and every name is resolved by the one scope model
+(:mod:`nnrag.pyscope.scopes`: function locals, ``global``/``nonlocal``, class bodies that
+functions do not see, comprehension scopes, defaults/decorators/annotations evaluated in
+the enclosing scope); only the spans that change are replaced in the original text, so
+comments and formatting are kept. This is what LibCST's ScopeProvider would give, at a
+small fraction of its cost (measured on timm: ~0.3 s per class with LibCST, ~2 ms with ast).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+
+from nnrag.pyscope.scopes import CALL, Access, ScopeTree, build_scopes, dotted_root
 
 ReadKind = Literal["load", "call"]
 
@@ -48,10 +50,10 @@ def rewrite_unit(text: str, rewrite: Rewrite, *, stringify_annotations: bool = F
     becomes ``pass`` (or ``y = <flat>``), since ``x`` is inlined. With
     ``stringify_annotations`` every annotation becomes the string PEP 563 would have stored.
     """
-    editor = _Editor(text, rewrite, stringify_annotations)
-    module = _Scope("module", None)
-    for statement in ast.parse(text).body:
-        editor.visit(statement, module)
+    tree = ast.parse(text)
+    editor = _Editor(text, rewrite, stringify_annotations, build_scopes(tree))
+    for statement in tree.body:
+        editor.visit(statement)
     return editor.result()
 
 
@@ -64,14 +66,9 @@ def absolute_module(package: str, level: int, module: str | None) -> str:
     return ".".join([*base, *([module] if module else [])])
 
 
-# --------------------------------------------------------------------------- scopes
+# --------------------------------------------------------------------------- nodes
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
-_FUNCTION_TYPES = frozenset(_FUNCTIONS)
-_COMPREHENSION_TYPES = frozenset(_COMPREHENSIONS)
-_NAMED = frozenset({ast.ExceptHandler, ast.MatchAs, ast.MatchStar})
+_FUNCTION_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
 _LEAVES = frozenset(
     {
         *(
@@ -87,96 +84,6 @@ _LEAVES = frozenset(
     }
 )
 """Node types with no child node that names anything (contexts, operators, constants)."""
-
-
-@dataclass(slots=True)
-class _Scope:
-    kind: Literal["module", "class", "function", "comprehension"]
-    parent: _Scope | None
-    locals: set[str] = field(default_factory=set)
-    """Function/comprehension: names local to it. Class: names bound so far in its body."""
-    globals: set[str] = field(default_factory=set)
-    nonlocals: set[str] = field(default_factory=set)
-
-    def binds_module_name(self, name: str) -> bool:
-        """Whether a store of ``name`` here binds the module-level name."""
-        return self.kind == "module" or name in self.globals
-
-    def read(self, name: str) -> ReadKind | None:
-        """``load``/``call`` if ``name`` read here is the module-level name, else ``None``."""
-        scope: _Scope | None = self
-        call = False
-        while scope is not None:
-            if scope.kind == "module":
-                return "call" if call else "load"
-            if scope.kind == "class":
-                if scope is self and name in scope.locals:
-                    return None
-            elif name in scope.globals:
-                return "call" if call or scope.kind == "function" else "load"
-            elif name in scope.locals or name in scope.nonlocals:
-                return None
-            call = call or scope.kind == "function"
-            scope = scope.parent
-        return None
-
-
-def _targets(node: ast.AST) -> Iterator[str]:
-    """Names a store target binds (``a``, ``a, (b, *c)``)."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
-            yield sub.id
-
-
-def _function_locals(scope: _Scope, nodes: Iterable[ast.AST]) -> None:
-    """Fill a function scope's locals/globals/nonlocals from its body (nested scopes aside)."""
-    stack = list(nodes)
-    add = scope.locals.add
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is ast.Name:
-            if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-                add(node.id)  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-            continue
-        if kind in _LEAVES:
-            continue
-        if kind in _DEFINITIONS:
-            add(node.name)  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-            stack.extend(node.decorator_list)  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-            if kind is not ast.ClassDef:
-                args: ast.arguments = node.args  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-                stack.extend(d for d in (*args.defaults, *args.kw_defaults) if d)
-            else:
-                klass: ast.ClassDef = node  # type: ignore[assignment]  # kind is ast.ClassDef here (the else branch)
-                stack.extend((*klass.bases, *(k.value for k in klass.keywords)))
-            continue
-        if kind is ast.Lambda:
-            lambda_args: ast.arguments = node.args  # type: ignore[attr-defined]  # kind is ast.Lambda, checked above
-            stack.extend(d for d in (*lambda_args.defaults, *lambda_args.kw_defaults) if d)
-            continue
-        if kind in _COMPREHENSION_TYPES:
-            # only walrus targets inside a comprehension bind in the function
-            stack.extend(n for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
-            continue
-        if kind is ast.Global:
-            scope.globals.update(node.names)  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-            continue
-        if kind is ast.Nonlocal:
-            scope.nonlocals.update(node.names)  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-            continue
-        if kind is ast.Import or kind is ast.ImportFrom:
-            for alias in node.names:  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-                if alias.name != "*":
-                    add(alias.asname or alias.name.split(".")[0])
-            continue
-        if kind in _NAMED:
-            if node.name:  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-                add(node.name)  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-        elif kind is ast.MatchMapping and node.rest:  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-            add(node.rest)  # type: ignore[attr-defined]  # narrowed by hand: kind is type(node), checked above
-        stack.extend(_children(node))
-    scope.locals -= scope.globals | scope.nonlocals
 
 
 def _children(node: ast.AST) -> list[ast.AST]:
@@ -201,25 +108,15 @@ def _parameters(args: ast.arguments) -> Iterator[ast.arg]:
         yield args.kwarg
 
 
-def _dotted(node: ast.expr) -> tuple[str, ast.Name] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts)), node
-
-
 # --------------------------------------------------------------------------- the editor
 
 
 class _Editor:
     """Walks one unit, collecting text edits ``(start, end, replacement)`` (char offsets)."""
 
-    def __init__(self, text: str, rewrite: Rewrite, stringify: bool) -> None:
+    def __init__(self, text: str, rewrite: Rewrite, stringify: bool, scopes: ScopeTree) -> None:
         self.text = text
+        self.scopes = scopes
         self.rewrite = rewrite
         self.stringify = stringify
         self.lines = text.split("\n")
@@ -278,11 +175,18 @@ class _Editor:
         # sit outside function bodies: fall back to the call-time map.
         return self.rewrite.load.get(text, self.rewrite.call.get(text))
 
-    def name(self, node: ast.Name, scope: _Scope) -> None:
+    def read(self, node: ast.Name) -> ReadKind | None:
+        """``load``/``call`` if a read of ``node`` is the module-level name, else ``None``."""
+        access = self.scopes.at(node)
+        if not isinstance(access, Access) or access.target is not self.scopes.module:
+            return None
+        return "call" if access.time == CALL else "load"
+
+    def name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load):
-            kind = scope.read(node.id)
+            kind = self.read(node)
             flat = None if kind is None else self.flat(kind, node.id)
-        elif scope.binds_module_name(node.id):
+        elif self.scopes.binds_module_name(node):
             flat = self.rewrite.defs.get(node.id)
         else:
             flat = None
@@ -305,118 +209,89 @@ class _Editor:
 
     # -- walking ---------------------------------------------------------------------------
 
-    def visit(self, node: ast.AST, scope: _Scope) -> None:
+    def visit(self, node: ast.AST) -> None:
         kind = type(node)
         if kind is ast.Name:
-            self.name(node, scope)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
+            self.name(node)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
         elif kind is ast.Attribute:
-            self.attribute(node, scope)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
+            self.attribute(node)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
         elif kind in _LEAVES:
             return
         elif kind in _FUNCTION_TYPES:
-            self.function(node, scope)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
+            self.function(node)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
         elif kind is ast.ClassDef:
-            self.klass(node, scope)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
+            self.klass(node)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
         elif kind is ast.Lambda:
-            self.lambda_(node, scope)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
-        elif kind in _COMPREHENSION_TYPES:
-            self.comprehension(node, scope)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
+            self.lambda_(node)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
         elif kind is ast.Global:
             self.global_(node)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
         elif kind is ast.Import or kind is ast.ImportFrom:
-            self.import_(node, scope)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
+            self.import_(node)  # type: ignore[arg-type]  # dispatched on kind = type(node) (exact types; mypy cannot narrow on it)
         elif kind is ast.AnnAssign:
             assign: ast.AnnAssign = node  # type: ignore[assignment]  # kind is ast.AnnAssign, checked above
-            self.annotation(assign.annotation, scope)
-            self.visit(assign.target, scope)
+            self.annotation(assign.annotation)
+            self.visit(assign.target)
             if assign.value is not None:
-                self.visit(assign.value, scope)
+                self.visit(assign.value)
         else:
             for child in _children(node):
-                self.visit(child, scope)
+                self.visit(child)
 
-    def annotation(self, node: ast.expr | None, scope: _Scope) -> None:
+    def annotation(self, node: ast.expr | None) -> None:
         if node is None:
             return
         if self.stringify:
             self.annotations.append(self.span(node))
-        self.visit(node, scope)
+        self.visit(node)
 
-    def signature(self, args: ast.arguments, returns: ast.expr | None, scope: _Scope) -> None:
+    def signature(self, args: ast.arguments, returns: ast.expr | None) -> None:
         for default in (*args.defaults, *args.kw_defaults):
             if default is not None:
-                self.visit(default, scope)
+                self.visit(default)
         for parameter in _parameters(args):
-            self.annotation(parameter.annotation, scope)
-        self.annotation(returns, scope)
+            self.annotation(parameter.annotation)
+        self.annotation(returns)
 
-    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for decorator in node.decorator_list:
-            self.visit(decorator, scope)
-        self.signature(node.args, node.returns, scope)
-        if scope.binds_module_name(node.name):
+            self.visit(decorator)
+        self.signature(node.args, node.returns)
+        if self.scopes.binds_module_name(node):
             self.define(node)
-        inner = _Scope("function", scope)
-        inner.locals.update(p.arg for p in _parameters(node.args))
-        _function_locals(inner, node.body)
         for statement in node.body:
-            self.visit(statement, inner)
+            self.visit(statement)
 
-    def lambda_(self, node: ast.Lambda, scope: _Scope) -> None:
+    def lambda_(self, node: ast.Lambda) -> None:
         for default in (*node.args.defaults, *node.args.kw_defaults):
             if default is not None:
-                self.visit(default, scope)
-        inner = _Scope("function", scope)
-        inner.locals.update(p.arg for p in _parameters(node.args))
-        _function_locals(inner, [node.body])
-        self.visit(node.body, inner)
+                self.visit(default)
+        self.visit(node.body)
 
-    def klass(self, node: ast.ClassDef, scope: _Scope) -> None:
+    def klass(self, node: ast.ClassDef) -> None:
         for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
-            self.visit(expr, scope)
-        if scope.binds_module_name(node.name):
+            self.visit(expr)
+        if self.scopes.binds_module_name(node):
             self.define(node)
-        body = _Scope("class", scope)
         for statement in node.body:
-            self.visit(statement, body)
-            bound = _Scope("function", None)
-            _function_locals(bound, [statement])
-            body.locals |= bound.locals
+            self.visit(statement)
 
-    def comprehension(self, node: ast.expr, scope: _Scope) -> None:
-        generators: list[ast.comprehension] = node.generators  # type: ignore[attr-defined]  # node is a comprehension (visit dispatches on its type)
-        self.visit(generators[0].iter, scope)
-        inner = _Scope("comprehension", scope)
-        for generator in generators:
-            inner.locals.update(_targets(generator.target))
-        for position, generator in enumerate(generators):
-            if position:
-                self.visit(generator.iter, inner)
-            for condition in generator.ifs:
-                self.visit(condition, inner)
-        if isinstance(node, ast.DictComp):
-            self.visit(node.key, inner)
-            self.visit(node.value, inner)
-        else:
-            self.visit(node.elt, inner)  # type: ignore[attr-defined]  # ListComp, SetComp and GeneratorExp each have elt
-
-    def attribute(self, node: ast.Attribute, scope: _Scope) -> None:
-        found = _dotted(node)
+    def attribute(self, node: ast.Attribute) -> None:
+        found = dotted_root(node)
         if found is not None:
             chain, root = found
-            kind = scope.read(root.id)
+            kind = self.read(root)
             flat = None if kind is None else self.flat(kind, chain)
             if flat is not None:
                 self.replace(node, flat)
                 return
-        self.visit(node.value, scope)
+        self.visit(node.value)
 
     def global_(self, node: ast.Global) -> None:
         defs = self.rewrite.defs
         if any(name in defs for name in node.names):
             self.replace(node, "global " + ", ".join(defs.get(n, n) for n in node.names))
 
-    def import_(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
+    def import_(self, node: ast.Import | ast.ImportFrom) -> None:
         """Internal from-imports become assignments/``pass``; renamed module names get ``as``."""
         module = None
         if isinstance(node, ast.ImportFrom):
@@ -427,7 +302,9 @@ class _Editor:
         for alias in node.names:
             local = alias.asname or alias.name.split(".")[0]
             target = (
-                self.rewrite.defs.get(local, local) if scope.binds_module_name(local) else local
+                self.rewrite.defs.get(local, local)
+                if self.scopes.binds_module_name(alias)
+                else local
             )
             key = (f"import {alias.name}", local) if module is None else (module, alias.name)
             flat = self.rewrite.imported.get(key)
