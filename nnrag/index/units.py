@@ -10,7 +10,8 @@ import tokenize
 from pathlib import Path
 
 from nnrag.model import ClassInfo, FileProblem, ModuleInfo, Unit, UnitKind
-from nnrag.pyscope.bindings import BindingWalker, chain, is_type_checking
+from nnrag.pyscope.bindings import ModuleBindings, is_type_checking
+from nnrag.pyscope.scopes import dotted
 from nnrag.sources.scan import git_blob_sha1
 
 __all__ = ["analyze_module", "module_name_for"]
@@ -116,8 +117,8 @@ def analyze_module(
     lines = decoded.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    walker = BindingWalker(module=module, is_package=is_package, tree=tree)
     try:
+        walker = ModuleBindings(module=module, is_package=is_package, tree=tree)
         units = _units(walker, tree, lines)
     except RecursionError:
         if sys.version_info < (3, 11):
@@ -126,7 +127,7 @@ def analyze_module(
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
         try:
-            walker = BindingWalker(module=module, is_package=is_package, tree=tree)
+            walker = ModuleBindings(module=module, is_package=is_package, tree=tree)
             units = _units(walker, tree, lines)
         except RecursionError:
             return problem(
@@ -201,18 +202,18 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             methods.append(stmt.name)
             defs[stmt.name] = stmt
-            if any(chain(d).rpartition(".")[2] in _ABSTRACT for d in stmt.decorator_list):
+            if any(_written(d).rpartition(".")[2] in _ABSTRACT for d in stmt.decorator_list):
                 abstract.append(stmt.name)
         elif isinstance(stmt, ast.Assign) and (
             isinstance(stmt.value, ast.Lambda)
             or (isinstance(stmt.value, ast.Name) and stmt.value.id in defs)
         ):
             methods.extend(t.id for t in stmt.targets if isinstance(t, ast.Name))
-    metaclass = next((chain(k.value) for k in node.keywords if k.arg == "metaclass"), None)
+    metaclass = next((_written(k.value) for k in node.keywords if k.arg == "metaclass"), None)
     init, forward = defs.get("__init__"), defs.get("forward")
     return ClassInfo(
         name=node.name,
-        bases=tuple(chain(b) for b in node.bases),
+        bases=tuple(_written(b) for b in node.bases),
         metaclass=metaclass,
         methods=tuple(dict.fromkeys(methods)),
         abstract_methods=tuple(abstract),
@@ -223,29 +224,33 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     )
 
 
-def _units(walker: BindingWalker, tree: ast.Module, lines: list[str]) -> tuple[Unit, ...]:
+def _written(node: ast.expr) -> str:
+    """The dotted name a base or decorator is written as (``X[...]`` as ``X``), else ``""``."""
+    return dotted(node.value if isinstance(node, ast.Subscript) else node) or ""
+
+
+def _units(walker: ModuleBindings, tree: ast.Module, lines: list[str]) -> tuple[Unit, ...]:
     """One unit per top-level statement; statements sharing a line form one unit."""
-    groups: list[list[ast.stmt]] = []
+    groups: list[list[int]] = []
     last_end = 0
-    for stmt in tree.body:
+    for position, stmt in enumerate(tree.body):
         if groups and stmt.lineno <= last_end:
-            groups[-1].append(stmt)
+            groups[-1].append(position)
         else:
-            groups.append([stmt])
+            groups.append([position])
         last_end = max(last_end, stmt.end_lineno or stmt.lineno)
     units: list[Unit] = []
     previous_end = 0
     for index, group in enumerate(groups):
-        first = group[0]
-        walker.reset()
+        statements = [tree.body[position] for position in group]
+        first = statements[0]
+        facts = walker.unit(group[0], group[-1])
         # ``if TYPE_CHECKING: ... else: ...`` runs its ``else`` branch: a runtime unit
         type_checking = (
             isinstance(first, ast.If) and is_type_checking(first.test) and not first.orelse
         )
-        for stmt in group:
-            walker.visit(stmt)
         start = _start_line(first, lines, previous_end)
-        end = max(s.end_lineno or s.lineno for s in group)
+        end = max(s.end_lineno or s.lineno for s in statements)
         previous_end = end
         units.append(
             Unit(
@@ -253,15 +258,15 @@ def _units(walker: BindingWalker, tree: ast.Module, lines: list[str]) -> tuple[U
                 kind=_KINDS.get(type(first), "other"),
                 start_line=start,
                 end_line=end,
-                binds=tuple(sorted(walker.binds)),
-                load_reads=tuple(sorted(walker.load)),
-                call_reads=tuple(sorted(walker.calls)),
-                annotation_reads=walker.annotation_only(),
-                imports=tuple(walker.imports),
-                classes=tuple(_class_info(node) for node in walker.classes),
+                binds=tuple(sorted(facts.binds)),
+                load_reads=tuple(sorted(facts.load)),
+                call_reads=tuple(sorted(facts.calls)),
+                annotation_reads=facts.annotation_only(),
+                imports=tuple(facts.imports),
+                classes=tuple(_class_info(node) for node in facts.classes),
                 type_checking=type_checking,
-                local_imports=tuple(walker.local_imports),
-                local_reads=tuple(sorted(walker.local_reads)),
+                local_imports=tuple(facts.local_imports),
+                local_reads=tuple(sorted(facts.local_reads)),
             )
         )
     return tuple(units)

@@ -1,490 +1,165 @@
-"""Compiler-exact scoping walk: which module-level names each statement binds and reads."""
+"""Index-time view of the scope model: module-level names each top-level unit binds and reads."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
 
 from nnrag.model import ImportBinding
+from nnrag.pyscope.scopes import (
+    CALL,
+    LAZY,
+    Access,
+    Assignment,
+    Scope,
+    ScopeTree,
+    build_scopes,
+    is_type_checking,
+)
 
-__all__ = ["BindingWalker", "chain", "is_type_checking"]
+__all__ = ["ModuleBindings", "UnitBindings", "is_type_checking"]
 
-_MODULE, _FUNCTION, _CLASS, _COMP = 0, 1, 2, 3
-
-_Load = ast.Load
-_Store = ast.Store
-_Name = ast.Name
-_Attribute = ast.Attribute
-
-_TRY_STAR: type[ast.AST] | None = getattr(ast, "TryStar", None)  # Python >= 3.11
-_TYPE_ALIAS: type[ast.AST] | None = getattr(ast, "TypeAlias", None)  # Python >= 3.12
-
-_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "type_params"})
-_LOAD, _CALL, _ANNOTATION = 0, 1, 2
-"""When a read happens: at load time, at call time, or never (an annotation Python does not
-evaluate; it counts as a call-time read, and is also listed as annotation-only)."""
-_Item = tuple[str, str, int]
-"""A pending read: (root name, dotted chain, when: ``_LOAD``, ``_CALL`` or ``_ANNOTATION``)."""
+_BODIES = ("body", "handlers", "orelse", "finalbody", "cases")
+"""Statement lists of compound statements, in the order Python runs them."""
 
 
-def chain(node: ast.expr) -> str:
-    """``a.b.c`` for a name/attribute chain, the value's chain for ``X[...]``, else ``""``."""
-    if type(node) is ast.Subscript:
-        node = node.value
-    attrs: list[str] = []
-    while type(node) is _Attribute:
-        attrs.append(node.attr)
-        node = node.value
-    if type(node) is not _Name:
-        return ""
-    attrs.append(node.id)
-    return ".".join(reversed(attrs))
+@dataclass(slots=True)
+class UnitBindings:
+    """What one top-level unit (one or more statements) binds and reads at module level."""
+
+    binds: set[str] = field(default_factory=set)
+    load: set[str] = field(default_factory=set)
+    """Dotted chains of module-level names read while the module runs."""
+    calls: set[str] = field(default_factory=set)
+    """Dotted chains read when a function runs, or in annotations Python never evaluates."""
+    evaluated_calls: set[str] = field(default_factory=set)
+    annotation_reads: set[str] = field(default_factory=set)
+    imports: list[ImportBinding] = field(default_factory=list)
+    local_imports: list[ImportBinding] = field(default_factory=list)
+    """Imports written inside a function or class body."""
+    local_reads: set[tuple[str, int]] = field(default_factory=set)
+    """Chains read through a name a local import binds, with that import's line."""
+    classes: list[ast.ClassDef] = field(default_factory=list)
+    """Module-level ``class`` statements (at any depth of ``if``/``try``)."""
+
+    def annotation_only(self) -> tuple[str, ...]:
+        """Chains this unit reads only in annotations Python never evaluates."""
+        return tuple(sorted(self.annotation_reads - self.load - self.evaluated_calls))
+
+    def merge(self, other: UnitBindings) -> None:
+        self.binds |= other.binds
+        self.load |= other.load
+        self.calls |= other.calls
+        self.evaluated_calls |= other.evaluated_calls
+        self.annotation_reads |= other.annotation_reads
+        self.imports += other.imports
+        self.local_imports += other.local_imports
+        self.local_reads |= other.local_reads
+        self.classes += other.classes
 
 
-def _strings(node: ast.expr | None, current: list[str] | None = None) -> list[str] | None:
-    """The strings of a literal list/tuple (``+`` of such literals too), else ``None``."""
-    if isinstance(node, ast.List | ast.Tuple):
-        out: list[str] = []
-        for item in node.elts:
-            if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
-                return None
-            out.append(item.value)
-        return out
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _strings(node.left, current), _strings(node.right, current)
-        return None if left is None or right is None else left + right
-    if isinstance(node, ast.Name) and node.id == "__all__" and current is not None:
-        return list(current)  # __all__ = __all__ + [...]
-    return None
+class ModuleBindings:
+    """The module-level facts of one parsed module, per top-level statement, from its scopes.
 
-
-def is_type_checking(test: ast.expr) -> bool:
-    """Whether an ``if`` test is ``TYPE_CHECKING``, bare or as any module's attribute."""
-    if isinstance(test, ast.Name):
-        return test.id == "TYPE_CHECKING"
-    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-
-
-class _Scope:
-    """One scope while walking: names bound so far, declarations, reads left to resolve."""
-
-    __slots__ = ("bound", "globals", "imported", "kind", "nonlocals", "parent", "pending")
-
-    def __init__(self, kind: int, parent: _Scope | None) -> None:
-        self.kind = kind
-        self.parent = parent
-        self.bound: set[str] = set()
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
-        self.pending: list[_Item] = []
-        self.imported: dict[str, int] = {}
-        """Names bound here by an import (not at module level) -> the import's line."""
-
-
-class BindingWalker:
-    """Walks a module once, resolving every name with the compiler's scoping rules.
-
-    Function and comprehension scopes collect their reads and resolve them when
-    they close (a name bound anywhere in a function is local to all of it);
-    unresolved names move to the enclosing scope, skipping class scopes. Class
-    bodies resolve in order: a name read before the body binds it is global.
-
-    Per top-level unit: :meth:`reset`, :meth:`visit` its statements, then read
-    ``binds``, ``load`` and ``calls`` (dotted chains read at load and at call
-    time), ``imports``, ``local_imports`` and ``classes`` (module-level ``ClassDef``
-    nodes). ``future``, ``star_imports`` and :meth:`all_names` cover the module.
+    ``future``, ``star_imports`` and :meth:`all_names` cover the module; :meth:`unit` the
+    statements of one unit.
     """
 
     def __init__(self, *, module: str, is_package: bool, tree: ast.Module) -> None:
         self.module = module
         self.is_package = is_package
-        self.future: list[str] = []
-        for stmt in tree.body:
-            if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
-                self.future.extend(a.name for a in stmt.names)
-        self.annotations = "annotations" not in self.future
+        self.scopes: ScopeTree = build_scopes(tree, compiler=False)
+        self.future = list(self.scopes.future)
         self.star_imports: list[str] = []
         self._all: list[str] | None = None
         self._all_dynamic = False
-        self.scope = _Scope(_MODULE, None)
-        self.call = _LOAD
-        self.cond = False
-        self.tc = False
-        self.reset()
-        self.dispatch: dict[type[ast.AST], Callable[[Any], None]] = {
-            ast.Name: self._name,
-            ast.Attribute: self._attribute,
-            ast.Constant: self._nothing,
-            ast.FunctionDef: self._function,
-            ast.AsyncFunctionDef: self._function,
-            ast.Lambda: self._lambda,
-            ast.ClassDef: self._class,
-            ast.ListComp: self._comprehension,
-            ast.SetComp: self._comprehension,
-            ast.GeneratorExp: self._comprehension,
-            ast.DictComp: self._comprehension,
-            ast.NamedExpr: self._namedexpr,
-            ast.Global: self._global,
-            ast.Nonlocal: self._nonlocal,
-            ast.Import: self._import,
-            ast.ImportFrom: self._importfrom,
-            ast.Assign: self._assign,
-            ast.AnnAssign: self._annassign,
-            ast.AugAssign: self._augassign,
-            ast.For: self._for,
-            ast.AsyncFor: self._for,
-            ast.If: self._if,
-            ast.While: self._conditional,
-            ast.With: self._conditional,
-            ast.AsyncWith: self._conditional,
-            ast.Try: self._conditional,
-            ast.Match: self._conditional,
-            ast.ExceptHandler: self._handler,
-            ast.MatchAs: self._match_capture,
-            ast.MatchStar: self._match_capture,
-            ast.MatchMapping: self._match_mapping,
-            ast.Expr: self._expr,
-            ast.BinOp: self._binop,
-        }
-        if _TRY_STAR is not None:
-            self.dispatch[_TRY_STAR] = self._conditional
-        if _TYPE_ALIAS is not None:
-            self.dispatch[_TYPE_ALIAS] = self._type_alias
-        self.fields: dict[type[ast.AST], tuple[str, ...]] = {}
+        self._statements = [UnitBindings() for _ in tree.body]
+        self._collect_reads()
+        self._collect_bindings()
+        self._collect_all(tree.body)
 
-    # ------------------------------------------------------------------ one unit
-
-    def reset(self) -> None:
-        """Start a new top-level unit: forget what the previous one bound and read."""
-        self.binds: set[str] = set()
-        self.load: set[str] = set()
-        self.calls: set[str] = set()
-        self._evaluated_calls: set[str] = set()
-        self.annotation_reads: set[str] = set()
-        """Chains read in annotations that never run (a subset of :attr:`calls` once read
-        elsewhere is subtracted: see :meth:`annotation_only`)."""
-        self.imports: list[ImportBinding] = []
-        self.local_imports: list[ImportBinding] = []
-        self.local_reads: set[tuple[str, int]] = set()
-        self.classes: list[ast.ClassDef] = []
-
-    def annotation_only(self) -> tuple[str, ...]:
-        """Chains this unit reads only in annotations Python never evaluates."""
-        return tuple(sorted(self.annotation_reads - self.load - self._evaluated_calls))
+    def unit(self, first: int, last: int) -> UnitBindings:
+        """What top-level statements ``first`` to ``last`` (inclusive) bind and read."""
+        if first == last:
+            return self._statements[first]
+        merged = UnitBindings()
+        for index in range(first, last + 1):
+            merged.merge(self._statements[index])
+        return merged
 
     def all_names(self) -> tuple[str, ...] | None:
-        """The literal ``__all__`` so far; ``None`` when absent or built dynamically."""
+        """The literal ``__all__``; ``None`` when absent or built dynamically."""
         if self._all is None or self._all_dynamic:
             return None
         return tuple(dict.fromkeys(self._all))
 
-    # ------------------------------------------------------------------ names
+    # -- reads -----------------------------------------------------------------------------
 
-    def _emit(self, chain: str, call: int) -> None:
-        if call == _LOAD:
-            self.load.add(chain)
-            return
-        self.calls.add(chain)
-        (self.annotation_reads if call == _ANNOTATION else self._evaluated_calls).add(chain)
+    def _collect_reads(self) -> None:
+        module = self.scopes.module
+        statements = self._statements
+        imported = {(id(i.scope), i.name) for i in self.scopes.imports if i.scope is not module}
+        for scope in module.walk():
+            for access in scope.accesses:
+                target = access.target
+                if target is module:
+                    facts = statements[access.top]
+                    chain = access.chain
+                    if access.annotation == LAZY:
+                        facts.calls.add(chain)
+                        facts.annotation_reads.add(chain)
+                    elif access.time == CALL:
+                        facts.calls.add(chain)
+                        facts.evaluated_calls.add(chain)
+                    else:
+                        facts.load.add(chain)
+                elif imported and (id(target), access.name) in imported:
+                    assert target is not None
+                    line = _import_line(target, access)
+                    if line:
+                        statements[access.top].local_reads.add((access.chain, line))
 
-    def _escalate(self, scope: _Scope | None, item: _Item) -> None:
-        """Hand an unresolved read to the enclosing scope (class scopes are not visible)."""
-        while scope is not None and scope.kind == _CLASS:
-            scope = scope.parent
-        if scope is None or scope.kind == _MODULE:
-            self._emit(item[1], item[2])
+    # -- bindings --------------------------------------------------------------------------
+
+    def _collect_bindings(self) -> None:
+        module = self.scopes.module
+        statements = self._statements
+        for assignment in module.bindings:
+            kind = assignment.kind
+            facts = statements[assignment.top]
+            if kind == "del" and assignment.lexical is module:
+                facts.load.add(assignment.name)  # ``del x`` at module level reads ``x``
+            elif kind != "annotation":
+                facts.binds.add(assignment.name)
+            if kind == "class" and assignment.lexical is module:
+                facts.classes.append(assignment.node)  # type: ignore[arg-type]  # kind "class": the ClassDef
+        for facts in statements:
+            facts.classes.sort(key=lambda node: (node.lineno, node.col_offset))
+        for assignment in self.scopes.imports:
+            self._import(assignment)
+
+    def _import(self, assignment: Assignment) -> None:
+        statement = assignment.statement
+        alias = assignment.node
+        assert isinstance(alias, ast.alias)
+        at_module = assignment.lexical.kind == "module"
+        if isinstance(statement, ast.ImportFrom):
+            module = self._absolute(statement.module, statement.level)
+            attr, level = alias.name, statement.level
+            if alias.name == "*" and at_module:
+                self.star_imports.append(module)
         else:
-            scope.pending.append(item)
-
-    def _read(self, name: str, chain: str) -> None:
-        scope = self.scope
-        kind = scope.kind
-        if kind == _MODULE:
-            self._emit(chain, self.call)
-        elif kind == _CLASS:
-            if name in scope.globals:
-                self._emit(chain, self.call)
-            elif name not in scope.bound:
-                self._escalate(scope.parent, (name, chain, self.call))
-            elif name in scope.imported:
-                self.local_reads.add((chain, scope.imported[name]))
-        else:
-            scope.pending.append((name, chain, self.call))
-
-    def _store(self, name: str) -> None:
-        scope = self.scope
-        if scope.kind == _MODULE or name in scope.globals:
-            self.binds.add(name)
-        elif name not in scope.nonlocals:
-            scope.bound.add(name)
-
-    def _close(self, scope: _Scope) -> None:
-        parent = scope.parent
-        for item in scope.pending:
-            name = item[0]
-            if name in scope.globals:
-                self._emit(item[1], item[2])
-            elif name in scope.imported and name in scope.bound:
-                self.local_reads.add((item[1], scope.imported[name]))
-            elif not (
-                name in scope.bound
-                or name in scope.nonlocals
-                or (name == "__class__" and parent is not None and parent.kind == _CLASS)
-            ):
-                self._escalate(parent, item)
-
-    # ------------------------------------------------------------------ walking
-
-    def visit(self, node: ast.AST) -> None:
-        handler = self.dispatch.get(node.__class__)
-        if handler is None:
-            self.generic(node)
-        else:
-            handler(node)
-
-    def generic(self, node: ast.AST) -> None:
-        cls = node.__class__
-        fields = self.fields.get(cls)
-        if fields is None:
-            fields = self.fields[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
-        visit = self.visit
-        for field in fields:
-            value = getattr(node, field)
-            if value.__class__ is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        visit(item)
-            elif isinstance(value, ast.AST):
-                visit(value)
-
-    def _visit_all(self, nodes: list[ast.stmt] | list[ast.expr]) -> None:
-        visit = self.visit
-        for node in nodes:
-            visit(node)
-
-    def _nothing(self, node: ast.AST) -> None:
-        return
-
-    def _name(self, node: ast.Name) -> None:
-        ctx = node.ctx.__class__
-        if ctx is _Load or (ctx is not _Store and self.scope.kind == _MODULE):
-            self._read(node.id, node.id)
-        else:
-            self._store(node.id)
-
-    def _attribute(self, node: ast.Attribute) -> None:
-        attrs = [node.attr] if node.ctx.__class__ is _Load else []
-        value = node.value
-        while value.__class__ is _Attribute:
-            attrs.append(value.attr)
-            value = value.value
-        if value.__class__ is _Name:
-            name = value.id
-            if attrs:
-                attrs.append(name)
-                attrs.reverse()
-                self._read(name, ".".join(attrs))
-            else:
-                self._read(name, name)
-        else:
-            self.visit(value)
-
-    def _binop(self, node: ast.BinOp) -> None:
-        rights: list[ast.expr] = []
-        left: ast.expr = node
-        while isinstance(left, ast.BinOp):  # long concatenations nest deeply on the left
-            rights.append(left.right)
-            left = left.left
-        self.visit(left)
-        for right in reversed(rights):
-            self.visit(right)
-
-    def _expr(self, node: ast.Expr) -> None:
-        value = node.value
-        if (
-            self.scope.kind == _MODULE
-            and isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and chain(value.func.value) == "__all__"
-        ):
-            method = value.func.attr
-            if method == "extend" and len(value.args) == 1:
-                self._add_all(_strings(value.args[0]))
-            elif method == "append" and len(value.args) == 1:
-                arg = value.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    self._add_all([arg.value])
-                else:
-                    self._add_all(None)
-        self.visit(value)
-
-    def _set_all(self, value: ast.expr | None) -> None:
-        names = _strings(value, self._all)
-        if names is None:
-            self._all_dynamic = True
-        else:
-            self._all = list(names)
-
-    def _add_all(self, names: list[str] | None) -> None:
-        if names is None:
-            self._all_dynamic = True
-        elif self._all is None:
-            self._all = names
-        else:
-            self._all.extend(names)
-
-    # ------------------------------------------------------------------ scopes
-
-    def _arguments(self, args: ast.arguments) -> list[str]:
-        """Visit defaults and annotations in the enclosing scope; return parameter names."""
-        visit = self.visit
-        for default in args.defaults:
-            visit(default)
-        for kw_default in args.kw_defaults:
-            if kw_default is not None:
-                visit(kw_default)
-        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        if args.vararg:
-            params.append(args.vararg)
-        if args.kwarg:
-            params.append(args.kwarg)
-        for param in params:
-            if param.annotation is not None:
-                self._annotation(param.annotation, evaluated=True)
-        return [p.arg for p in params]
-
-    def _annotation(self, node: ast.expr, *, evaluated: bool) -> None:
-        """Annotations that never run (PEP 563, local variables) are call-time reads.
-
-        They are kept as reads so the emitted file stays statically closed (linters,
-        ``typing.get_type_hints`` and TorchScript look the names up).
-        """
-        if evaluated and self.annotations:
-            self.visit(node)
-        else:
-            saved = self.call
-            self.call = _ANNOTATION
-            self.visit(node)
-            self.call = saved
-
-    def _enter(self, kind: int, call: int) -> tuple[_Scope, int]:
-        scope = _Scope(kind, self.scope)
-        saved = self.call
-        self.scope = scope
-        self.call = call
-        return scope, saved
-
-    def _leave(self, scope: _Scope, saved_call: int) -> None:
-        assert scope.parent is not None
-        self.scope = scope.parent
-        self.call = saved_call
-        if scope.kind != _CLASS:
-            self._close(scope)
-
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self._visit_all(node.decorator_list)
-        params = self._arguments(node.args)
-        if node.returns is not None:
-            self._annotation(node.returns, evaluated=True)
-        scope, saved = self._enter(_FUNCTION, _CALL)
-        scope.bound.update(params)
-        self._visit_all(node.body)
-        self._leave(scope, saved)
-        self._store(node.name)
-
-    def _lambda(self, node: ast.Lambda) -> None:
-        params = self._arguments(node.args)
-        scope, saved = self._enter(_FUNCTION, _CALL)
-        scope.bound.update(params)
-        self.visit(node.body)
-        self._leave(scope, saved)
-
-    def _class(self, node: ast.ClassDef) -> None:
-        self._visit_all(node.decorator_list)
-        self._visit_all(node.bases)
-        for keyword in node.keywords:
-            self.visit(keyword.value)
-        if self.scope.kind == _MODULE:
-            self.classes.append(node)
-        scope, saved = self._enter(_CLASS, self.call)
-        self._visit_all(node.body)
-        self._leave(scope, saved)
-        self._store(node.name)
-
-    def _comprehension(
-        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
-    ) -> None:
-        generators = node.generators
-        self.visit(generators[0].iter)  # evaluated in the enclosing scope
-        scope, saved = self._enter(_COMP, self.call)
-        for position, generator in enumerate(generators):
-            if position:
-                self.visit(generator.iter)
-            self.visit(generator.target)
-            self._visit_all(generator.ifs)
-        if isinstance(node, ast.DictComp):
-            self.visit(node.key)
-            self.visit(node.value)
-        else:
-            self.visit(node.elt)
-        self._leave(scope, saved)
-
-    def _namedexpr(self, node: ast.NamedExpr) -> None:
-        self.visit(node.value)
-        scope = current = self.scope
-        while scope.kind == _COMP and scope.parent is not None:
-            scope = scope.parent  # a walrus in a comprehension binds in the enclosing scope
-        self.scope = scope
-        self._store(node.target.id)
-        self.scope = current
-
-    def _global(self, node: ast.Global) -> None:
-        if self.scope.kind != _MODULE:
-            self.scope.globals.update(node.names)
-
-    def _nonlocal(self, node: ast.Nonlocal) -> None:
-        self.scope.nonlocals.update(node.names)
-
-    # ------------------------------------------------------------------ statements
-
-    def _import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            local = alias.asname or alias.name.partition(".")[0]
-            self._binding(local, alias.name, None, 0, node.lineno)
-            self._store(local)
-            self._imported(local, node.lineno)
-
-    def _importfrom(self, node: ast.ImportFrom) -> None:
-        module = self._absolute(node.module, node.level)
-        for alias in node.names:
-            if alias.name == "*":
-                self._binding("*", module, "*", node.level, node.lineno)
-                if self.scope.kind == _MODULE:
-                    self.star_imports.append(module)
-                continue
-            local = alias.asname or alias.name
-            self._binding(local, module, alias.name, node.level, node.lineno)
-            self._store(local)
-            self._imported(local, node.lineno)
-
-    def _imported(self, name: str, line: int) -> None:
-        """Remember a name a local import binds, so chains through it are reported."""
-        scope = self.scope
-        if scope.kind != _MODULE and name not in scope.globals and name not in scope.nonlocals:
-            scope.imported[name] = line
-
-    def _binding(self, name: str, module: str, attr: str | None, level: int, line: int) -> None:
-        target = self.imports if self.scope.kind == _MODULE else self.local_imports
-        target.append(
+            module, attr, level = alias.name, None, 0
+        facts = self._statements[assignment.top]
+        (facts.imports if at_module else facts.local_imports).append(
             ImportBinding(
-                name=name,
+                name=assignment.name,
                 module=module,
                 attr=attr,
                 level=level,
-                conditional=self.cond,
-                type_checking=self.tc,
-                line=line,
+                conditional=assignment.conditional,
+                type_checking=assignment.type_checking,
+                line=statement.lineno if statement is not None else 0,
             )
         )
 
@@ -503,91 +178,105 @@ class BindingWalker:
             base.append(name)
         return ".".join(base)
 
-    def _assign(self, node: ast.Assign) -> None:
-        self.visit(node.value)
-        if self.scope.kind == _MODULE:
-            for target in node.targets:
-                if target.__class__ is _Name and target.id == "__all__":
-                    self._set_all(node.value)
-        self._visit_all(node.targets)
+    # -- __all__ ---------------------------------------------------------------------------
 
-    def _annassign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self.visit(node.value)
-        kind = self.scope.kind
-        self._annotation(node.annotation, evaluated=kind in (_MODULE, _CLASS))
-        target = node.target
-        if isinstance(target, ast.Name):
-            if node.value is not None or kind not in (_MODULE, _CLASS):
-                self._store(target.id)
-                if kind == _MODULE and target.id == "__all__":
-                    self._set_all(node.value)
+    def _collect_all(self, body: list[ast.stmt]) -> None:
+        """``__all__`` from the module-level statements that build it, in order."""
+        for statement in body:
+            kind = type(statement)
+            if kind is ast.Assign:
+                assign: ast.Assign = statement  # type: ignore[assignment]  # kind is ast.Assign
+                if any(type(t) is ast.Name and t.id == "__all__" for t in assign.targets):
+                    self._set_all(assign.value)
+            elif kind is ast.AnnAssign:
+                annotated: ast.AnnAssign = statement  # type: ignore[assignment]  # kind is ast.AnnAssign
+                target = annotated.target
+                if isinstance(target, ast.Name) and target.id == "__all__" and annotated.value:
+                    self._set_all(annotated.value)
+            elif kind is ast.AugAssign:
+                augmented: ast.AugAssign = statement  # type: ignore[assignment]  # kind is ast.AugAssign
+                target = augmented.target
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    self._add_all(_strings(augmented.value))
+            elif kind is ast.Expr:
+                self._all_call(statement.value)  # type: ignore[attr-defined]  # kind is ast.Expr
+            elif kind not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                for name in _BODIES:
+                    nested = getattr(statement, name, None)
+                    if not nested:
+                        continue
+                    if name == "handlers":
+                        for handler in nested:
+                            self._collect_all(handler.body)
+                    elif name == "cases":
+                        for case in nested:
+                            self._collect_all(case.body)
+                    else:
+                        self._collect_all(nested)
+
+    def _all_call(self, value: ast.expr) -> None:
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id == "__all__"
+        ):
+            return
+        method = value.func.attr
+        if method == "extend" and len(value.args) == 1:
+            self._add_all(_strings(value.args[0]))
+        elif method == "append" and len(value.args) == 1:
+            arg = value.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                self._add_all([arg.value])
+            else:
+                self._add_all(None)
+
+    def _set_all(self, value: ast.expr | None) -> None:
+        names = _strings(value, self._all)
+        if names is None:
+            self._all_dynamic = True
         else:
-            self.visit(target)
+            self._all = list(names)
 
-    def _augassign(self, node: ast.AugAssign) -> None:
-        self.visit(node.value)
-        target = node.target
-        if isinstance(target, ast.Name):
-            if self.scope.kind == _MODULE and target.id == "__all__":
-                self._add_all(_strings(node.value))
-            self._read(target.id, target.id)
-            self._store(target.id)
+    def _add_all(self, names: list[str] | None) -> None:
+        if names is None:
+            self._all_dynamic = True
+        elif self._all is None:
+            self._all = names
         else:
-            self.visit(target)
+            self._all.extend(names)
 
-    def _type_alias(self, node: ast.AST) -> None:
-        saved = self.call
-        self.call = max(self.call, _CALL)  # the value is evaluated lazily
-        self.visit(node.value)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
-        self.call = saved
-        self.visit(node.name)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
 
-    def _for(self, node: ast.For | ast.AsyncFor) -> None:
-        self.visit(node.iter)
-        saved = self.cond
-        self.cond = True
-        self.visit(node.target)
-        self._visit_all(node.body)
-        self._visit_all(node.orelse)
-        self.cond = saved
+def _import_line(scope: Scope, access: Access) -> int:
+    """Line of the local import binding the name ``access`` reads in ``scope`` (0: none).
 
-    def _if(self, node: ast.If) -> None:
-        self.visit(node.test)
-        saved_cond, saved_tc = self.cond, self.tc
-        test = node.test
-        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        checking = is_type_checking(test.operand if isinstance(test, ast.UnaryOp) else test)
-        self.cond = True
-        self.tc = saved_tc or (checking and not negated)
-        self._visit_all(node.body)
-        self.tc = saved_tc or (checking and negated)
-        self._visit_all(node.orelse)
-        self.cond, self.tc = saved_cond, saved_tc
+    In a function, the last import of the name anywhere in it; in a class body, the last
+    one before the read.
+    """
+    line = 0
+    for assignment in scope.assignments[access.name]:
+        if assignment.kind != "import" or assignment.lexical is not scope:
+            continue
+        if scope.kind == "class" and assignment.order > access.order:
+            break
+        assert assignment.statement is not None
+        line = assignment.statement.lineno
+    return line
 
-    def _conditional(self, node: ast.AST) -> None:
-        saved = self.cond
-        self.cond = True
-        self.generic(node)
-        self.cond = saved
 
-    def _handler(self, node: ast.ExceptHandler) -> None:
-        if node.type is not None:
-            self.visit(node.type)
-        if node.name:
-            self._store(node.name)
-        self._visit_all(node.body)
-
-    def _match_capture(self, node: ast.MatchAs | ast.MatchStar) -> None:
-        pattern = getattr(node, "pattern", None)
-        if pattern is not None:
-            self.visit(pattern)
-        if node.name:
-            self._store(node.name)
-
-    def _match_mapping(self, node: ast.MatchMapping) -> None:
-        self._visit_all(node.keys)
-        for pattern in node.patterns:
-            self.visit(pattern)
-        if node.rest:
-            self._store(node.rest)
+def _strings(node: ast.expr | None, current: list[str] | None = None) -> list[str] | None:
+    """The strings of a literal list/tuple (``+`` of such literals too), else ``None``."""
+    if isinstance(node, ast.List | ast.Tuple):
+        out: list[str] = []
+        for item in node.elts:
+            if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
+                return None
+            out.append(item.value)
+        return out
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _strings(node.left, current), _strings(node.right, current)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.Name) and node.id == "__all__" and current is not None:
+        return list(current)  # __all__ = __all__ + [...]
+    return None

@@ -52,15 +52,13 @@ ScopeKind = Literal["module", "class", "function", "lambda", "comprehension", "t
 # The compiler's scopes of a name, with symtable's values.
 LOCAL, GLOBAL_EXPLICIT, GLOBAL_IMPLICIT, FREE, CELL = 1, 2, 3, 4, 5
 
-# What a scope does with a name (the flags symtable.c collects before analysing them).
-_BOUND, _GLOBAL, _NONLOCAL, _USE = 1, 2, 4, 8
-
 LOAD, CALL = 0, 1
 """When an access runs: while the module (or the class body) executes, or when a function is
 called (any read inside a function or lambda body)."""
 NOT_ANNOTATION, EVALUATED, LAZY = 0, 1, 2
 """Whether an access is in an annotation, and whether Python evaluates that annotation."""
 
+_Load, _Store, _Name, _Attribute = ast.Load, ast.Store, ast.Name, ast.Attribute
 _TRY_STAR: type[ast.AST] | None = getattr(ast, "TryStar", None)  # Python >= 3.11
 _TYPE_ALIAS: type[ast.AST] | None = getattr(ast, "TypeAlias", None)  # Python >= 3.12
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "type_params"})
@@ -103,10 +101,11 @@ class Scope:
     """One scope: its bindings and reads, and (after the walk) what the compiler calls them."""
 
     __slots__ = (
+        "_assignments",
         "accesses",
-        "assignments",
+        "bindings",
+        "bound",
         "children",
-        "flags",
         "globals",
         "kind",
         "line",
@@ -115,6 +114,7 @@ class Scope:
         "nonlocals",
         "parent",
         "symbols",
+        "used",
     )
 
     def __init__(
@@ -128,14 +128,18 @@ class Scope:
         self.line = line
         self.parent = parent
         self.children: list[Scope] = []
-        self.assignments: dict[str, list[Assignment]] = {}
-        """Bindings of each name in this scope, in execution order (a ``global x`` in a
+        self.bindings: list[Assignment] = []
+        """Every binding made in this scope, in execution order (a ``global x`` in a
         function puts its ``x = ...`` in the module scope)."""
+        self._assignments: dict[str, list[Assignment]] | None = None
         self.accesses: list[Access] = []
         """Reads written in this scope, in execution order."""
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
-        self.flags: dict[str, int] = {}
+        self.bound: set[str] = set()
+        """Names a binding written here binds (even if declared global or nonlocal)."""
+        self.used: set[str] = set()
+        """Names read here (the compiler's view: not in PEP 563 annotations)."""
         self.symbols: dict[str, int] = {}
         """The compiler's scope of each name this scope binds, declares or reads, and of the
         names passing through it to nested scopes: ``LOCAL``, ``CELL``, ``FREE``,
@@ -143,6 +147,16 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"<Scope {self.kind} {self.name!r} line {self.line}>"
+
+    @property
+    def assignments(self) -> dict[str, list[Assignment]]:
+        """:attr:`bindings` by name."""
+        if self._assignments is None:
+            found: dict[str, list[Assignment]] = {}
+            for assignment in self.bindings:
+                found.setdefault(assignment.name, []).append(assignment)
+            self._assignments = found
+        return self._assignments
 
     @property
     def function_like(self) -> bool:
@@ -225,19 +239,28 @@ class Access:
 
     __slots__ = ("annotation", "chain", "name", "node", "order", "scope", "target", "time", "top")
 
-    def __init__(self, name: str, chain: str, node: ast.Name, walker: _Walker) -> None:
+    def __init__(  # noqa: PLR0917  # built once per read: positional is measurably faster
+        self,
+        name: str,
+        chain: str,
+        node: ast.Name,
+        scope: Scope,
+        order: int,
+        top: int,
+        time: int,
+        annotation: int,
+    ) -> None:
         self.name = name
         self.chain = chain
         """``a.b.c`` for a load of ``a.b.c``; for a store or ``del`` of ``a.b.c``, ``a.b``."""
         self.node = node
-        self.scope = walker.scope
+        self.scope = scope
         """The scope the read is written in."""
-        self.order = walker.order
-        walker.order += 1
-        self.top = walker.top
-        self.time = walker.time
+        self.order = order
+        self.top = top
+        self.time = time
         """``LOAD`` or ``CALL``."""
-        self.annotation = walker.annotation
+        self.annotation = annotation
         """``NOT_ANNOTATION``, ``EVALUATED`` or ``LAZY`` (never evaluated by Python)."""
         self.target: Scope | None = None
         """The scope whose binding the read sees at run time (the module scope: module-level
@@ -276,9 +299,8 @@ class ScopeTree:
             for scope in self.module.walk():
                 for access in scope.accesses:
                     found[id(access.node)] = access
-                for assignments in scope.assignments.values():
-                    for assignment in assignments:
-                        found[id(assignment.node)] = assignment
+                for assignment in scope.bindings:
+                    found[id(assignment.node)] = assignment
             for assignment in self.imports:
                 found[id(assignment.node)] = assignment
             self._by_node = found
@@ -291,17 +313,31 @@ class ScopeTree:
         return isinstance(found, Assignment) and found.scope is self.module
 
 
-def build_scopes(tree: ast.Module, *, statements: list[ast.stmt] | None = None) -> ScopeTree:
-    """The scope tree of a parsed module (``statements``: walk only these top-level ones)."""
-    walker = _Walker(tree)
-    for top, statement in enumerate(tree.body if statements is None else statements):
+def build_scopes(tree: ast.Module, *, compiler: bool = True) -> ScopeTree:
+    """The scope tree of a parsed module.
+
+    With ``compiler``, each scope's :attr:`Scope.symbols` (the compiler's classification)
+    is computed too; without, it stays empty (the index needs only run-time bindings).
+    """
+    walker = _Walker(tree, compiler=compiler)
+    for top, statement in enumerate(tree.body):
         walker.top = top
         walker.visit(statement)
     module = walker.module
-    _analyze(module, None, set())
+    if compiler:
+        _analyze(module, None, set())
     for scope in module.walk():
-        for access in scope.accesses:
-            access.target = _binding_scope(access, module)
+        accesses = scope.accesses
+        if scope.kind == "module":
+            for access in accesses:
+                access.target = module
+        elif scope.kind == "class":
+            for access in accesses:
+                access.target = _binding_scope(access, module)
+        else:  # the common case first: a name local to the function
+            local = scope.bound - scope.nonlocals - scope.globals
+            for access in accesses:
+                access.target = scope if access.name in local else _binding_scope(access, module)
     return ScopeTree(module, walker.future, walker.imports)
 
 
@@ -326,7 +362,7 @@ def _binding_scope(access: Access, module: Scope) -> Scope:
         if kind != "class":
             if name == "__class__" and scope.parent is not None and scope.parent.kind == "class":
                 return scope.parent  # the implicit cell of a method's class
-            if name not in scope.nonlocals and scope.flags.get(name, 0) & _BOUND:
+            if name in scope.bound and name not in scope.nonlocals:
                 return scope
         scope = scope.parent  # type: ignore[assignment]  # only the module has no parent
 
@@ -346,16 +382,17 @@ def _analyze(scope: Scope, bound: set[str] | None, glob: set[str]) -> set[str]:
     if is_class:
         new_global = set(glob)
         new_bound = set(bound) if bound is not None else set()
-    for name, flags in scope.flags.items():
-        if flags & _GLOBAL:
+    declared, nonlocals, names_bound = scope.globals, scope.nonlocals, scope.bound
+    for name in scope.used | names_bound | declared | nonlocals:
+        if name in declared:
             symbols[name] = GLOBAL_EXPLICIT
             glob.add(name)
             if bound is not None:
                 bound.discard(name)
-        elif flags & _NONLOCAL:
+        elif name in nonlocals:
             symbols[name] = FREE
             free.add(name)
-        elif flags & _BOUND:
+        elif name in names_bound:
             symbols[name] = LOCAL
             local.add(name)
             glob.discard(name)
@@ -392,7 +429,8 @@ def _analyze(scope: Scope, bound: set[str] | None, glob: set[str]) -> set[str]:
 class _Walker:
     """One walk of a module in execution order, building the scope tree."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, *, compiler: bool) -> None:
+        self.compiler = compiler
         self.future: list[str] = []
         for statement in tree.body:
             if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
@@ -405,6 +443,8 @@ class _Walker:
         self.top = 0
         self.time = LOAD
         self.annotation = NOT_ANNOTATION
+        self.compiler_sees = compiler
+        """Whether symtable records the reads being walked (not in PEP 563 annotations)."""
         self.conditional = False
         self.type_checking = False
         self.fields: dict[type[ast.AST], tuple[str, ...]] = {}
@@ -451,16 +491,20 @@ class _Walker:
 
     def _read(self, name: str, chain: str, node: ast.Name) -> None:
         scope = self.scope
-        scope.accesses.append(Access(name, chain, node, self))
-        if not (self.lazy and self.annotation):  # the compiler ignores PEP 563 annotations
-            scope.flags[name] = scope.flags.get(name, 0) | _USE
+        order = self.order
+        self.order = order + 1
+        scope.accesses.append(
+            Access(name, chain, node, scope, order, self.top, self.time, self.annotation)
+        )
+        if self.compiler_sees:
+            scope.used.add(name)
             if name == "super" and scope.kind in _FUNCTION_LIKE:
-                scope.flags["__class__"] = scope.flags.get("__class__", 0) | _USE
+                scope.used.add("__class__")
 
     def _bind(self, name: str, node: ast.AST, kind: str, statement: ast.stmt | None = None) -> None:
         """Record a binding written in the current scope (redirected by global/nonlocal)."""
         lexical = self.scope
-        lexical.flags[name] = lexical.flags.get(name, 0) | _BOUND
+        lexical.bound.add(name)
         scope = self._binding_scope(lexical, name)
         self._assign_in(scope, name, node, kind, lexical=lexical, statement=statement)
 
@@ -470,9 +514,7 @@ class _Walker:
         if name in lexical.nonlocals:
             scope = lexical.parent
             while scope is not None and not (
-                scope.kind in _FUNCTION_LIKE
-                and scope.flags.get(name, 0) & _BOUND
-                and name not in scope.nonlocals
+                scope.kind in _FUNCTION_LIKE and name in scope.bound and name not in scope.nonlocals
             ):
                 scope = scope.parent
             return scope or self.module
@@ -491,11 +533,7 @@ class _Walker:
         assignment = Assignment(
             name, node, kind, scope=scope, lexical=lexical, walker=self, statement=statement
         )
-        found = scope.assignments.get(name)
-        if found is None:
-            scope.assignments[name] = [assignment]
-        else:
-            found.append(assignment)
+        scope.bindings.append(assignment)
         return assignment
 
     def _enter(self, kind: ScopeKind, node: ast.AST, name: str, line: int) -> Scope:
@@ -542,18 +580,18 @@ class _Walker:
 
     def _name(self, node: ast.Name) -> None:
         ctx = node.ctx.__class__
-        if ctx is ast.Load:
+        if ctx is _Load:
             self._read(node.id, node.id, node)
         else:
-            self._bind(node.id, node, "store" if ctx is ast.Store else "del")
+            self._bind(node.id, node, "store" if ctx is _Store else "del")
 
     def _attribute(self, node: ast.Attribute) -> None:
-        attrs = [node.attr] if node.ctx.__class__ is ast.Load else []
+        attrs = [node.attr] if node.ctx.__class__ is _Load else []
         value = node.value
-        while value.__class__ is ast.Attribute:
+        while value.__class__ is _Attribute:
             attrs.append(value.attr)
             value = value.value
-        if value.__class__ is ast.Name:
+        if value.__class__ is _Name:
             name = value.id
             attrs.append(name)
             attrs.reverse()
@@ -576,10 +614,11 @@ class _Walker:
     def _annotation(self, node: ast.expr | None, *, evaluated: bool) -> None:
         if node is None:
             return
-        saved_annotation, saved_time = self.annotation, self.time
+        saved = self.annotation, self.compiler_sees
         self.annotation = EVALUATED if evaluated and not self.lazy else LAZY
+        self.compiler_sees = self.compiler and not self.lazy  # it ignores PEP 563 ones
         self.visit(node)
-        self.annotation, self.time = saved_annotation, saved_time
+        self.annotation, self.compiler_sees = saved
 
     # -- scopes ----------------------------------------------------------------------------
 
@@ -623,12 +662,12 @@ class _Walker:
         body: list[ast.stmt] | list[ast.expr],
     ) -> None:
         scope = self._enter(kind, node, name, node.lineno)  # type: ignore[attr-defined]  # a def or lambda: positioned
-        saved = self.time, self.annotation
-        self.time, self.annotation = CALL, NOT_ANNOTATION
+        saved = self.time, self.annotation, self.compiler_sees
+        self.time, self.annotation, self.compiler_sees = CALL, NOT_ANNOTATION, self.compiler
         for param in params:
             self._bind(param.arg, param, "param")
         self._visit_all(body)
-        self.time, self.annotation = saved
+        self.time, self.annotation, self.compiler_sees = saved
         self._leave(scope)
 
     def _class(self, node: ast.ClassDef) -> None:
@@ -693,23 +732,18 @@ class _Walker:
             self._bind(name, node.target, "walrus")
             return
         declared = target.kind == "module" or name in target.globals
-        current.flags[name] = current.flags.get(name, 0) | (_GLOBAL if declared else _NONLOCAL)
         (current.globals if declared else current.nonlocals).add(name)
-        target.flags[name] = target.flags.get(name, 0) | _BOUND
+        target.bound.add(name)
         scope = self._binding_scope(target, name)
         self._assign_in(scope, name, node.target, "walrus", lexical=current)
 
     def _global(self, node: ast.Global) -> None:
         scope = self.scope
         scope.globals.update(node.names)
-        for name in node.names:
-            scope.flags[name] = scope.flags.get(name, 0) | _GLOBAL
 
     def _nonlocal(self, node: ast.Nonlocal) -> None:
         scope = self.scope
         scope.nonlocals.update(node.names)
-        for name in node.names:
-            scope.flags[name] = scope.flags.get(name, 0) | _NONLOCAL
 
     # -- statements ------------------------------------------------------------------------
 
@@ -731,7 +765,7 @@ class _Walker:
                 continue
             local = alias.asname or (alias.name if is_from else alias.name.partition(".")[0])
             lexical = self.scope
-            lexical.flags[local] = lexical.flags.get(local, 0) | _BOUND
+            lexical.bound.add(local)
             scope = self._binding_scope(lexical, local)
             imported = self._assign_in(
                 scope, local, alias, "import", lexical=lexical, statement=node
