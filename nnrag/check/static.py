@@ -239,12 +239,12 @@ def _check_all(
                 parts = compile_units(code, tree_units, filename, compiled, relative=False)
             elif units is None:
                 compile(code, filename, "exec", dont_inherit=True)
-            table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
+            if not parts:  # errors only the symbol table finds (e.g. a bad nonlocal)
+                symtable.symtable(code, filename, "exec")
         except SyntaxError as error:
             return (_syntax_finding("NNR002", error),), probes
     else:
         tree = ast.Module(body=[n for _, _, nodes in units or () for n in nodes], type_ignores=[])
-        table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
 
     findings: list[Finding] = []
     findings += [
@@ -263,7 +263,7 @@ def _check_all(
     findings += _check_imports(
         tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
     )
-    issues = unresolved_names(tree, table, parts=parts, deltas=deltas)
+    issues = unresolved_names(tree, deltas=deltas)
     findings += [make_finding(*issue) for issue in issues]
     return tuple(sorted(findings, key=position)), probes
 

@@ -1,14 +1,13 @@
-"""Exact free-name resolution: the symbol-table shortcut changes the work, never the issues."""
+"""Exact free-name resolution of block files (NNR101-NNR105) on the scope model."""
 
 from __future__ import annotations
 
 import ast
-import symtable
 import textwrap
 
 import pytest
 
-from nnrag.pyscope.scoping import Issue, _NameChecker, unresolved_names
+from nnrag.pyscope.scoping import Issue, unresolved_names
 
 SNIPPETS = {
     "closed": """
@@ -121,98 +120,79 @@ SNIPPETS = {
 }
 
 
-def _issues(code: str, *, shortcut: bool) -> list[Issue]:
-    code = textwrap.dedent(code)
-    return unresolved_names(
-        ast.parse(code), symtable.symtable(code, "b.py", "exec"), shortcut=shortcut
-    )
+def _issues(code: str) -> list[Issue]:
+    return unresolved_names(ast.parse(textwrap.dedent(code)))
 
 
-@pytest.mark.parametrize("name", sorted(SNIPPETS))
-def test_shortcut_gives_the_same_issues(name: str) -> None:
-    assert _issues(SNIPPETS[name], shortcut=True) == _issues(SNIPPETS[name], shortcut=False)
-
-
-@pytest.mark.parametrize(
-    ("name", "walks"),
-    [
-        ("closed", False),
-        ("class_in_function", False),
-        ("global_declared_in_function", False),
-        ("undefined_in_method", True),
-        ("class_attribute_in_method", True),
-        ("deleted_before_call", True),
-        ("type_checking_only", True),
-        ("star_import", True),
-        ("closures_and_lambdas", True),
-    ],
-)
-def test_bodies_are_walked_only_when_a_call_time_read_may_be_unresolved(
-    name: str, walks: bool
-) -> None:
-    code = textwrap.dedent(SNIPPETS[name])
-    checker = _NameChecker(ast.parse(code), symtable.symtable(code, "b.py", "exec"))
-    checker.run()
-    assert checker.walk_bodies is walks
-
-
-def test_expected_issues_with_the_shortcut() -> None:
-    assert _issues(SNIPPETS["closed"], shortcut=True) == []
-    assert [
-        (c, line) for c, _, line, _ in _issues(SNIPPETS["closures_and_lambdas"], shortcut=True)
-    ] == [
+def test_expected_issues() -> None:
+    assert _issues(SNIPPETS["closed"]) == []
+    assert [(c, line) for c, _, line, _ in _issues(SNIPPETS["closures_and_lambdas"])] == [
         ("NNR101", 8),
         ("NNR101", 10),
     ]
-    assert [
-        (c, line) for c, _, line, _ in _issues(SNIPPETS["import_time_order"], shortcut=True)
-    ] == [
+    assert [(c, line) for c, _, line, _ in _issues(SNIPPETS["import_time_order"])] == [
         ("NNR102", 2),
         ("NNR101", 7),
     ]
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("closed", []),
+        ("class_in_function", []),
+        ("global_declared_in_function", []),
+        ("undefined_in_method", [("NNR101", 4)]),
+        ("class_attribute_in_method", [("NNR101", 6)]),
+        ("deleted_before_call", [("NNR102", 5)]),
+        ("type_checking_only", [("NNR105", 8)]),
+        ("star_import", [("NNR103", 2)]),
+    ],
+)
+def test_issues_per_snippet(name: str, expected: list[tuple[str, int]]) -> None:
+    assert [(code, line) for code, _, line, _ in _issues(SNIPPETS[name])] == expected
+
+
+def test_class_attribute_hint() -> None:
+    (issue,) = _issues(SNIPPETS["class_attribute_in_method"])
+    assert "use self.limit or ClassName.limit" in issue[1]
+
+
 def test_function_named_top_keeps_its_locals() -> None:
-    """Python 3.11's ``Symbol.is_global`` calls the locals of a function named ``top`` global."""
-    issues = _issues(SNIPPETS["function_named_top"], shortcut=False)
+    """Python 3.11's ``Symbol.is_global`` called the locals of a function named ``top`` global."""
+    issues = _issues(SNIPPETS["function_named_top"])
     assert [(code, line, message.split(":")[0]) for code, message, line, _ in issues] == [
         ("NNR101", 7, "undefined name 'undefined_name'")
     ]
 
 
 @pytest.mark.parametrize("name", sorted(SNIPPETS))
-def test_statement_tables_give_the_same_issues(name: str) -> None:
-    """The tables of each top-level statement compiled alone (shared between files) stand in
-    for the module's table."""
-    from nnrag.check.pieces import Compiled, compile_units, parse_units, statement_units
+def test_trees_parsed_piece_by_piece_give_the_same_issues(name: str) -> None:
+    """Each top-level statement parsed alone (lines counted from its piece), with ``deltas``."""
+    from nnrag.check.pieces import Compiled, parse_units
 
     code = textwrap.dedent(SNIPPETS[name])
     tree = ast.parse(code)
-    table = symtable.symtable(code, "b.py", "exec")
-    compiled = Compiled()
-    units = statement_units(code, tree)
-    assert units is not None
-    parts = compile_units(code, units, "b.py", compiled, relative=False)
-    assert parts is not None
-    expected = unresolved_names(tree, table, shortcut=False)
-    for shortcut in (True, False):
-        assert unresolved_names(tree, table, shortcut=shortcut, parts=parts) == expected
-    again = compile_units(code, units, "b.py", compiled, relative=False)
-    assert unresolved_names(tree, table, parts=again) == expected
-    # the trees too parsed piece by piece, their lines counted from each piece
-    pieces = parse_units(code, "b.py", compiled)
+    expected = unresolved_names(tree)
+    pieces = parse_units(code, "b.py", Compiled())
     assert pieces is not None
-    relative = compile_units(code, pieces, "b.py", compiled, relative=True)
-    assert relative is not None
     body = [node for _, _, nodes in pieces for node in nodes]
     deltas = [first - 1 for first, _, nodes in pieces if nodes]
     assert [n.lineno + d for n, d in zip(body, deltas, strict=True)] == [
         n.lineno for n in tree.body
     ]
     module = ast.Module(body=body, type_ignores=[])
-    assert unresolved_names(module, table, parts=relative, deltas=deltas) == expected
+    assert unresolved_names(module, deltas=deltas) == expected
 
 
 def test_duplicate_statements_are_each_reported() -> None:
-    issues = _issues(SNIPPETS["duplicate_statements"], shortcut=True)
+    issues = _issues(SNIPPETS["duplicate_statements"])
     assert [(code, line) for code, _, line, _ in issues] == [("NNR101", 7), ("NNR101", 12)]
+
+
+def test_agrees_with_the_symtable_based_view() -> None:
+    """What symtable calls global in each function is what the check looks up (the oracle)."""
+    from tests.scope_oracle import mismatches
+
+    for code in SNIPPETS.values():
+        assert mismatches(textwrap.dedent(code)) == []
