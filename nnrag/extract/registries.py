@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from nnrag.index.symbols import Symbols, symbols_for
 from nnrag.model import ModuleInfo, Registration, Unit
+from nnrag.pyscope.scopes import dotted as _dotted
 
 if TYPE_CHECKING:
     from nnrag.extract.needs import UnitKey, UnitScanner
@@ -383,14 +384,3 @@ def type_strings(tree: ast.Module) -> Iterator[tuple[str, int]]:
 
 def _is_text(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(node.value)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))

@@ -33,6 +33,7 @@ from nnrag.blockfile.header import Header, parse_header, split_header
 from nnrag.check.static import check_code, declared_imports, is_installed
 from nnrag.errors import NnragError
 from nnrag.model import BlockRef, Extracted, ImportBinding, Settings
+from nnrag.pyscope.scopes import dotted as _dotted
 
 if TYPE_CHECKING:
     from nnrag.index.build import Index
@@ -480,13 +481,3 @@ def _source_reads(body: str, packages: frozenset[str]) -> list[str]:
                     root, _, rest = chain.partition(".")
                     found[f"{modules[root]}.{rest}"] = None
     return list(found)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
