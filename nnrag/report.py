@@ -22,8 +22,11 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
         "block_categories": {                # what the blocks are (retrieve.categorize), by name
           "attention": {"blocks": 120, "passed": 101}, ...   # blocks of unknown category: absent
         },
-        "sources": {"timm": {...the same keys as summary, without "sources"...}, ...}
-      },
+        "sources": {"timm": {...the same keys as summary, without "sources"...}, ...},
+        "unfetched": 1,                      # failed items counted for sources that could not
+        "unfetched_sources": {"mmdet": 1}    # be fetched (per source: its block count in the
+      },                                     # baseline, else 1); pass_rate = passed /
+                                             # (blocks + unfetched), so is the badge
       "blocks": [                            # sorted by id
         {"id": "timm:timm.layers.mlp:Mlp", "source": "timm",
          "outcome": "passed" | "failed",
@@ -196,8 +199,12 @@ def build_report(
     block_categories: Mapping[str, str] | None = None,
     dedup: Mapping[str, Any] | None = None,
     warnings: Sequence[str] = (),
+    unfetched: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The report document (schema in this module's docstring) for ``results``.
+
+    ``unfetched`` maps each source that could not be fetched to the failed items it counts
+    as (its last known block count, at least 1): they lower the pass rate and the badge.
 
     A block validated more than once (e.g. re-run by ``--lf``) counts once: its last result.
     ``block_categories`` maps block ids to their category; ``dedup`` (a
@@ -216,6 +223,7 @@ def build_report(
         nnrag_version=nnrag_version or distribution_version("nnrag") or "unknown",
         torch_version=torch_version if torch_version is not None else _torch_version(),
         warnings=warnings,
+        unfetched=unfetched,
     )
     if dedup is not None:
         report["dedup"] = dict(dedup)
@@ -229,6 +237,7 @@ def report_from_entries(
     nnrag_version: str,
     torch_version: str | None,
     warnings: Sequence[str] = (),
+    unfetched: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """A report from ready block entries (sorted here by id): the summary is computed."""
     ordered = sorted((dict(entry) for entry in entries), key=lambda entry: str(entry["id"]))
@@ -239,6 +248,7 @@ def report_from_entries(
     summary["sources"] = {
         name: _summarize(group, depth) for name, group in sorted(by_source.items())
     }
+    _count_unfetched(summary, unfetched or {})
     return {
         "nnrag_version": nnrag_version,
         "torch_version": torch_version,
@@ -247,6 +257,16 @@ def report_from_entries(
         "blocks": ordered,
         "warnings": list(warnings),
     }
+
+
+def _count_unfetched(summary: dict[str, Any], unfetched: Mapping[str, int]) -> None:
+    """Sources that could not be fetched count as failed items in the pass rate."""
+    counts = {name: max(1, int(count)) for name, count in sorted(unfetched.items())}
+    total = sum(counts.values())
+    summary["unfetched"] = total
+    summary["unfetched_sources"] = counts
+    items = summary["blocks"] + total
+    summary["pass_rate"] = round(summary["passed"] / items, 4) if items else 0.0
 
 
 def empty_run_reason(
@@ -300,7 +320,9 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
     seen: dict[str, str] = {}
     entries: list[Mapping[str, Any]] = []
     warnings: dict[str, None] = {}
+    unfetched: dict[str, int] = {}
     for name, report in reports:
+        unfetched.update(report["summary"].get("unfetched_sources") or {})
         for key in ("summary", "blocks"):
             if key not in report:
                 raise ReportMergeError(f"{name} is not an nnrag report (no {key!r})")
@@ -323,6 +345,7 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
         nnrag_version=str(first.get("nnrag_version") or "unknown"),
         torch_version=first.get("torch_version"),
         warnings=list(warnings),
+        unfetched=unfetched,
     )
     merged["merged_from"] = [name for name, _ in reports]
     return merged
@@ -368,9 +391,11 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
     rows = summary_rows(report)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
-        f"nnrag: {summary['passed']}/{summary['blocks']} blocks reached "
+        f"nnrag: {summary['passed']}/{_items(summary)} blocks reached "
         f"{report['depth']} ({summary['pass_rate']:.1%})"
     ]
+    for name, count in (summary.get("unfetched_sources") or {}).items():
+        lines.append(f"source {name!r} could not be fetched: counted as {count} failed")
     for row in rows:
         cells = [row[0].ljust(widths[0])]
         cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
@@ -432,7 +457,12 @@ def _example(report: Mapping[str, Any], category: str) -> str:
 def badge_message(report: Mapping[str, Any]) -> str:
     """The badge's value, e.g. ``87% (812/934)``."""
     summary = report["summary"]
-    return f"{summary['pass_rate']:.0%} ({summary['passed']}/{summary['blocks']})"
+    return f"{summary['pass_rate']:.0%} ({summary['passed']}/{_items(summary)})"
+
+
+def _items(summary: Mapping[str, Any]) -> int:
+    """What the pass rate divides by: the blocks and the failed items of unfetched sources."""
+    return int(summary["blocks"]) + int(summary.get("unfetched") or 0)
 
 
 def badge_color(rate: float) -> tuple[str, str]:

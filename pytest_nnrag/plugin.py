@@ -447,10 +447,23 @@ class NnragSession:
         ident = getattr(report, f"{REPORT_ATTR}_problem_id", None)
         if isinstance(ident, str):
             self.state.problem_ids.add(ident)
+            self._count_unfetched(ident)
         if isinstance(problem, str):
             self.state.source_failures[report.nodeid] = " ".join(
                 line.strip() for line in problem.splitlines()[:2]
             )
+
+    def _count_unfetched(self, ident: str) -> None:
+        """A source that could not be fetched: its blocks in the baseline (else 1) fail."""
+        from nnrag.report import source_of
+        from pytest_nnrag.items import SOURCE_ERROR
+
+        source, _, name = ident.rpartition(":")
+        if name != SOURCE_ERROR:
+            return
+        known = self.state.baseline.blocks if self.state.baseline is not None else {}
+        count = sum(1 for key in known if source_of(key) == source and ":<" not in key)
+        self.state.unfetched[source] = max(count, 1)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the report and badge, also for a run that found no block (the controller)."""
@@ -467,6 +480,7 @@ class NnragSession:
             block_categories=self.state.block_categories,
             dedup=self._dedup() if self.state.dedup and self.state.results else None,
             warnings=self._warnings(),
+            unfetched=self.state.unfetched,
         )
         if self.state.shard is not None:
             index, count, names = self.state.shard

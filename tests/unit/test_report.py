@@ -68,8 +68,24 @@ def test_report_has_exactly_the_documented_keys(results: list[ValidationResult])
         "categories",
         "block_categories",
         "sources",
+        "unfetched",
+        "unfetched_sources",
     }
     assert json.loads(json.dumps(report)) == report
+
+
+def test_unfetched_sources_count_as_failed_items(results: list[ValidationResult]) -> None:
+    report = build_report(
+        results, depth="forward", nnrag_version="0", torch_version=None, unfetched={"gone": 3}
+    )
+    summary = report["summary"]
+    assert (summary["blocks"], summary["passed"], summary["unfetched"]) == (5, 2, 3)
+    assert summary["pass_rate"] == 0.25  # 2 of 5 blocks + 3 blocks of the unfetched source
+    assert badge_message(report) == "25% (2/8)"
+    assert "source 'gone' could not be fetched: counted as 3 failed" in summary_lines(report)
+    merged = merge_reports([("a.json", report), ("b.json", build_report([], depth="forward"))])
+    assert merged["summary"]["unfetched_sources"] == {"gone": 3}
+    assert merged["summary"]["pass_rate"] == 0.25
 
 
 def test_summary_counts_stages_categories_and_sources(results: list[ValidationResult]) -> None:
