@@ -324,11 +324,14 @@ def _run_child(
         theirs.close()
         listener = syscalls.receive_listener(ours, timeout_s)
         ours.close()
-    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, str(tmp))
+    namespaced = bool(setup["layers"]["namespaces"])
+    keeper = syscalls.Keeper(str(tmp), namespaced=namespaced) if listener is not None else None
+    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, keeper)
     os.close(read_fd)
     if listener is not None:
         os.close(listener)
-    namespaced = bool(setup["layers"]["namespaces"])
+    if keeper is not None:
+        keeper.close()
 
     def cleanup() -> None:
         if status is None:
@@ -401,7 +404,11 @@ def spawned_child(fd: int, memory_mb: int) -> None:
 
 
 def _collect(
-    pid: int, fd: int, deadline: float, listener: int | None = None, root: str = ""
+    pid: int,
+    fd: int,
+    deadline: float,
+    listener: int | None = None,
+    keeper: syscalls.Keeper | None = None,
 ) -> tuple[list[Message], int | None, bool]:
     """Read frames until the child exits or the deadline passes (then kill its group).
 
@@ -413,7 +420,6 @@ def _collect(
     status: int | None = None
     timed_out = False
     os.set_blocking(fd, False)
-    started = [0]  # processes and threads the block started (seccomp counts them)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     if listener is not None:
@@ -426,8 +432,8 @@ def _collect(
             _, status = os.waitpid(pid, 0)
             break
         for ready, events in poller.poll(int(1000 * min(remaining, 0.05))):
-            if ready == listener:
-                refused = syscalls.answer(ready, root, started) if events & select.POLLIN else None
+            if ready == listener and keeper is not None:
+                refused = keeper.answer(ready) if events & select.POLLIN else None
                 if refused:
                     messages.append({"kind": "refused", "message": refused})
                 elif events & (select.POLLHUP | select.POLLERR):
@@ -527,6 +533,13 @@ def _tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
+def _refusals(refused: list[str], shown: int = 3) -> str:
+    """``refused: A; B; C (and 5 more)``: the first distinct operations the block tried."""
+    distinct = list(dict.fromkeys(str(what) for what in refused))
+    more = f" (and {len(distinct) - shown} more)" if len(distinct) > shown else ""
+    return "refused: " + "; ".join(distinct[:shown]) + more
+
+
 def summarize(
     messages: list[Message], *, status: int | None, timed_out: bool, stderr: str = ""
 ) -> Message:
@@ -541,7 +554,7 @@ def summarize(
             "stage_reached": reached[-1] if reached else None,
             "failed_stage": running[-1] if running else None,
             "category": "sandbox-violation",
-            "message": f"refused: {refused[0]}",
+            "message": _refusals(refused),
         }
     for message in messages:
         if message.get("kind") == "stage":
