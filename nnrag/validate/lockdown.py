@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nnrag.validate.syscalls import guarded_proc_owner
+
 PR_SET_PDEATHSIG = 1
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "SYSTEMROOT")
 """Environment variables a block may see; everything else (tokens, credentials) is dropped."""
@@ -188,9 +190,10 @@ def audit_hook(
 
 
 def _other_process(path: str, pid: int) -> bool:
-    """``/proc/<pid>/...`` of a process other than the child itself."""
-    parts = os.path.normpath(path).split(os.sep)
-    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and int(parts[2]) != pid
+    """A guarded ``/proc/<pid>/...`` entry (descriptors, environment, memory) of a process
+    other than the child itself (``/proc/1/cgroup`` is not guarded)."""
+    owner = guarded_proc_owner(os.path.normpath(path))
+    return owner is not None and owner != pid
 
 
 def _is_local_pair(args: tuple[Any, ...]) -> bool:

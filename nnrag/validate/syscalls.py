@@ -291,7 +291,7 @@ class Keeper:
             return self._signal(name, args), errno.EPERM
         if name in _OPEN_FLAGS_ARG and not self._writes(name, args):
             path = self._path_of(pid, args, *_PATH_CALLS[name][0], follow=True)
-            owner = _proc_owner(path) if path is not None else None
+            owner = guarded_proc_owner(path) if path is not None else None
             if owner is not None and self._outside(owner):
                 return f"system call {name} on {path} (another process)", errno.EACCES
             return None, 0
@@ -301,7 +301,7 @@ class Keeper:
                 self._path_of(pid, args, at, arg, follow=follow) for at, arg in _PATH_CALLS[name]
             ]
             shown = ", ".join(self._shown(path) for path in found)
-            owners = [_proc_owner(path) for path in found if path is not None]
+            owners = [guarded_proc_owner(path) for path in found if path is not None]
             if any(owner is not None and self._outside(owner) for owner in owners):
                 return f"system call {name} on {shown} (another process)", errno.EACCES
             if all(path is not None and _allowed(path, self.root) for path in found):
@@ -434,7 +434,7 @@ def _group_members(pgid: int) -> list[int]:
     return found
 
 
-def _proc_owner(path: str) -> int | None:
+def guarded_proc_owner(path: str) -> int | None:
     """The process whose guarded ``/proc/<pid>/...`` entry ``path`` is (its descriptors,
     environment, memory, ...), ``None`` for any other path (``/proc/1/cgroup`` included)."""
     parts = path.split(os.sep)
@@ -497,6 +497,7 @@ __all__ = [
     "REFUSED",
     "Keeper",
     "build_filter",
+    "guarded_proc_owner",
     "importable",
     "load",
     "receive_listener",

@@ -159,6 +159,37 @@ def test_a_block_writes_and_reads_its_own_temporary_files(sandbox: Sandbox, tmp_
     assert result.passed, result.message
 
 
+OWN_PROCESSES = HEADER + TRIVIAL.replace(
+    "return self.lin(x)",
+    "import ctypes, signal\n"
+    "        libc = ctypes.CDLL(None, use_errno=True)\n"
+    "        child = libc.fork()\n"
+    "        if child == 0:\n"
+    "            time.sleep(30)\n"
+    "            libc._exit(0)\n"
+    "        assert libc.kill(child, signal.SIGTERM) == 0, ctypes.get_errno()\n"
+    "        assert os.waitpid(child, 0)[0] == child\n"
+    "        assert libc.kill(os.getpid(), 0) == 0\n"
+    "        assert open('/proc/1/cgroup').read() is not None\n"
+    "        assert open(f'/proc/{os.getpid()}/environ', 'rb').read() is not None\n"
+    "        os.symlink(os.path.join(os.getcwd(), 'own.txt'), 'link')\n"
+    "        fd = libc.open(b'link', os.O_WRONLY | os.O_CREAT, 0o600)\n"
+    "        assert fd >= 0 and libc.write(fd, b'ok', 2) == 2, ctypes.get_errno()\n"
+    "        libc.close(fd)\n"
+    "        assert open('own.txt').read() == 'ok'\n"
+    "        return self.lin(x)",
+)
+
+
+def test_a_block_signals_its_own_processes_and_reads_public_proc(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Signals to its own processes, signal 0 (does it exist?), /proc entries the kernel
+    shows everyone and a link inside its folder are not refused."""
+    result = run_file(sandbox, tmp_path, OWN_PROCESSES, "own_processes")
+    assert result.passed, result.message
+
+
 def test_layers_are_named_once(sandbox: Sandbox) -> None:
     assert describe_layers(sandbox.layers) == "sandbox: namespaces yes, seccomp yes, landlock yes"
 
