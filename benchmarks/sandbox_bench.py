@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.sandbox import BlockRequest, Sandbox
 
 RESULTS = Path(__file__).parent / "results"
 TRIVIAL = """
@@ -51,23 +51,17 @@ def main() -> None:
         bare.start()
         layers = box.layers
         for depth in ("import", "forward"):
-            request = {
-                "path": str(path),
-                "class_name": "Block",
-                "depth": depth,
-                "timeout_s": 30.0,
-                "harvest": False,
-            }
+            request = BlockRequest(path=str(path), class_name="Block", depth=depth, timeout_s=30.0)
             for _ in range(args.runs):
                 started = time.perf_counter()
                 reply = box.run(request)
                 timings[depth].append(time.perf_counter() - started)
-                assert reply.get("category") is None, reply
+                assert reply.category is None, reply
                 if depth == "forward":  # the same block without the kernel layers, interleaved
                     started = time.perf_counter()
                     reply = bare.run(request)
                     timings["forward_no_layers"].append(time.perf_counter() - started)
-                    assert reply.get("category") is None, reply
+                    assert reply.category is None, reply
     fresh = []
     for _ in range(args.fresh_runs):
         started = time.perf_counter()

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from nnrag.errors import ConfigError, ExtractionError, InternalError
 from nnrag.model import (
@@ -25,6 +25,7 @@ from nnrag.model import (
     ValidationResult,
     stage_index,
 )
+from nnrag.validate.frames import BlockReply, BlockRequest
 from nnrag.validate.results import recipe_from_dict
 
 if TYPE_CHECKING:
@@ -161,21 +162,21 @@ def run_validation(
             file=str(path),
         )
         return result, []
-    request = {
-        "path": str(path.resolve()),
-        "class_name": class_name,
-        "depth": depth,
-        "timeout_s": timeout_s,
-        "hints": hints_request(hints),
-        "harvested": list(harvested),
-        "harvest": harvest,
-        "source_packages": sorted(source_packages),
-        "reached": reached,
-        "seed": 0,
-        "plugins": dict(plugins or {}),
-    }
+    request = BlockRequest(
+        path=str(path.resolve()),
+        class_name=class_name,
+        depth=depth,
+        timeout_s=timeout_s,
+        hints=hints_request(hints),
+        harvested=tuple(harvested),
+        harvest=harvest,
+        source_packages=tuple(sorted(source_packages)),
+        reached=reached,
+        seed=0,
+        plugins=dict(plugins or {}),
+    )
     if replay is not None:
-        request.update(replay=dict(replay), harvest=False, harvested=[], hints=None)
+        request = replace(request, replay=dict(replay), harvest=False, harvested=(), hints=None)
     if sandbox is None:
         from nnrag.validate.sandbox import Sandbox
 
@@ -188,11 +189,11 @@ def run_validation(
     )
     memory_mb = sandbox.memory_mb if sandbox is not None else 4096
     result = replace(result, message=advice(result, timeout_s=timeout_s, memory_mb=memory_mb))
-    return result, list(reply.get("harvest") or [])
+    return result, [dict(record) for record in reply.harvest]
 
 
 def result_from_reply(
-    reply: Mapping[str, Any],
+    reply: BlockReply,
     *,
     block_id: str,
     depth: Stage,
@@ -201,28 +202,29 @@ def result_from_reply(
     started: float,
 ) -> ValidationResult:
     """A :class:`ValidationResult` from the sandbox's reply, after the static stages."""
-    reached: Stage = reply.get("stage_reached") or "closed"
-    failed = reply.get("failed_stage")
-    category = reply.get("category")
+    reached = cast(Stage, reply.stage_reached or "closed")  # checked by BlockReply.from_plain
+    failed = cast("Stage | None", reply.failed_stage)
+    category = cast("Category | None", reply.category)
+    message = reply.message
     if failed is None and category is not None:
         position = STAGES.index(reached) + 1
         failed = STAGES[position] if position < len(STAGES) else None
     if category is None and failed is None and reached != depth:
         category, failed = "internal-error", STAGES[STAGES.index(reached) + 1]
-        reply = {**reply, "message": f"the sandbox stopped after {reached} without a verdict"}
-    recipe = reply.get("recipe")
+        message = f"the sandbox stopped after {reached} without a verdict"
+    recipe = reply.recipe
     return ValidationResult(
         block_id=block_id,
         depth=depth,
         stage_reached=reached,
         failed_stage=failed,
         category=category,
-        message=str(reply.get("message") or ""),
+        message=message,
         recipe=recipe_from_dict(recipe) if isinstance(recipe, Mapping) else None,
-        timings={**timings, **(reply.get("timings") or {})},
+        timings={**timings, **reply.timings},
         duration_s=time.perf_counter() - started,
         file=file,
-        frames=tuple(str(f) for f in reply.get("frames") or ()),
+        frames=reply.frames,
     )
 
 
