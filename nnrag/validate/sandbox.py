@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import pickle
 import select
@@ -261,6 +262,8 @@ def serve(
     layers = _layers(namespaces) if isolate else dict.fromkeys(LAYERS, False)
     rules = syscalls.build_filter() if layers["seccomp"] else None
     setup = {"memory_mb": memory_mb, "disk_mb": disk_mb, "layers": layers, "rules": rules}
+    gc.collect()
+    gc.freeze()  # forked children's collections skip (and so do not copy) the warm objects
     ready = {"ready": True, "torch": torch_version, "mode": mode, "netns": netns}
     write_frame(resp_fd, {**ready, "layers": layers, "server_pid": server_pid})
     while True:
