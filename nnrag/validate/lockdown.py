@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nnrag.validate.syscalls import guarded_proc_owner
+from nnrag.validate.syscalls import MAX_TASKS, guarded_proc_owner
 
 PR_SET_PDEATHSIG = 1
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "SYSTEMROOT")
@@ -120,7 +120,8 @@ def set_limits(timeout_s: float, memory_mb: int) -> None:
         limits.append((resource.RLIMIT_DATA, limit, limit))
     if os.path.isdir("/proc"):
         running = sum(1 for entry in os.listdir("/proc") if entry.isdigit())
-        limits.append((resource.RLIMIT_NPROC, running + 64, running + 64))
+        allowed = running + MAX_TASKS + 16  # above the seccomp count, which names the excess
+        limits.append((resource.RLIMIT_NPROC, allowed, allowed))
     for kind, want_soft, want_hard in limits:
         try:
             _, old_hard = resource.getrlimit(kind)
