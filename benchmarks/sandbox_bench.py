@@ -35,11 +35,27 @@ class Block(nn.Module):
 """
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of ``pid`` and of its reaped children (the blocks it forked)."""
+    if pid is None:
+        return float("nan")
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def measure_round(box: Sandbox, bare: Sandbox, path: Path, runs: int) -> dict[str, Any]:
-    """One round: ``runs`` blocks per depth; forward alternates with and without the layers."""
+    """One round: ``runs`` blocks per depth; forward alternates with and without the layers.
+
+    Besides wall time, the CPU time the server and its block children used per block (less
+    sensitive to the load of a shared machine; children are reaped one block late, so the
+    last block of a round counts in the next).
+    """
     timings: dict[str, list[float]] = {"import": [], "forward": [], "forward_no_layers": []}
     load_before = os.getloadavg()[0]
+    cpu: dict[str, float] = {}
     for depth in ("import", "forward"):
+        cpu_before = cpu_seconds(box.server_pid)
         request = BlockRequest(path=str(path), class_name="Block", depth=depth, timeout_s=30.0)
         for _ in range(runs):
             started = time.perf_counter()
@@ -51,6 +67,7 @@ def measure_round(box: Sandbox, bare: Sandbox, path: Path, runs: int) -> dict[st
                 reply = bare.run(request)
                 timings["forward_no_layers"].append(time.perf_counter() - started)
                 assert reply.category is None, reply
+        cpu[depth] = (cpu_seconds(box.server_pid) - cpu_before) / runs
     forward = sorted(timings["forward"])
     return {
         "load_average_1min_before": round(load_before, 2),
@@ -62,6 +79,8 @@ def measure_round(box: Sandbox, bare: Sandbox, path: Path, runs: int) -> dict[st
         ),
         "per_block_forward_p90_ms": round(1000 * forward[int(0.9 * len(forward))], 1),
         "per_block_forward_min_ms": round(1000 * forward[0], 1),
+        "per_block_import_cpu_ms": round(1000 * cpu["import"], 1),
+        "per_block_forward_cpu_ms": round(1000 * cpu["forward"], 1),
     }
 
 
