@@ -395,7 +395,7 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
         f"{report['depth']} ({summary['pass_rate']:.1%})"
     ]
     for name, count in (summary.get("unfetched_sources") or {}).items():
-        lines.append(f"source {name!r} could not be fetched: counted as {count} failed")
+        lines.append(f"source {name!r} could not be fetched or read: counted as {count} failed")
     for row in rows:
         cells = [row[0].ljust(widths[0])]
         cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]

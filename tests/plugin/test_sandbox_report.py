@@ -85,7 +85,7 @@ def test_a_source_that_cannot_be_fetched_lowers_the_pass_rate_and_badge(
     result.stdout.fnmatch_lines(
         [
             "nnrag: 2/4 blocks reached closed (50.0%)",
-            "source 'gone' could not be fetched: counted as 1 failed",
+            "source 'gone' could not be fetched or read: counted as 1 failed",
         ]
     )
 

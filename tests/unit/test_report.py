@@ -82,7 +82,8 @@ def test_unfetched_sources_count_as_failed_items(results: list[ValidationResult]
     assert (summary["blocks"], summary["passed"], summary["unfetched"]) == (5, 2, 3)
     assert summary["pass_rate"] == 0.25  # 2 of 5 blocks + 3 blocks of the unfetched source
     assert badge_message(report) == "25% (2/8)"
-    assert "source 'gone' could not be fetched: counted as 3 failed" in summary_lines(report)
+    line = "source 'gone' could not be fetched or read: counted as 3 failed"
+    assert line in summary_lines(report)
     merged = merge_reports([("a.json", report), ("b.json", build_report([], depth="forward"))])
     assert merged["summary"]["unfetched_sources"] == {"gone": 3}
     assert merged["summary"]["pass_rate"] == 0.25
