@@ -322,10 +322,10 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
     warnings: dict[str, None] = {}
     unfetched: dict[str, int] = {}
     for name, report in reports:
-        unfetched.update(report["summary"].get("unfetched_sources") or {})
         for key in ("summary", "blocks"):
             if key not in report:
                 raise ReportMergeError(f"{name} is not an nnrag report (no {key!r})")
+        unfetched.update(report["summary"].get("unfetched_sources") or {})
         for entry in report["blocks"]:
             block_id = str(entry["id"])
             if block_id in seen:
