@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 from nnrag import __version__
 from nnrag.errors import NnragError
 from nnrag.model import STAGES, Stage, ValidationResult
+from nnrag.report import diagnostic_json, format_diagnostic, verdict_line
 
 if TYPE_CHECKING:
-    from nnrag.model import Settings
+    from nnrag.model import Diagnostic, Settings
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -122,6 +123,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
                     "path": where,
                     "line": p.line,
                     "col": p.col,
+                    "code": p.code,
                     "message": p.message,
                 }
                 for where, p in located
@@ -132,7 +134,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         for where, problem in located:
-            print(f"{where}:{problem.line}:{problem.col}: {problem.message}")
+            print(format_diagnostic(problem, path=where))
         for message in stats.source_errors:
             print(f"nnrag index: error: {message}", file=sys.stderr)
         for message in stats.warnings:
@@ -248,15 +250,7 @@ def _extract_files(args: argparse.Namespace) -> int:
             closed=extracted.closed,
             digest=extracted.digest,
             requirements=list(extracted.requirements),
-            problems=[
-                {
-                    "category": p.category,
-                    "message": p.message,
-                    "path": list(p.path),
-                    "location": p.location,
-                }
-                for p in extracted.problems
-            ],
+            problems=[diagnostic_json(p) for p in extracted.problems],
         )
         rows.append(row)
         if not args.json:
@@ -268,19 +262,19 @@ def _extract_files(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _print_extracted(block_id: str, path: object, problems: Sequence[object]) -> None:
+def _print_extracted(block_id: str, path: object, problems: Sequence[Diagnostic]) -> None:
     """One line per block; problems grouped by category, each with its dependency path."""
     if not problems:
         print(f"{block_id}: closed -> {path}")
         return
     print(f"{block_id}: NOT closed ({len(problems)} problems) -> {path}")
-    groups: dict[str, list[object]] = {}
+    groups: dict[str, list[Diagnostic]] = {}
     for problem in problems:
-        groups.setdefault(getattr(problem, "category", "?"), []).append(problem)
+        groups.setdefault(problem.category, []).append(problem)
     for category in sorted(groups):
         print(f"  {category} ({len(groups[category])}):")
         for problem in groups[category]:
-            print(f"    {problem}")
+            print(f"    {format_diagnostic(problem)}")
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -331,7 +325,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             if bar is not None:
                 bar.update()
             if not args.json:
-                say(_verdict_line(result))
+                say(verdict_line(result))
     finally:
         if bar is not None:
             bar.close()
@@ -357,18 +351,6 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         results, settings.depth, report=args.report, badge=args.badge, block_categories=kinds
     )
     return 0 if all(r.passed for r in results) else 1
-
-
-def _verdict_line(result: ValidationResult) -> str:
-    """``PASS id (stage, s)`` or ``FAIL id at stage [category]: message``."""
-    reached = result.stage_reached or "-"
-    if result.passed:
-        line = f"PASS {result.block_id} ({reached}, {result.duration_s:.2f} s)"
-    else:
-        line = (
-            f"FAIL {result.block_id} at {result.failed_stage} [{result.category}]: {result.message}"
-        )
-    return line + (" (cached)" if result.cached else "")
 
 
 def _harvest_first(workspace: Any, blocks: list[Any], executor: Any) -> None:
@@ -574,7 +556,7 @@ def _extract_into(args: argparse.Namespace) -> int:
                 "file": str(o.file) if o.file else None,
                 "action": o.action,
                 "reason": o.reason,
-                "problems": [str(p) for p in o.problems],
+                "problems": [format_diagnostic(p) for p in o.problems],
             }
             for o in outcomes
         ]

@@ -19,12 +19,13 @@ from nnrag.model import (
     BlockHints,
     BlockJob,
     Category,
+    Diagnostic,
     JobOutcome,
-    Problem,
     Stage,
     ValidationResult,
     stage_index,
 )
+from nnrag.report import format_diagnostic
 from nnrag.validate.results import recipe_from_dict
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def static_stages(
         failing = [f for f in findings if f.stage == stage]
         if failing:
             first = failing[0]
-            message = "; ".join(f.format(filename) for f in failing[:5])
+            message = "; ".join(format_diagnostic(f, path=filename) for f in failing[:5])
             if len(failing) > 5:
                 message += f"; and {len(failing) - 5} more"
             return reached, stage, first.category, message, _upto(timings, stage)
@@ -391,7 +392,7 @@ def prepare_block(
     blocking = extracted.blocking_problems
     if blocking and stage_index(depth) >= stage_index("closed"):
         first = blocking[0]
-        shown = "; ".join(str(p) for p in blocking[:5])
+        shown = "; ".join(format_diagnostic(p) for p in blocking[:5])
         more = len(blocking) - 5
         result = ValidationResult(
             block_id=block.id,
@@ -400,7 +401,7 @@ def prepare_block(
             failed_stage="closed",
             category=first.category,
             message=shown + (f"; and {more} more" if more > 0 else ""),
-            dependency_path=first.path,
+            dependency_path=first.dependency_path,
             file=str(path),
         )
         result = replace(result, **facts)
@@ -494,7 +495,7 @@ _EXPLAINS: dict[str, re.Pattern[str]] = {
 
 
 def blame_advisory_problems(
-    result: ValidationResult, problems: tuple[Problem, ...]
+    result: ValidationResult, problems: tuple[Diagnostic, ...]
 ) -> ValidationResult:
     """Name a known closure problem as the likely cause of a run-time failure it can explain.
 
@@ -514,8 +515,8 @@ def blame_advisory_problems(
     return replace(
         result,
         category=cause.category,
-        message=f"{result.message} (likely cause: {cause})",
-        dependency_path=result.dependency_path or cause.path,
+        message=f"{result.message} (likely cause: {format_diagnostic(cause)})",
+        dependency_path=result.dependency_path or cause.dependency_path,
     )
 
 

@@ -14,6 +14,7 @@ from nnrag.errors import CacheError
 from nnrag.index.build import Index, build_index, index_tree, load_index
 from nnrag.index.store import db_path
 from nnrag.model import Checkout, ModuleInfo, Settings, SourceSpec
+from nnrag.report import format_diagnostic
 
 
 def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -84,7 +85,9 @@ def test_index_tree_records_bad_files(tmp_path: Path) -> None:
     assert problems["broken.py"].line == 1
     assert problems["broken.py"].message.startswith("syntax error")
     assert "cannot decode" in problems["binary.py"].message
-    assert str(problems["broken.py"]).startswith("broken.py:1:")
+    assert problems["broken.py"].code == "NNR403"
+    assert problems["binary.py"].code == "NNR402"
+    assert format_diagnostic(problems["broken.py"]).startswith("broken.py:1:7: NNR403 syntax error")
 
 
 def info(source: str, module: str) -> ModuleInfo:
