@@ -56,6 +56,14 @@ def _timeout(text: str) -> float:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nnrag", "nnrag: one test per nn.Module block")
+    _add_run_options(group)
+    _add_output_options(group)
+    _add_ci_options(group)
+    _add_ini_options(parser)
+
+
+def _add_run_options(group: pytest.OptionGroup) -> None:
+    """What to collect and how to run it."""
     group.addoption(
         "--nnrag-repos",
         metavar="PATH",
@@ -92,6 +100,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "seccomp, Landlock) is active (default: run with what the kernel gives, and say so "
         "in the summary). Ini: nnrag_sandbox.",
     )
+
+
+def _add_output_options(group: pytest.OptionGroup) -> None:
+    """What the run writes, and whether cached results count."""
     group.addoption(
         "--nnrag-report",
         metavar="PATH",
@@ -118,6 +130,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="After the run, de-duplicate every block (exact, lexical, structural; class "
         "and closure) and add the figures to the report and summary. Ini: nnrag_dedup.",
     )
+
+
+def _add_ci_options(group: pytest.OptionGroup) -> None:
+    """Judging against a baseline, and sharding (CI)."""
     group.addoption(
         "--nnrag-baseline",
         metavar="FILE",
@@ -155,6 +171,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="A previous run's report (e.g. the merged one) to balance --nnrag-shard by "
         "(default: the --nnrag-report file, if it exists). Ini: nnrag_durations.",
     )
+
+
+def _add_ini_options(parser: pytest.Parser) -> None:
     parser.addini("nnrag_repos", "repos.json whose blocks are collected (relative to the ini file)")
     parser.addini("nnrag_baseline", "expected results file (relative to the ini file)")
     parser.addini("nnrag_strict", "a new pass against the baseline fails the run", type="bool")

@@ -324,6 +324,24 @@ def _validate_block(
     return finish_job(workspace, prepared, run_job(prepared, sandbox=workspace.sandbox()))
 
 
+def _not_closed(block_id: str, depth: Stage, extracted: Extracted, path: Path) -> ValidationResult:
+    """The result of a block whose closure has blocking problems: it fails ``closed``, with
+    the first five problems and the dependency path to the first."""
+    blocking = extracted.blocking_problems
+    shown = "; ".join(format_diagnostic(p) for p in blocking[:5])
+    more = len(blocking) - 5
+    return ValidationResult(
+        block_id=block_id,
+        depth=depth,
+        stage_reached="compile",
+        failed_stage="closed",
+        category=blocking[0].category,
+        message=shown + (f"; and {more} more" if more > 0 else ""),
+        dependency_path=blocking[0].dependency_path,
+        file=str(path),
+    )
+
+
 def prepare_block(
     workspace: BlockSource,
     query: str | BlockRef,
@@ -351,8 +369,7 @@ def prepare_block(
             message=str(error),
         )
     hints = hints or answer or config_hints(settings, block)
-    suffix = f"+hints:{_hints_digest(hints)}" if hints else ""
-    suffix += f"+plugins:{plugins.digest()}"
+    suffix = (f"+hints:{_hints_digest(hints)}" if hints else "") + f"+plugins:{plugins.digest()}"
     cache = workspace.results()
     state = workspace.extraction_state()
     # Harvested recipes only once the source's harvest pass is over, and a result is keyed by
@@ -389,22 +406,8 @@ def prepare_block(
         cached = cache.get(key)
         if cached is not None:
             return replace(cached, block_id=block.id, file=str(path), **facts)
-    blocking = extracted.blocking_problems
-    if blocking and stage_index(depth) >= stage_index("closed"):
-        first = blocking[0]
-        shown = "; ".join(format_diagnostic(p) for p in blocking[:5])
-        more = len(blocking) - 5
-        result = ValidationResult(
-            block_id=block.id,
-            depth=depth,
-            stage_reached="compile",
-            failed_stage="closed",
-            category=first.category,
-            message=shown + (f"; and {more} more" if more > 0 else ""),
-            dependency_path=first.dependency_path,
-            file=str(path),
-        )
-        result = replace(result, **facts)
+    if extracted.blocking_problems and stage_index(depth) >= stage_index("closed"):
+        result = replace(_not_closed(block.id, depth, extracted, path), **facts)
         cache.put(key, result)
         return result
     data = path.read_bytes()
