@@ -156,7 +156,7 @@ def main() -> None:
         "",
         "| blocks | scope | n | unique after exact | after lexical | after structural | s |",
         "|---|---|---|---|---|---|---|",
-        *rows("all three", result["all"]),  # type: ignore[arg-type]
+        *rows("all three", result["all"]),  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         *(line for name, data in per_source.items() for line in rows(name, data)),
         "",
         "Per-source rows reuse the features computed for the 'all three' rows (their time",

@@ -194,7 +194,7 @@ def time_pypi(work: Path) -> dict[str, object]:
 
 
 def render(result: dict[str, object]) -> str:
-    corpora: dict[str, dict[str, object]] = result["corpora"]  # type: ignore[assignment]
+    corpora: dict[str, dict[str, object]] = result["corpora"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     lines = [
         "# Index benchmark",
         "",
@@ -210,7 +210,7 @@ def render(result: dict[str, object]) -> str:
             f"| {row['requirement']} | {row['files']} | {row['lines']} | {row['modules']} | "
             f"{row['blocks']} | {row['problems']} | {row['parse_only_s']} |"
         )
-    total: dict[str, object] = result["total"]  # type: ignore[assignment]
+    total: dict[str, object] = result["total"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     lines += [
         f"| **all** | {total['files']} | {total['lines']} | {total['modules']} | "
         f"{total['blocks']} | {total['problems']} | {result['parse_only_s']} |",
@@ -223,13 +223,13 @@ def render(result: dict[str, object]) -> str:
         f"| cold index (1 process) | {result['cold_serial_s']} | "
         f"{result['cold_serial_over_parse_only']}x parse-only | |",
         f"| warm (nothing changed, median) | {result['warm_s']} | "
-        f"{float(result['warm_over_cold']) * 100:.1f}% of cold | <= 5% |",  # type: ignore[arg-type]
+        f"{float(result['warm_over_cold']) * 100:.1f}% of cold | <= 5% |",  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         f"| one file changed ({result['one_file_changed_parsed']} parsed) | "
         f"{result['one_file_changed_s']} | | |",
         f"| load_index (new process, warm) | {result['load_index_s']} | | |",
     ]
     if "pypi" in result:
-        pypi: dict[str, object] = result["pypi"]  # type: ignore[assignment]
+        pypi: dict[str, object] = result["pypi"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         lines += [
             "",
             f"PyPI route (pip download + unpack + index): cold {pypi['cold_s']} s, "

@@ -202,7 +202,7 @@ def main() -> None:
         "",
         "| query | ms | top hit |",
         "|---|---|---|",
-        *(f"| {row['query']} | {row['ms']} | {(row['top'] or ['-'])[0]} |" for row in tops),  # type: ignore[index]
+        *(f"| {row['query']} | {row['ms']} | {(row['top'] or ['-'])[0]} |" for row in tops),  # type: ignore[index]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         "",
     ]
     (out / "search_bench.md").write_text("\n".join(lines), encoding="utf-8")

@@ -32,7 +32,8 @@ from nnrag.config import load_settings
 from nnrag.extract.block import extract, write_block
 from nnrag.index.build import Index, build_index, index_tree, load_index
 from nnrag.index.discover import discover_blocks
-from nnrag.model import STAGES, BlockRef, Stage, ValidationResult, stage_index
+from nnrag.model import STAGES, BlockRef, Category, Stage, ValidationResult, stage_index
+from nnrag.report import format_diagnostic
 from nnrag.validate.replay import differences
 from nnrag.validate.results import recipe_to_dict
 from nnrag.validate.sandbox import Sandbox
@@ -197,19 +198,19 @@ def run_blocks(
 ) -> dict[str, Any]:
     """Extract and validate ``blocks``; harvest in a first pass, then replay every pass."""
     out = Path(tempfile.mkdtemp(prefix=f"nnrag-bench-{name}-"))
-    files: dict[str, tuple[BlockRef, Path | None, str]] = {}
+    files: dict[str, tuple[BlockRef, Path | None, str, Category | None]] = {}
     started = time.perf_counter()
     for block in blocks:
         try:
             extracted = extract(index, block)
         except Exception as error:
-            files[block.id] = (block, None, f"internal-error: {error!r}"[:300])
+            files[block.id] = (block, None, f"internal-error: {error!r}"[:300], None)
             continue
         path = write_block(extracted, out, filename=f"{block.module}.{block.name}.py")
         # As in the product (validate.stages): only blocking problems stop a block at `closed`.
         blocking = extracted.blocking_problems
-        problem = str(blocking[0]) if blocking else ""
-        files[block.id] = (block, path, problem)
+        problem = format_diagnostic(blocking[0]) if blocking else ""
+        files[block.id] = (block, path, problem, blocking[0].category if blocking else None)
     extract_s = time.perf_counter() - started
 
     local = threading.local()
@@ -227,15 +228,14 @@ def run_blocks(
         return found
 
     def validate(block_id: str) -> ValidationResult:
-        block, path, problem = files[block_id]
+        block, path, problem, category = files[block_id]
         if path is None or problem:
-            category = "internal-error" if path is None else problem.split("]")[0].split("[")[-1]
             return ValidationResult(
                 block_id=block_id,
                 depth=depth,
                 stage_reached="compile",
                 failed_stage="closed",
-                category=category if path is not None else "internal-error",  # type: ignore[arg-type]
+                category=category if path is not None and category else "internal-error",
                 message=problem,
             )
         # As in the product: a first pass harvests and uses nothing harvested; the second
@@ -259,7 +259,7 @@ def run_blocks(
         return result
 
     def replay(block_id: str) -> tuple[str, tuple[str, ...]]:
-        block, path, _ = files[block_id]
+        block, path, _, _ = files[block_id]
         recorded = results[block_id]
         assert path is not None
         assert recorded.recipe is not None
@@ -323,7 +323,7 @@ def run_blocks(
 def summarize(
     name: str,
     results: dict[str, ValidationResult],
-    files: dict[str, tuple[BlockRef, Path | None, str]],
+    files: dict[str, tuple[BlockRef, Path | None, str, Category | None]],
     replays: dict[str, tuple[str, ...]],
     *,
     seconds: dict[str, float],

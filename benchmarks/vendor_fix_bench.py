@@ -118,7 +118,7 @@ def main() -> int:
     used = {path: edit(path, number) for number, path in enumerate(files)}
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
-    results = fix_files(files, settings=settings)  # type: ignore[arg-type]
+    results = fix_files(files, settings=settings)  # type: ignore[arg-type]  # vendor() returns the Settings it used, typed object
     seconds = time.perf_counter() - started
     load_after = os.getloadavg()[0]
     # what nnrag wrote, after the fix updated the manifest (its own additions are in it)

@@ -46,7 +46,7 @@ def block(
 
 
 def codes(text: str, **kwargs: object) -> list[tuple[str, int]]:
-    return [(f.code, f.line) for f in check_code(text, filename="b.py", **kwargs)]  # type: ignore[arg-type]
+    return [(f.code, f.line) for f in check_code(text, filename="b.py", **kwargs)]  # type: ignore[arg-type]  # kwargs: test keyword arguments, typed dict[str, object]
 
 
 def body_line(text: str, needle: str) -> int:

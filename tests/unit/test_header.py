@@ -37,7 +37,7 @@ def make_file(body: str = BODY, **overrides: object) -> str:
         "digest": body_digest(body),
     }
     fields.update(overrides)
-    return render_header(**fields) + "\n" + body  # type: ignore[arg-type]
+    return render_header(**fields) + "\n" + body  # type: ignore[arg-type]  # fields: test keyword arguments, typed dict[str, object]
 
 
 def test_render_matches_the_documented_format() -> None:
@@ -158,7 +158,7 @@ def test_issues_are_located() -> None:
     ],
 )
 def test_each_kind_of_issue(edit: object, expected: str) -> None:
-    text = edit(make_file())  # type: ignore[operator]
+    text = edit(make_file())  # type: ignore[operator]  # edit is object-typed in the parametrize table; each is a callable
     messages = [issue.message for issue in header_issues(text)]
     assert any(expected in message for message in messages), messages
 

@@ -60,7 +60,7 @@ def test_index_tree_modules_text_and_packages(tmp_path: Path) -> None:
     util = index.module("pkg.sub.util")
     assert util is not None
     assert "café" in index.text(util)
-    assert index.text(index.module("tool")) == "X = 1\r\nY = 2\r\n"  # type: ignore[arg-type]
+    assert index.text(index.module("tool")) == "X = 1\r\nY = 2\r\n"  # type: ignore[arg-type]  # module() may return None; the test indexed it
     assert index.source_packages("src") == frozenset({"pkg", "tool"})
     assert index.source_of_module("pkg.layers.Mlp") == "src"
     assert index.source_of_module("torch.nn") is None
@@ -113,8 +113,8 @@ def test_module_prefers_same_source_then_priority() -> None:
         ("late", "utils.x"),
     ]
     assert [m.module for m in index.modules("late")] == ["only.y", "utils.x"]
-    assert index.module("utils.x").source == "early"  # type: ignore[union-attr]
-    assert index.module("utils.x", prefer="late").source == "late"  # type: ignore[union-attr]
+    assert index.module("utils.x").source == "early"  # type: ignore[union-attr]  # module() may return None; the test indexed it
+    assert index.module("utils.x", prefer="late").source == "late"  # type: ignore[union-attr]  # module() may return None; the test indexed it
     assert index.source_of_module("utils") == "early"
     assert index.source_of_module("only.y.z") == "late"
 
@@ -367,7 +367,7 @@ def test_process_killed_mid_build_leaves_a_usable_cache(tmp_path: Path) -> None:
     child = multiprocessing.get_context("spawn").Process(target=_build_in_child, args=(settings,))
     child.start()
     time.sleep(1.0)
-    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]  # pid is int | None before start(); the child was started
     child.join()
     stats = build_index(settings)
     assert stats.modules == 121

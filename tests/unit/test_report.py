@@ -33,13 +33,13 @@ def _passed(block_id: str, *, cached: bool = False) -> ValidationResult:
 
 
 def _failed(block_id: str, stage: str, category: str, message: str) -> ValidationResult:
-    reached = STAGES[STAGES.index(stage) - 1] if STAGES.index(stage) else None  # type: ignore[arg-type]
+    reached = STAGES[STAGES.index(stage) - 1] if STAGES.index(stage) else None  # type: ignore[arg-type]  # stage: a str from the test table (a Stage literal)
     return ValidationResult(
         block_id=block_id,
         depth="forward",
-        stage_reached=reached,  # type: ignore[arg-type]
-        failed_stage=stage,  # type: ignore[arg-type]
-        category=category,  # type: ignore[arg-type]
+        stage_reached=reached,  # type: ignore[arg-type]  # reached: a str from the test table (a Stage literal)
+        failed_stage=stage,  # type: ignore[arg-type]  # stage: a str from the test table (a Stage literal)
+        category=category,  # type: ignore[arg-type]  # a category string from the test table (a Category literal)
         message=message,
     )
 

@@ -139,7 +139,7 @@ def test_damaged_database_is_rebuilt_with_a_notice(tmp_path: Path, damage: objec
     with Store(path) as store:
         write_one(store, tmp_path)
         store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    damage(path)  # type: ignore[operator]
+    damage(path)  # type: ignore[operator]  # damage is object-typed in the parametrize table; each is a callable
     with pytest.raises(CacheError, match="run `nnrag index`"):
         Store(path, create=False).load([spec(tmp_path)])
     with Store(path) as store:

@@ -26,7 +26,7 @@ def failed(message: str, category: str = "runtime-error") -> ValidationResult:
         depth="forward",
         stage_reached="instantiate",
         failed_stage="forward",
-        category=category,  # type: ignore[arg-type]
+        category=category,  # type: ignore[arg-type]  # a category string from the test table (a Category literal)
         message=message,
     )
 

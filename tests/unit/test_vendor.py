@@ -75,7 +75,7 @@ BODY = "import torch\n\n\nclass Mlp(torch.nn.Module):\n    pass\n"
 
 
 def vendor(ws: FakeWorkspace, ids: list[str], into: Path, *, force: bool = False) -> list[Any]:
-    return vendor_blocks(ws, ids, into, force=force)  # type: ignore[arg-type]
+    return vendor_blocks(ws, ids, into, force=force)  # type: ignore[arg-type]  # FakeWorkspace: only what vendor_blocks uses, not a Workspace
 
 
 def test_vendor_writes_block_spec_and_manifest(tmp_path: Path) -> None:
@@ -207,7 +207,7 @@ def test_diff_summary_names_changed_definitions() -> None:
 def refresh_with(ws: FakeWorkspace, folder: Path, *, force: bool = False) -> list[Any]:
     return refresh(
         folder, cache_dir=Path("/cache"), force=force, make_workspace=lambda settings: ws
-    )  # type: ignore[arg-type,return-value]
+    )  # type: ignore[arg-type,return-value]  # FakeWorkspace stands in for a Workspace
 
 
 def test_refresh_rewrites_pristine_and_keeps_edited(tmp_path: Path) -> None:
