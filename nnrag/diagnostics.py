@@ -104,7 +104,14 @@ _NOT_INDEXED = "; the file is not indexed (fix it, or leave it out with the sour
 CODES: Mapping[str, Code] = _codes(
     ("NNR001", "syntax", "parse", "check", "does not parse: {error}"),
     ("NNR002", "syntax", "compile", "check", "does not compile: {error}"),
-    ("NNR010", "syntax", "closed", "check", "{issue}"),
+    (
+        "NNR010",
+        "syntax",
+        "closed",
+        "check",
+        "missing nnrag header: line 1 must start with '# nnrag block: <source>:<module>:<Class>', "
+        "{found}",
+    ),
     ("NNR011", "syntax", "closed", "check", "{issue}"),
     (
         "NNR012",

@@ -215,16 +215,7 @@ def _check_all(
         table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
 
     findings: list[Diagnostic] = []
-    findings += [
-        diagnostic(
-            "NNR010" if issue.line == 1 and "missing" in issue.message else "NNR011",
-            path=filename,
-            line=issue.line,
-            col=1,
-            issue=issue.message,
-        )
-        for issue in header_issues(code)
-    ]
+    findings += header_issues(code)
     header = parse_header(code)
     if source_packages is None:
         source_packages = frozenset(header.source_packages) if header else frozenset()
