@@ -159,14 +159,13 @@ def block_entry(result: ValidationResult, *, block_category: str | None = None) 
 
 
 def verdict_line(result: ValidationResult) -> str:
-    """``PASS id (stage, s)`` or ``FAIL id at stage [category]: message`` (the CLI's line)."""
-    reached = result.stage_reached or "-"
+    """``PASS id (stage, s)`` or ``FAIL id at stage [category]: message`` (the CLI's line):
+    the stage, category and message of :func:`format_result` and :func:`block_entry`."""
     if result.passed:
-        line = f"PASS {result.block_id} ({reached}, {result.duration_s:.2f} s)"
+        line = f"PASS {result.block_id} ({result.stage_reached}, {result.duration_s:.2f} s)"
     else:
-        line = (
-            f"FAIL {result.block_id} at {result.failed_stage} [{result.category}]: {result.message}"
-        )
+        stopped, category = failed_stage_of(result), result.category or "uncategorized"
+        line = f"FAIL {result.block_id} at {stopped} [{category}]: {result.message}"
     return line + (" (cached)" if result.cached else "")
 
 
