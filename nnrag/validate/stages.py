@@ -324,6 +324,20 @@ def _validate_block(
     return finish_job(workspace, prepared, run_job(prepared, sandbox=workspace.sandbox()))
 
 
+def _unusable(
+    block_id: str, depth: Stage, stage: Stage, category: Category, error: Exception
+) -> ValidationResult:
+    """The result of a block that cannot be run at all (its inputs or its extraction failed)."""
+    return ValidationResult(
+        block_id=block_id,
+        depth=depth,
+        stage_reached=None,
+        failed_stage=stage,
+        category=category,
+        message=str(error),
+    )
+
+
 def _not_closed(block_id: str, depth: Stage, extracted: Extracted, path: Path) -> ValidationResult:
     """The result of a block whose closure has blocking problems: it fails ``closed``, with
     the first five problems and the dependency path to the first."""
@@ -360,14 +374,7 @@ def prepare_block(
     try:
         answer = None if hints else plugins.block_inputs(block.id, block.name)
     except ConfigError as error:  # one plugin's bad answer fails this block, not the run
-        return ValidationResult(
-            block_id=block.id,
-            depth=depth,
-            stage_reached=None,
-            failed_stage="instantiate",
-            category="config",
-            message=str(error),
-        )
+        return _unusable(block.id, depth, "instantiate", "config", error)
     hints = hints or answer or config_hints(settings, block)
     suffix = (f"+hints:{_hints_digest(hints)}" if hints else "") + f"+plugins:{plugins.digest()}"
     cache = workspace.results()
@@ -390,14 +397,7 @@ def prepare_block(
     try:
         extracted = workspace.extract(block)
     except (ExtractionError, InternalError) as error:
-        return ValidationResult(
-            block_id=block.id,
-            depth=depth,
-            stage_reached=None,
-            failed_stage="parse",
-            category="internal-error",
-            message=str(error),
-        )
+        return _unusable(block.id, depth, "parse", "internal-error", error)
     facts = _extraction_facts(extracted, time.perf_counter() - started)
     key = cache_key(extracted.digest + suffix, depth)
     path = workspace.block_file(extracted)
