@@ -70,6 +70,7 @@ def run(limit: int | None, timeout: float, cache: Path) -> dict[str, object]:
     from nnrag.config import load_settings
     from nnrag.errors import NnragError
     from nnrag.extract.block import extract
+    from nnrag.report import format_diagnostic
     from nnrag.workspace import Workspace
 
     sources = [
@@ -118,7 +119,7 @@ def run(limit: int | None, timeout: float, cache: Path) -> dict[str, object]:
             lines=extracted.code.count("\n"),
             files=len(extracted.files),
             categories=sorted({p.category for p in extracted.problems}),
-            dynamic_registry=[f"{p}"[:300] for p in registry],
+            dynamic_registry=[format_diagnostic(p)[:300] for p in registry],
             registrations=len(carried) if carried is not None else None,
             unregistered_types=len(unregistered),
         )
