@@ -360,3 +360,22 @@ def test_the_registry_fixes_category_and_stage() -> None:
     assert {entry.origin for entry in CODES.values()} == {"check", "index", "resolve"}
     assert split_location("a:b/c.py:12:3") == ("a:b/c.py", 12, 3)
     assert split_location("c.py") == ("c.py", 0, 0)
+
+
+def test_the_documented_table_is_the_registry() -> None:
+    import nnrag.diagnostics
+    from nnrag.diagnostics import CODES
+
+    rows = [
+        line.replace("(what failed)", "(what-failed)").split()[:4]
+        for line in (nnrag.diagnostics.__doc__ or "").splitlines()
+        if line.startswith("NNR")
+    ]
+    assert [row[0] for row in rows] == list(CODES)
+    for code, category, stage, origin in rows:
+        entry = CODES[code]
+        assert (entry.category or "(what-failed)", entry.stage or "(where)", entry.origin) == (
+            category,
+            stage,
+            origin,
+        )
