@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from nnrag.diagnostics import diagnostic
+from nnrag.model import Diagnostic
 from nnrag.pyscope.scopes import (
     CALL,
     GLOBAL_EXPLICIT,
@@ -20,10 +22,7 @@ from nnrag.pyscope.scopes import (
     is_type_checking,
 )
 
-__all__ = ["Issue", "unresolved_names"]
-
-Issue = tuple[str, str, int, int]
-"""``(code, message, line, col)``: the caller turns it into a :class:`~nnrag.model.Finding`."""
+__all__ = ["unresolved_names"]
 
 _BUILTINS = frozenset(dir(builtins))
 _MODULE_DUNDERS = frozenset(
@@ -48,11 +47,7 @@ _BODIES = ("body", "handlers", "orelse", "finalbody", "cases")
 _Span = tuple[tuple[int, int], tuple[int, int]]
 
 
-def _issue(code: str, message: str, line: int = 0, col: int = 0) -> Issue:
-    return code, message, line, col
-
-
-def unresolved_names(tree: ast.Module, *, deltas: Sequence[int] | None = None) -> list[Issue]:
+def unresolved_names(tree: ast.Module, *, deltas: Sequence[int] | None = None) -> list[Diagnostic]:
     """NNR101-NNR105 issues of a parsed file.
 
     A name is resolved as the compiler resolves it (the scope model's classification, which
@@ -114,7 +109,7 @@ class _NameChecker:
     tree: ast.Module
     scopes: ScopeTree
     deltas: Sequence[int] | None = None
-    findings: list[Issue] = field(default_factory=list)
+    findings: list[Diagnostic] = field(default_factory=list)
     runtime: set[str] = field(default_factory=set)
     """Module-level names bound by the statements executed so far (load time)."""
     final: set[str] = field(default_factory=set)
@@ -130,7 +125,7 @@ class _NameChecker:
     _bindings: list[tuple[set[str], set[str]]] = field(default_factory=list)
     """What each top-level statement binds and deletes."""
 
-    def run(self) -> list[Issue]:
+    def run(self) -> list[Diagnostic]:
         skipped = [_type_checking_bodies([statement]) for statement in self.tree.body]
         self._module_namespace(skipped)
         reads: list[list[Access]] = [[] for _ in self.tree.body]
@@ -149,8 +144,7 @@ class _NameChecker:
             if self.deltas and self.deltas[index]:  # to the file's lines
                 delta = self.deltas[index]
                 self.findings[found:] = [
-                    (code, message, line + delta, col)
-                    for code, message, line, col in self.findings[found:]
+                    replace(finding, line=finding.line + delta) for finding in self.findings[found:]
                 ]
             self.runtime |= bound
             self.runtime -= deleted
@@ -159,13 +153,7 @@ class _NameChecker:
             names = ", ".join(sorted(set(self.star_dependents)))
             for module, line, col in self.star_modules:
                 self.findings.append(
-                    _issue(
-                        "NNR103",
-                        f"'from {module} import *' hides where names come from ({names} resolve "
-                        "to nothing else); import them explicitly",
-                        line,
-                        col,
-                    )
+                    diagnostic("NNR103", line=line, col=col, module=module, names=names)
                 )
         return self.findings
 
@@ -235,36 +223,30 @@ class _NameChecker:
         node = access.node
         line, col = node.lineno, node.col_offset + 1
         if name in self.type_checking_only:
-            code = "NNR105"
-            message = (
-                f"{name!r} is imported only under 'if TYPE_CHECKING:' but used at run time; "
-                "import it unconditionally"
-            )
+            found = diagnostic("NNR105", line=line, col=col, name=name)
         elif call_time and name in self.ever_bound:
-            code = "NNR102"
-            message = f"{name!r} is deleted at module level ('del') before functions can use it"
+            why = "deleted at module level ('del') before functions can use it"
+            found = diagnostic("NNR102", line=line, col=col, name=name, why=why)
         elif name in self.final or name in self.ever_bound:
-            code = "NNR102"
-            message = (
-                f"{name!r} is used at import time before it is defined (or after it is "
-                "deleted); move its definition above this line"
+            why = (
+                "used at import time before it is defined (or after it is deleted); "
+                "move its definition above this line"
             )
+            found = diagnostic("NNR102", line=line, col=col, name=name, why=why)
         elif self.star_modules:
             self.star_dependents.append(name)
             return
         else:
-            code = "NNR101"
-            message = (
-                f"undefined name {name!r}: not defined in the block, not imported, not a builtin"
-            )
             if self.class_locals is None:
                 self.class_locals = self._class_names()
-            if name in self.class_locals:
-                message += (
-                    " (class attributes are not visible in methods or comprehensions; "
-                    "use self.NAME or ClassName.NAME)".replace("NAME", name)
-                )
-        self.findings.append(_issue(code, message, line, col))
+            hint = (
+                f" (class attributes are not visible in methods or comprehensions; "
+                f"use self.{name} or ClassName.{name})"
+                if name in self.class_locals
+                else ""
+            )
+            found = diagnostic("NNR101", line=line, col=col, name=name, hint=hint)
+        self.findings.append(found)
 
     # -- __all__ -----------------------------------------------------------------------------
 
@@ -291,11 +273,7 @@ class _NameChecker:
                 if self.star_modules:
                     self.star_dependents.append(name)
                     continue
+                line = element.lineno + (self.deltas[index] if self.deltas else 0)
                 self.findings.append(
-                    _issue(
-                        "NNR104",
-                        f"__all__ lists {name!r}, which the block does not define",
-                        element.lineno + (self.deltas[index] if self.deltas else 0),
-                        element.col_offset + 1,
-                    )
+                    diagnostic("NNR104", line=line, col=element.col_offset + 1, name=name)
                 )

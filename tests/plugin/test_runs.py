@@ -119,8 +119,9 @@ def test_empty_run_writes_report_and_badge_and_says_why(
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["summary"]["blocks"] == 0
     assert "no .py files under paths ['nope', 'missing/*.py']" in report["warnings"][0]
+    assert report["summary"]["unfetched_sources"] == {"lib": 1}  # counts against the rate
     assert (pytester.path / "b.svg").is_file()
-    assert json.loads((pytester.path / "b.json").read_text())["message"] == "0% (0/0)"
+    assert json.loads((pytester.path / "b.json").read_text())["message"] == "0% (0/1)"
 
 
 def test_a_run_without_blocks_says_what_it_indexed(pytester: pytest.Pytester, cli: Cli) -> None:

@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from nnrag.pyscope.scoping import Issue, unresolved_names
+from nnrag.model import Diagnostic
+from nnrag.pyscope.scoping import unresolved_names
 
 SNIPPETS = {
     "closed": """
@@ -120,17 +121,17 @@ SNIPPETS = {
 }
 
 
-def _issues(code: str) -> list[Issue]:
+def _issues(code: str) -> list[Diagnostic]:
     return unresolved_names(ast.parse(textwrap.dedent(code)))
 
 
 def test_expected_issues() -> None:
     assert _issues(SNIPPETS["closed"]) == []
-    assert [(c, line) for c, _, line, _ in _issues(SNIPPETS["closures_and_lambdas"])] == [
+    assert [(d.code, d.line) for d in _issues(SNIPPETS["closures_and_lambdas"])] == [
         ("NNR101", 8),
         ("NNR101", 10),
     ]
-    assert [(c, line) for c, _, line, _ in _issues(SNIPPETS["import_time_order"])] == [
+    assert [(d.code, d.line) for d in _issues(SNIPPETS["import_time_order"])] == [
         ("NNR102", 2),
         ("NNR101", 7),
     ]
@@ -150,18 +151,18 @@ def test_expected_issues() -> None:
     ],
 )
 def test_issues_per_snippet(name: str, expected: list[tuple[str, int]]) -> None:
-    assert [(code, line) for code, _, line, _ in _issues(SNIPPETS[name])] == expected
+    assert [(d.code, d.line) for d in _issues(SNIPPETS[name])] == expected
 
 
 def test_class_attribute_hint() -> None:
     (issue,) = _issues(SNIPPETS["class_attribute_in_method"])
-    assert "use self.limit or ClassName.limit" in issue[1]
+    assert "use self.limit or ClassName.limit" in issue.message
 
 
 def test_function_named_top_keeps_its_locals() -> None:
     """Python 3.11's ``Symbol.is_global`` called the locals of a function named ``top`` global."""
     issues = _issues(SNIPPETS["function_named_top"])
-    assert [(code, line, message.split(":")[0]) for code, message, line, _ in issues] == [
+    assert [(d.code, d.line, d.message.split(":")[0]) for d in issues] == [
         ("NNR101", 7, "undefined name 'undefined_name'")
     ]
 
@@ -187,7 +188,7 @@ def test_trees_parsed_piece_by_piece_give_the_same_issues(name: str) -> None:
 
 def test_duplicate_statements_are_each_reported() -> None:
     issues = _issues(SNIPPETS["duplicate_statements"])
-    assert [(code, line) for code, _, line, _ in issues] == [("NNR101", 7), ("NNR101", 12)]
+    assert [(d.code, d.line) for d in issues] == [("NNR101", 7), ("NNR101", 12)]
 
 
 def test_agrees_with_the_symtable_based_view() -> None:
