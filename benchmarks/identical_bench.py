@@ -468,12 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     repos, info = assemble(work)
     cache = work / "cache"
     started = time.monotonic()
-    ws = workspace(repos, cache)
-    ws.build()
-    blocks = sample(list(ws.blocks()), args.per_source)
-    discovered = collections.Counter(b.source for b in ws.blocks())
-    ws.close()
-    ids = [b.id for b in blocks]
+    ids, discovered = sampled(repos, cache, work, args.per_source, reuse=args.skip_validate)
     print(f"{len(ids)} blocks sampled of {sum(discovered.values())}", flush=True)
     if args.skip_validate:
         validated = read_validated(work, ids)
@@ -512,6 +507,25 @@ def main(argv: list[str] | None = None) -> int:
     (RESULTS / f"{name}.md").write_text(markdown(result))
     print(json.dumps(result["summary"], indent=1))
     return 0
+
+
+def sampled(
+    repos: Path, cache: Path, work: Path, per_source: int | None, *, reuse: bool
+) -> tuple[list[str], dict[str, int]]:
+    """The sampled block ids and the blocks discovered per source (``work/sample.json``:
+    written by a run, read back by ``--skip-validate``)."""
+    record = work / "sample.json"
+    if reuse and record.exists():
+        data = json.loads(record.read_text())
+        return list(data["ids"]), dict(data["discovered"])
+    ws = workspace(repos, cache)
+    ws.build()
+    blocks = list(ws.blocks())
+    ws.close()
+    ids = [b.id for b in sample(blocks, per_source)]
+    discovered = dict(collections.Counter(b.source for b in blocks))
+    record.write_text(json.dumps({"ids": ids, "discovered": discovered}))
+    return ids, discovered
 
 
 def read_validated(work: Path, ids: list[str]) -> list[dict]:
