@@ -221,7 +221,9 @@ def build(cls: type, recipe: Mapping[str, Any], mapping: Callable[[str], str]) -
     from nnrag.validate.probe.values import decode
 
     args = decode(retarget(list(recipe.get("init_args") or []), mapping))
-    kwargs = decode(retarget(dict(recipe.get("init_kwargs") or {}), mapping))
+    kwargs = {  # one value at a time, as the probe does (a plain dict is not an expression)
+        k: decode(retarget(v, mapping)) for k, v in (recipe.get("init_kwargs") or {}).items()
+    }
     if not (isinstance(args, list) and isinstance(kwargs, dict)):
         raise TypeError(f"recipe arguments decode to {type(args)}, {type(kwargs)}")
     seed_all(int(recipe.get("seed", 0)))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import dataclasses
 import itertools
 import json
@@ -41,6 +42,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -310,24 +312,45 @@ COMPARE_WORKER = textwrap.dedent(
 )
 
 
-def compare_all(validated: list[dict], timeout: int) -> list[dict]:
-    """Phase 2 for every block that reached forward with a recipe, one worker per source."""
+def compare_all(validated: list[dict], timeout: int, work: Path, parallel: int) -> list[dict]:
+    """Phase 2 for every block that reached forward with a recipe: one worker per source,
+    ``parallel`` at a time. Rows are kept in ``work/compared.jsonl`` by block id and recipe,
+    and a later run compares only what is new."""
     env = dict(os.environ)
     worker = COMPARE_WORKER.replace("BENCHMARKS", repr(str(HERE))).replace("TIMEOUT", str(timeout))
-    rows: list[dict] = []
-    for source in SOURCES:
+    store = work / "compared.jsonl"
+    known: dict[str, dict] = {}
+    if store.exists():
+        for line in store.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                known[row["key"]] = row
+
+    def key(row: dict) -> str:
+        return row["id"] + "\0" + json.dumps(row["recipe"], sort_keys=True, default=str)
+
+    todo = [r for r in validated if passed(r) and key(r) not in known]
+    lock = threading.Lock()
+
+    def one_source(source: str) -> None:
         jobs = [
             {k: r[k] for k in ("id", "module", "name", "file", "recipe", "dependencies")}
-            for r in validated
-            if r.get("source") == source and passed(r)
+            for r in todo
+            if r.get("source") == source
         ]
         if not jobs:
-            continue
+            return
         print(f"compare {len(jobs)} blocks of {source} ...", flush=True)
-        for row in run_workers(worker, jobs, env, isolated=False):
+        for job, row in zip(jobs, run_workers(worker, jobs, env, isolated=False), strict=True):
             row.setdefault("status", row.get("category", "harness-error"))
-            rows.append(row)
-    return rows
+            row["key"] = key(job)
+            with lock, store.open("a") as sink:
+                sink.write(json.dumps(row, default=str) + "\n")
+                known[row["key"]] = row
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
+        list(pool.map(one_source, SOURCES))
+    return [known[key(r)] for r in validated if passed(r) and key(r) in known]
 
 
 def passed(row: dict) -> bool:
@@ -454,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-source", type=int, help="an even sample of N blocks per source")
     parser.add_argument("--shards", type=int, default=2, help="validation processes")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per comparison")
+    parser.add_argument("--parallel", type=int, default=2, help="comparison workers at once")
     parser.add_argument("--skip-validate", action="store_true", help="reuse validated*.jsonl")
     parser.add_argument("--validate-shard", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--results-name", default="identical_bench")
@@ -477,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     validate_s = round(time.monotonic() - started, 1)
     load["after_validate"] = [round(x, 2) for x in os.getloadavg()]
     started = time.monotonic()
-    compared = compare_all(validated, args.timeout)
+    compared = compare_all(validated, args.timeout, work, args.parallel)
     compare_s = round(time.monotonic() - started, 1)
     load["end"] = [round(x, 2) for x in os.getloadavg()]
     command = "PYTHONPATH=$PWD nice /work/benchenv/bin/python benchmarks/identical_bench.py " + (
