@@ -67,6 +67,23 @@ SOURCES = (
 """Reference keys of the sources checked (mmengine and mmcv: the frameworks beside them)."""
 FAMILY = {s: ("OpenMMLab" if s.startswith("open-mmlab/") else s.split("/")[1]) for s in SOURCES}
 COMPARABLE = {"identical", "DIFFERENT"}
+STAND_INS = (
+    "OpenMMLab workers: `mmcv.__version__` reads 2.1.0 (mmdet 3.3.0, mmseg 1.2.2 and "
+    "mmpretrain 1.2.0 assert mmcv < 2.2.0 at import; the installed mmcv-lite is 2.2.0)",
+    "OpenMMLab workers: `mmcv._ext` (mmcv-lite has no compiled ops; mmpose.models imports "
+    "mmcv.ops through edpose_head), `torchvision` (no CPU build for torch 2.13; "
+    "mmpretrain.models.utils.box_utils imports it) and `xtcocotools` (its wheel is built for "
+    "numpy 1; mmpose's datasets import it) are stand-in modules whose every attribute raises "
+    "when used",
+    "OpenMMLab workers: transformers.modeling_utils gets `apply_chunking_to_forward`, "
+    "`find_pruneable_heads_and_indices`, `prune_linear_layer` from transformers.pytorch_utils "
+    "(mmpretrain 1.2.0 imports them from their old place)",
+    "ultralytics worker: `importlib.metadata.version('torchvision')` answers 0.29.1 "
+    "(ultralytics reads it at import; torchvision is not installed)",
+)
+"""What the comparison workers change so the installed originals import here (the extracted
+blocks passed validation without any of it; a compared original that used a stand-in would
+fail, not compare)."""
 
 
 # --------------------------------------------------------------------------- configuration
@@ -446,6 +463,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"{s['compared']} | {s['identical']} ({s['identical_exact']}) | {s['different']} | "
             f"{why or '-'} |"
         )
+    lines += ["", "Stand-ins so the installed originals import in this environment:", ""]
+    lines += [f"- {text}" for text in STAND_INS]
     different = [r for r in result["compared"] if r["status"] == "DIFFERENT"]
     lines += ["", "## Differences", ""]
     lines += [f"- `{r['id']}`: {r['message']}" for r in different] or ["none"]
@@ -514,7 +533,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.per_source
             else "every discovered block"
         )
-        + f" ({len(ids)} of {sum(discovered.values())} discovered: {dict(discovered)})",
+        + (f", then {extended}" if (extended := sample_note(work)) else "")
+        + f" ({len(ids)} of {sum(discovered.values())} discovered: {dict(discovered)}); "
+        f"validated: {sum(r.get('failed_stage') != 'harness' for r in validated)}",
         "sources": info,
         "load": load,
         "seconds": {"validate": validate_s, "compare": compare_s},
@@ -550,6 +571,12 @@ def sampled(
     discovered = dict(collections.Counter(b.source for b in blocks))
     record.write_text(json.dumps({"ids": ids, "discovered": discovered}))
     return ids, discovered
+
+
+def sample_note(work: Path) -> str:
+    """How the sample was extended after the first run (``extended`` in sample.json)."""
+    record = work / "sample.json"
+    return str(json.loads(record.read_text()).get("extended", "")) if record.exists() else ""
 
 
 def read_validated(work: Path, ids: list[str]) -> list[dict]:
