@@ -77,7 +77,8 @@ STAND_INS = (
     "when used",
     "OpenMMLab workers: transformers.modeling_utils gets `apply_chunking_to_forward`, "
     "`find_pruneable_heads_and_indices`, `prune_linear_layer` from transformers.pytorch_utils "
-    "(mmpretrain 1.2.0 imports them from their old place)",
+    "and `GenerationMixin` from transformers.generation (mmpretrain 1.2.0 imports them from "
+    "their old place)",
     "ultralytics worker: `importlib.metadata.version('torchvision')` answers 0.29.1 "
     "(ultralytics reads it at import; torchvision is not installed)",
 )
@@ -261,6 +262,9 @@ COMPARE_WORKER = textwrap.dedent(
                          "prune_linear_layer"):
                 if not hasattr(modeling_utils, name):
                     setattr(modeling_utils, name, getattr(pytorch_utils, name))
+            if not hasattr(modeling_utils, "GenerationMixin"):  # likewise, from .generation
+                from transformers.generation import GenerationMixin
+                modeling_utils.GenerationMixin = GenerationMixin
         if source.startswith("ultralytics/"):
             # ultralytics reads torchvision's version at import; its model code does not
             # import torchvision
@@ -329,7 +333,9 @@ COMPARE_WORKER = textwrap.dedent(
 )
 
 
-def compare_all(validated: list[dict], timeout: int, work: Path, parallel: int) -> list[dict]:
+def compare_all(
+    validated: list[dict], timeout: int, work: Path, parallel: int, only: set[str]
+) -> list[dict]:
     """Phase 2 for every block that reached forward with a recipe: one worker per source,
     ``parallel`` at a time. Rows are kept in ``work/compared.jsonl`` by block id and recipe,
     and a later run compares only what is new."""
@@ -366,7 +372,7 @@ def compare_all(validated: list[dict], timeout: int, work: Path, parallel: int) 
                 known[row["key"]] = row
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=parallel) as pool:
-        list(pool.map(one_source, SOURCES))
+        list(pool.map(one_source, [s for s in SOURCES if s in only]))
     return [known[key(r)] for r in validated if passed(r) and key(r) in known]
 
 
@@ -497,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=2, help="validation processes")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per comparison")
     parser.add_argument("--parallel", type=int, default=2, help="comparison workers at once")
+    parser.add_argument("--sources", help="compare only these sources (comma-separated keys)")
     parser.add_argument("--skip-validate", action="store_true", help="reuse validated*.jsonl")
     parser.add_argument("--validate-shard", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--results-name", default="identical_bench")
@@ -520,7 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     validate_s = round(time.monotonic() - started, 1)
     load["after_validate"] = [round(x, 2) for x in os.getloadavg()]
     started = time.monotonic()
-    compared = compare_all(validated, args.timeout, work, args.parallel)
+    only = set(args.sources.split(",")) if args.sources else set(SOURCES)
+    compared = compare_all(validated, args.timeout, work, args.parallel, only)
     compare_s = round(time.monotonic() - started, 1)
     load["end"] = [round(x, 2) for x in os.getloadavg()]
     command = "PYTHONPATH=$PWD nice /work/benchenv/bin/python benchmarks/identical_bench.py " + (
