@@ -334,11 +334,17 @@ COMPARE_WORKER = textwrap.dedent(
 
 
 def compare_all(
-    validated: list[dict], timeout: int, work: Path, parallel: int, only: set[str]
+    validated: list[dict],
+    timeout: int,
+    work: Path,
+    parallel: int,
+    only: set[str],
+    *,
+    retry: bool = False,
 ) -> list[dict]:
     """Phase 2 for every block that reached forward with a recipe: one worker per source,
     ``parallel`` at a time. Rows are kept in ``work/compared.jsonl`` by block id and recipe,
-    and a later run compares only what is new."""
+    and a later run compares only what is new (``retry``: and what could not be compared)."""
     env = dict(os.environ)
     worker = COMPARE_WORKER.replace("BENCHMARKS", repr(str(HERE))).replace("TIMEOUT", str(timeout))
     store = work / "compared.jsonl"
@@ -347,6 +353,8 @@ def compare_all(
         for line in store.read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
+                if retry and row["status"] not in {*COMPARABLE, "original-nondeterministic"}:
+                    continue
                 known[row["key"]] = row
 
     def key(row: dict) -> str:
@@ -503,6 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=2, help="validation processes")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per comparison")
     parser.add_argument("--parallel", type=int, default=2, help="comparison workers at once")
+    parser.add_argument(
+        "--retry-not-comparable", action="store_true", help="recompare stored failures too"
+    )
     parser.add_argument("--sources", help="compare only these sources (comma-separated keys)")
     parser.add_argument("--skip-validate", action="store_true", help="reuse validated*.jsonl")
     parser.add_argument("--validate-shard", nargs=4, help=argparse.SUPPRESS)
@@ -528,7 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     load["after_validate"] = [round(x, 2) for x in os.getloadavg()]
     started = time.monotonic()
     only = set(args.sources.split(",")) if args.sources else set(SOURCES)
-    compared = compare_all(validated, args.timeout, work, args.parallel, only)
+    compared = compare_all(
+        validated, args.timeout, work, args.parallel, only, retry=args.retry_not_comparable
+    )
     compare_s = round(time.monotonic() - started, 1)
     load["end"] = [round(x, 2) for x in os.getloadavg()]
     command = "PYTHONPATH=$PWD nice /work/benchenv/bin/python benchmarks/identical_bench.py " + (
