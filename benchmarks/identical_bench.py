@@ -402,13 +402,16 @@ def summarize(validated: list[dict], compared: list[dict]) -> dict[str, Any]:
         mine = [r for r in validated if r.get("source") == source or r["id"].startswith(source)]
         statuses: collections.Counter[str] = collections.Counter()
         for row in mine:
-            if not passed(row):
+            if row.get("failed_stage") == "harness":
+                statuses["not validated (run stopped before it)"] += 1
+            elif not passed(row):
                 statuses["not comparable: no passing recipe"] += 1
             else:
                 statuses[by_id.get(row["id"], {}).get("status", "not run")] += 1
         rows = [by_id[r["id"]] for r in mine if r["id"] in by_id]
         summary[source] = {
             "sampled": len(mine),
+            "validated": sum(r.get("failed_stage") != "harness" for r in mine),
             "reached_forward": sum(passed(r) for r in mine),
             "compared": sum(r["status"] in COMPARABLE for r in rows),
             "identical": sum(r["status"] == "identical" for r in rows),
@@ -418,8 +421,10 @@ def summarize(validated: list[dict], compared: list[dict]) -> dict[str, Any]:
         }
     totals = collections.Counter()
     for s in summary.values():
-        for key in ("sampled", "reached_forward", "compared", "identical", "different"):
+        for key in ("sampled", "validated", "reached_forward", "compared"):
             totals[key] += s[key]
+        totals["identical"] += s["identical"]
+        totals["different"] += s["different"]
     summary["total"] = dict(totals)
     return summary
 
@@ -428,7 +433,7 @@ def failure_groups(validated: list[dict]) -> dict[str, dict[str, Any]]:
     """Why sampled blocks have no passing recipe: ``stage:category`` with examples."""
     groups: dict[str, dict[str, Any]] = {}
     for row in validated:
-        if passed(row):
+        if passed(row) or row.get("failed_stage") == "harness":
             continue
         key = f"{row.get('failed_stage')}:{row.get('category')}"
         bucket = groups.setdefault(key, {"count": 0, "examples": []})
@@ -461,11 +466,11 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"**Compared {total['compared']} blocks: {total['identical']} identical, "
         f"{total['different']} different** (of {total['sampled']} sampled, "
-        f"{total['reached_forward']} with a passing recipe).",
+        f"{total['validated']} validated, {total['reached_forward']} with a passing recipe).",
         "",
-        "| source | sampled | passing recipe | compared | identical (exact) | different | "
-        "not comparable (why) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| source | sampled | validated | passing recipe | compared | identical (exact) | "
+        "different | not compared (why) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for source in SOURCES:
         s = summary[source]
@@ -473,7 +478,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"{k}: {v}" for k, v in s["statuses"].items() if k not in ("identical", "DIFFERENT")
         )
         lines.append(
-            f"| {source} ({RELEASES[source]}) | {s['sampled']} | {s['reached_forward']} | "
+            f"| {source} ({RELEASES[source]}) | {s['sampled']} | {s['validated']} | "
+            f"{s['reached_forward']} | "
             f"{s['compared']} | {s['identical']} ({s['identical_exact']}) | {s['different']} | "
             f"{why or '-'} |"
         )
