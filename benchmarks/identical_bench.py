@@ -493,6 +493,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines += ["", "## Identical within tolerance only", ""]
         lines += [f"- `{r['id']}`: {'; '.join(r['inexact'][:3])}" for r in inexact]
     lines += ["", "## Not comparable after a passing recipe (examples)", ""]
+    if all(r["status"] in COMPARABLE for r in result["compared"]):
+        lines.append("none")
     seen: collections.Counter[str] = collections.Counter()
     for row in result["compared"]:
         if row["status"] in COMPARABLE or seen[row["status"]] >= 3:
@@ -568,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": {"validate": validate_s, "compare": compare_s},
         "summary": summarize(validated, compared),
         "no_recipe": failure_groups(validated),
-        "compared": compared,
+        "compared": [{k: v for k, v in r.items() if k != "key"} for r in compared],
         "validated": [
             {k: v for k, v in r.items() if k not in ("dependencies", "recipe")} for r in validated
         ],
