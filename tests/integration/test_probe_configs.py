@@ -271,3 +271,71 @@ def test_an_all_optional_forward_gets_its_first_input(sandbox: Sandbox, tmp_path
     (ids,) = result.recipe.inputs
     assert isinstance(ids, dict)
     assert ids["dtype"] == "int64"  # token ids for an embedding-first block
+
+
+def test_config_attributes_read_where_the_config_is_handed_on(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    def make_act(settings):
+        return nn.ReLU() if settings.act_name == "relu" else nn.GELU()
+
+
+    class Part(nn.Module):
+        def __init__(self, settings, width):
+            super().__init__()
+            self.settings = settings
+            self.lin = nn.Linear(width, settings.inner_size)
+            self.act = make_act(settings)
+
+        def forward(self, x):
+            if isinstance(self.settings.hidden_act, str):
+                x = self.act(x)
+            return x * self.settings.out_scale
+
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.part = Part(config, width=config.hidden_size)
+            self.opt = getattr(config, "optional_flag", None)  # has a default: not needed
+
+        def forward(self, x):
+            return self.part(x)
+    """
+    config = kwargs(probe(sandbox, tmp_path, code))["config"]
+    assert config["__call__"] == {"__ref__": "types:SimpleNamespace"}
+    fields = config["kwargs"]
+    assert set(fields) == {"act_name", "hidden_act", "hidden_size", "inner_size", "out_scale"}
+    assert fields["hidden_act"] == "relu"  # config fields are data: an activation by name
+    assert isinstance(fields["hidden_size"], int)
+
+
+def test_harvest_keeps_the_method_resolution_of_classes_without_their_own_methods(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Base(nn.Module):
+        \"\"\"A base without ``__init__`` or ``forward`` of its own, listed first.\"\"\"
+
+
+    class Stack(Base, nn.Sequential):  # forward: nn.Sequential's
+        def __init__(self, width):
+            super().__init__(nn.Linear(width, width), nn.ReLU())
+
+
+    class Block(nn.Module):
+        def __init__(self, width: int = 8):
+            super().__init__()
+            self.body = Stack(width)
+
+        def forward(self, x):
+            return self.body(x)
+    """
+    path = tmp_path / "Block.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    result, harvested = run_validation(
+        path, block_id="t:m:Block", class_name="Block", sandbox=sandbox, harvest=True
+    )
+    assert result.passed, result.message
+    assert [record["class"] for record in harvested] == ["Stack"]

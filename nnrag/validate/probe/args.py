@@ -460,12 +460,17 @@ class Synth:
         (``hidden_size`` 64, ``num_attention_heads`` 2, ``layer_norm_eps`` 1e-5): for a
         config class the closure does not carry. A real value with named fields, recorded as
         its constructor call, not a placeholder."""
-        fields = {
-            attr: float_for(attr) if _FLOAT_FIELDS.search(attr.lower()) else self.by_name(attr)
-            for attr in reads
-            if not attr.startswith("_")
-        }
+        fields = {attr: self.field(attr) for attr in reads if not attr.startswith("_")}
         return remember(types.SimpleNamespace(**fields), call(types.SimpleNamespace, (), fields))
+
+    def field(self, name: str) -> object:
+        """A config field: plain data (an activation by its name, ``"relu"``, not a class)."""
+        low = name.lower()
+        if _FLOAT_FIELDS.search(low):
+            return float_for(name)
+        if re.search(r"(^|_)(act|activation)(_fn|_func|_function)?$", low):
+            return self.string_for("act")
+        return self.by_name(name)
 
     def registry_dict(self, name: str, builds: list[str]) -> object:
         """``{"type": ..., **required}`` for the smallest class of the registry the parameter

@@ -113,37 +113,139 @@ def string_choices(cls: Any) -> dict[str, str]:
 
 
 def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
-    """(attributes the constructors read from parameter ``name``, names of ``build``-like
-    calls it is passed to), from the ``__init__`` sources of ``cls`` and its bases."""
-    reads: set[str] = set()
-    builds: list[str] = []
-    for klass in getattr(cls, "__mro__", ())[:4]:
-        init = vars(klass).get("__init__")
-        if init is None or klass.__module__.split(".")[0] in {"torch", "builtins"}:
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
-        except (OSError, TypeError, SyntaxError):
-            continue
+    """(attributes the code reads from parameter ``name``, names of ``build``-like calls it
+    is passed to), from the ``__init__`` sources of ``cls`` and its bases, following the
+    parameter into what it is handed to: ``Part(config)`` (the class's or function's source
+    of the block file), ``self.config = config`` (``self.config.x`` in any method)."""
+    usage = _Usage()
+    usage.of_class(cls, name, 0)
+    return usage.reads, usage.builds
+
+
+_FOLLOW_DEPTH = 3
+"""How many hand-overs (``Part(config)`` inside ``Block(config)``) a parameter is followed."""
+
+
+class _Usage:
+    """Collects what code does with one parameter (see :func:`parameter_usage`)."""
+
+    def __init__(self) -> None:
+        self.reads: set[str] = set()
+        self.builds: list[str] = []
+        self.seen: set[tuple[int, str]] = set()
+
+    def of_class(self, cls: Any, name: str, depth: int) -> None:
+        for klass in getattr(cls, "__mro__", ())[:4]:
+            init = vars(klass).get("__init__")
+            if init is None or _foreign(klass):
+                continue
+            held = self.of_function(init, name, depth)
+            if held:
+                self.of_attributes(klass, held)
+
+    def of_function(self, func: Any, name: str, depth: int) -> set[str]:
+        """Walk ``func``'s source for uses of ``name``; return the ``self`` attributes that
+        hold it."""
+        func = inspect.unwrap(func)  # the code, not a recording wrapper (its globals differ)
+        key = (id(func), name)
+        if key in self.seen:
+            return set()
+        self.seen.add(key)
+        tree = _parsed(func)
+        if tree is None:
+            return set()
+        scope = getattr(func, "__globals__", {})
+        held: set[str] = set()
+        for node in ast.walk(tree):
+            if _is_name(node, name, ast.Attribute):
+                assert isinstance(node, ast.Attribute)
+                self.reads.add(node.attr)
+            elif isinstance(node, ast.Assign) and _is_name(node.value, name):
+                held.update(
+                    t.attr
+                    for t in node.targets
+                    if isinstance(t, ast.Attribute) and _is_name(t.value, "self")
+                )
+            elif isinstance(node, ast.Call):
+                self.of_call(node, name, depth, scope)
+        return held
+
+    def of_call(self, node: ast.Call, name: str, depth: int, scope: Mapping[str, Any]) -> None:
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        passed = [*node.args, *(k.value for k in node.keywords)]
+        if not any(_is_name(a, name) for a in passed):
+            return
+        if called == "getattr" and len(node.args) == 2:  # with a default: absent is fine
+            key = node.args[1]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                self.reads.add(key.value)
+        elif "build" in called.lower() and _is_config_argument(node, name):
+            if depth == 0:
+                self.builds.append(called)
+        elif depth < _FOLLOW_DEPTH and isinstance(func, ast.Name):
+            target = scope.get(func.id)
+            inner = _receiving_parameter(target, node, name)
+            if inner is None:
+                return
+            if isinstance(target, type):
+                self.of_class(target, inner, depth + 1)
+            else:
+                self.of_function(target, inner, depth + 1)
+
+    def of_attributes(self, klass: type, held: set[str]) -> None:
+        """``self.config.x`` anywhere in the class, for ``self.config = config``."""
+        tree = _parsed(klass)
+        if tree is None:
+            return
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == name
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr in held
+                and _is_name(node.value.value, "self")
             ):
-                reads.add(node.attr)
-            elif isinstance(node, ast.Call):
-                func = node.func
-                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-                passed = [*node.args, *(k.value for k in node.keywords)]
-                if any(isinstance(a, ast.Name) and a.id == name for a in passed):
-                    if called == "getattr" and len(node.args) > 1:
-                        key = node.args[1]
-                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                            reads.add(key.value)
-                    elif "build" in called.lower() and _is_config_argument(node, name):
-                        builds.append(called)
-    return reads, builds
+                self.reads.add(node.attr)
+
+
+def _foreign(klass: type) -> bool:
+    return klass.__module__.split(".")[0] in {"torch", "builtins"}
+
+
+def _parsed(obj: Any) -> ast.AST | None:
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+
+
+def _is_name(node: ast.AST, name: str, kind: type[ast.AST] | None = None) -> bool:
+    """``node`` is the name ``name`` (or, with ``kind=ast.Attribute``, an attribute of it)."""
+    if kind is ast.Attribute:
+        return isinstance(node, ast.Attribute) and _is_name(node.value, name)
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _receiving_parameter(target: Any, node: ast.Call, name: str) -> str | None:
+    """The parameter of the block file's class or function ``target`` that receives ``name``
+    in the call ``node`` (by position or keyword), or ``None``."""
+    if not (inspect.isclass(target) or inspect.isfunction(target)) or _foreign_object(target):
+        return None
+    for keyword in node.keywords:
+        if keyword.arg is not None and _is_name(keyword.value, name):
+            return keyword.arg
+    position = next((i for i, a in enumerate(node.args) if _is_name(a, name)), None)
+    sig = init_signature(target)[0] if inspect.isclass(target) else signature_of(target)
+    if sig is None or position is None:
+        return None
+    params = [
+        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return params[position].name if position < len(params) else None
+
+
+def _foreign_object(target: Any) -> bool:
+    return str(getattr(target, "__module__", "")).split(".")[0] in {"torch", "builtins", "typing"}
 
 
 def _is_config_argument(node: ast.Call, name: str) -> bool:
