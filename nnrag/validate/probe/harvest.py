@@ -45,7 +45,8 @@ class Harvester:
         def forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
             if own_forward is not None:
                 return own_forward(self_, *args, **kwargs)
-            return super(owner, self_).forward(*args, **kwargs)
+            later: Any = super(owner, self_)  # the next class in the instance's MRO
+            return later.forward(*args, **kwargs)
 
         @functools.wraps(own_init or owner.__init__)
         def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
