@@ -339,3 +339,82 @@ def test_harvest_keeps_the_method_resolution_of_classes_without_their_own_method
     )
     assert result.passed, result.message
     assert [record["class"] for record in harvested] == ["Stack"]
+
+
+def test_an_integer_checked_against_a_table_takes_its_smallest_key(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Net(nn.Module):
+        arch_settings = {50: (1, 2), 18: (1, 1), 101: (2, 3)}
+
+        def __init__(self, depth, width=8):
+            super().__init__()
+            if depth not in self.arch_settings:
+                raise KeyError(f"invalid depth {depth}")
+            self.body = nn.Sequential(*[nn.Linear(width, width)] * self.arch_settings[depth][0])
+
+        def forward(self, x):
+            return self.body(x)
+
+
+    class Block(Net):
+        def __init__(self, extra=None, **kwargs):  # depth reaches Net through **kwargs
+            super().__init__(**kwargs)
+    """
+    assert kwargs(probe(sandbox, tmp_path, code))["depth"] == 18
+
+
+def test_an_integer_unpacked_as_a_pair_becomes_a_pair(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, window_size, dim: int = 8):
+            super().__init__()
+            self.window_size = window_size
+            wh, ww = self.window_size
+            self.table = nn.Parameter(torch.zeros(wh * ww, dim))
+
+        def forward(self, x):
+            return x + self.table.sum()
+    """
+    assert kwargs(probe(sandbox, tmp_path, code))["window_size"] == {"__tuple__": [4, 4]}
+
+
+def test_a_parameter_read_for_class_data_gets_the_file_class_carrying_it(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Wide(nn.Module):
+        expansion = 4
+
+        def __init__(self, inplanes, planes, extra):
+            super().__init__()
+            self.lin = nn.Linear(inplanes, planes * self.expansion)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Basic(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes):
+            super().__init__()
+            self.lin = nn.Linear(inplanes, planes)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Block(nn.Module):
+        def __init__(self, block, planes: int = 8):
+            super().__init__()
+            self.layers = self._make(block, planes)
+
+        def _make(self, kind, planes):
+            return nn.Sequential(kind(planes, planes), nn.Linear(planes * kind.expansion, planes))
+
+        def forward(self, x):
+            return self.layers(x)
+    """
+    assert kwargs(probe(sandbox, tmp_path, code))["block"] == {"__ref__": "nnrag_block:Basic"}

@@ -19,6 +19,7 @@ from torch import nn
 from nnrag.validate.probe import values as probe_values
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
+    class_with_attributes,
     concrete_modules,
     config_class_for,
     init_signature,
@@ -26,8 +27,8 @@ from nnrag.validate.probe.signatures import (
     parameter_usage,
     required_count,
     stage_lengths,
-    string_choices,
     type_hints,
+    value_choices,
 )
 
 call = probe_values.call
@@ -447,6 +448,9 @@ class Synth:
             value = self.registry_dict(name, builds)
             if value is not MISSING:
                 return value
+        holder = class_with_attributes(self.module, reads)
+        if holder is not None:  # ``block.expansion``: a class of the file is what is passed
+            return holder
         if len(reads) >= 2 and self.depth < 2:
             config = config_class_for(self.module, reads)
             if config is not None:
@@ -504,7 +508,7 @@ class Synth:
         if sig is None:
             return (), {}
         hints = type_hints(sig, owner)
-        choices: dict[str, str] | None = None
+        choices: dict[str, object] | None = None
         args: list[object] = []
         kwargs: dict[str, object] = {}
         for name, param in sig.parameters.items():
@@ -513,9 +517,9 @@ class Synth:
             if param.default is not param.empty:
                 continue
             annotation = hints.get(name, param.annotation)
-            if annotation in (str, inspect.Parameter.empty, str | None):
-                choices = string_choices(cls) if choices is None else choices
-            if choices and name in choices:
+            if annotation in (str, int, inspect.Parameter.empty, str | None):
+                choices = value_choices(cls) if choices is None else choices
+            if choices and name in choices and (annotation is not int or _is_int(choices[name])):
                 value: object = choices[name]
             elif annotation is inspect.Parameter.empty:
                 value = self.by_usage(cls, name)
@@ -526,6 +530,10 @@ class Synth:
             else:
                 kwargs[name] = value
         return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class AutoConfig:

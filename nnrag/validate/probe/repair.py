@@ -16,6 +16,7 @@ from nnrag.validate.probe.signatures import signature_of
 
 _NOT_A_LIST = re.compile(
     r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
+    r"|cannot unpack non-iterable (int|float) object"
 )
 _RATE_NAMES = re.compile(r"drop|dpr|rate")
 
@@ -49,6 +50,8 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         used: dict[str, object] = {
             k: [v, v] for k, v in ints.items() if re.search(rf"len\(\s*{k}\s*\)|\b{k}\[", line)
         }
+        if "cannot unpack" in str(error):  # ``h, w = self.window_size``: a pair
+            used = {k: (v, v) for k, v in ints.items() if re.search(rf"=\s*(self\.)?{k}\s*$", line)}
         plural = used or {  # the int the failing line measures or indexes, else plural names
             k: [v, v]
             for k, v in ints.items()

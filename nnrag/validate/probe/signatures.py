@@ -74,16 +74,17 @@ def _only_var(sig: inspect.Signature) -> bool:
     return all(p.kind in kinds for p in sig.parameters.values())
 
 
-def string_choices(cls: Any) -> dict[str, str]:
-    """First string a parameter is compared with in the class source (``mode in ('cat', ...)``)."""
-    out: dict[str, str] = {}
+def value_choices(cls: Any) -> dict[str, object]:
+    """The value a parameter must take, from the class source: the first string it is compared
+    with (``mode in ('cat', ...)``), or the smallest integer key of the table it is checked
+    against (``depth in self.arch_settings``, ``if depth not in ARCHS: raise``)."""
+    out: dict[str, object] = {}
     for klass in getattr(cls, "__mro__", ())[:4]:
         if klass.__module__.split(".")[0] in {"torch", "builtins"}:
             break
         names = vars(sys.modules[klass.__module__]) if klass.__module__ in sys.modules else {}
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
+        tree = _parsed(klass)
+        if tree is None:
             continue
         for node in ast.walk(tree):
             if not isinstance(node, ast.Compare):
@@ -99,6 +100,11 @@ def string_choices(cls: Any) -> dict[str, str]:
             if name is None:
                 continue
             for op, right in zip(node.ops, node.comparators, strict=False):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    keys = _int_keys(_table(right, cls, names))
+                    if keys:
+                        out.setdefault(name, min(keys))
+                        continue
                 if not isinstance(op, (ast.Eq, ast.In)):
                     continue
                 items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
@@ -110,6 +116,29 @@ def string_choices(cls: Any) -> dict[str, str]:
                 if strings and strings[0]:
                     out.setdefault(name, strings[0])
     return out
+
+
+def _table(node: ast.expr, cls: Any, names: Mapping[str, Any]) -> object:
+    """The value of ``self.table`` / ``cls.table`` / a module-level ``TABLE`` / a literal."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return getattr(cls, node.attr, None) if node.value.id in {"self", "cls"} else None
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            return None
+    return None
+
+
+def _int_keys(table: object) -> list[int]:
+    if not isinstance(table, (Mapping, list, tuple, set, frozenset)):
+        return []
+    keys = list(table)
+    if keys and all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+        return keys
+    return []
 
 
 def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
@@ -139,11 +168,11 @@ class _Usage:
             init = vars(klass).get("__init__")
             if init is None or _foreign(klass):
                 continue
-            held = self.of_function(init, name, depth)
+            held = self.of_function(init, name, depth, klass)
             if held:
                 self.of_attributes(klass, held)
 
-    def of_function(self, func: Any, name: str, depth: int) -> set[str]:
+    def of_function(self, func: Any, name: str, depth: int, owner: Any = None) -> set[str]:
         """Walk ``func``'s source for uses of ``name``; return the ``self`` attributes that
         hold it."""
         func = inspect.unwrap(func)  # the code, not a recording wrapper (its globals differ)
@@ -167,10 +196,12 @@ class _Usage:
                     if isinstance(t, ast.Attribute) and _is_name(t.value, "self")
                 )
             elif isinstance(node, ast.Call):
-                self.of_call(node, name, depth, scope)
+                self.of_call(node, name, depth, scope, owner)
         return held
 
-    def of_call(self, node: ast.Call, name: str, depth: int, scope: Mapping[str, Any]) -> None:
+    def of_call(
+        self, node: ast.Call, name: str, depth: int, scope: Mapping[str, Any], owner: Any
+    ) -> None:
         func = node.func
         called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
         passed = [*node.args, *(k.value for k in node.keywords)]
@@ -192,6 +223,13 @@ class _Usage:
                 self.of_class(target, inner, depth + 1)
             else:
                 self.of_function(target, inner, depth + 1)
+        elif depth < _FOLLOW_DEPTH and owner is not None and _is_name(func, "self", ast.Attribute):
+            assert isinstance(func, ast.Attribute)
+            method = inspect.getattr_static(owner, func.attr, None)  # self._make_layer(cfg)
+            if inspect.isfunction(method):
+                inner = _receiving_parameter(method, node, name, bound=True)
+                if inner is not None:
+                    self.of_function(method, inner, depth + 1, owner)
 
     def of_attributes(self, klass: type, held: set[str]) -> None:
         """``self.config.x`` anywhere in the class, for ``self.config = config``."""
@@ -226,9 +264,12 @@ def _is_name(node: ast.AST, name: str, kind: type[ast.AST] | None = None) -> boo
     return isinstance(node, ast.Name) and node.id == name
 
 
-def _receiving_parameter(target: Any, node: ast.Call, name: str) -> str | None:
+def _receiving_parameter(
+    target: Any, node: ast.Call, name: str, *, bound: bool = False
+) -> str | None:
     """The parameter of the block file's class or function ``target`` that receives ``name``
-    in the call ``node`` (by position or keyword), or ``None``."""
+    in the call ``node`` (by position or keyword; ``bound``: a method called on ``self``),
+    or ``None``."""
     if not (inspect.isclass(target) or inspect.isfunction(target)) or _foreign_object(target):
         return None
     for keyword in node.keywords:
@@ -241,6 +282,7 @@ def _receiving_parameter(target: Any, node: ast.Call, name: str) -> str | None:
     params = [
         p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
+    position += bound
     return params[position].name if position < len(params) else None
 
 
@@ -286,6 +328,30 @@ def config_class_for(module: Any, reads: set[str]) -> type | None:
         if 2 * score >= len(reads) and (best is None or (score, value.__name__) > best[:2]):
             best = (score, value.__name__, value)
     return None if best is None else best[2]
+
+
+def class_with_attributes(module: Any, reads: set[str]) -> type | None:
+    """The block file's module class that carries every attribute in ``reads`` as plain class
+    data (``block.expansion``: a block class passed as a factory), fewest required
+    constructor parameters first; ``None`` if there is none."""
+    if module is None or not reads:
+        return None
+    found = [
+        value
+        for value in list(vars(module).values())
+        if isinstance(value, type)
+        and issubclass(value, nn.Module)
+        and value.__module__ == module.__name__
+        and all(_is_class_data(value, attr) for attr in reads)
+        and not is_abstract_module(value)
+    ]
+    found.sort(key=lambda cls: (required_count(cls), cls.__qualname__))
+    return found[0] if found else None
+
+
+def _is_class_data(cls: type, attr: str) -> bool:
+    value = inspect.getattr_static(cls, attr, None)
+    return value is not None and isinstance(value, (int, float, str, bool, tuple))
 
 
 def is_abstract_module(cls: type) -> bool:
