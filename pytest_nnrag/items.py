@@ -234,13 +234,16 @@ class BlockItem(ResultItem):
             label = "REGRESSION" if verdict == "regression" else "NEW BLOCK FAILS"
             raise BlockFailure(result, note=f"{label}: {explain(verdict, expected, result)}")
 
-    def validate(self) -> ValidationResult:
-        workspace = require_state(self.config, "an nnrag block").workspace
+    def hints(self) -> BlockHints | None:
+        """The ``pytest_nnrag_block_inputs`` answer for this block, if any."""
         answer = self.ihook.pytest_nnrag_block_inputs(
             block_id=self.block_id, class_name=self.block.name, config=self.config
         )
-        hints = None if answer is None else hints_from_hook(self.block_id, answer)
-        return workspace.validate(self.block, depth=self.depth, hints=hints)
+        return None if answer is None else hints_from_hook(self.block_id, answer)
+
+    def validate(self) -> ValidationResult:
+        workspace = require_state(self.config, "an nnrag block").workspace
+        return workspace.validate(self.block, depth=self.depth, hints=self.hints())
 
 
 def problem_id(item: pytest.Item) -> str:
