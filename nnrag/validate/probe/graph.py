@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from nnrag.hookspecs import hookimpl
-from nnrag.validate.probe.args import Ctor, Profile, decode, tensor_spec
+from nnrag.validate.probe.args import Ctor, decode, tensor_spec
+from nnrag.validate.probe.profiles import Profile
 
 NODES, EDGES = 10, 30
 """Nodes and edges of the probe graph (edges drop to ``NODES`` when the layer has no edge index)."""

@@ -6,8 +6,9 @@ import math
 import re
 from typing import Any
 
-from nnrag.validate.probe.args import Profile, tensor_spec
+from nnrag.validate.probe.args import tensor_spec
 from nnrag.validate.probe.graph import graph_repair, is_graph_spec
+from nnrag.validate.probe.profiles import Profile
 
 SHAPE_WORDS = re.compile(
     r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index"

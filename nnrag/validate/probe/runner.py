@@ -16,13 +16,7 @@ import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager, child_manager
-from nnrag.validate.probe.args import (
-    PROFILES,
-    Ctor,
-    Synth,
-    decode,
-    encode,
-)
+from nnrag.validate.probe.args import Ctor, Synth, decode, encode
 from nnrag.validate.probe.graph import called_class
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs, input_candidates
@@ -37,6 +31,7 @@ from nnrag.validate.probe.outcomes import (
     shapes_of,
     tensors_in,
 )
+from nnrag.validate.probe.profiles import PROFILES
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.repair import (
     fill_none_layers,
