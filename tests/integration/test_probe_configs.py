@@ -418,3 +418,41 @@ def test_a_parameter_read_for_class_data_gets_the_file_class_carrying_it(
             return self.layers(x)
     """
     assert kwargs(probe(sandbox, tmp_path, code))["block"] == {"__ref__": "nnrag_block:Basic"}
+
+
+def test_a_module_parameter_whose_attributes_are_read_gets_the_file_module_setting_them(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Other(nn.Module):
+        def __init__(self, width: int):
+            super().__init__()
+            self.lin = nn.Linear(width, width)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Memory(nn.Module):
+        def __init__(self, width: int, layers: int = 1):
+            super().__init__()
+            self.d_model = width
+            self.lin = nn.Linear(width, width)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Block(nn.Module):
+        def __init__(self, memory, head: nn.Module):
+            super().__init__()
+            self.memory = memory
+            self.head = head
+            self.out = nn.Linear(memory.d_model, head.d_model)
+
+        def forward(self, x):
+            return self.out(self.head(self.memory(x)))
+    """
+    found = kwargs(probe(sandbox, tmp_path, code))
+    for name in ("memory", "head"):
+        assert found[name]["__call__"] == {"__ref__": "nnrag_block:Memory"}

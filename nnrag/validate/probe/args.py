@@ -21,6 +21,7 @@ from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
     class_with_attributes,
+    classes_setting,
     concrete_modules,
     config_class_for,
     init_signature,
@@ -375,6 +376,10 @@ class Synth:
         holder = class_with_attributes(self.module, reads)
         if holder is not None:  # ``block.expansion``: a class of the file is what is passed
             return holder
+        if reads and not _CONFIG_NAMES.search(name.lower()):
+            part = self.module_setting(reads)
+            if part is not MISSING:  # ``memory.d_model``: a module of the file that has it
+                return part
         if len(reads) >= 2 and self.depth < 2:
             config = config_class_for(self.module, reads)
             if config is not None:
@@ -382,6 +387,15 @@ class Synth:
         if reads and _CONFIG_NAMES.search(name.lower()):
             return self.namespace(sorted(reads))
         return self.value(name, inspect.Parameter.empty)
+
+    def module_setting(self, reads: set[str]) -> object:
+        """A module of the file, built with synthesized arguments, that has every attribute
+        the code reads from the parameter; MISSING if none builds."""
+        for candidate in classes_setting(self.module, reads)[:3]:
+            built = self.build(candidate)
+            if built is not MISSING and all(hasattr(built, attr) for attr in reads):
+                return built
+        return MISSING
 
     def namespace(self, reads: list[str]) -> object:
         """A config built from the attributes the code reads, each synthesized by its name
@@ -447,6 +461,10 @@ class Synth:
                 value: object = choices[name]
             elif annotation is inspect.Parameter.empty:
                 value = self.by_usage(cls, name)
+            elif annotation in (nn.Module, nn.Module | None) and (
+                (part := self.module_setting(parameter_usage(cls, name)[0])) is not MISSING
+            ):
+                value = part
             else:
                 value = self.value(name, annotation)
             if param.kind == param.POSITIONAL_ONLY:

@@ -250,11 +250,21 @@ def _foreign(klass: type) -> bool:
     return klass.__module__.split(".")[0] in {"torch", "builtins"}
 
 
+_PARSED: dict[int, tuple[Any, ast.AST | None]] = {}
+
+
 def _parsed(obj: Any) -> ast.AST | None:
+    """The parsed source of ``obj`` (parsed once: a child probes one block, whose classes
+    are asked about for every parameter and candidate)."""
+    known = _PARSED.get(id(obj))
+    if known is not None and known[0] is obj:
+        return known[1]
     try:
-        return ast.parse(textwrap.dedent(inspect.getsource(obj)))
+        tree: ast.AST | None = ast.parse(textwrap.dedent(inspect.getsource(obj)))
     except (OSError, TypeError, SyntaxError):
-        return None
+        tree = None
+    _PARSED[id(obj)] = (obj, tree)
+    return tree
 
 
 def _is_name(node: ast.AST, name: str, kind: type[ast.AST] | None = None) -> bool:
@@ -349,6 +359,46 @@ def class_with_attributes(module: Any, reads: set[str]) -> type | None:
     return found[0] if found else None
 
 
+def classes_setting(module: Any, reads: set[str]) -> list[type]:
+    """The block file's runnable module classes whose own code sets every attribute in
+    ``reads`` (``self.d_model = ...``), fewest required constructor parameters first."""
+    if module is None or not reads:
+        return []
+    found = [
+        value
+        for name, attributes in _set_attributes(module).items()
+        if reads <= attributes
+        and isinstance(value := vars(module).get(name), type)
+        and issubclass(value, nn.Module)
+        and value.__module__ == module.__name__
+        and not is_abstract_module(value)
+    ]
+    return sorted(found, key=lambda cls: (required_count(cls), cls.__qualname__))
+
+
+_SET_CACHE: dict[int, dict[str, set[str]]] = {}
+
+
+def _set_attributes(module: Any) -> dict[str, set[str]]:
+    """``self.X`` attributes assigned in each top-level class of ``module`` (one parse)."""
+    key = id(module)
+    if key not in _SET_CACHE:
+        tree = _parsed(module)
+        found: dict[str, set[str]] = {}
+        for node in tree.body if isinstance(tree, ast.Module) else ():
+            if isinstance(node, ast.ClassDef):
+                found[node.name] = {
+                    target.attr
+                    for sub in ast.walk(node)
+                    if isinstance(sub, (ast.Assign, ast.AnnAssign))
+                    for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
+                    if isinstance(target, ast.Attribute) and _is_name(target.value, "self")
+                }
+        _SET_CACHE.clear()  # one block per child: keep only the latest module
+        _SET_CACHE[key] = found
+    return _SET_CACHE[key]
+
+
 def _is_class_data(cls: type, attr: str) -> bool:
     value = inspect.getattr_static(cls, attr, None)
     return value is not None and isinstance(value, (int, float, str, bool, tuple))
@@ -363,9 +413,8 @@ def is_abstract_module(cls: type) -> bool:
     forward = getattr(cls, "forward", None)
     if forward is None or forward is nn.Module.forward:
         return True
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(forward)))
-    except (OSError, TypeError, SyntaxError):
+    tree = _parsed(forward)
+    if not isinstance(tree, ast.Module):
         return False
     node = tree.body[0] if tree.body else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
