@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch import nn
 
@@ -37,7 +37,49 @@ from nnrag.validate.probe.signatures import shallow_defaults
 from nnrag.validate.probe.values import seed_cpu
 
 if TYPE_CHECKING:
-    from nnrag.validate.probe.runner import Runner
+    import pluggy
+
+
+class Runner(Protocol):
+    """What the search needs of the runner (``probe.runner.Runner``): the request, the
+    recipe and stage bookkeeping, and the guarded forward/backward calls."""
+
+    request: Mapping[str, Any]
+    recipe: dict[str, Any]
+    harvest: list[dict[str, Any]]
+    violations: list[str]
+    plugins: pluggy.PluginManager | None
+    replay: Mapping[str, Any] | None
+    deadline: float
+    seed: int
+    input_seed: int
+
+    def send(self, message: dict[str, Any]) -> None: ...
+    def passed(self, stage: str, started: float) -> None: ...
+    def finish(
+        self,
+        failed: str | None = None,
+        category: str | None = None,
+        message: str = "",
+        *,
+        error: BaseException | None = None,
+    ) -> None: ...
+    def refusal(self, *, imports: bool = True) -> tuple[str, str] | None: ...
+    def violated(self, stage: str, started: float) -> bool: ...
+    def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None: ...
+    def screened_out(
+        self,
+        screen: MetaScreen,
+        harvester: Harvester | None,
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> str | None: ...
+    def record_ctor(self, ctor: Ctor) -> None: ...
+    def record_built(self, block: nn.Module) -> None: ...
+    def forward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> Any: ...
+    def check_output(self, out: Any) -> str: ...
+    def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None: ...
+
 
 MAX_ATTEMPTS = 40
 """Hard bound on constructor plus forward attempts per block."""
