@@ -456,3 +456,24 @@ def test_a_module_parameter_whose_attributes_are_read_gets_the_file_module_setti
     found = kwargs(probe(sandbox, tmp_path, code))
     for name in ("memory", "head"):
         assert found[name]["__call__"] == {"__ref__": "nnrag_block:Memory"}
+
+
+def test_a_list_where_a_tensor_was_wanted_becomes_the_tensor(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    from typing import Tuple
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x: Tuple[torch.Tensor, ...]) -> Tuple[torch.Tensor, ...]:
+            return (self.conv(x),)  # the annotation says a tuple; the code wants one tensor
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.inputs[0]["shape"][1] == 3

@@ -60,7 +60,10 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
 
 
 def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
-    """A list of tensors first: join it (channels), or repair every item like the first."""
+    """A list of tensors first: its first tensor where a tensor was wanted (an annotation
+    said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""
+    if _LIST_NOT_TENSOR.search(message):
+        return [args[0][0], *args[1:]]
     want, got = _channel_numbers(message)
     joined = several_channels(message, args[0], want, got) if want else None
     if joined is not None:  # the list was concatenated, or one item met a layer
@@ -72,6 +75,13 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
         [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
         *args[1:],
     ]
+
+
+_LIST_NOT_TENSOR = re.compile(
+    r"got \(list\b|must be Tensor, not list|'list' object has no attribute '(shape|size|dim|view"
+    r"|reshape|flatten|permute|transpose|dtype|device|unsqueeze)'"
+)
+"""A list reached code that wanted one tensor."""
 
 
 @dataclass(frozen=True, slots=True)
