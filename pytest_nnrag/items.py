@@ -13,6 +13,7 @@ Reusable pieces (``pytest_nnrag.vendored`` builds on them):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -242,8 +243,11 @@ class BlockItem(ResultItem):
         return None if answer is None else hints_from_hook(self.block_id, answer)
 
     def validate(self) -> ValidationResult:
-        workspace = require_state(self.config, "an nnrag block").workspace
-        return workspace.validate(self.block, depth=self.depth, hints=self.hints())
+        state = require_state(self.config, "an nnrag block")
+        result = state.workspace.validate(self.block, depth=self.depth, hints=self.hints())
+        if result.cached and self.block_id in state.harvest_pass:  # validated this session
+            result = dataclasses.replace(result, cached=False)
+        return result
 
 
 def problem_id(item: pytest.Item) -> str:

@@ -422,7 +422,7 @@ class NnragSession:
                 self.state.workspace.validate(block, depth=item.depth, hints=item.hints())
 
         workerinput = getattr(self.config, "workerinput", {})
-        harvest_first(
+        done = harvest_first(
             self.state.workspace,
             [item.block for item in items.values()],
             validate,
@@ -432,7 +432,9 @@ class NnragSession:
             ),
             run_id=str(workerinput.get("testrunuid", "")),
             folder=self.state.settings.cache_dir / "harvest-pass",
+            wait_s=max(60.0, len(items) * self.state.settings.timeout_s),
         )
+        self.state.harvest_pass = done.ran
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -219,12 +219,14 @@ def test_the_first_session_already_uses_the_harvest(
         json.dumps({"sources": [{"name": "hv", "path": "."}]})
     )
     outcomes = []
-    for _ in range(2):
+    for session in range(2):
         result = pytester.runpytest_subprocess(
             *cli("--nnrag-report", "r.json", *workers, depth="forward")
         )
         report = json.loads((pytester.path / "r.json").read_text())
         outcomes.append({b["id"]: b["outcome"] for b in report["blocks"]})
+        # the first session's pass ran them: this session's results, not cached ones
+        assert [b["cached"] for b in report["blocks"]] == [session == 1] * 2
         result.assert_outcomes(passed=2)  # Part passes only with Whole's real call to it
     assert outcomes[0] == outcomes[1]
     assert set(outcomes[0].values()) == {"passed"}
