@@ -37,6 +37,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -65,6 +66,7 @@ def emit_run(corpora: list[str], cache: Path, out: Path, limit: int | None) -> d
     from nnrag.config import load_settings
     from nnrag.errors import NnragError
     from nnrag.extract.block import write_block
+    from nnrag.report import format_diagnostic
     from nnrag.workspace import Workspace
 
     repos = cache / "repos.json"
@@ -115,8 +117,8 @@ def emit_run(corpora: list[str], cache: Path, out: Path, limit: int | None) -> d
             emitted=True,
             file=str(path),
             sha256=hashlib.sha256(extracted.code.encode()).hexdigest(),
-            problems=[f"{p.category}: {p}" for p in extracted.problems],
-            findings=[f"{f.category}: {f.format(path.name)}" for f in findings],
+            problems=[f"{p.category}: {format_diagnostic(p)}" for p in extracted.problems],
+            findings=[f"{f.category}: {format_diagnostic(f, path=path.name)}" for f in findings],
             lines=extracted.code.count("\n"),
             source_packages=sorted(index.source_packages(block.source)),
         )
@@ -475,6 +477,50 @@ def ensure_pyg() -> Path | None:
     return PYG_TARGET if done.returncode == 0 else None
 
 
+def _equivalence_lines(summary: dict[str, object]) -> list[str]:
+    lines: list[str] = []
+    equivalence = summary.get("torch_geometric_equivalence")
+    if isinstance(equivalence, dict):
+        lines += [
+            "",
+            "## Equivalence (torch-geometric, original installed with pip --target)",
+            "",
+            f"Compared {equivalence['compared']} of {equivalence['blocks']} blocks "
+            f"(the others: probe found no recipe, or the original itself fails with it): "
+            f"**{equivalence['equivalent']} equivalent "
+            f"({equivalence['equivalent_pct_of_compared']}%)** (state_dict keys, shapes, values "
+            "from the same seed; forward outputs bit-identical; outputs that are instances of a "
+            "source class, like SelectOutput, compared field by field). The original is run "
+            "twice from the same seed: "
+            f"{equivalence['original_nondeterministic']} compared blocks disagree with "
+            "themselves (`original-nondeterministic`, counted as not equivalent).",
+            "",
+            f"Statuses: {equivalence['statuses']}",
+        ]
+        for status, examples in equivalence["examples"].items():
+            lines.append(f"- {status}: " + "; ".join(examples))
+    return lines
+
+
+def _failure_lines(summary: dict[str, object]) -> list[str]:
+    lines = ["", "## Failures by category (up to 3 examples each)", ""]
+
+    for name in CORPORA:
+        s = summary.get(name)
+        if not isinstance(s, dict):
+            continue
+        lines.append(f"### {name}")
+        if not s["failures"]:
+            lines.append("none")
+        for key, bucket in s["failures"].items():
+            lines.append(
+                f"- **{key}** ({bucket['count']}): "
+                + " | ".join(f"`{e}`" for e in bucket["examples"])
+            )
+        lines.append("")
+    return lines
+
+
 def write_markdown(summary: dict[str, object], command: str) -> str:
     lines = [
         "# Extraction benchmark",
@@ -531,41 +577,85 @@ def write_markdown(summary: dict[str, object], command: str) -> str:
             f"{f['first_extract_ms']} | {f['lines']} |"
             for f in first
         ]
-    equivalence = summary.get("torch_geometric_equivalence")
-    if isinstance(equivalence, dict):
-        lines += [
-            "",
-            "## Equivalence (torch-geometric, original installed with pip --target)",
-            "",
-            f"Compared {equivalence['compared']} of {equivalence['blocks']} blocks "
-            f"(the others: probe found no recipe, or the original itself fails with it): "
-            f"**{equivalence['equivalent']} equivalent "
-            f"({equivalence['equivalent_pct_of_compared']}%)** (state_dict keys, shapes, values "
-            "from the same seed; forward outputs bit-identical; outputs that are instances of a "
-            "source class, like SelectOutput, compared field by field). The original is run "
-            "twice from the same seed: "
-            f"{equivalence['original_nondeterministic']} compared blocks disagree with "
-            "themselves (`original-nondeterministic`, counted as not equivalent).",
-            "",
-            f"Statuses: {equivalence['statuses']}",
-        ]
-        for status, examples in equivalence["examples"].items():
-            lines.append(f"- {status}: " + "; ".join(examples))
-    lines += ["", "## Failures by category (up to 3 examples each)", ""]
-    for name in CORPORA:
-        s = summary.get(name)
-        if not isinstance(s, dict):
-            continue
-        lines.append(f"### {name}")
-        if not s["failures"]:
-            lines.append("none")
-        for key, bucket in s["failures"].items():
-            lines.append(
-                f"- **{key}** ({bucket['count']}): "
-                + " | ".join(f"`{e}`" for e in bucket["examples"])
-            )
-        lines.append("")
+    lines += _equivalence_lines(summary)
+    lines += _failure_lines(summary)
     return "\n".join(lines) + "\n"
+
+
+def emission_runs(work: Path, corpora: list[str], limit: int | None) -> list[dict[str, Any]]:
+    """Two emission runs, each in a fresh process from a clean cache (byte-identity)."""
+    runs = []
+    for number in (1, 2):
+        cache, out = work / f"cache{number}", work / f"out{number}"
+        out.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable,
+            __file__,
+            "--corpora",
+            ",".join(corpora),
+            "--emit-run",
+            str(cache),
+            str(out),
+        ]
+        if limit:
+            command += ["--limit", str(limit)]
+        print(f"emission run {number} ...", flush=True)
+        subprocess.run(command, check=True)
+        runs.append(json.loads((out / "run.json").read_text()))
+    return runs
+
+
+def first_extractions(work: Path, corpora: list[str]) -> list[dict[str, Any]]:
+    """Per corpus, a first extraction in a fresh process from the warm index (cache1)."""
+    first: list[dict] = []  # a first extraction in a fresh process, warm index (cache1)
+    for name in corpora:
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--corpora",
+                ",".join(corpora),
+                "--first-run",
+                str(work / "cache1"),
+                FIRST_BLOCKS[name],
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        first.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return first
+
+
+def equivalence_runs(emitted: list[dict[str, Any]], corpora: list[str]) -> list[dict[str, Any]]:
+    """Each closed torch-geometric block against the original installed with pip --target."""
+    equivalence: list[dict] = []
+    if "torch_geometric" in corpora:
+        target = ensure_pyg()
+        pyg = [r for r in emitted if r["source"] == "torch_geometric"]
+        if target is not None and pyg:
+            print(f"equivalence of {len(pyg)} torch-geometric blocks ...", flush=True)
+            # only closed blocks: an open one may import the original package, which this
+            # subprocess can see, and would compare the original with itself
+            skipped = [
+                {"id": r["id"], "status": "not-closed (skipped)", "message": r["findings"][0]}
+                for r in pyg
+                if r["findings"]
+            ]
+            pyg = [r for r in pyg if not r["findings"]]
+            jobs = [
+                {
+                    "id": r["id"],
+                    "file": r["file"],
+                    "module": r["id"].split(":")[1],
+                    "cls": r["id"].split(":")[2],
+                    "source_packages": r["source_packages"],
+                }
+                for r in pyg
+            ]
+            worker = EQUIVALENCE_WORKER.replace("sys.argv[4]", repr(str(target)))
+            equivalence = run_workers_equivalence(worker, jobs) + skipped
+    return equivalence
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -596,42 +686,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="nnrag-extract-bench-"))
     load_before = os.getloadavg()
-    runs = []
-    for number in (1, 2):
-        cache, out = work / f"cache{number}", work / f"out{number}"
-        out.mkdir(parents=True, exist_ok=True)
-        command = [
-            sys.executable,
-            __file__,
-            "--corpora",
-            ",".join(corpora),
-            "--emit-run",
-            str(cache),
-            str(out),
-        ]
-        if args.limit:
-            command += ["--limit", str(args.limit)]
-        print(f"emission run {number} ...", flush=True)
-        subprocess.run(command, check=True)
-        runs.append(json.loads((out / "run.json").read_text()))
-
-    first: list[dict] = []  # a first extraction in a fresh process, warm index (cache1)
-    for name in corpora:
-        done = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--corpora",
-                ",".join(corpora),
-                "--first-run",
-                str(work / "cache1"),
-                FIRST_BLOCKS[name],
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        first.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = emission_runs(work, corpora, args.limit)
+    first = first_extractions(work, corpora)
     load_after_emit = os.getloadavg()
 
     imports: list[dict] = []
@@ -645,32 +701,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         imports = run_workers(IMPORT_WORKER, jobs, env)
 
-    equivalence: list[dict] = []
-    if not args.no_equivalence and "torch_geometric" in corpora:
-        target = ensure_pyg()
-        pyg = [r for r in emitted if r["source"] == "torch_geometric"]
-        if target is not None and pyg:
-            print(f"equivalence of {len(pyg)} torch-geometric blocks ...", flush=True)
-            # only closed blocks: an open one may import the original package, which this
-            # subprocess can see, and would compare the original with itself
-            skipped = [
-                {"id": r["id"], "status": "not-closed (skipped)", "message": r["findings"][0]}
-                for r in pyg
-                if r["findings"]
-            ]
-            pyg = [r for r in pyg if not r["findings"]]
-            jobs = [
-                {
-                    "id": r["id"],
-                    "file": r["file"],
-                    "module": r["id"].split(":")[1],
-                    "cls": r["id"].split(":")[2],
-                    "source_packages": r["source_packages"],
-                }
-                for r in pyg
-            ]
-            worker = EQUIVALENCE_WORKER.replace("sys.argv[4]", repr(str(target)))
-            equivalence = run_workers_equivalence(worker, jobs) + skipped
+    equivalence = [] if args.no_equivalence else equivalence_runs(emitted, corpora)
 
     summary = summarize(runs, imports, equivalence, corpora)
     summary["first_extraction"] = first

@@ -5,6 +5,13 @@ same everywhere. Everything is plain data: :func:`build_report` turns
 :class:`~nnrag.model.ValidationResult` objects into a JSON-ready ``dict``;
 :func:`summary_lines`, :func:`write_report` and :func:`write_badge` render it.
 
+Every other rendering of a result or a diagnostic lives here too, so the pytest item, the
+CLI, the pre-commit hook and the JSON documents say the same thing: :func:`block_entry` (a
+result in the report), :func:`format_result` (the failure text of a pytest item and of
+``nnrag validate -v``), :func:`verdict_line` (one line per block in the CLI);
+:func:`format_diagnostic` (``path:line:col: CODE message``, the check's and the index's
+lines, closure problems with their dependency path) and :func:`diagnostic_json`.
+
 Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
 
     {
@@ -73,7 +80,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from nnrag.model import STAGES, Stage, ValidationResult, stage_index
+from nnrag.model import STAGES, Diagnostic, Recipe, Stage, ValidationResult, stage_index
 
 REPORT_KEYS = ("nnrag_version", "torch_version", "depth", "summary", "blocks", "warnings")
 BLOCK_KEYS = (
@@ -148,6 +155,93 @@ def block_entry(result: ValidationResult, *, block_category: str | None = None) 
         "lines": result.lines,
         "source_files": result.source_files,
         "linked_sources": list(result.linked_sources),
+    }
+
+
+def verdict_line(result: ValidationResult) -> str:
+    """``PASS id (stage, s)`` or ``FAIL id at stage [category]: message`` (the CLI's line):
+    the stage, category and message of :func:`format_result` and :func:`block_entry`."""
+    if result.passed:
+        line = f"PASS {result.block_id} ({result.stage_reached}, {result.duration_s:.2f} s)"
+    else:
+        stopped, category = failed_stage_of(result), result.category or "uncategorized"
+        line = f"FAIL {result.block_id} at {stopped} [{category}]: {result.message}"
+    return line + (" (cached)" if result.cached else "")
+
+
+def format_result(
+    result: ValidationResult, *, all_frames: bool = False, revalidate: str = "--nnrag-revalidate"
+) -> str:
+    """The failure text: stage, category, message, block frames, dependency path or recipe,
+    file. The last three frames in the block file, every one with ``all_frames``;
+    ``revalidate`` is the option that bypasses the result cache where the text is shown."""
+    stopped = failed_stage_of(result) or result.depth
+    reached = result.stage_reached or "nothing"
+    lines = [
+        f"{result.block_id} did not reach {result.depth}: "
+        f"failed at stage {stopped} (last passed: {reached})",
+        f"category: {result.category or 'uncategorized'}",
+    ]
+    message = result.message.strip() or "(no message)"
+    first, *rest = message.splitlines()
+    lines.append(f"message: {first}")
+    lines.extend(f"  {line}" for line in rest)
+    frames = list(result.frames) if all_frames else list(result.frames[-3:])
+    if frames:
+        more = len(result.frames) - len(frames)
+        earlier = f", {more} earlier: --tb=long" if more else ""
+        lines.append(f"traceback (frames in the block file{earlier}):")
+        lines.extend(f"  {frame}" for frame in frames)
+    if result.dependency_path:
+        lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
+    if result.recipe is not None and (result.recipe.origin != "none" or result.recipe.init_args):
+        lines.append(f"recipe: {format_recipe(result.recipe, result.block_id)}")
+    if result.file:
+        lines.append(f"file: {result.file}")
+    if result.cached:
+        lines.append(f"(cached result; pass {revalidate} to validate again)")
+    return "\n".join(lines)
+
+
+def format_recipe(recipe: Recipe, block_id: str) -> str:
+    """``Class(args, kw=...)(inputs)`` as tried, with where the arguments came from."""
+    name = block_id.rsplit(":", 1)[-1]
+    init = [_short(value) for value in recipe.init_args]
+    init += [f"{key}={_short(value)}" for key, value in recipe.init_kwargs.items()]
+    feed = [_short(value) for value in recipe.inputs]
+    feed += [f"{key}={_short(value)}" for key, value in recipe.input_kwargs.items()]
+    text = f"{name}({', '.join(init)})({', '.join(feed)}) [{recipe.origin}"
+    if recipe.attempts:
+        text += f", {recipe.attempts} attempt{'s' if recipe.attempts != 1 else ''}"
+    return text + "]"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, Mapping) and "shape" in value:
+        dtype = value.get("dtype", "float32")
+        return f"tensor({list(value['shape'])}, {dtype})"
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def format_diagnostic(diagnostic: Diagnostic, *, path: str | None = None) -> str:
+    """``path:line:col: CODE message``; a closure problem's message follows its dependency
+    path (``... NNR503 Target -> helper: message``). ``path`` overrides the diagnostic's own
+    (a block file as the user named it, a source file under its checkout)."""
+    where = f"{diagnostic.path if path is None else path}:{diagnostic.line}:{diagnostic.col}"
+    chain = " -> ".join(diagnostic.dependency_path)
+    return f"{where}: {diagnostic.code} {chain + ': ' if chain else ''}{diagnostic.message}"
+
+
+def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    """A closure problem as the block spec and ``nnrag extract --json`` write it: ``path`` is
+    the dependency path (as before codes existed), ``location`` where it was found."""
+    return {
+        "code": diagnostic.code,
+        "category": diagnostic.category,
+        "message": diagnostic.message,
+        "path": list(diagnostic.dependency_path),
+        "location": diagnostic.location,
     }
 
 

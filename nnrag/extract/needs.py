@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nnrag.diagnostics import closure_problem
 from nnrag.index.symbols import Resolution, Symbols
-from nnrag.model import Category, ImportBinding, ModuleInfo, Unit
+from nnrag.model import Category, Diagnostic, ImportBinding, ModuleInfo, Unit
 
 if TYPE_CHECKING:
     from nnrag.index.build import Index
@@ -39,16 +40,9 @@ _WRITERS = frozenset({"update", "setdefault", "__setitem__"})
 _NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A problem found in one unit's syntax (position is absolute in the file, col 1-based)."""
-
-    category: Category
-    message: str
-    line: int
-    col: int
-    registry: Registry | None = None
-    """For a registry lookup: the registry (its home registrations are inlined)."""
+Finding = tuple[Diagnostic, "Registry | None"]
+"""A closure problem found in one unit's syntax (position absolute in the file, col 1-based),
+and for a registry lookup, the registry (its home registrations are inlined)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,9 +352,8 @@ class UnitScanner:
         reads = set(unit.load_reads) | set(unit.call_reads)
 
         def at(node: ast.expr, category: Category, message: str) -> Finding:
-            return Finding(
-                category, message, unit.start_line + node.lineno - 1, node.col_offset + 1
-            )
+            where = f"{info.path}:{unit.start_line + node.lineno - 1}:{node.col_offset + 1}"
+            return closure_problem(category, message, where=where), None
 
         found_parents: dict[int, ast.AST] = {}
 
@@ -542,7 +535,7 @@ def _registry_use(where: Finding, registries: Mapping[str, Registry], node: ast.
         )
         + " are not inlined"
     )
-    return Finding(where.category, message, where.line, where.col, registry)
+    return closure_problem(where[0].category, message, where=where[0].location), registry
 
 
 def _make_use(

@@ -89,7 +89,7 @@ class Keyed(nn.Module):
         self.low = nn.Conv2d(8, 4, 1)
         self.high = nn.Conv2d(8, 4, 1)
 
-    def forward(self, inputs):  # type: ignore[no-untyped-def]
+    def forward(self, inputs):  # type: ignore[no-untyped-def]  # a toy module in a test: untyped like user code
         return self.low(inputs["low"]) + self.high(inputs.get("high"))
 
 
@@ -330,7 +330,7 @@ class Fourier(nn.Module):
         super().__init__()
         self.proj = nn.Conv2d(4, 8, 1)
 
-    def forward(self, B, H, W):  # type: ignore[no-untyped-def]
+    def forward(self, B, H, W):  # type: ignore[no-untyped-def]  # a toy module in a test: untyped like user code
         return self.proj(torch.ones(B, 4, H, W))
 
 
@@ -391,7 +391,7 @@ class Patches(nn.Module):
         super().__init__()
         self.proj = nn.Linear(12, 8)
 
-    def forward(self, batch):  # type: ignore[no-untyped-def]
+    def forward(self, batch):  # type: ignore[no-untyped-def]  # a toy module in a test: untyped like user code
         x = self.proj(batch["patches"])
         keep = ~batch["patch_valid"]
         return x.masked_fill(keep[..., None], 0.0) + batch["patch_coord"].sum(-1, keepdim=True)

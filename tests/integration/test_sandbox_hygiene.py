@@ -36,7 +36,7 @@ def alive(pids: list[int]) -> list[int]:
 def wait_for(predicate: object, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():  # type: ignore[operator]  # predicate is object-typed in the table; each entry is callable
             return
         time.sleep(0.02)
     raise AssertionError("timed out waiting")

@@ -126,7 +126,7 @@ def test_plain_turns_foreign_objects_into_text() -> None:
     value = {"kwargs": {"mode": _Foreign(), "sizes": (1, 2)}, ("a", "b"): [None, 1.5]}
     cleaned = plain(value)
     assert cleaned == {
-        "kwargs": {"mode": repr(value["kwargs"]["mode"]), "sizes": (1, 2)},  # type: ignore[index]
+        "kwargs": {"mode": repr(value["kwargs"]["mode"]), "sizes": (1, 2)},  # type: ignore[index]  # the summary is JSON-shaped dict[str, object]
         ("a", "b"): [None, 1.5],
     }
     assert _plain_frame(pickle.dumps(cleaned)) == cleaned
