@@ -163,7 +163,13 @@ def run_corpus(
 
 
 def run_config(
-    name: str, *, limit: int | None, workers: int, depth: Stage, timeout_s: float
+    name: str,
+    *,
+    limit: int | None,
+    workers: int,
+    depth: Stage,
+    timeout_s: float,
+    skip: int = 0,
 ) -> dict[str, Any]:
     """A configured corpus (several sources in one repos.json); rates over ``measured``."""
     config = CONFIGS[name]
@@ -171,9 +177,13 @@ def run_config(
     index, workspace = configured_index(config, name)
     measured = set(config["measured"])
     blocks = [b for b in workspace.blocks() if b.source in measured]
-    if limit is not None:  # the same share of every measured source
+    if limit is not None:  # the same share of every measured source (after ``skip`` each)
         per = max(1, limit // len(measured))
-        blocks = [b for s in sorted(measured) for b in [x for x in blocks if x.source == s][:per]]
+        blocks = [
+            b
+            for s in sorted(measured)
+            for b in [x for x in blocks if x.source == s][skip : skip + per]
+        ]
     report = run_blocks(
         name,
         index,
@@ -183,7 +193,7 @@ def run_config(
         depth=depth,
         timeout_s=timeout_s,
     )
-    return {**report, "indexed": "configured", "sources": config["sources"]}
+    return {**report, "indexed": "configured", "sources": config["sources"], "skip": skip}
 
 
 class _Pass:
@@ -451,6 +461,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", choices=sorted({*CORPORA, *CONFIGS}), action="append")
     parser.add_argument("--limit", type=int)
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="configured corpora: skip the first N blocks of each measured source (a held-out "
+        "sample beside --limit's first blocks)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--depth", default="forward", choices=STAGES)
     parser.add_argument("--timeout", type=float, default=30.0)
@@ -481,7 +498,7 @@ def main() -> None:
             "timeout_s": args.timeout,
         }
         if name in CONFIGS:
-            report = run_config(name, **options)
+            report = run_config(name, skip=args.skip, **options)
         else:
             report = run_corpus(name, CORPORA[name], shared=shared, **options)
         print(

@@ -14,6 +14,7 @@ Reusable pieces (``pytest_nnrag.vendored`` builds on them):
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -181,13 +182,19 @@ class BlockItem(ResultItem):
             label = "REGRESSION" if verdict == "regression" else "NEW BLOCK FAILS"
             raise BlockFailure(result, note=f"{label}: {explain(verdict, expected, result)}")
 
-    def validate(self) -> ValidationResult:
-        workspace = require_state(self.config, "an nnrag block").workspace
+    def hints(self) -> BlockHints | None:
+        """The ``pytest_nnrag_block_inputs`` answer for this block, if any."""
         answer = self.ihook.pytest_nnrag_block_inputs(
             block_id=self.block_id, class_name=self.block.name, config=self.config
         )
-        hints = None if answer is None else hints_from_hook(self.block_id, answer)
-        return workspace.validate(self.block, depth=self.depth, hints=hints)
+        return None if answer is None else hints_from_hook(self.block_id, answer)
+
+    def validate(self) -> ValidationResult:
+        state = require_state(self.config, "an nnrag block")
+        result = state.workspace.validate(self.block, depth=self.depth, hints=self.hints())
+        if result.cached and self.block_id in state.harvest_pass:  # validated this session
+            result = dataclasses.replace(result, cached=False)
+        return result
 
 
 def problem_id(item: pytest.Item) -> str:

@@ -8,6 +8,7 @@ and torch is never imported in the test process (only in the sandbox's children)
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
     from nnrag.baseline import Baseline
-    from nnrag.model import Settings, Stage, ValidationResult
+    from nnrag.model import BlockRef, Settings, Stage, ValidationResult
 
 __all__ = [
     "nnrag_extract",
@@ -272,6 +273,44 @@ class NnragSession:
 
         node = make_repo_file(session, self.state.settings, self.state.repos_file)
         items.extend(session.genitems(node))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first block runs: the harvest pass of every source this session runs
+        whole, so the first session's verdicts use the frozen harvest too (xdist workers
+        split the pass and wait for each other)."""
+        if session.config.option.collectonly or not session.items:
+            return
+        from pytest_nnrag.items import BlockItem
+
+        items = {
+            item.block.id: item
+            for item in session.items
+            if isinstance(item, BlockItem) and not item.get_closest_marker("skip")
+        }
+        if not items:
+            return
+        from nnrag.validate.harvesting import harvest_first
+
+        def validate(block: BlockRef) -> None:
+            item = items[block.id]
+            with contextlib.suppress(Exception):  # the item runs again and reports the error
+                self.state.workspace.validate(block, depth=item.depth, hints=item.hints())
+
+        workerinput = getattr(self.config, "workerinput", {})
+        done = harvest_first(
+            self.state.workspace,
+            [item.block for item in items.values()],
+            validate,
+            share=(
+                int(str(workerinput.get("workerid", "gw0"))[2:] or 0),
+                int(workerinput.get("workercount", 1)),
+            ),
+            run_id=str(workerinput.get("testrunuid", "")),
+            folder=self.state.settings.cache_dir / "harvest-pass",
+            wait_s=max(60.0, len(items) * self.state.settings.timeout_s),
+        )
+        self.state.harvest_pass = done.ran
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -50,6 +50,8 @@ class NnragState:
     """What building the index did in this process (set where repos.json is collected)."""
     repos_collected: bool = False
     """The repos.json collector ran in this process (met by the walk, or added)."""
+    harvest_pass: frozenset[str] = frozenset()
+    """Blocks this session's harvest pass ran (their results are this session's, not cached)."""
     _workspace: Workspace | None = None
 
     @property

@@ -11,13 +11,14 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import PROFILES, tensor_spec  # noqa: E402
+from nnrag.validate.probe.args import tensor_spec  # noqa: E402
 from nnrag.validate.probe.inputs import (  # noqa: E402
     dict_keys,
     fill_inputs,
     forward_params,
     input_candidates,
 )
+from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.reshape import repair, token_count  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
 from nnrag.validate.probe.screen import MetaScreen  # noqa: E402
