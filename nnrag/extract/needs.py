@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -306,6 +307,11 @@ class UnitScanner:
             tree: ast.Module | None = ast.parse(text)
         except SyntaxError:  # a unit sharing a line with another statement (``a = 1; b = 2``)
             tree = None
+            if unit.index < 0:  # a method of a class alone (nnrag.extract.methods): indented
+                try:
+                    tree = ast.parse(textwrap.dedent(text))
+                except SyntaxError:
+                    tree = None
         self._trees[key] = tree
         return tree
 

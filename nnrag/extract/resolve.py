@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from nnrag.errors import ExtractionError
 from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
+from nnrag.extract.methods import Method, MethodIndex
 from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
 from nnrag.extract.registries import Carrier, registries_for
 from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
@@ -64,6 +65,7 @@ class _Memo:
     )
     components: dict[UnitKey, _Components] = field(default_factory=dict)
     function_locals: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
+    methods: MethodIndex | None = None
 
 
 _MEMOS: weakref.WeakKeyDictionary[Index, _Memo] = weakref.WeakKeyDictionary()
@@ -98,6 +100,21 @@ class _Walk:
         """Internal modules used as objects -> attr -> (module, name) it denotes."""
         self.also: tuple[tuple[str, str], ...] = ()
         """Further ``(module, name)`` roots besides the block (see :func:`resolve`)."""
+        if self.memo.methods is None:
+            self.memo.methods = MethodIndex(symbols, scanner)
+        self.methods = self.memo.methods
+        self.pending: dict[UnitKey, dict[str, Method]] = {}
+        """Plain classes (:mod:`nnrag.extract.methods`) -> their methods not kept yet."""
+        self.parts: dict[UnitKey, list[Effect]] = {}
+        """Plain classes -> the effects of their always-kept part and of each kept method."""
+        self.attributes: set[str] = set()
+        """Attribute names and quoted words of everything kept so far."""
+        self.whole: set[UnitKey] = set()
+        """Plain classes some class that is not plain derives from: kept whole."""
+        self.family: dict[UnitKey, UnitKey] = {}
+        """Plain class -> a class it derives from or that derives from it (union-find)."""
+        self.own: dict[UnitKey, set[str]] = {}
+        """Family root -> attributes its classes read on ``self``/``cls``."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -115,9 +132,9 @@ class _Walk:
             if key not in self.units:
                 self.units[key] = _Included(info=home, unit=unit, parent=None)
                 self.queue.append(key)
-        while self.queue:
-            self._visit(self.queue.pop())
+        self._drain()
         registrations = self._carry_registrations()
+        self._combine()
         order = self._order()
         renames = self._renames(order)
         imports = tuple(
@@ -145,6 +162,9 @@ class _Walk:
                 for module, members in sorted(self.namespaces.items())
             },
             registrations=registrations,
+            pruned={
+                key: tuple(sorted(waiting)) for key, waiting in self.pending.items() if waiting
+            },
         )
 
     def _carry_registrations(self) -> tuple[Registration, ...]:
@@ -161,8 +181,7 @@ class _Walk:
                 added = self._add_registration(registration, parent) or added
             if not added:
                 break
-            while self.queue:
-                self._visit(self.queue.pop())
+            self._drain()
         for key, where, text in carrier.unregistered(self.units):
             problem: Located = (
                 "dynamic-registry",
@@ -209,13 +228,51 @@ class _Walk:
 
     def _visit(self, key: UnitKey) -> None:
         entry = self.units[key]
+        members = self.methods.members(entry.info, entry.unit)
+        if members is None:
+            effect = entry.effect = self._effect(key, entry.info, entry.unit)
+            self._apply(effect)
+            self.attributes |= self.methods.attributes(entry.info, entry.unit)
+            if entry.unit.kind == "class":
+                self._keep_bases_whole(entry.info, entry.unit)
+            return
+        always = self._effect((key[0], key[1], members.always.index), entry.info, members.always)
+        self.parts[key] = [always]
+        self._apply(always, parent=key)
+        self.attributes |= members.attributes
+        self._own(key).update(members.own)
+        for home, base in self.methods.internal_bases(entry.info, entry.unit):
+            self._join(key, (home.source, home.module, base.index))
+        self.pending[key] = {method.name: method for method in members.methods}
+
+    def _root(self, key: UnitKey) -> UnitKey:
+        family = self.family
+        while family.get(key, key) != key:
+            key = family[key]
+        return key
+
+    def _own(self, key: UnitKey) -> set[str]:
+        return self.own.setdefault(self._root(key), set())
+
+    def _join(self, key: UnitKey, other: UnitKey) -> None:
+        """One family for two plain classes, one deriving from the other: a method reads
+        ``self.x``, and ``x`` may be any class of the family's."""
+        first, second = self._root(key), self._root(other)
+        if first != second:
+            self.family[second] = first
+            self._own(first).update(self.own.pop(second, ()))
+
+    def _effect(self, key: UnitKey, info: ModuleInfo, unit: Unit) -> Effect:
+        """The memoized effect of a unit (or of a part of a plain class: a synthetic unit)."""
         effect = self.memo.effects.get(key)
         if effect is None:
-            effect = UnitEffect(
-                self.index, self.symbols, self.scanner, key, entry.info, entry.unit
-            ).build()
+            effect = UnitEffect(self.index, self.symbols, self.scanner, key, info, unit).build()
             self.memo.effects[key] = effect
-        entry.effect = effect
+        return effect
+
+    def _apply(self, effect: Effect, parent: UnitKey | None = None) -> None:
+        """Include what ``effect`` adds: its units (queued), imports, names, problems."""
+        key = parent or (effect.sort_key[0], effect.sort_key[1], effect.sort_key[3])
         units, queue = self.units, self.queue
         for dep, home, unit in effect.deps:
             if dep not in units:
@@ -235,6 +292,63 @@ class _Walk:
                 members[attr] = target
         for problem in effect.problems:
             self.problems.setdefault(problem, key)
+
+    # -- methods of plain classes ------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Visit the queue, then keep the methods whose names the closure reads, to a fixed
+        point."""
+        while True:
+            while self.queue:
+                self._visit(self.queue.pop())
+            if not self._keep_methods():
+                return
+
+    def _keep_methods(self) -> bool:
+        kept = False
+        for key, waiting in self.pending.items():
+            own = self._own(key)
+            names = [n for n in waiting if key in self.whole or n in self.attributes or n in own]
+            for name in names:
+                method = waiting.pop(name)
+                entry = self.units[key]
+                for part in method.parts:
+                    effect = self._effect((key[0], key[1], part.index), entry.info, part)
+                    self.parts[key].append(effect)
+                    self._apply(effect, parent=key)
+                self.attributes |= method.attributes
+                self._own(key).update(method.own)
+                kept = True
+        return kept
+
+    def _keep_bases_whole(self, info: ModuleInfo, unit: Unit) -> None:
+        """A class that is not plain may have any method called by code outside the
+        closure, inherited ones too: the plain classes it derives from are kept whole."""
+        stack = list(self.methods.internal_bases(info, unit))
+        while stack:
+            home, base = stack.pop()
+            key = (home.source, home.module, base.index)
+            if key not in self.whole:
+                self.whole.add(key)
+                stack.extend(self.methods.internal_bases(home, base))
+
+    def _combine(self) -> None:
+        """Each plain class's effect: its always-kept part and its kept methods together."""
+        for key, parts in self.parts.items():
+            entry = self.units[key]
+            load = frozenset().union(*(p.load for p in parts)) - {key}
+            call = frozenset().union(*(p.call for p in parts)) - {key}
+            entry.effect = Effect(
+                deps=tuple(d for p in parts for d in p.deps),
+                load=load,
+                call=call,
+                imports=tuple(i for p in parts for i in p.imports),
+                references=tuple(r for p in parts for r in p.references),
+                builtins=tuple(b for p in parts for b in p.builtins),
+                members=tuple(m for p in parts for m in p.members),
+                problems=tuple(dict.fromkeys(q for p in parts for q in p.problems)),
+                sort_key=(key[0], key[1], entry.unit.start_line, key[2]),
+            )
 
     def _path(self, key: UnitKey | None) -> tuple[str, ...]:
         labels: list[str] = []
@@ -257,6 +371,8 @@ class _Walk:
         closure's graph is ordered as it is.
         """
         units = self.units
+        if self.parts:  # plain classes with their kept methods: needs differ per closure
+            return _topological(self._closure_needs(self._own_needs()), self._sort_key)
         memo, previous = self.memo.needs, self.memo.previous
         needs: dict[UnitKey, frozenset[UnitKey]] = {}
         calls: _CallClosure | None = None
@@ -282,7 +398,26 @@ class _Walk:
             needs[key] = wanted
         if closed:
             return _Components.order(self.memo.components, needs, self._sort_key)
-        return _topological(self._closure_needs(), self._sort_key)
+        return _topological(
+            self._closure_needs({key: self.memo.needs[key] for key in self.units}),
+            self._sort_key,
+        )
+
+    def _own_needs(self) -> dict[UnitKey, frozenset[UnitKey]]:
+        """The load-time needs of this closure's units (see :meth:`_order`), computed from
+        this closure's effects (a plain class brings only its kept methods' reads)."""
+        units = self.units
+        calls = _CallClosure({key: _effect(entry) for key, entry in units.items()}, {})
+        needs: dict[UnitKey, frozenset[UnitKey]] = {}
+        for key, entry in units.items():
+            load = _effect(entry).load
+            found = set(load)
+            for dep in load:
+                if _runs_at_load(units[dep].unit, reader=entry.unit):
+                    found |= calls.of(dep)
+            found.discard(key)
+            needs[key] = frozenset(found)
+        return needs
 
     def _previous_binders(self, key: UnitKey, entry: _Included) -> frozenset[UnitKey]:
         """For each name ``entry`` binds, the unit of its module binding it just before."""
@@ -298,10 +433,11 @@ class _Walk:
                 found.add((key[0], key[1], earlier.index))
         return frozenset(found)
 
-    def _closure_needs(self) -> dict[UnitKey, frozenset[UnitKey]]:
-        """Memoized needs plus, per name bound by several units of a module in this
-        closure, each such unit after the previous one in it."""
-        needs = {key: self.memo.needs[key] for key in self.units}
+    def _closure_needs(
+        self, needs: dict[UnitKey, frozenset[UnitKey]]
+    ) -> dict[UnitKey, frozenset[UnitKey]]:
+        """``needs`` plus, per name bound by several units of a module in this closure,
+        each such unit after the previous one in it."""
         by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
         for key, entry in self.units.items():
             for name in entry.unit.binds:
