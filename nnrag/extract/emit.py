@@ -152,6 +152,7 @@ def _unit_chunks(
     emitted: dict[str, set[int]] = {}
     cache = cache_for(index)
     registries = registries_for(index, scanner_for(index))
+    stand_ins = set(closure.stand_ins)
     for position, (info, unit) in enumerate(plan.units):
         if namespaces:
             chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
@@ -174,6 +175,12 @@ def _unit_chunks(
         if registries.family((info.source, info.module, unit.index)) is not None:
             for located in registries.locations(info, unit):
                 chunk = chunk.replace(located, "[]", 1)
+        if (info.source, info.module, unit.index) in stand_ins:
+            stand_in = _stand_in(info, unit, plan)
+            file = f"{info.source}:{info.path}"
+            plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - stand_in.count("\n")
+            chunks.append(stand_in)
+            continue
         dropped = closure.pruned.get((info.source, info.module, unit.index))
         if dropped:
             shorter = drop_methods(chunk, frozenset(dropped))
@@ -183,6 +190,16 @@ def _unit_chunks(
         chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     return chunks
+
+
+def _stand_in(info: ModuleInfo, unit: Unit, plan: _Plan) -> str:
+    """An empty class named like the class of ``unit`` (see ``Closure.stand_ins``)."""
+    name = unit.classes[0].name
+    flat = plan.flat.get(("def", info.module, name), name)
+    return (
+        f"# from {info.module}\nclass {flat}:\n"
+        f'    """Stand-in for {info.module}.{name}: the block only tests against it."""\n'
+    )
 
 
 def _chunk_of(

@@ -80,6 +80,9 @@ class Summary:
     others: tuple[Use, ...]
     """Reads that become problems (or need the walk's context)."""
     findings: tuple[Finding, ...]
+    tested: frozenset[UnitKey] = frozenset()
+    """Classes among ``deps`` it only tests against (``isinstance(x, C)``) or names in
+    annotations: a stand-in class of the same name does for them (see ``resolve``)."""
 
 
 class UnitScanner:
@@ -100,6 +103,7 @@ class UnitScanner:
         self._positions: dict[tuple[UnitKey, str], tuple[int, int]] = {}
         self._words: dict[UnitKey, frozenset[str]] = {}
         self._lookups: dict[tuple[UnitKey, str], tuple[tuple[str, ...], bool] | None] = {}
+        self._tests: dict[UnitKey, frozenset[str]] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
         """The closure effects of including ``unit`` (memoized)."""
@@ -112,12 +116,20 @@ class UnitScanner:
         references: list[tuple[tuple[str, str], tuple[str, str]]] = []
         builtins: set[tuple[str, str]] = set()
         others: list[Use] = []
+        tested: set[UnitKey] = set()
+        strong: set[UnitKey] = set()
         findings = self.findings(info, unit, symbols)
         for use in self.uses(info, unit, symbols):
             found = use.found
             home = found.module
             if found.kind == "definition" and home is not None:
+                weak = (
+                    not use.line
+                    and all(dep.kind == "class" for dep in found.units)
+                    and use.chain in self.type_tests(info, unit)
+                )
                 for dep in found.units:
+                    (tested if weak else strong).add((home.source, home.module, dep.index))
                     # a load-time read of a name bound only further down the same module
                     # is not an ordering constraint (the original would not run it either)
                     later = home is info and dep.start_line > unit.start_line
@@ -158,6 +170,7 @@ class UnitScanner:
             builtins=tuple(sorted(builtins)),
             others=tuple(others),
             findings=findings,
+            tested=frozenset(tested - strong),
         )
         self._summaries[key] = summary
         return summary
@@ -253,6 +266,16 @@ class UnitScanner:
         result = tuple(found)
         self._uses[key] = result
         return result
+
+    def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
+        (alone or in a tuple) or inside annotations."""
+        key = (info.source, info.module, unit.index)
+        found = self._tests.get(key)
+        if found is None:
+            tree = self.tree(info, unit)
+            found = self._tests[key] = _type_tests(tree) if tree is not None else frozenset()
+        return found
 
     def lookups(
         self, info: ModuleInfo, unit: Unit, chain: str
@@ -631,6 +654,43 @@ def _lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] 
             continue
         return None
     return tuple(dict.fromkeys(names)), dynamic
+
+
+def _type_tests(tree: ast.Module) -> frozenset[str]:
+    """See :meth:`UnitScanner.type_tests`."""
+    tests: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
+        ):
+            kinds = node.args[1]
+            tests.update(id(e) for e in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            annotations.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+        for annotation in annotations:
+            if annotation is not None:
+                tests.update(id(inner) for inner in ast.walk(annotation))
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    weak: set[str] = set()
+    strong: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            continue  # part of a longer chain
+        chain = _dotted(node)
+        if chain is not None:
+            (weak if id(node) in tests else strong).add(chain)
+    return frozenset(weak - strong)
 
 
 def _may_find(text: str, roots: set[str]) -> bool:

@@ -111,6 +111,10 @@ class _Walk:
         """Attribute names and quoted words of everything kept so far."""
         self.whole: set[UnitKey] = set()
         """Plain classes some class that is not plain derives from: kept whole."""
+        self.tested: dict[UnitKey, _Included] = {}
+        """Classes only tested against so far (``isinstance``, annotations)."""
+        self.stubs: set[UnitKey] = set()
+        """Classes nothing but type tests reach: emitted as stand-ins."""
         self.family: dict[UnitKey, UnitKey] = {}
         """Plain class -> a class it derives from or that derives from it (union-find)."""
         self.own: dict[UnitKey, set[str]] = {}
@@ -134,6 +138,7 @@ class _Walk:
                 self.queue.append(key)
         self._drain()
         registrations = self._carry_registrations()
+        self._stand_ins()
         self._combine()
         order = self._order()
         renames = self._renames(order)
@@ -165,6 +170,7 @@ class _Walk:
             pruned={
                 key: tuple(sorted(waiting)) for key, waiting in self.pending.items() if waiting
             },
+            stand_ins=tuple(sorted(self.stubs)),
         )
 
     def _carry_registrations(self) -> tuple[Registration, ...]:
@@ -273,11 +279,15 @@ class _Walk:
     def _apply(self, effect: Effect, parent: UnitKey | None = None) -> None:
         """Include what ``effect`` adds: its units (queued), imports, names, problems."""
         key = parent or (effect.sort_key[0], effect.sort_key[1], effect.sort_key[3])
-        units, queue = self.units, self.queue
+        units, queue, tested = self.units, self.queue, effect.tested
         for dep, home, unit in effect.deps:
-            if dep not in units:
-                units[dep] = _Included(info=home, unit=unit, parent=key)
-                queue.append(dep)
+            if dep in units:
+                continue
+            if dep in tested:
+                self.tested.setdefault(dep, _Included(info=home, unit=unit, parent=key))
+                continue
+            units[dep] = _Included(info=home, unit=unit, parent=key)
+            queue.append(dep)
         imports = self.imports
         for local, pair in effect.imports:
             if local not in imports:
@@ -332,6 +342,27 @@ class _Walk:
                 self.whole.add(key)
                 stack.extend(self.methods.internal_bases(home, base))
 
+    def _stand_ins(self) -> None:
+        """Classes the closure only tests against (``isinstance(x, C)``) or names in
+        annotations: no code of the closure builds one, so no object of the block is one,
+        and an empty class of that name answers every such test as the original would."""
+        for key, entry in self.tested.items():
+            if key in self.units:
+                continue
+            self.units[key] = entry
+            self.stubs.add(key)
+            entry.effect = Effect(
+                deps=(),
+                load=frozenset(),
+                call=frozenset(),
+                imports=(),
+                references=(),
+                builtins=(),
+                members=(),
+                problems=(),
+                sort_key=(key[0], key[1], entry.unit.start_line, key[2]),
+            )
+
     def _combine(self) -> None:
         """Each plain class's effect: its always-kept part and its kept methods together."""
         for key, parts in self.parts.items():
@@ -371,7 +402,7 @@ class _Walk:
         closure's graph is ordered as it is.
         """
         units = self.units
-        if self.parts:  # plain classes with their kept methods: needs differ per closure
+        if self.parts or self.stubs:  # plain classes, stand-ins: needs differ per closure
             return _topological(self._closure_needs(self._own_needs()), self._sort_key)
         memo, previous = self.memo.needs, self.memo.previous
         needs: dict[UnitKey, frozenset[UnitKey]] = {}
