@@ -10,6 +10,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nnrag.extract.syntax import (
+    dotted,
+    is_empty_container,
+    lookups_only,
+    may_find,
+    mutates,
+    reads_namespace,
+    type_tests,
+    writes,
+)
 from nnrag.index.symbols import Resolution, Symbols
 from nnrag.model import Category, ImportBinding, ModuleInfo, Unit
 
@@ -32,12 +42,8 @@ COMPOUND = frozenset({"if", "try", "with"})
 _SCANNERS: weakref.WeakKeyDictionary[Index, UnitScanner] = weakref.WeakKeyDictionary()
 _DYNAMIC_ROOTS = frozenset({"getattr", "globals", "vars", "eval", "exec", "__import__"})
 _DYNAMIC_ROOTS |= frozenset({"importlib", "sys", "import_module"})
-_EMPTY_FACTORIES = frozenset({"dict", "OrderedDict", "defaultdict", "collections.OrderedDict"})
-_EMPTY_FACTORIES |= frozenset({"collections.defaultdict"})
 _QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
-_WRITERS = frozenset({"update", "setdefault", "__setitem__"})
-_NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +212,7 @@ class UnitScanner:
             if not targets or set(other.binds) & targets:
                 continue
             body = self.tree(info, other)
-            if body is not None and any(_mutates(stmt, targets) for stmt in body.body):
+            if body is not None and any(mutates(stmt, targets) for stmt in body.body):
                 found.append(other)
         return tuple(found)
 
@@ -274,7 +280,7 @@ class UnitScanner:
         found = self._tests.get(key)
         if found is None:
             tree = self.tree(info, unit)
-            found = self._tests[key] = _type_tests(tree) if tree is not None else frozenset()
+            found = self._tests[key] = type_tests(tree) if tree is not None else frozenset()
         return found
 
     def lookups(
@@ -293,7 +299,7 @@ class UnitScanner:
         tree = self.tree(info, unit)
         found: tuple[tuple[str, ...], bool] | None = None
         if tree is not None:
-            found = _lookups_only(tree, chain)
+            found = lookups_only(tree, chain)
         self._lookups[key] = found
         return found
 
@@ -368,7 +374,7 @@ class UnitScanner:
             for root in sorted(roots)
             if (registry := self._registry(info, unit, root, symbols)) is not None
         }
-        if registries or (roots & _DYNAMIC_ROOTS and _may_find(self.text(info, unit), roots)):
+        if registries or (roots & _DYNAMIC_ROOTS and may_find(self.text(info, unit), roots)):
             tree = self.tree(info, unit)
             if tree is not None:
                 found.extend(self._visit(tree, info, unit, symbols, registries))
@@ -405,11 +411,11 @@ class UnitScanner:
 
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
-                name = _dotted(node.func)
+                name = dotted(node.func)
                 if name in ("getattr", "vars", "dir") and node.args and name in reads:
                     # an internal module object (``vars(aggr)``) becomes a namespace of its
                     # public names (see resolve); the module's own namespace cannot
-                    target = _dotted(node.args[0])
+                    target = dotted(node.args[0])
                     if target == "sys.modules[__name__]":
                         yield at(
                             node,
@@ -422,7 +428,7 @@ class UnitScanner:
                     name in ("globals", "vars")
                     and not node.args
                     and name in reads
-                    and _reads_namespace(node, parents())
+                    and reads_namespace(node, parents())
                 ):
                     yield at(
                         node,
@@ -435,7 +441,7 @@ class UnitScanner:
                 elif (
                     isinstance(node.func, ast.Attribute)
                     and node.func.attr == "get"
-                    and _dotted(node.func.value) in registries
+                    and dotted(node.func.value) in registries
                     and node.args
                     and not isinstance(node.args[0], ast.Constant)
                 ):
@@ -445,7 +451,7 @@ class UnitScanner:
             elif (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.ctx, ast.Load)
-                and _dotted(node.value) in registries
+                and dotted(node.value) in registries
                 and not isinstance(node.slice, ast.Constant)
             ):
                 yield _registry_use(at(node, "dynamic-registry", ""), registries, node.value)
@@ -496,7 +502,7 @@ class UnitScanner:
         self, home: ModuleInfo, unit: Unit, name: str, symbols: Symbols
     ) -> Registry | None:
         tree = self.tree(home, unit)
-        if tree is None or len(tree.body) != 1 or not _is_empty_container(tree.body[0]):
+        if tree is None or len(tree.body) != 1 or not is_empty_container(tree.body[0]):
             return None
         for other in home.units:
             if other.kind != "def" or not any(
@@ -504,7 +510,7 @@ class UnitScanner:
             ):
                 continue
             body = self.tree(home, other)
-            if body is None or not _writes(body, name) or not other.binds:
+            if body is None or not writes(body, name) or not other.binds:
                 continue
             writer = other.binds[0]
             registrations = tuple(
@@ -560,7 +566,7 @@ _At = Callable[[ast.expr, Category, str], Finding]
 
 
 def _registry_use(where: Finding, registries: Mapping[str, Registry], node: ast.expr) -> Finding:
-    registry = registries[_dotted(node) or ""]
+    registry = registries[dotted(node) or ""]
     message = (
         f"looks up {registry.name!r} (a registry filled by {registry.writer}()) with a key "
         f"computed at run time; entries registered in {', '.join(registry.elsewhere[:3])}"
@@ -589,158 +595,3 @@ def _make_use(
         found=found,
         crosses=crosses,
     )
-
-
-def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
-    """``@X.method(...)``/``@X.method`` on a definition, or a bare ``X.method(...)`` call."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        calls = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
-    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        calls = [stmt.value.func]
-    else:
-        return False
-    for func in calls:
-        if isinstance(func, ast.Attribute) and "register" in func.attr.lower():
-            continue  # a registration: carried by its key (see nnrag.extract.registries)
-        root = func
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if func is not root and isinstance(root, ast.Name) and root.id in names:
-            return True
-    return False
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Subscript):
-        inner = _dotted(node.value)
-        if inner == "sys.modules" and isinstance(node.slice, ast.Name):
-            parts.append(f"sys.modules[{node.slice.id}]")
-            return ".".join(reversed(parts))
-        return None
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] | None:
-    """See :meth:`UnitScanner.lookups`."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    names: list[str] = []
-    dynamic = False
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
-            continue
-        if _dotted(node) != chain:
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute):
-            continue  # ``m.x``: a longer chain
-        if (
-            isinstance(parent, ast.Call)
-            and _dotted(parent.func) in ("getattr", "hasattr")
-            and parent.args
-            and parent.args[0] is node
-        ):
-            name = parent.args[1] if len(parent.args) > 1 else None
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                names.append(name.value)
-            else:
-                dynamic = True
-            continue
-        return None
-    return tuple(dict.fromkeys(names)), dynamic
-
-
-def _type_tests(tree: ast.Module) -> frozenset[str]:
-    """See :meth:`UnitScanner.type_tests`."""
-    tests: set[int] = set()
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("isinstance", "issubclass")
-            and len(node.args) == 2
-        ):
-            kinds = node.args[1]
-            tests.update(id(e) for e in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
-        annotations: list[ast.expr | None] = []
-        if isinstance(node, ast.arg):
-            annotations.append(node.annotation)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            annotations.append(node.returns)
-        elif isinstance(node, ast.AnnAssign):
-            annotations.append(node.annotation)
-        for annotation in annotations:
-            if annotation is not None:
-                tests.update(id(inner) for inner in ast.walk(annotation))
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    weak: set[str] = set()
-    strong: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Name, ast.Attribute)):
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.value is node:
-            continue  # part of a longer chain
-        chain = _dotted(node)
-        if chain is not None:
-            (weak if id(node) in tests else strong).add(chain)
-    return frozenset(weak - strong)
-
-
-def _may_find(text: str, roots: set[str]) -> bool:
-    """Whether :meth:`UnitScanner._visit` can find anything in a unit without registries:
-    ``globals()``/``vars()``, or a call that needs ``__name__`` (``getattr(sys.modules[
-    __name__], ...)``) or an import by name (``import_module``, ``__import__``) in the text.
-    Most units read ``getattr`` on objects only; they are not parsed again."""
-    if roots & {"globals", "vars"}:
-        return True
-    return "__name__" in text or "import_module" in text or "__import__" in text
-
-
-def _reads_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
-    """``globals()[name]``, ``globals().get(name)``, ``name in globals()``, iteration over it:
-    a lookup by string (not a write, not an identity check like ``f_globals is globals()``)."""
-    parent = parents.get(id(call))
-    if isinstance(parent, ast.Subscript):
-        return isinstance(parent.ctx, ast.Load)
-    if isinstance(parent, ast.Attribute):
-        return parent.attr in _NAMESPACE_READS
-    if isinstance(parent, ast.Compare):
-        return any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
-    return isinstance(parent, (ast.For, ast.comprehension))
-
-
-def _is_empty_container(statement: ast.stmt) -> bool:
-    value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
-    if isinstance(value, ast.Dict):
-        return not value.keys
-    if isinstance(value, ast.Call) and _dotted(value.func) in _EMPTY_FACTORIES:
-        return not value.keywords and len(value.args) <= (
-            1 if _dotted(value.func) in ("defaultdict", "collections.defaultdict") else 0
-        )
-    return False
-
-
-def _writes(tree: ast.Module, name: str) -> bool:
-    """``name[...] = ...``, ``name.update(...)`` or ``name.setdefault(...)`` inside ``tree``."""
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.ctx, ast.Store)
-            and _dotted(node.value) == name
-        ):
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _WRITERS
-            and _dotted(node.func.value) == name
-        ):
-            return True
-    return False
