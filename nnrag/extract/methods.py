@@ -1,18 +1,19 @@
 """Per-method reachability: which methods of a plain helper class a closure can call.
 
 A class is one unit of the index, and including it used to include what every one of its
-methods reads. For a *plain* class — its bases are builtins, ``abc``/``typing`` classes or
-plain classes of the sources, no metaclass, and it never looks its own attributes up by a
-computed name — the only code that calls a method by name is code that spells the name:
-``obj.method`` or ``getattr(obj, "method")``. So a method of such a class is kept when a
-kept part of the closure reads an attribute of that name (or quotes it), and its reads
-count only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Python
-itself), methods with decorators other than ``property``/``staticmethod``/``classmethod``/
-``abstractmethod``/setters, and methods the class body names are always kept.
+methods reads. For a *plain* class (its bases are builtins, ``abc``/``typing`` classes or
+plain classes of the sources; no metaclass but ``abc.ABCMeta``; it never looks its own
+attributes up by a computed name) only code that spells a method's name calls it:
+``obj.method``, ``getattr(obj, "method")``. So a method of such a class is kept when a kept
+part of the closure reads an attribute of that name (or quotes it), or reads it on
+``self``/``cls`` in a plain class of the same family (bases and subclasses); its reads count
+only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Python itself),
+abstract methods, methods with decorators other than ``property``/``staticmethod``/
+``classmethod``/setters, and methods the class body names are always kept.
 
 A class with other bases (``nn.Module``, ``logging.Logger``, ``json.JSONEncoder``: code
 outside the closure calls their methods by name) is kept whole, and so are the plain
-classes it derives from (see :meth:`MethodIndex.bases`).
+classes it derives from (:meth:`MethodIndex.internal_bases`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ __all__ = ["Members", "Method", "MethodIndex", "drop_methods"]
 _PLAIN_MODULES = frozenset({"abc", "typing", "typing_extensions", "builtins"})
 """External modules whose classes call no method of a subclass by a non-dunder name."""
 _PLAIN_DECORATORS = frozenset(
-    {"property", "staticmethod", "classmethod", "abstractmethod", "cached_property", "overload"}
+    {"property", "staticmethod", "classmethod", "cached_property", "overload"}
 )
+"""Decorators that register a method nowhere. ``abstractmethod`` is not one of them: an
+abstract method left out would let an incomplete subclass be built."""
 _ACCESSORS = frozenset({"setter", "getter", "deleter"})
 _SELF = frozenset({"self", "cls"})
 _ENUMERATE = frozenset({"dir", "vars", "getmembers", "getattr", "hasattr", "setattr"})
@@ -174,9 +177,16 @@ class MethodIndex:
         if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.ClassDef):
             return None
         node = tree.body[0]
-        if node.keywords:
-            return None  # a metaclass (or __init_subclass__ arguments): kept whole
         found: list[tuple[ModuleInfo, Unit]] = []
+        for keyword in node.keywords:  # abc.ABCMeta calls no method by name; others may
+            chain = _dotted(keyword.value) if keyword.arg == "metaclass" else None
+            resolved = self.symbols.lookup(info, chain, before=unit.start_line) if chain else None
+            if (
+                resolved is None
+                or resolved.kind != "external"
+                or resolved.target.split(".", 1)[0] not in _PLAIN_MODULES
+            ):
+                return None
         for base in node.bases:
             # Generic[T], Dict[str, int]: the subscripted class
             chain = _dotted(base.value if isinstance(base, ast.Subscript) else base)

@@ -1,9 +1,21 @@
+import abc
 import json
 
 from .store import read_file, write_file
 
 
-class Settings:
+class Base(metaclass=abc.ABCMeta):
+    """A plain base with abc.ABCMeta: the abstract method the subclass reads on self stays."""
+
+    @abc.abstractmethod
+    def get(self, key, default=None):
+        raise NotImplementedError
+
+    def backup(self, path):
+        write_file(path, {})
+
+
+class Settings(Base):
     """A plain helper: only the methods the block can call come with it."""
 
     kind = "settings"
