@@ -39,6 +39,7 @@ UnitKey = tuple[str, str, int]
 """(source, module, unit index)."""
 
 COMPOUND = frozenset({"if", "try", "with"})
+_TYPING = frozenset({"typing", "typing_extensions", "collections"})
 _SCANNERS: weakref.WeakKeyDictionary[Index, UnitScanner] = weakref.WeakKeyDictionary()
 _DYNAMIC_ROOTS = frozenset({"getattr", "globals", "vars", "eval", "exec", "__import__"})
 _DYNAMIC_ROOTS |= frozenset({"importlib", "sys", "import_module"})
@@ -110,6 +111,7 @@ class UnitScanner:
         self._words: dict[UnitKey, frozenset[str]] = {}
         self._lookups: dict[tuple[UnitKey, str], tuple[tuple[str, ...], bool] | None] = {}
         self._tests: dict[UnitKey, frozenset[str]] = {}
+        self._aliases: dict[UnitKey, bool] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
         """The closure effects of including ``unit`` (memoized)."""
@@ -131,8 +133,11 @@ class UnitScanner:
             if found.kind == "definition" and home is not None:
                 weak = (
                     not use.line
+                    and use.prefix == use.chain  # the class itself, not ``C.Inner``
                     and all(dep.kind == "class" for dep in found.units)
-                    and use.chain in self.type_tests(info, unit)
+                    and (
+                        use.chain in self.type_tests(info, unit) or self.alias(info, unit, symbols)
+                    )
                 )
                 for dep in found.units:
                     (tested if weak else strong).add((home.source, home.module, dep.index))
@@ -281,6 +286,29 @@ class UnitScanner:
         if found is None:
             tree = self.tree(info, unit)
             found = self._tests[key] = type_tests(tree) if tree is not None else frozenset()
+        return found
+
+    def alias(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> bool:
+        """Whether ``unit`` is a type alias: ``X = List[A]``, ``Union[A, B]`` (a subscript
+        of a ``typing``/builtin name): it cannot build an ``A``, so the classes it names are
+        only tested against."""
+        key = (info.source, info.module, unit.index)
+        found = self._aliases.get(key)
+        if found is None:
+            tree = self.tree(info, unit) if unit.kind == "assign" else None
+            found = False
+            if tree is not None and len(tree.body) == 1:
+                value = getattr(tree.body[0], "value", None)
+                if isinstance(value, ast.Subscript) and not any(
+                    isinstance(node, ast.Call) for node in ast.walk(value)
+                ):
+                    chain = dotted(value.value)
+                    kind = symbols.lookup(info, chain, before=unit.start_line) if chain else None
+                    found = kind is not None and (
+                        kind.kind in ("builtin", "typing")
+                        or (kind.kind == "external" and kind.target.split(".")[0] in _TYPING)
+                    )
+            self._aliases[key] = found
         return found
 
     def lookups(

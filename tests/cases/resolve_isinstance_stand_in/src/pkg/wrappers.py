@@ -12,5 +12,12 @@ class Wrapper(nn.Module):
         self.config = load_everything(path)
 
 
+class Head(nn.Module):
+    """Its nested class is tested against: the class itself is carried."""
+
+    class Base(nn.Module):
+        pass
+
+
 class Unused:
     pass
