@@ -265,6 +265,10 @@ class MethodIndex:
         dropped = [span for method in methods for span in method.spans]
         always = _without(unit, -(unit.index * _SPREAD + 1), dropped, taken - always_chains)
         other, own = self._read(info, unit, rest_nodes)
+        # an always-kept method (abstract, dunder) is overridden in the family: kept there too
+        own |= {
+            stmt.name for stmt in rest if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
         return Members(
             always=always,
             attributes=frozenset(other | named),

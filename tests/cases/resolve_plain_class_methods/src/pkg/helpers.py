@@ -11,6 +11,10 @@ class Base(metaclass=abc.ABCMeta):
     def get(self, key, default=None):
         raise NotImplementedError
 
+    @abc.abstractmethod
+    def flush(self):
+        raise NotImplementedError
+
     def backup(self, path):
         write_file(path, {})
 
@@ -25,6 +29,9 @@ class Settings(Base):
 
     def get(self, key, default=None):
         return self.values.get(key, default)
+
+    def flush(self):
+        write_file("settings.json", self.values)
 
     def scaled(self, key):
         return self._scale(self.get(key))
