@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 TIMM = Path("/work/corpora/src/timm-1.0.31")
@@ -153,7 +154,7 @@ def baseline_variants(
     ]
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--blocks", type=int, default=20)
@@ -161,7 +162,11 @@ def main() -> None:
         "--baseline", metavar="REV", help="also time `nnrag check` of this git revision"
     )
     parser.add_argument("--vendor-only", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
     if args.vendor_only:
         print(json.dumps([str(path) for path in vendor_blocks(args.blocks)]))
         return
@@ -236,6 +241,14 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "check_bench.json").write_text(json.dumps(result, indent=2) + "\n")
 
+    write_markdown(result)
+
+
+def write_markdown(result: dict[str, Any]) -> None:
+    """``results/check_bench.md`` from what :func:`main` measured."""
+    alone = result["in_process_check_s"]
+    blocks, lines = result["blocks"], result["lines"]
+
     def row(name: str, data: dict) -> str:
         wall, cpu = data["wall_s"], data["cpu_s"]
         return (
@@ -248,25 +261,25 @@ def main() -> None:
     md = f"""# nnrag check benchmark
 
 `nice python benchmarks/check_bench.py` — the pre-commit hook's command,
-`nnrag check FILE...`, on {len(files)} closed blocks extracted from timm 1.0.31 ({lines} lines
+`nnrag check FILE...`, on {blocks} closed blocks extracted from timm 1.0.31 ({lines} lines
 in all: timm blocks inline large closures, up to ~4,300 lines for one block), run
-{args.runs} times per row as a child process, end to end (interpreter start included). Wall
+{result["runs"]} times per row as a child process, end to end (interpreter start included). Wall
 time, the child's CPU time (user+sys) and peak RSS from `os.wait4`; medians (min-max).
 
 | run | wall | CPU (user+sys) | peak RSS | exit codes | load avg (1 min) before / after |
 |---|---|---|---|---|---|
-{row("**cold**: empty check cache", cold)}
-{row("warm: every file in the check cache", warm)}
-{row("cold, no bytecode cache (PYTHONDONTWRITEBYTECODE=1)", cold_source)}
-{row("`python -c pass` (interpreter start)", startup)}
-{"".join(row(k, v) + chr(10) for k, v in measured.items() if k.startswith("baseline"))}
+{row("**cold**: empty check cache", result["cold"])}
+{row("warm: every file in the check cache", result["warm"])}
+{row("cold, no bytecode cache (PYTHONDONTWRITEBYTECODE=1)", result["cold_no_bytecode"])}
+{row("`python -c pass` (interpreter start)", result["python_startup"])}
+{"".join(row(k, v) + chr(10) for k, v in result["baseline"].items())}
 - cold and warm rows: nnrag's modules from a bytecode cache (as after `pip install`); the
   "no bytecode" rows compile them from source at every start, as this sandbox's environment
   does. The cold rows (and the baseline rows, if any: `--baseline REV` runs the `nnrag/` of
   that git revision, which had no check cache) are interleaved run by run, so they share
   the load; the load average is the same for all of them.
-- checks alone, in process (`check_files`, one process, no cache): {in_process:.3f} s wall, \
-{in_process_cpu:.3f} s CPU; findings: {len(findings)}.
+- checks alone, in process (`check_files`, one process, no cache): {alone["wall"]:.3f} s wall, \
+{alone["cpu"]:.3f} s CPU; findings: {result["findings"]}.
 - torch imported by the check: {result["torch_imported"]}.
 - peak RSS: of the child process (the benchmark's own process stays small, since a forked
   child counts its parent's pages until it execs).

@@ -70,6 +70,7 @@ def run(limit: int | None, timeout: float, cache: Path) -> dict[str, object]:
     from nnrag.config import load_settings
     from nnrag.errors import NnragError
     from nnrag.extract.block import extract
+    from nnrag.report import format_diagnostic
     from nnrag.workspace import Workspace
 
     sources = [
@@ -118,7 +119,7 @@ def run(limit: int | None, timeout: float, cache: Path) -> dict[str, object]:
             lines=extracted.code.count("\n"),
             files=len(extracted.files),
             categories=sorted({p.category for p in extracted.problems}),
-            dynamic_registry=[f"{p}"[:300] for p in registry],
+            dynamic_registry=[format_diagnostic(p)[:300] for p in registry],
             registrations=len(carried) if carried is not None else None,
             unregistered_types=len(unregistered),
         )
@@ -130,9 +131,9 @@ def run(limit: int | None, timeout: float, cache: Path) -> dict[str, object]:
 
 def summarize(rows: list[dict[str, object]]) -> dict[str, object]:
     done = [r for r in rows if "lines" in r]
-    lines = [float(r["lines"]) for r in done]  # type: ignore[arg-type]
-    files = [float(r["files"]) for r in done]  # type: ignore[arg-type]
-    seconds = [float(r["seconds"]) for r in rows]  # type: ignore[arg-type]
+    lines = [float(r["lines"]) for r in done]  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
+    files = [float(r["files"]) for r in done]  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
+    seconds = [float(r["seconds"]) for r in rows]  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     with_keys = [r for r in done if r.get("registrations") or r.get("unregistered_types")]
     return {
         "blocks": len(rows),
@@ -165,7 +166,7 @@ def main() -> None:
         load_before = os.getloadavg()
         result = run(args.limit, args.timeout, Path(temp) / "cache")
         load_after = os.getloadavg()
-    rows: list[dict[str, object]] = result["rows"]  # type: ignore[assignment]
+    rows: list[dict[str, object]] = result["rows"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     per_source = {name: summarize([r for r in rows if r["source"] == name]) for name in MEASURED}
     entry = {
         "label": args.label,
@@ -231,14 +232,14 @@ def write_markdown(data: dict[str, dict[str, object]], path: Path) -> None:
             "",
             f"sample: {entry['limit'] or 'all'} blocks per source; per-block timeout "
             f"{entry['timeout_s']} s; index {entry['index_s']:.1f} s; load "
-            f"{machine['load_before']} -> {machine['load_after']} (shared machine)",  # type: ignore[index]
+            f"{machine['load_before']} -> {machine['load_after']} (shared machine)",  # type: ignore[index]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
             "",
             "| metric | overall | " + " | ".join(MEASURED) + " |",
             "|---|---|" + "---|" * len(MEASURED),
         ]
         per = entry["per_source"]
         for key, title in keys:
-            cells = [entry["overall"][key]] + [per[s][key] for s in MEASURED]  # type: ignore[index]
+            cells = [entry["overall"][key]] + [per[s][key] for s in MEASURED]  # type: ignore[index]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
             out.append(
                 f"| {title} | "
                 + " | ".join(
@@ -247,7 +248,7 @@ def write_markdown(data: dict[str, dict[str, object]], path: Path) -> None:
                 + " |"
             )
         out += ["", "largest:", ""]
-        for row in entry["largest"][:10]:  # type: ignore[index]
+        for row in entry["largest"][:10]:  # type: ignore[index]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
             out.append(
                 f"- {row['id']}: {row['lines']} lines, {row['files']} files, "
                 f"{row['seconds']:.2f} s{' (timeout)' if row['timeout'] else ''}"

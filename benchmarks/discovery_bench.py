@@ -124,8 +124,8 @@ def measure(name: str, root: Path, package: str, version: str, deps: Path) -> di
     discovered = time.perf_counter()
     modules = [info.module for info in index.modules()]
     runtime = ground_truth(root, modules, deps)
-    errors: dict[str, str] = runtime["errors"]  # type: ignore[assignment]
-    truth = set(runtime["truth"])  # type: ignore[call-overload]
+    errors: dict[str, str] = runtime["errors"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
+    truth = set(runtime["truth"])  # type: ignore[call-overload]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     found = {f"{b.module}:{b.name}" for b in blocks}
     judged = {key for key in found if key.split(":")[0] not in errors}
     misses = sorted(truth - found)
@@ -220,21 +220,21 @@ def write_markdown(
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in resolution:
-        problems = ", ".join(f"{k} {v}" for k, v in r["problems"].items())  # type: ignore[attr-defined]
+        problems = ", ".join(f"{k} {v}" for k, v in r["problems"].items())  # type: ignore[attr-defined]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         lines.append(
             f"| {r['corpus']} | {r['blocks']} | {r['median_ms']} | {r['p95_ms']} | {r['max_ms']} "
             f"| {r['median_units']} | {r['blocks_with_problems']} | {problems or 'none'} |"
         )
     for r in results:
         lines += ["", f"## {r['corpus']}", ""]
-        lines.append(f"- misses: {', '.join(r['misses']) or 'none'}")  # type: ignore[arg-type]
-        fps = ", ".join(r["false_positives"]) or "none"  # type: ignore[arg-type]
+        lines.append(f"- misses: {', '.join(r['misses']) or 'none'}")  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
+        fps = ", ".join(r["false_positives"]) or "none"  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         lines.append(f"- false positives: {fps}")
         unjudged = r["unjudged_static_blocks"]
         lines.append(
-            f"- static blocks in modules that do not import here (not judged): {len(unjudged)}"  # type: ignore[arg-type]
+            f"- static blocks in modules that do not import here (not judged): {len(unjudged)}"  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         )
-        for module, error in sorted(r["not_importable"].items()):  # type: ignore[attr-defined]
+        for module, error in sorted(r["not_importable"].items()):  # type: ignore[attr-defined]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
             lines.append(f"  - `{module}`: {error}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -256,7 +256,7 @@ def main() -> int:
         print(
             f"{r['corpus']}: recall {r['recall']:.2%} precision {r['precision']:.2%} "
             f"({r['blocks_runtime']} runtime, {r['blocks_static']} static, "
-            f"{len(r['misses'])} misses, {len(r['false_positives'])} false positives)"  # type: ignore[arg-type]
+            f"{len(r['misses'])} misses, {len(r['false_positives'])} false positives)"  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         )
     for r in resolution:
         print(

@@ -37,8 +37,13 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from equivalence import run_workers  # noqa: E402 - benchmarks/ is not a package
+
 RESULTS = HERE / "results"
 CORPORA = {
     "timm": ("/work/corpora/src/timm-1.0.31", "timm", "timm==1.0.31"),
@@ -65,6 +70,7 @@ def emit_run(corpora: list[str], cache: Path, out: Path, limit: int | None) -> d
     from nnrag.config import load_settings
     from nnrag.errors import NnragError
     from nnrag.extract.block import write_block
+    from nnrag.report import format_diagnostic
     from nnrag.workspace import Workspace
 
     repos = cache / "repos.json"
@@ -115,8 +121,8 @@ def emit_run(corpora: list[str], cache: Path, out: Path, limit: int | None) -> d
             emitted=True,
             file=str(path),
             sha256=hashlib.sha256(extracted.code.encode()).hexdigest(),
-            problems=[f"{p.category}: {p}" for p in extracted.problems],
-            findings=[f"{f.category}: {f.format(path.name)}" for f in findings],
+            problems=[f"{p.category}: {format_diagnostic(p)}" for p in extracted.problems],
+            findings=[f"{f.category}: {format_diagnostic(f, path=path.name)}" for f in findings],
             lines=extracted.code.count("\n"),
             source_packages=sorted(index.source_packages(block.source)),
         )
@@ -207,51 +213,6 @@ IMPORT_WORKER = textwrap.dedent(
 )
 
 
-def run_workers(worker: str, jobs: list[dict[str, object]], env: dict[str, str]) -> list[dict]:
-    """Run ``worker`` over ``jobs`` in fresh interpreters, restarting after a crash."""
-    results: dict[int, dict] = {}
-    with tempfile.TemporaryDirectory(prefix="nnrag-bench-") as folder:
-        base = Path(folder)
-        (base / "worker.py").write_text(worker, encoding="utf-8")
-        (base / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
-        empty = base / "empty"
-        empty.mkdir()
-        out = base / "out.jsonl"
-        start = 0
-        while start < len(jobs):
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-I",
-                    str(base / "worker.py"),
-                    str(base / "jobs.json"),
-                    str(out),
-                    str(start),
-                ],
-                cwd=empty,
-                env=env,
-                check=False,
-                timeout=6 * 3600,
-            )
-            if out.exists():
-                for line in out.read_text().splitlines():
-                    row = json.loads(line)
-                    results[row["position"]] = row
-            missing = [i for i in range(len(jobs)) if i not in results]
-            if not missing:
-                break
-            crashed = missing[0]
-            results[crashed] = {
-                "position": crashed,
-                "id": jobs[crashed]["id"],
-                "ok": False,
-                "category": "crash",
-                "message": "the interpreter died",
-            }
-            start = crashed + 1
-    return [results[i] for i in range(len(jobs))]
-
-
 # --------------------------------------------------------------------------- phase 3: equivalence
 
 EQUIVALENCE_WORKER = textwrap.dedent(
@@ -259,43 +220,13 @@ EQUIVALENCE_WORKER = textwrap.dedent(
     import importlib, json, os, sys
     sys.path[:] = [p for p in sys.path if p and "/work/corpora" not in p and p != "."]
     sys.path.insert(0, sys.argv[4])  # the pip --target folder with the original package
+    sys.path.insert(0, BENCHMARKS)
     jobs = json.load(open(sys.argv[1]))
     out = open(sys.argv[2], "a")
     start = int(sys.argv[3])
     import torch
-    from nnrag.validate.probe.runner import build_inputs, decode, run_block
-
-    def same(a, b):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            return a.shape == b.shape and a.dtype == b.dtype and torch.allclose(
-                a, b, rtol=0, atol=0, equal_nan=True)
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-        if isinstance(a, dict) and isinstance(b, dict):
-            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-        if hasattr(a, "to_dict") and hasattr(b, "to_dict"):
-            return same(a.to_dict(), b.to_dict())
-        if isinstance(a, (bool, int, float, complex, str, bytes, type(None))):
-            return type(a) is type(b) and (a == b or (a != a and b != b))  # NaN == NaN
-        if (
-            type(a) is not type(b)
-            and type(a).__qualname__ == type(b).__qualname__
-            and hasattr(a, "__dict__")
-            and hasattr(b, "__dict__")
-        ):
-            # a class of the source (SelectOutput) is a different class object in the
-            # extracted file: compare the instances field by field
-            return same(vars(a), vars(b))
-        return type(a) is type(b)
-
-    def retarget(value, module):
-        if isinstance(value, list):
-            return [retarget(v, module) for v in value]
-        if isinstance(value, dict):
-            if "__ref__" in value and str(value["__ref__"]).startswith("nnrag_block:"):
-                return {"__ref__": module + ":" + str(value["__ref__"]).split(":", 1)[1]}
-            return {k: retarget(v, module) for k, v in value.items()}
-        return value
+    from equivalence import EXACT, compare_blocks
+    from nnrag.validate.probe.runner import run_block
 
     def compare(job):
         messages = []
@@ -306,52 +237,13 @@ EQUIVALENCE_WORKER = textwrap.dedent(
         if result.get("failed_stage"):
             return {"status": "not-probed", "message": f"{result['failed_stage']}: "
                     f"{result.get('category')}: {result.get('message', '')[:200]}"}
-        recipe = result["recipe"]
-        seed = int(recipe.get("seed", 0))
-        extracted_module = sys.modules["nnrag_block"]
+        extracted = getattr(sys.modules["nnrag_block"], job["cls"])
         original = getattr(importlib.import_module(job["module"]), job["cls"])
-        extracted = getattr(extracted_module, job["cls"])
-        def build(cls, module_name):
-            args = decode(retarget(recipe.get("init_args", []), module_name))
-            kwargs = decode(retarget(recipe.get("init_kwargs", {}), module_name))
-            torch.manual_seed(seed)
-            return cls(*args, **kwargs)
-        mine = build(extracted, "nnrag_block")
-        try:
-            theirs = build(original, job["module"])
-        except Exception as error:
-            return {"status": "original-ctor-fails", "message": repr(error)[:200]}
-        again = build(original, job["module"])  # the original twice: is it deterministic?
-        mine.eval(); theirs.eval(); again.eval()
-        outputs = []
-        runs = ((mine, "nnrag_block"), (theirs, job["module"]), (again, job["module"]))
-        for model, module_name in runs:
-            args, kwargs = build_inputs(retarget(recipe.get("inputs", []), module_name),
-                                        retarget(recipe.get("input_kwargs", {}), module_name), seed)
-            torch.manual_seed(seed)
-            with torch.no_grad():
-                try:
-                    outputs.append(model(*args, **kwargs))
-                except Exception as error:
-                    return {"status": "original-forward-fails", "message": repr(error)[:200]}
-        a, b = mine.state_dict(), theirs.state_dict()  # after forward: lazy modules are built
-        if list(a) != list(b):
-            return {"status": "DIFFERENT", "message": "state_dict keys differ"}
-        if any(a[k].shape != b[k].shape for k in a):
-            return {"status": "DIFFERENT", "message": "state_dict shapes differ"}
-        unstable = [k for k, v in again.state_dict().items() if not same(b[k], v)]
-        if unstable or not same(outputs[1], outputs[2]):
-            # the original disagrees with itself from the same seed and inputs (RGATConv
-            # leaves ``l2`` as torch.empty): values cannot be compared exactly; reported
-            # as such, not counted as equivalent
-            return {"status": "original-nondeterministic",
-                    "message": "two runs of the original differ"
-                    + (f" in {', '.join(unstable[:3])}" if unstable else " in outputs")}
-        if not all(same(a[k], b[k]) for k in a):
-            return {"status": "DIFFERENT", "message": "state_dict values differ (same seed)"}
-        if not same(outputs[0], outputs[1]):
-            return {"status": "DIFFERENT", "message": "forward outputs differ"}
-        return {"status": "equivalent"}
+        row = compare_blocks(extracted, original, result["recipe"],
+                             lambda name: job["module"] + ":" + name, tolerance=EXACT)
+        # this benchmark's word for it: bit-identical state_dict values and outputs
+        row["status"] = {"identical": "equivalent"}.get(row["status"], row["status"])
+        return row
 
     for position in range(start, len(jobs)):
         job = jobs[position]
@@ -475,6 +367,50 @@ def ensure_pyg() -> Path | None:
     return PYG_TARGET if done.returncode == 0 else None
 
 
+def _equivalence_lines(summary: dict[str, object]) -> list[str]:
+    lines: list[str] = []
+    equivalence = summary.get("torch_geometric_equivalence")
+    if isinstance(equivalence, dict):
+        lines += [
+            "",
+            "## Equivalence (torch-geometric, original installed with pip --target)",
+            "",
+            f"Compared {equivalence['compared']} of {equivalence['blocks']} blocks "
+            f"(the others: probe found no recipe, or the original itself fails with it): "
+            f"**{equivalence['equivalent']} equivalent "
+            f"({equivalence['equivalent_pct_of_compared']}%)** (state_dict keys, shapes, values "
+            "from the same seed; forward outputs bit-identical; outputs that are instances of a "
+            "source class, like SelectOutput, compared field by field). The original is run "
+            "twice from the same seed: "
+            f"{equivalence['original_nondeterministic']} compared blocks disagree with "
+            "themselves (`original-nondeterministic`, counted as not equivalent).",
+            "",
+            f"Statuses: {equivalence['statuses']}",
+        ]
+        for status, examples in equivalence["examples"].items():
+            lines.append(f"- {status}: " + "; ".join(examples))
+    return lines
+
+
+def _failure_lines(summary: dict[str, object]) -> list[str]:
+    lines = ["", "## Failures by category (up to 3 examples each)", ""]
+
+    for name in CORPORA:
+        s = summary.get(name)
+        if not isinstance(s, dict):
+            continue
+        lines.append(f"### {name}")
+        if not s["failures"]:
+            lines.append("none")
+        for key, bucket in s["failures"].items():
+            lines.append(
+                f"- **{key}** ({bucket['count']}): "
+                + " | ".join(f"`{e}`" for e in bucket["examples"])
+            )
+        lines.append("")
+    return lines
+
+
 def write_markdown(summary: dict[str, object], command: str) -> str:
     lines = [
         "# Extraction benchmark",
@@ -531,41 +467,87 @@ def write_markdown(summary: dict[str, object], command: str) -> str:
             f"{f['first_extract_ms']} | {f['lines']} |"
             for f in first
         ]
-    equivalence = summary.get("torch_geometric_equivalence")
-    if isinstance(equivalence, dict):
-        lines += [
-            "",
-            "## Equivalence (torch-geometric, original installed with pip --target)",
-            "",
-            f"Compared {equivalence['compared']} of {equivalence['blocks']} blocks "
-            f"(the others: probe found no recipe, or the original itself fails with it): "
-            f"**{equivalence['equivalent']} equivalent "
-            f"({equivalence['equivalent_pct_of_compared']}%)** (state_dict keys, shapes, values "
-            "from the same seed; forward outputs bit-identical; outputs that are instances of a "
-            "source class, like SelectOutput, compared field by field). The original is run "
-            "twice from the same seed: "
-            f"{equivalence['original_nondeterministic']} compared blocks disagree with "
-            "themselves (`original-nondeterministic`, counted as not equivalent).",
-            "",
-            f"Statuses: {equivalence['statuses']}",
-        ]
-        for status, examples in equivalence["examples"].items():
-            lines.append(f"- {status}: " + "; ".join(examples))
-    lines += ["", "## Failures by category (up to 3 examples each)", ""]
-    for name in CORPORA:
-        s = summary.get(name)
-        if not isinstance(s, dict):
-            continue
-        lines.append(f"### {name}")
-        if not s["failures"]:
-            lines.append("none")
-        for key, bucket in s["failures"].items():
-            lines.append(
-                f"- **{key}** ({bucket['count']}): "
-                + " | ".join(f"`{e}`" for e in bucket["examples"])
-            )
-        lines.append("")
+    lines += _equivalence_lines(summary)
+    lines += _failure_lines(summary)
     return "\n".join(lines) + "\n"
+
+
+def emission_runs(work: Path, corpora: list[str], limit: int | None) -> list[dict[str, Any]]:
+    """Two emission runs, each in a fresh process from a clean cache (byte-identity)."""
+    runs = []
+    for number in (1, 2):
+        cache, out = work / f"cache{number}", work / f"out{number}"
+        out.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable,
+            __file__,
+            "--corpora",
+            ",".join(corpora),
+            "--emit-run",
+            str(cache),
+            str(out),
+        ]
+        if limit:
+            command += ["--limit", str(limit)]
+        print(f"emission run {number} ...", flush=True)
+        subprocess.run(command, check=True)
+        runs.append(json.loads((out / "run.json").read_text()))
+    return runs
+
+
+def first_extractions(work: Path, corpora: list[str]) -> list[dict[str, Any]]:
+    """Per corpus, a first extraction in a fresh process from the warm index (cache1)."""
+    first: list[dict] = []  # a first extraction in a fresh process, warm index (cache1)
+    for name in corpora:
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--corpora",
+                ",".join(corpora),
+                "--first-run",
+                str(work / "cache1"),
+                FIRST_BLOCKS[name],
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        first.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return first
+
+
+def equivalence_runs(emitted: list[dict[str, Any]], corpora: list[str]) -> list[dict[str, Any]]:
+    """Each closed torch-geometric block against the original installed with pip --target."""
+    equivalence: list[dict] = []
+    if "torch_geometric" in corpora:
+        target = ensure_pyg()
+        pyg = [r for r in emitted if r["source"] == "torch_geometric"]
+        if target is not None and pyg:
+            print(f"equivalence of {len(pyg)} torch-geometric blocks ...", flush=True)
+            # only closed blocks: an open one may import the original package, which this
+            # subprocess can see, and would compare the original with itself
+            skipped = [
+                {"id": r["id"], "status": "not-closed (skipped)", "message": r["findings"][0]}
+                for r in pyg
+                if r["findings"]
+            ]
+            pyg = [r for r in pyg if not r["findings"]]
+            jobs = [
+                {
+                    "id": r["id"],
+                    "file": r["file"],
+                    "module": r["id"].split(":")[1],
+                    "cls": r["id"].split(":")[2],
+                    "source_packages": r["source_packages"],
+                }
+                for r in pyg
+            ]
+            worker = EQUIVALENCE_WORKER.replace("sys.argv[4]", repr(str(target))).replace(
+                "BENCHMARKS", repr(str(HERE))
+            )
+            equivalence = run_workers_equivalence(worker, jobs) + skipped
+    return equivalence
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -596,42 +578,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="nnrag-extract-bench-"))
     load_before = os.getloadavg()
-    runs = []
-    for number in (1, 2):
-        cache, out = work / f"cache{number}", work / f"out{number}"
-        out.mkdir(parents=True, exist_ok=True)
-        command = [
-            sys.executable,
-            __file__,
-            "--corpora",
-            ",".join(corpora),
-            "--emit-run",
-            str(cache),
-            str(out),
-        ]
-        if args.limit:
-            command += ["--limit", str(args.limit)]
-        print(f"emission run {number} ...", flush=True)
-        subprocess.run(command, check=True)
-        runs.append(json.loads((out / "run.json").read_text()))
-
-    first: list[dict] = []  # a first extraction in a fresh process, warm index (cache1)
-    for name in corpora:
-        done = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--corpora",
-                ",".join(corpora),
-                "--first-run",
-                str(work / "cache1"),
-                FIRST_BLOCKS[name],
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        first.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = emission_runs(work, corpora, args.limit)
+    first = first_extractions(work, corpora)
     load_after_emit = os.getloadavg()
 
     imports: list[dict] = []
@@ -645,32 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         imports = run_workers(IMPORT_WORKER, jobs, env)
 
-    equivalence: list[dict] = []
-    if not args.no_equivalence and "torch_geometric" in corpora:
-        target = ensure_pyg()
-        pyg = [r for r in emitted if r["source"] == "torch_geometric"]
-        if target is not None and pyg:
-            print(f"equivalence of {len(pyg)} torch-geometric blocks ...", flush=True)
-            # only closed blocks: an open one may import the original package, which this
-            # subprocess can see, and would compare the original with itself
-            skipped = [
-                {"id": r["id"], "status": "not-closed (skipped)", "message": r["findings"][0]}
-                for r in pyg
-                if r["findings"]
-            ]
-            pyg = [r for r in pyg if not r["findings"]]
-            jobs = [
-                {
-                    "id": r["id"],
-                    "file": r["file"],
-                    "module": r["id"].split(":")[1],
-                    "cls": r["id"].split(":")[2],
-                    "source_packages": r["source_packages"],
-                }
-                for r in pyg
-            ]
-            worker = EQUIVALENCE_WORKER.replace("sys.argv[4]", repr(str(target)))
-            equivalence = run_workers_equivalence(worker, jobs) + skipped
+    equivalence = [] if args.no_equivalence else equivalence_runs(emitted, corpora)
 
     summary = summarize(runs, imports, equivalence, corpora)
     summary["first_extraction"] = first

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 from nnrag.config import load_settings
-from nnrag.index.build import build_index, decode_source, load_index
+from nnrag.index.build import Index, build_index, decode_source, load_index
+from nnrag.model import Settings
 from nnrag.sources.scan import scan_tree
 
 CORPORA = {
@@ -68,6 +69,36 @@ def write_repos(folder: Path, roots: dict[str, Path]) -> Path:
     return repos
 
 
+def parse_corpora(settings: Settings) -> tuple[dict[str, dict[str, object]], float]:
+    """Per corpus: its files and the seconds ``ast.parse`` alone takes on them; and the
+    seconds for all the files at once."""
+    per_corpus: dict[str, dict[str, object]] = {}
+    all_files: list[Path] = []
+    for spec in settings.sources:
+        entries, _ = scan_tree(Path(spec.location), source=spec.name, paths=spec.paths)
+        files = [e.file for e in entries]
+        all_files.extend(files)
+        per_corpus[spec.name] = {
+            "requirement": CORPORA[spec.name][0],
+            "files": len(files),
+            "parse_only_s": round(parse_only(files), 3),
+        }
+    return per_corpus, parse_only(all_files)  # the same files again, all at once
+
+
+def count_corpora(per_corpus: dict[str, dict[str, object]], index: Index) -> None:
+    """Add each corpus's modules, lines, blocks and file problems from the built index."""
+    from nnrag.index.discover import discover_blocks
+
+    blocks = discover_blocks(index)
+    for name, row in per_corpus.items():
+        modules = list(index.modules(name))
+        row["modules"] = len(modules)
+        row["lines"] = sum(m.lines for m in modules)
+        row["blocks"] = sum(1 for b in blocks if b.source == name)
+        row["problems"] = sum(1 for p in index.problems if p.source == name)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=None, help="parse processes (default: cores)")
@@ -84,30 +115,9 @@ def main() -> int:
         repos = write_repos(work, roots)
         settings = load_settings(repos, cache_dir=work / "cache", environ={}, jobs=args.jobs)
 
-        per_corpus: dict[str, dict[str, object]] = {}
-        all_files: list[Path] = []
-        for spec in settings.sources:
-            entries, _ = scan_tree(Path(spec.location), source=spec.name, paths=spec.paths)
-            files = [e.file for e in entries]
-            all_files.extend(files)
-            per_corpus[spec.name] = {
-                "requirement": CORPORA[spec.name][0],
-                "files": len(files),
-                "parse_only_s": round(parse_only(files), 3),
-            }
-        parse_total = parse_only(all_files)  # the same files again, all at once
-
+        per_corpus, parse_total = parse_corpora(settings)
         cold = build_index(settings)
-        index = load_index(settings)
-        from nnrag.index.discover import discover_blocks
-
-        blocks = discover_blocks(index)
-        for name, row in per_corpus.items():
-            modules = list(index.modules(name))
-            row["modules"] = len(modules)
-            row["lines"] = sum(m.lines for m in modules)
-            row["blocks"] = sum(1 for b in blocks if b.source == name)
-            row["problems"] = sum(1 for p in index.problems if p.source == name)
+        count_corpora(per_corpus, load_index(settings))
 
         warm_runs = [build_index(settings) for _ in range(args.repeat)]
         warm = statistics.median(s.seconds for s in warm_runs)
@@ -194,7 +204,7 @@ def time_pypi(work: Path) -> dict[str, object]:
 
 
 def render(result: dict[str, object]) -> str:
-    corpora: dict[str, dict[str, object]] = result["corpora"]  # type: ignore[assignment]
+    corpora: dict[str, dict[str, object]] = result["corpora"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     lines = [
         "# Index benchmark",
         "",
@@ -210,7 +220,7 @@ def render(result: dict[str, object]) -> str:
             f"| {row['requirement']} | {row['files']} | {row['lines']} | {row['modules']} | "
             f"{row['blocks']} | {row['problems']} | {row['parse_only_s']} |"
         )
-    total: dict[str, object] = result["total"]  # type: ignore[assignment]
+    total: dict[str, object] = result["total"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     lines += [
         f"| **all** | {total['files']} | {total['lines']} | {total['modules']} | "
         f"{total['blocks']} | {total['problems']} | {result['parse_only_s']} |",
@@ -223,13 +233,13 @@ def render(result: dict[str, object]) -> str:
         f"| cold index (1 process) | {result['cold_serial_s']} | "
         f"{result['cold_serial_over_parse_only']}x parse-only | |",
         f"| warm (nothing changed, median) | {result['warm_s']} | "
-        f"{float(result['warm_over_cold']) * 100:.1f}% of cold | <= 5% |",  # type: ignore[arg-type]
+        f"{float(result['warm_over_cold']) * 100:.1f}% of cold | <= 5% |",  # type: ignore[arg-type]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         f"| one file changed ({result['one_file_changed_parsed']} parsed) | "
         f"{result['one_file_changed_s']} | | |",
         f"| load_index (new process, warm) | {result['load_index_s']} | | |",
     ]
     if "pypi" in result:
-        pypi: dict[str, object] = result["pypi"]  # type: ignore[assignment]
+        pypi: dict[str, object] = result["pypi"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
         lines += [
             "",
             f"PyPI route (pip download + unpack + index): cold {pypi['cold_s']} s, "

@@ -363,6 +363,52 @@ def partial_report(repos: Path, cache: Path, index_cache: Path) -> dict[str, Any
     return {"blocks": blocks, "partial": True}
 
 
+def _source_figures(
+    items: list[dict[str, Any]], not_run: int, times: dict[str, float]
+) -> tuple[dict[str, Any], list[int]]:
+    """One source's row of the analysis, and the line counts of its block files."""
+    lines = [n for n in (file_lines(b.get("file")) for b in items) if n is not None]
+    seconds = [times[b["id"]] for b in items if b["id"] in times]
+    groups: Counter[tuple[str, str, str]] = Counter()
+    example: dict[tuple[str, str, str], str] = {}
+    for b in items:
+        if b["outcome"] == "passed":
+            continue
+        key = (b.get("failed_stage") or "", b.get("category") or "", _message_key(b["message"]))
+        groups[key] += 1
+        example.setdefault(key, f"{b['id']}: {(b['message'] or '')[:300]}")
+    total = max(len(items), 1)
+    figures = {
+        "blocks": len(items),
+        "not_run": not_run,
+        **{
+            stage: sum(_reached(b, stage) for b in items)
+            for stage in ("closed", "import", "instantiate", "forward")
+        },
+        "forward_rate": round(sum(_reached(b, "forward") for b in items) / total, 3),
+        "closed_rate": round(sum(_reached(b, "closed") for b in items) / total, 3),
+        "lines": dict(zip(("median", "p99", "max"), _line_stats(lines), strict=True)),
+        "extract_s": dict(
+            zip(
+                ("median", "p95", "max"),
+                _round(_quantiles(seconds, 0.5, 0.95, 1.0)),
+                strict=True,
+            )
+        ),
+        "failure_groups": [
+            {
+                "stage": k[0],
+                "category": k[1],
+                "message": k[2],
+                "count": n,
+                "example": example[k],
+            }
+            for k, n in groups.most_common(10)
+        ],
+    }
+    return figures, lines
+
+
 def analyze(
     report: dict[str, Any],
     run: dict[str, Any],
@@ -392,47 +438,10 @@ def analyze(
     per_source: dict[str, Any] = {}
     all_lines: list[int] = []
     for source in sorted(by_source):
-        items = by_source[source]
-        lines = [n for n in (file_lines(b.get("file")) for b in items) if n is not None]
+        per_source[source], lines = _source_figures(
+            by_source[source], not_run.get(source, 0), times
+        )
         all_lines.extend(lines)
-        seconds = [times[b["id"]] for b in items if b["id"] in times]
-        groups: Counter[tuple[str, str, str]] = Counter()
-        example: dict[tuple[str, str, str], str] = {}
-        for b in items:
-            if b["outcome"] == "passed":
-                continue
-            key = (b.get("failed_stage") or "", b.get("category") or "", _message_key(b["message"]))
-            groups[key] += 1
-            example.setdefault(key, f"{b['id']}: {(b['message'] or '')[:300]}")
-        total = max(len(items), 1)
-        per_source[source] = {
-            "blocks": len(items),
-            "not_run": not_run.get(source, 0),
-            **{
-                stage: sum(_reached(b, stage) for b in items)
-                for stage in ("closed", "import", "instantiate", "forward")
-            },
-            "forward_rate": round(sum(_reached(b, "forward") for b in items) / total, 3),
-            "closed_rate": round(sum(_reached(b, "closed") for b in items) / total, 3),
-            "lines": dict(zip(("median", "p99", "max"), _line_stats(lines), strict=True)),
-            "extract_s": dict(
-                zip(
-                    ("median", "p95", "max"),
-                    _round(_quantiles(seconds, 0.5, 0.95, 1.0)),
-                    strict=True,
-                )
-            ),
-            "failure_groups": [
-                {
-                    "stage": k[0],
-                    "category": k[1],
-                    "message": k[2],
-                    "count": n,
-                    "example": example[k],
-                }
-                for k, n in groups.most_common(10)
-            ],
-        }
     seconds_all = list(times.values())
     total = len(blocks)
     names = reference_names(info, config)

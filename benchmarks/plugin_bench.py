@@ -71,14 +71,18 @@ def _outcomes(report_path: Path) -> dict[str, tuple[Any, ...]]:
     }
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", type=Path, default=ROOT / "examples" / "repos.json")
     parser.add_argument("--cache", type=Path, default=None, help="nnrag cache (default: nnrag's)")
     parser.add_argument("--depth", default="forward")
     parser.add_argument("--workers", default="2")
     parser.add_argument("--note", default="", help="a line added to the markdown summary")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
 
     env = dict(os.environ)
     work = Path(tempfile.mkdtemp(prefix="nnrag-plugin-bench-"))
@@ -96,11 +100,8 @@ def main() -> None:
     )
     collected = next((line for line in out.splitlines() if "collected" in line), "")
 
-    report_full, report_cached, report_serial = (
-        work / "full.json",
-        work / "cached.json",
-        work / "serial.json",
-    )
+    report_full, report_cached = work / "full.json", work / "cached.json"
+    report_serial = work / "serial.json"
     badge = work / "badge.svg"
     parallel = ["-n", args.workers]
     full_s, full_code, _ = _pytest(
@@ -155,18 +156,31 @@ def main() -> None:
         "nnrag_version": cached_report["nnrag_version"],
         "torch_version": cached_report["torch_version"],
     }
+    seconds = {"collect": collect_s, "full": full_s, "cached": cached_s, "serial": serial_s}
+    save(result, cached_out, report_cached, badge)
+    write_markdown(result, _summary(cached_out), seconds, repos=args.repos.name, note=args.note)
+    print(json.dumps(result, indent=2))
+
+
+def save(result: dict[str, Any], cached_out: str, report: Path, badge: Path) -> None:
+    """The JSON result, the cached run's summary table, report and badge, in results/."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "plugin_bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    table = _summary(cached_out)
-    (RESULTS / "plugin_bench_summary.txt").write_text(table)
-    shutil.copy(report_cached, RESULTS / "plugin_bench_report.json")
+    (RESULTS / "plugin_bench_summary.txt").write_text(_summary(cached_out))
+    shutil.copy(report, RESULTS / "plugin_bench_report.json")
     shutil.copy(badge, RESULTS / "plugin_bench_badge.svg")
     shutil.copy(badge.with_suffix(".json"), RESULTS / "plugin_bench_badge.json")
+
+
+def write_markdown(
+    result: dict[str, Any], table: str, seconds: dict[str, float], *, repos: str, note: str
+) -> None:
+    """``results/plugin_bench.md`` from what :func:`main` measured (``seconds``: wall times)."""
+    workers, cached_before = result["workers"], result["full_run_results_already_cached"]
     md = [
         "# plugin bench",
         "",
-        f"`{result['command']}` on `{args.repos.name}` (depth {args.depth}); "
-        f"{result['collected']}.",
+        f"`{result['command']}` on `{repos}` (depth {result['depth']}); {result['collected']}.",
         "",
         f"Machine: {os.cpu_count()} cores shared with other jobs (1-minute load average "
         f"{result['load_average_1m_at_end']} at the end); CPU = user + sys of the pytest "
@@ -174,17 +188,19 @@ def main() -> None:
         "",
         "| step | wall | CPU |",
         "|---|---|---|",
-        f"| collection, warm index (`--collect-only`) | {collect_s:.1f} s | {CPU['collect']} s |",
-        f"| full run, `-n {args.workers}` ({cached_before} results already cached) "
-        f"| {full_s:.1f} s | {CPU['full']} s |",
-        f"| re-run, every result cached, `-n {args.workers}` (target <= 15 s) "
-        f"| {cached_s:.1f} s | {CPU['cached']} s |",
-        f"| re-run, cached, no xdist | {serial_s:.1f} s | {CPU['serial']} s |",
+        f"| collection, warm index (`--collect-only`) | {seconds['collect']:.1f} s "
+        f"| {CPU['collect']} s |",
+        f"| full run, `-n {workers}` ({cached_before} results already cached) "
+        f"| {seconds['full']:.1f} s | {CPU['full']} s |",
+        f"| re-run, every result cached, `-n {workers}` (target <= 15 s) "
+        f"| {seconds['cached']:.1f} s | {CPU['cached']} s |",
+        f"| re-run, cached, no xdist | {seconds['serial']:.1f} s | {CPU['serial']} s |",
         "",
-        f"All results cached on re-run: {all_cached}. "
-        f"Outcomes identical with and without xdist: {parity}.",
+        f"All results cached on re-run: {result['all_results_cached']}. "
+        f"Outcomes identical with and without xdist: "
+        f"{result['outcomes_identical_with_and_without_xdist']}.",
         "",
-        f"Pass rate: {summary['passed']}/{summary['blocks']} ({summary['pass_rate']:.1%}). "
+        f"Pass rate: {result['passed']}/{result['blocks']} ({result['pass_rate']:.1%}). "
         "Summary table of the cached run (plugin_bench_summary.txt):",
         "",
         "```",
@@ -194,10 +210,9 @@ def main() -> None:
         "![badge](plugin_bench_badge.svg)",
         "",
     ]
-    if args.note:
-        md[2:2] = [args.note, ""]
+    if note:
+        md[2:2] = [note, ""]
     (RESULTS / "plugin_bench.md").write_text("\n".join(md))
-    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

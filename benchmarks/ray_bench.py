@@ -28,7 +28,7 @@ from typing import Any
 
 from nnrag.config import load_settings
 from nnrag.model import BlockJob, BlockRef, JobOutcome, RayOptions, ValidationResult
-from nnrag.validate.executors import Dispatch, Executor, LocalExecutor, validate_many
+from nnrag.validate.executors import Executor, LocalExecutor, validate_many
 from nnrag.workspace import Workspace
 
 TIMM = Path("/work/corpora/src/timm-1.0.31")
@@ -48,12 +48,10 @@ class Timed:
         self.first_sent: float | None = None
         self.jobs = 0
 
-    def run(
-        self, jobs: Sequence[BlockJob], *, dispatch: Dispatch
-    ) -> Iterator[tuple[BlockJob, JobOutcome]]:
+    def run(self, jobs: Sequence[BlockJob]) -> Iterator[tuple[BlockJob, JobOutcome]]:
         self.first_sent = time.perf_counter()
         self.jobs = len(jobs)
-        return self.inner.run(jobs, dispatch=dispatch)
+        return self.inner.run(jobs)
 
     def close(self) -> None:
         self.inner.close()

@@ -177,6 +177,11 @@ def main() -> None:
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / "search_bench.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_markdown(out, result)
+
+
+def write_markdown(out: Path, result: dict[str, Any]) -> None:
+    """``results/search_bench.md`` from what :func:`main` measured."""
     lines = [
         "# search benchmark",
         "",
@@ -188,21 +193,25 @@ def main() -> None:
         "|---|---|",
         f"| modules / blocks | {result['modules']} / {result['blocks']} |",
         f"| in-memory index of the corpora (index_tree, serial) | {result['index_s']} s |",
-        f"| search table build (cold, {cold.modules} modules) "
+        f"| search table build (cold, {result['search_table_cold_modules']} modules) "
         f"| {result['search_table_cold_s']} s |",
         f"| search table update, nothing changed | {result['search_table_noop_s'] * 1000:.1f} ms |",
-        f"| search table update, one module changed ({one.blocks} blocks) "
+        f"| search table update, one module changed "
+        f"({result['search_table_one_module_blocks']} blocks) "
         f"| {result['search_table_one_module_s'] * 1000:.1f} ms |",
         f"| query latency, median of {len(QUERIES)} queries (target <= 20 ms) "
         f"| {result['query_ms_median']} ms |",
         f"| query latency, p95 / max | {result['query_ms_p95']} / {result['query_ms_max']} ms |",
         "",
         "Categories of all blocks: "
-        + ", ".join(f"{name} {count}" for name, count in categories.most_common()),
+        + ", ".join(f"{name} {count}" for name, count in result["categories"].items()),
         "",
         "| query | ms | top hit |",
         "|---|---|---|",
-        *(f"| {row['query']} | {row['ms']} | {(row['top'] or ['-'])[0]} |" for row in tops),  # type: ignore[index]
+        *(
+            f"| {row['query']} | {row['ms']} | {(row['top'] or ['-'])[0]} |"
+            for row in result["results"]
+        ),
         "",
     ]
     (out / "search_bench.md").write_text("\n".join(lines), encoding="utf-8")

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from nnrag.index.units import analyze_module, module_name_for
-from nnrag.model import FileProblem, ModuleInfo
+from nnrag.model import Diagnostic, ModuleInfo
+from nnrag.report import format_diagnostic
 
 CORPORA = Path("/work/corpora/src")
 SPEED = CORPORA / "timm-1.0.31"
@@ -118,9 +119,9 @@ def _corpus(root: Path) -> dict[str, object]:
             counts["crashes"] += 1
             issues.append(f"{path}: crash {error!r}")
             continue
-        if isinstance(info, FileProblem):
+        if isinstance(info, Diagnostic):
             counts["problems"] += 1
-            problems.append(str(info))
+            problems.append(format_diagnostic(info))
             continue
         counts["modules"] += 1
         counts["units"] += len(info.units)

@@ -32,7 +32,8 @@ from nnrag.config import load_settings
 from nnrag.extract.block import extract, write_block
 from nnrag.index.build import Index, build_index, index_tree, load_index
 from nnrag.index.discover import discover_blocks
-from nnrag.model import STAGES, BlockRef, Stage, ValidationResult, stage_index
+from nnrag.model import STAGES, BlockRef, Category, Stage, ValidationResult, stage_index
+from nnrag.report import format_diagnostic
 from nnrag.validate.replay import differences
 from nnrag.validate.results import recipe_to_dict
 from nnrag.validate.sandbox import Sandbox
@@ -162,7 +163,13 @@ def run_corpus(
 
 
 def run_config(
-    name: str, *, limit: int | None, workers: int, depth: Stage, timeout_s: float
+    name: str,
+    *,
+    limit: int | None,
+    workers: int,
+    depth: Stage,
+    timeout_s: float,
+    skip: int = 0,
 ) -> dict[str, Any]:
     """A configured corpus (several sources in one repos.json); rates over ``measured``."""
     config = CONFIGS[name]
@@ -170,9 +177,13 @@ def run_config(
     index, workspace = configured_index(config, name)
     measured = set(config["measured"])
     blocks = [b for b in workspace.blocks() if b.source in measured]
-    if limit is not None:  # the same share of every measured source
+    if limit is not None:  # the same share of every measured source (after ``skip`` each)
         per = max(1, limit // len(measured))
-        blocks = [b for s in sorted(measured) for b in [x for x in blocks if x.source == s][:per]]
+        blocks = [
+            b
+            for s in sorted(measured)
+            for b in [x for x in blocks if x.source == s][skip : skip + per]
+        ]
     report = run_blocks(
         name,
         index,
@@ -182,7 +193,103 @@ def run_config(
         depth=depth,
         timeout_s=timeout_s,
     )
-    return {**report, "indexed": "configured", "sources": config["sources"]}
+    return {**report, "indexed": "configured", "sources": config["sources"], "skip": skip}
+
+
+class _Pass:
+    """The sandboxes (one per worker thread) and the harvest of one benchmark run."""
+
+    def __init__(
+        self, index: Index, files: dict[str, _File], *, depth: Stage, timeout_s: float
+    ) -> None:
+        self.index, self.files, self.depth, self.timeout_s = index, files, depth, timeout_s
+        self.local = threading.local()
+        self.boxes: list[Sandbox] = []
+        self.harvest: dict[str, set[str]] = {}
+        self.lock = threading.Lock()
+        self.frozen: dict[str, list[dict[str, Any]]] = {}
+        self.results: dict[str, ValidationResult] = {}
+
+    def box(self) -> Sandbox:
+        found = getattr(self.local, "box", None)
+        if found is None:
+            found = self.local.box = Sandbox()
+            with self.lock:
+                self.boxes.append(found)
+        return found
+
+    def validate(self, block_id: str) -> ValidationResult:
+        block, path, problem, category = self.files[block_id]
+        if path is None or problem:
+            return ValidationResult(
+                block_id=block_id,
+                depth=self.depth,
+                stage_reached="compile",
+                failed_stage="closed",
+                category=category if path is not None and category else "internal-error",
+                message=problem,
+            )
+        # As in the product: a first pass harvests and uses nothing harvested; the second
+        # uses the complete, frozen harvest. Outcomes do not depend on the order blocks ran.
+        records = self.frozen.get(f"{block.source}:{block.name}", [])
+        result, found = run_validation(
+            path,
+            block_id=block_id,
+            class_name=block.name,
+            depth=self.depth,
+            timeout_s=self.timeout_s,
+            source_packages=self.index.source_packages(block.source),
+            sandbox=self.box(),
+            harvested=records,
+            harvest=not self.frozen,
+        )
+        with self.lock:
+            for record in found:
+                key = f"{block.source}:{record['class']}"
+                self.harvest.setdefault(key, set()).add(json.dumps(record, sort_keys=True))
+        return result
+
+    def replay(self, block_id: str) -> tuple[str, tuple[str, ...]]:
+        block, path, _, _ = self.files[block_id]
+        recorded = self.results[block_id]
+        assert path is not None
+        assert recorded.recipe is not None
+        again, _ = run_validation(
+            path,
+            block_id=block_id,
+            class_name=block.name,
+            depth=self.depth,
+            timeout_s=self.timeout_s,
+            source_packages=self.index.source_packages(block.source),
+            sandbox=self.box(),
+            harvest=False,
+            replay=recipe_to_dict(recorded.recipe),
+        )
+        return block_id, differences(recorded, again)
+
+    def close(self) -> None:
+        for sandbox in self.boxes:
+            sandbox.close()
+
+
+_File = tuple[BlockRef, Path | None, str, Category | None]
+"""A block, its file (None: extraction failed), its first blocking problem, its category."""
+
+
+def extract_blocks(index: Index, blocks: list[BlockRef], out: Path) -> dict[str, _File]:
+    files: dict[str, _File] = {}
+    for block in blocks:
+        try:
+            extracted = extract(index, block)
+        except Exception as error:
+            files[block.id] = (block, None, f"internal-error: {error!r}"[:300], None)
+            continue
+        path = write_block(extracted, out, filename=f"{block.module}.{block.name}.py")
+        # As in the product (validate.stages): only blocking problems stop a block at `closed`.
+        blocking = extracted.blocking_problems
+        problem = format_diagnostic(blocking[0]) if blocking else ""
+        files[block.id] = (block, path, problem, blocking[0].category if blocking else None)
+    return files
 
 
 def run_blocks(
@@ -197,112 +304,36 @@ def run_blocks(
 ) -> dict[str, Any]:
     """Extract and validate ``blocks``; harvest in a first pass, then replay every pass."""
     out = Path(tempfile.mkdtemp(prefix=f"nnrag-bench-{name}-"))
-    files: dict[str, tuple[BlockRef, Path | None, str]] = {}
     started = time.perf_counter()
-    for block in blocks:
-        try:
-            extracted = extract(index, block)
-        except Exception as error:
-            files[block.id] = (block, None, f"internal-error: {error!r}"[:300])
-            continue
-        path = write_block(extracted, out, filename=f"{block.module}.{block.name}.py")
-        # As in the product (validate.stages): only blocking problems stop a block at `closed`.
-        blocking = extracted.blocking_problems
-        problem = str(blocking[0]) if blocking else ""
-        files[block.id] = (block, path, problem)
+    files = extract_blocks(index, blocks, out)
     extract_s = time.perf_counter() - started
-
-    local = threading.local()
-    boxes: list[Sandbox] = []
-    harvest: dict[str, set[str]] = {}
-    lock = threading.Lock()
-    frozen: dict[str, list[dict[str, Any]]] = {}
-
-    def box() -> Sandbox:
-        found = getattr(local, "box", None)
-        if found is None:
-            found = local.box = Sandbox()
-            with lock:
-                boxes.append(found)
-        return found
-
-    def validate(block_id: str) -> ValidationResult:
-        block, path, problem = files[block_id]
-        if path is None or problem:
-            category = "internal-error" if path is None else problem.split("]")[0].split("[")[-1]
-            return ValidationResult(
-                block_id=block_id,
-                depth=depth,
-                stage_reached="compile",
-                failed_stage="closed",
-                category=category if path is not None else "internal-error",  # type: ignore[arg-type]
-                message=problem,
-            )
-        # As in the product: a first pass harvests and uses nothing harvested; the second
-        # uses the complete, frozen harvest. Outcomes do not depend on the order blocks ran.
-        records = frozen.get(f"{block.source}:{block.name}", [])
-        result, found = run_validation(
-            path,
-            block_id=block_id,
-            class_name=block.name,
-            depth=depth,
-            timeout_s=timeout_s,
-            source_packages=index.source_packages(block.source),
-            sandbox=box(),
-            harvested=records,
-            harvest=not frozen,
-        )
-        with lock:
-            for record in found:
-                key = f"{block.source}:{record['class']}"
-                harvest.setdefault(key, set()).add(json.dumps(record, sort_keys=True))
-        return result
-
-    def replay(block_id: str) -> tuple[str, tuple[str, ...]]:
-        block, path, _ = files[block_id]
-        recorded = results[block_id]
-        assert path is not None
-        assert recorded.recipe is not None
-        again, _ = run_validation(
-            path,
-            block_id=block_id,
-            class_name=block.name,
-            depth=depth,
-            timeout_s=timeout_s,
-            source_packages=index.source_packages(block.source),
-            sandbox=box(),
-            harvest=False,
-            replay=recipe_to_dict(recorded.recipe),
-        )
-        return block_id, differences(recorded, again)
-
+    run = _Pass(index, files, depth=depth, timeout_s=timeout_s)
     started = time.perf_counter()
-    results: dict[str, ValidationResult] = {}
+    results = run.results
     with ThreadPoolExecutor(workers) as pool:
-        for result in pool.map(validate, list(files)):
+        for result in pool.map(run.validate, list(files)):
             results[result.block_id] = result
         first_pass = time.perf_counter() - started
-        frozen.update(
-            {k: [json.loads(r) for r in sorted(v)[:3]] for k, v in harvest.items()} or {"": []}
+        run.frozen.update(
+            {k: [json.loads(r) for r in sorted(v)[:3]] for k, v in run.harvest.items()} or {"": []}
         )
         retry = [
             i
             for i, r in results.items()
             if not r.passed
-            and f"{files[i][0].source}:{files[i][0].name}" in frozen
+            and f"{files[i][0].source}:{files[i][0].name}" in run.frozen
             and r.failed_stage != "closed"
         ]
-        for result in pool.map(validate, retry):
+        for result in pool.map(run.validate, retry):
             before = results[result.block_id]
             if result.passed or progress(result) > progress(before):
                 results[result.block_id] = result
         validate_s = time.perf_counter() - started
         started = time.perf_counter()
         passing = [i for i, r in results.items() if r.passed and r.recipe is not None]
-        replays = dict(pool.map(replay, passing))
+        replays = dict(pool.map(run.replay, passing))
         replay_s = time.perf_counter() - started
-    for sandbox in boxes:
-        sandbox.close()
+    run.close()
     return summarize(
         name,
         results,
@@ -323,7 +354,7 @@ def run_blocks(
 def summarize(
     name: str,
     results: dict[str, ValidationResult],
-    files: dict[str, tuple[BlockRef, Path | None, str]],
+    files: dict[str, _File],
     replays: dict[str, tuple[str, ...]],
     *,
     seconds: dict[str, float],
@@ -430,6 +461,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", choices=sorted({*CORPORA, *CONFIGS}), action="append")
     parser.add_argument("--limit", type=int)
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="configured corpora: skip the first N blocks of each measured source (a held-out "
+        "sample beside --limit's first blocks)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--depth", default="forward", choices=STAGES)
     parser.add_argument("--timeout", type=float, default=30.0)
@@ -460,7 +498,7 @@ def main() -> None:
             "timeout_s": args.timeout,
         }
         if name in CONFIGS:
-            report = run_config(name, **options)
+            report = run_config(name, skip=args.skip, **options)
         else:
             report = run_corpus(name, CORPORA[name], shared=shared, **options)
         print(

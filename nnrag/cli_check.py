@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nnrag.check.static import Importer
-    from nnrag.model import Finding
+    from nnrag.model import Diagnostic
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.I)
 _CODE = re.compile(r"^[A-Z]+[0-9]*$")
@@ -74,12 +74,12 @@ def suppressed(line: str, code: str) -> bool:
 
 
 def kept(
-    findings: Iterable[Finding],
+    findings: Iterable[Diagnostic],
     lines: Sequence[str],
     *,
     select: Sequence[str] | None,
     ignore: Sequence[str],
-) -> list[Finding]:
+) -> list[Diagnostic]:
     """The findings left after ``--select``/``--ignore`` (code prefixes) and ``# noqa``."""
     result = []
     for finding in findings:
@@ -110,7 +110,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """``nnrag check FILE|DIR...``: ``path:line:col: CODE message`` per finding, exit 1 if any.
 
     A folder stands for the block files of its ``nnrag-blocks.json`` (else its ``*.py``
-    files); no argument means the current folder. Findings of file contents checked before
+    files); no argument means the current folder. Diagnostics of file contents checked before
     come from the check cache (``--cache``/$NNRAG_CACHE_DIR/user cache dir, ``checks/``).
     ``--select``/``--ignore`` and ``# noqa: NNRxxx`` on a finding's line leave findings out.
     """
@@ -157,13 +157,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _print_findings(
     files: Sequence[Path],
-    checked: Sequence[tuple[Finding, ...] | OSError],
+    checked: Sequence[tuple[Diagnostic, ...] | OSError],
     unreadable: Mapping[Path, OSError],
     importer: Importer | None,
     args: argparse.Namespace,
 ) -> int:
     """Print each file's findings (the sandboxed import's when it is clean); count failures."""
     from nnrag.check.static import import_findings
+    from nnrag.report import format_diagnostic
 
     failed = 0
     for path, result in _progress(list(zip(files, checked, strict=True)), importer is not None):
@@ -180,7 +181,7 @@ def _print_findings(
             failed += 1
             continue
         for finding in findings:
-            print(finding.format(str(path)))
+            print(format_diagnostic(finding, path=str(path)))
         failed += bool(findings)
     return failed
 
@@ -197,7 +198,9 @@ def _run_importer() -> Iterator[Importer]:
         yield functools.partial(validate_file, depth="import", sandbox=sandbox)
 
 
-def _selected(findings: Sequence[Finding], path: Path, args: argparse.Namespace) -> list[Finding]:
+def _selected(
+    findings: Sequence[Diagnostic], path: Path, args: argparse.Namespace
+) -> list[Diagnostic]:
     if not findings:
         return []
     try:

@@ -234,20 +234,6 @@ class ModuleInfo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FileProblem:
-    """A file that could not be indexed (does not decode, does not parse, too large, ...)."""
-
-    source: str
-    path: str
-    message: str
-    line: int = 0
-    col: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.message}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class IndexStats:
     """What one indexing run did."""
 
@@ -259,11 +245,43 @@ class IndexStats:
     """Files (re)parsed in this run; the rest came from the index unchanged."""
     lines: int
     seconds: float
-    problems: tuple[FileProblem, ...] = ()
+    problems: tuple[Diagnostic, ...] = ()
     source_errors: tuple[str, ...] = ()
     """Sources that could not be materialized (message each); the others were indexed."""
     warnings: tuple[str, ...] = ()
     """Configuration that has no effect (an ``extern`` pattern matching nothing), one each."""
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diagnostic:
+    """One thing nnrag found wrong, where: a static-check finding, a file the index could not
+    read, a closure problem. Made only by :func:`nnrag.diagnostics.diagnostic` (its code fixes
+    its category and stage); rendered only by :mod:`nnrag.report`."""
+
+    code: str
+    """Stable code, e.g. ``NNR101`` (every code: :data:`nnrag.diagnostics.CODES`)."""
+    category: Category
+    stage: Stage
+    """The stage it fails (``closed`` for a closure problem of a blocking category)."""
+    message: str
+    path: str = ""
+    """The file: a block file (check), a path relative to its source root (index, closure)."""
+    line: int = 0
+    col: int = 0
+    """1-based; 0 where unknown (the whole file)."""
+    source: str = ""
+    """The configured source the file belongs to (index diagnostics)."""
+    dependency_path: tuple[str, ...] = ()
+    """Closure problems: from the block to the definition that has the problem, e.g.
+    ``("Target", "helper", "_lookup")``."""
+
+    @property
+    def location(self) -> str:
+        """``path:line:col``."""
+        return f"{self.path}:{self.line}:{self.col}"
 
 
 # --------------------------------------------------------------------------- blocks
@@ -288,23 +306,6 @@ class BlockRef:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Problem:
-    """Something that keeps a block from being closed, with the dependency path to it."""
-
-    category: Category
-    message: str
-    path: tuple[str, ...] = ()
-    """Dependency path from the target, e.g. ``("Target", "helper", "_lookup")``."""
-    location: str = ""
-    """``path:line:col`` where it was found."""
-
-    def __str__(self) -> str:
-        chain = " -> ".join(self.path)
-        where = f"{self.location}: " if self.location else ""
-        return f"{where}[{self.category}] {chain + ': ' if chain else ''}{self.message}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class UnitRef:
     """One unit of one indexed module, as included in a closure."""
 
@@ -324,7 +325,7 @@ class Closure:
     """External imports kept as imports (as written in their source module)."""
     renames: Mapping[tuple[str, str], str] = field(default_factory=dict)
     """(module, name) -> flat name in the emitted file, where a collision forced a rename."""
-    problems: tuple[Problem, ...] = ()
+    problems: tuple[Diagnostic, ...] = ()
     references: Mapping[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     """Optional, for emit: (module of an included unit, dotted chain read there, e.g.
     ``layers.Mlp`` or ``_Mlp``) -> (module, name) of the inlined definition it denotes. Emit
@@ -392,7 +393,7 @@ class Extracted:
     requirements: tuple[str, ...]
     """PEP 508 strings of external distributions the block imports."""
     files: tuple[SourceFile, ...]
-    problems: tuple[Problem, ...] = ()
+    problems: tuple[Diagnostic, ...] = ()
     dependencies: tuple[str, ...] = ()
     """Qualified names of the inlined definitions (``module.name``)."""
     registrations: tuple[Registration, ...] = ()
@@ -411,7 +412,7 @@ class Extracted:
         return len(self.files)
 
     @property
-    def blocking_problems(self) -> tuple[Problem, ...]:
+    def blocking_problems(self) -> tuple[Diagnostic, ...]:
         """The problems that make the file not closed (see :data:`BLOCKING_CATEGORIES`)."""
         return tuple(p for p in self.problems if p.category in BLOCKING_CATEGORIES)
 
@@ -501,25 +502,6 @@ class ValidationResult:
         return self.failed_stage is None and self.stage_reached == self.depth
 
 
-# --------------------------------------------------------------------------- static checks
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Finding:
-    """One static-check finding on a block file, printed as ``path:line:col: code message``."""
-
-    code: str
-    """Short stable code, e.g. ``NNR101``."""
-    category: Category
-    stage: Stage
-    message: str
-    line: int = 0
-    col: int = 0
-
-    def format(self, path: str) -> str:
-        return f"{path}:{self.line}:{self.col}: {self.code} {self.message}"
-
-
 # --------------------------------------------------------------------------- execution
 
 
@@ -547,7 +529,7 @@ class BlockJob:
     """Result cache key (body digest, depth, validator version, torch version)."""
     hints: BlockHints | None = None
     source_packages: frozenset[str] = frozenset()
-    problems: tuple[Problem, ...] = ()
+    problems: tuple[Diagnostic, ...] = ()
     """Advisory closure problems: named as the likely cause of a run-time failure."""
     harvested: tuple[Mapping[str, object], ...] = ()
     """Recipes recorded for this class while composite blocks ran, once its source's harvest

@@ -5,6 +5,13 @@ same everywhere. Everything is plain data: :func:`build_report` turns
 :class:`~nnrag.model.ValidationResult` objects into a JSON-ready ``dict``;
 :func:`summary_lines`, :func:`write_report` and :func:`write_badge` render it.
 
+Every other rendering of a result or a diagnostic lives here too, so the pytest item, the
+CLI, the pre-commit hook and the JSON documents say the same thing: :func:`block_entry` (a
+result in the report), :func:`format_result` (the failure text of a pytest item and of
+``nnrag validate -v``), :func:`verdict_line` (one line per block in the CLI);
+:func:`format_diagnostic` (``path:line:col: CODE message``, the check's and the index's
+lines, closure problems with their dependency path) and :func:`diagnostic_json`.
+
 Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
 
     {
@@ -22,8 +29,11 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
         "block_categories": {                # what the blocks are (retrieve.categorize), by name
           "attention": {"blocks": 120, "passed": 101}, ...   # blocks of unknown category: absent
         },
-        "sources": {"timm": {...the same keys as summary, without "sources"...}, ...}
-      },
+        "sources": {"timm": {...the same keys as summary, without "sources"...}, ...},
+        "unfetched": 1,                      # failed items counted for sources that could not
+        "unfetched_sources": {"mmdet": 1}    # be fetched (per source: its block count in the
+      },                                     # baseline, else 1); pass_rate = passed /
+                                             # (blocks + unfetched), so is the badge
       "blocks": [                            # sorted by id
         {"id": "timm:timm.layers.mlp:Mlp", "source": "timm",
          "outcome": "passed" | "failed",
@@ -73,7 +83,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from nnrag.model import STAGES, Stage, ValidationResult, stage_index
+from nnrag.model import STAGES, Diagnostic, Recipe, Stage, ValidationResult, stage_index
 
 REPORT_KEYS = ("nnrag_version", "torch_version", "depth", "summary", "blocks", "warnings")
 BLOCK_KEYS = (
@@ -151,6 +161,93 @@ def block_entry(result: ValidationResult, *, block_category: str | None = None) 
     }
 
 
+def verdict_line(result: ValidationResult) -> str:
+    """``PASS id (stage, s)`` or ``FAIL id at stage [category]: message`` (the CLI's line):
+    the stage, category and message of :func:`format_result` and :func:`block_entry`."""
+    if result.passed:
+        line = f"PASS {result.block_id} ({result.stage_reached}, {result.duration_s:.2f} s)"
+    else:
+        stopped, category = failed_stage_of(result), result.category or "uncategorized"
+        line = f"FAIL {result.block_id} at {stopped} [{category}]: {result.message}"
+    return line + (" (cached)" if result.cached else "")
+
+
+def format_result(
+    result: ValidationResult, *, all_frames: bool = False, revalidate: str = "--nnrag-revalidate"
+) -> str:
+    """The failure text: stage, category, message, block frames, dependency path or recipe,
+    file. The last three frames in the block file, every one with ``all_frames``;
+    ``revalidate`` is the option that bypasses the result cache where the text is shown."""
+    stopped = failed_stage_of(result) or result.depth
+    reached = result.stage_reached or "nothing"
+    lines = [
+        f"{result.block_id} did not reach {result.depth}: "
+        f"failed at stage {stopped} (last passed: {reached})",
+        f"category: {result.category or 'uncategorized'}",
+    ]
+    message = result.message.strip() or "(no message)"
+    first, *rest = message.splitlines()
+    lines.append(f"message: {first}")
+    lines.extend(f"  {line}" for line in rest)
+    frames = list(result.frames) if all_frames else list(result.frames[-3:])
+    if frames:
+        more = len(result.frames) - len(frames)
+        earlier = f", {more} earlier: --tb=long" if more else ""
+        lines.append(f"traceback (frames in the block file{earlier}):")
+        lines.extend(f"  {frame}" for frame in frames)
+    if result.dependency_path:
+        lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
+    if result.recipe is not None and (result.recipe.origin != "none" or result.recipe.init_args):
+        lines.append(f"recipe: {format_recipe(result.recipe, result.block_id)}")
+    if result.file:
+        lines.append(f"file: {result.file}")
+    if result.cached:
+        lines.append(f"(cached result; pass {revalidate} to validate again)")
+    return "\n".join(lines)
+
+
+def format_recipe(recipe: Recipe, block_id: str) -> str:
+    """``Class(args, kw=...)(inputs)`` as tried, with where the arguments came from."""
+    name = block_id.rsplit(":", 1)[-1]
+    init = [_short(value) for value in recipe.init_args]
+    init += [f"{key}={_short(value)}" for key, value in recipe.init_kwargs.items()]
+    feed = [_short(value) for value in recipe.inputs]
+    feed += [f"{key}={_short(value)}" for key, value in recipe.input_kwargs.items()]
+    text = f"{name}({', '.join(init)})({', '.join(feed)}) [{recipe.origin}"
+    if recipe.attempts:
+        text += f", {recipe.attempts} attempt{'s' if recipe.attempts != 1 else ''}"
+    return text + "]"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, Mapping) and "shape" in value:
+        dtype = value.get("dtype", "float32")
+        return f"tensor({list(value['shape'])}, {dtype})"
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def format_diagnostic(diagnostic: Diagnostic, *, path: str | None = None) -> str:
+    """``path:line:col: CODE message``; a closure problem's message follows its dependency
+    path (``... NNR503 Target -> helper: message``). ``path`` overrides the diagnostic's own
+    (a block file as the user named it, a source file under its checkout)."""
+    where = f"{diagnostic.path if path is None else path}:{diagnostic.line}:{diagnostic.col}"
+    chain = " -> ".join(diagnostic.dependency_path)
+    return f"{where}: {diagnostic.code} {chain + ': ' if chain else ''}{diagnostic.message}"
+
+
+def diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    """A closure problem as the block spec and ``nnrag extract --json`` write it: ``path`` is
+    the dependency path (as before codes existed), ``location`` where it was found."""
+    return {
+        "code": diagnostic.code,
+        "category": diagnostic.category,
+        "message": diagnostic.message,
+        "path": list(diagnostic.dependency_path),
+        "location": diagnostic.location,
+    }
+
+
 def _summarize(entries: Sequence[Mapping[str, Any]], depth: Stage) -> dict[str, Any]:
     passed = sum(1 for entry in entries if entry["outcome"] == "passed")
     stages: dict[str, dict[str, int]] = {}
@@ -196,8 +293,12 @@ def build_report(
     block_categories: Mapping[str, str] | None = None,
     dedup: Mapping[str, Any] | None = None,
     warnings: Sequence[str] = (),
+    unfetched: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The report document (schema in this module's docstring) for ``results``.
+
+    ``unfetched`` maps each source that could not be fetched to the failed items it counts
+    as (its last known block count, at least 1): they lower the pass rate and the badge.
 
     A block validated more than once (e.g. re-run by ``--lf``) counts once: its last result.
     ``block_categories`` maps block ids to their category; ``dedup`` (a
@@ -216,6 +317,7 @@ def build_report(
         nnrag_version=nnrag_version or distribution_version("nnrag") or "unknown",
         torch_version=torch_version if torch_version is not None else _torch_version(),
         warnings=warnings,
+        unfetched=unfetched,
     )
     if dedup is not None:
         report["dedup"] = dict(dedup)
@@ -229,6 +331,7 @@ def report_from_entries(
     nnrag_version: str,
     torch_version: str | None,
     warnings: Sequence[str] = (),
+    unfetched: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """A report from ready block entries (sorted here by id): the summary is computed."""
     ordered = sorted((dict(entry) for entry in entries), key=lambda entry: str(entry["id"]))
@@ -239,6 +342,7 @@ def report_from_entries(
     summary["sources"] = {
         name: _summarize(group, depth) for name, group in sorted(by_source.items())
     }
+    _count_unfetched(summary, unfetched or {})
     return {
         "nnrag_version": nnrag_version,
         "torch_version": torch_version,
@@ -247,6 +351,16 @@ def report_from_entries(
         "blocks": ordered,
         "warnings": list(warnings),
     }
+
+
+def _count_unfetched(summary: dict[str, Any], unfetched: Mapping[str, int]) -> None:
+    """Sources that could not be fetched count as failed items in the pass rate."""
+    counts = {name: max(1, int(count)) for name, count in sorted(unfetched.items())}
+    total = sum(counts.values())
+    summary["unfetched"] = total
+    summary["unfetched_sources"] = counts
+    items = summary["blocks"] + total
+    summary["pass_rate"] = round(summary["passed"] / items, 4) if items else 0.0
 
 
 def empty_run_reason(
@@ -300,10 +414,12 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
     seen: dict[str, str] = {}
     entries: list[Mapping[str, Any]] = []
     warnings: dict[str, None] = {}
+    unfetched: dict[str, int] = {}
     for name, report in reports:
         for key in ("summary", "blocks"):
             if key not in report:
                 raise ReportMergeError(f"{name} is not an nnrag report (no {key!r})")
+        unfetched.update(report["summary"].get("unfetched_sources") or {})
         for entry in report["blocks"]:
             block_id = str(entry["id"])
             if block_id in seen:
@@ -323,6 +439,7 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
         nnrag_version=str(first.get("nnrag_version") or "unknown"),
         torch_version=first.get("torch_version"),
         warnings=list(warnings),
+        unfetched=unfetched,
     )
     merged["merged_from"] = [name for name, _ in reports]
     return merged
@@ -368,9 +485,11 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
     rows = summary_rows(report)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
-        f"nnrag: {summary['passed']}/{summary['blocks']} blocks reached "
+        f"nnrag: {summary['passed']}/{_items(summary)} blocks reached "
         f"{report['depth']} ({summary['pass_rate']:.1%})"
     ]
+    for name, count in (summary.get("unfetched_sources") or {}).items():
+        lines.append(f"source {name!r} could not be fetched or read: counted as {count} failed")
     for row in rows:
         cells = [row[0].ljust(widths[0])]
         cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
@@ -432,7 +551,12 @@ def _example(report: Mapping[str, Any], category: str) -> str:
 def badge_message(report: Mapping[str, Any]) -> str:
     """The badge's value, e.g. ``87% (812/934)``."""
     summary = report["summary"]
-    return f"{summary['pass_rate']:.0%} ({summary['passed']}/{summary['blocks']})"
+    return f"{summary['pass_rate']:.0%} ({summary['passed']}/{_items(summary)})"
+
+
+def _items(summary: Mapping[str, Any]) -> int:
+    """What the pass rate divides by: the blocks and the failed items of unfetched sources."""
+    return int(summary["blocks"]) + int(summary.get("unfetched") or 0)
 
 
 def badge_color(rate: float) -> tuple[str, str]:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from nnrag.blockfile.header import body_digest, parse_header, split_header
 from nnrag.check.static import definition_digests
 from nnrag.errors import ConfigError, NnragError
-from nnrag.model import Extracted, Problem, Settings, SourceSpec
+from nnrag.model import Diagnostic, Extracted, Settings, SourceSpec
+from nnrag.report import format_diagnostic
 
 if TYPE_CHECKING:
     from nnrag.workspace import Workspace
@@ -50,7 +51,7 @@ class VendorOutcome:
     """Why it was skipped or failed, or what changed."""
     diff: str = ""
     """Unified diff of the body (old -> new) when the upstream code changed."""
-    problems: tuple[Problem, ...] = ()
+    problems: tuple[Diagnostic, ...] = ()
 
     def format(self) -> str:
         where = str(self.file) if self.file else self.block_id
@@ -321,7 +322,7 @@ def vendor_blocks(
             continue
         block_id = extracted.block.id
         if not extracted.closed and not force:
-            listed = "; ".join(str(p) for p in extracted.blocking_problems)
+            listed = "; ".join(format_diagnostic(p) for p in extracted.blocking_problems)
             outcomes.append(
                 VendorOutcome(
                     block_id=block_id,
@@ -470,7 +471,7 @@ def _refresh_one(
     pristine = not old or _pristine(old, entry.digest)
     upstream = "upstream changed" if new_body != old_body else "provenance changed"
     if not extracted.closed and not force:
-        listed = "; ".join(str(p) for p in extracted.blocking_problems)
+        listed = "; ".join(format_diagnostic(p) for p in extracted.blocking_problems)
         return (
             VendorOutcome(
                 block_id=entry.id,

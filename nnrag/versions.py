@@ -8,7 +8,7 @@ from pathlib import Path
 
 _PACKAGE = Path(__file__).parent
 
-ANALYSIS_CODE = ("index/units.py", "pyscope", "model.py")
+ANALYSIS_CODE = ("index/units.py", "pyscope", "model.py", "diagnostics.py")
 """Code that decides what the index stores for a file."""
 
 EXTRACTION_CODE = (*ANALYSIS_CODE, "index", "extract", "blockfile")
@@ -16,6 +16,7 @@ EXTRACTION_CODE = (*ANALYSIS_CODE, "index", "extract", "blockfile")
 
 VALIDATION_CODE = (
     "check",
+    "diagnostics.py",
     "pyscope",
     "validate",
     "plugins.py",

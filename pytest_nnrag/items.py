@@ -5,7 +5,8 @@ Reusable pieces (``pytest_nnrag.vendored`` builds on them):
 - :class:`ResultItem`: an item whose outcome is a :class:`~nnrag.model.ValidationResult`;
   subclasses implement :meth:`ResultItem.validate`. It records the result (stash,
   ``user_properties``, the ``pytest_nnrag_result`` hook), fails with :class:`BlockFailure`
-  and prints :func:`format_result` instead of a traceback.
+  and prints :func:`nnrag.report.format_result` instead of a traceback (the text the CLI
+  prints too).
 - :class:`ProblemItem`: an item that always fails with a fixed message (a source that
   could not be materialized, files that did not parse), so nothing is silent.
 - Results cross xdist as :func:`nnrag.validate.results.result_to_dict` JSON.
@@ -13,22 +14,23 @@ Reusable pieces (``pytest_nnrag.vendored`` builds on them):
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from nnrag.errors import ConfigError, NnragError
-from nnrag.model import STAGES, BlockHints, BlockRef, Recipe, ValidationResult
+from nnrag.model import STAGES, BlockHints, BlockRef, ValidationResult
+from nnrag.report import format_diagnostic, format_result
 from pytest_nnrag.state import STATE_KEY, require_state
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from nnrag.model import FileProblem, Settings, SourceSpec, Stage
+    from nnrag.model import Diagnostic, Settings, SourceSpec, Stage
     from pytest_nnrag.state import NnragState
 
 RESULT_KEY = pytest.StashKey[ValidationResult]()
@@ -58,60 +60,6 @@ class ExpectedFailure(BlockFailure):
 
 
 # --------------------------------------------------------------------------- results
-
-
-def format_result(result: ValidationResult, *, all_frames: bool = False) -> str:
-    """The failure text: stage, category, message, block frames, dependency path or recipe,
-    file. The last three frames in the block file, every one with ``all_frames``."""
-    from nnrag.report import failed_stage_of
-
-    stopped = failed_stage_of(result) or result.depth
-    reached = result.stage_reached or "nothing"
-    lines = [
-        f"{result.block_id} did not reach {result.depth}: "
-        f"failed at stage {stopped} (last passed: {reached})",
-        f"category: {result.category or 'uncategorized'}",
-    ]
-    message = result.message.strip() or "(no message)"
-    first, *rest = message.splitlines()
-    lines.append(f"message: {first}")
-    lines.extend(f"  {line}" for line in rest)
-    frames = list(result.frames) if all_frames else list(result.frames[-3:])
-    if frames:
-        more = len(result.frames) - len(frames)
-        earlier = f", {more} earlier: --tb=long" if more else ""
-        lines.append(f"traceback (frames in the block file{earlier}):")
-        lines.extend(f"  {frame}" for frame in frames)
-    if result.dependency_path:
-        lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
-    if result.recipe is not None and (result.recipe.origin != "none" or result.recipe.init_args):
-        lines.append(f"recipe: {format_recipe(result.recipe, result.block_id)}")
-    if result.file:
-        lines.append(f"file: {result.file}")
-    if result.cached:
-        lines.append("(cached result; pass --nnrag-revalidate to validate again)")
-    return "\n".join(lines)
-
-
-def format_recipe(recipe: Recipe, block_id: str) -> str:
-    """``Class(args, kw=...)(inputs)`` as tried, with where the arguments came from."""
-    name = block_id.rsplit(":", 1)[-1]
-    init = [_short(value) for value in recipe.init_args]
-    init += [f"{key}={_short(value)}" for key, value in recipe.init_kwargs.items()]
-    feed = [_short(value) for value in recipe.inputs]
-    feed += [f"{key}={_short(value)}" for key, value in recipe.input_kwargs.items()]
-    text = f"{name}({', '.join(init)})({', '.join(feed)}) [{recipe.origin}"
-    if recipe.attempts:
-        text += f", {recipe.attempts} attempt{'s' if recipe.attempts != 1 else ''}"
-    return text + "]"
-
-
-def _short(value: object) -> str:
-    if isinstance(value, Mapping) and "shape" in value:
-        dtype = value.get("dtype", "float32")
-        return f"tensor({list(value['shape'])}, {dtype})"
-    text = json.dumps(value, default=repr)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def error_result(block_id: str, depth: Stage, error: BaseException) -> ValidationResult:
@@ -234,13 +182,19 @@ class BlockItem(ResultItem):
             label = "REGRESSION" if verdict == "regression" else "NEW BLOCK FAILS"
             raise BlockFailure(result, note=f"{label}: {explain(verdict, expected, result)}")
 
-    def validate(self) -> ValidationResult:
-        workspace = require_state(self.config, "an nnrag block").workspace
+    def hints(self) -> BlockHints | None:
+        """The ``pytest_nnrag_block_inputs`` answer for this block, if any."""
         answer = self.ihook.pytest_nnrag_block_inputs(
             block_id=self.block_id, class_name=self.block.name, config=self.config
         )
-        hints = None if answer is None else hints_from_hook(self.block_id, answer)
-        return workspace.validate(self.block, depth=self.depth, hints=hints)
+        return None if answer is None else hints_from_hook(self.block_id, answer)
+
+    def validate(self) -> ValidationResult:
+        state = require_state(self.config, "an nnrag block")
+        result = state.workspace.validate(self.block, depth=self.depth, hints=self.hints())
+        if result.cached and self.block_id in state.harvest_pass:  # validated this session
+            result = dataclasses.replace(result, cached=False)
+        return result
 
 
 def problem_id(item: pytest.Item) -> str:
@@ -278,7 +232,7 @@ class SourceCollector(pytest.Collector):
         blocks: Sequence[BlockRef],
         depth: Stage,
         errors: Sequence[str] = (),
-        problems: Sequence[FileProblem] = (),
+        problems: Sequence[Diagnostic] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -296,7 +250,7 @@ class SourceCollector(pytest.Collector):
         if self.problems:
             count = len(self.problems)
             header = f"{count} file{'s' if count != 1 else ''} of source {self.name!r} not indexed:"
-            text = "\n".join([header, *(f"  {problem}" for problem in self.problems)])
+            text = "\n".join([header, *(f"  {format_diagnostic(p)}" for p in self.problems)])
             items.append(ProblemItem.from_parent(self, name=PARSE_ERRORS, text=text))
         known = state.baseline.blocks if state.judging and state.baseline is not None else {}
         for problem in items:
@@ -361,9 +315,9 @@ class RepoFile(pytest.Collector):
             for source, entries in workspace.unmatched_paths().items()
             for entry in entries
         }
-        problems: dict[str, list[FileProblem]] = {}
+        problems: dict[str, list[Diagnostic]] = {}
         for problem in stats.problems:
-            if (problem.source, problem.path) in unmatched and not problem.line:
+            if problem.code == "NNR406" and (problem.source, problem.path) in unmatched:
                 continue  # a configuration warning (in the summary and report), not a file
             problems.setdefault(problem.source, []).append(problem)
         grouped: dict[str, list[BlockRef]] = {}

@@ -8,6 +8,7 @@ and torch is never imported in the test process (only in the sandbox's children)
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
@@ -22,11 +23,12 @@ from pytest_nnrag.fixtures import (
     nnrag_validate,
     nnrag_workspace,
 )
+from pytest_nnrag.options import DEFAULT_DEPTH, STAGES, add_options, seconds
 from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
     from nnrag.baseline import Baseline
-    from nnrag.model import Settings, Stage, ValidationResult
+    from nnrag.model import BlockRef, Settings, Stage, ValidationResult
 
 __all__ = [
     "nnrag_extract",
@@ -36,136 +38,11 @@ __all__ = [
     "nnrag_workspace",
 ]
 
-STAGES = ("parse", "compile", "closed", "import", "instantiate", "forward", "backward")
-"""Mirror of ``nnrag.model.STAGES`` (kept here so that option parsing imports nothing)."""
-DEFAULT_DEPTH: Stage = "forward"
 SESSION_PLUGIN = "nnrag-session"
 
 
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds > 0 (e.g. --nnrag-timeout 60), got {text!r}"
-        )
-    return value
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("nnrag", "nnrag: one test per nn.Module block")
-    group.addoption(
-        "--nnrag-repos",
-        metavar="PATH",
-        default=None,
-        help="Collect one test per block of the sources in this repos.json "
-        "(activates the plugin). Ini: nnrag_repos.",
-    )
-    group.addoption(
-        "--nnrag-cache",
-        metavar="DIR",
-        default=None,
-        help="Cache folder for sources, the index and results "
-        "(default: $NNRAG_CACHE_DIR or the user cache dir). Ini: nnrag_cache.",
-    )
-    group.addoption(
-        "--nnrag-depth",
-        choices=STAGES,
-        default=None,
-        help=f"Stage every block must reach to pass (default: {DEFAULT_DEPTH}). Ini: nnrag_depth.",
-    )
-    group.addoption(
-        "--nnrag-timeout",
-        metavar="S",
-        type=_timeout,
-        default=None,
-        help="Seconds a block may take in the sandbox before it fails as a timeout "
-        "(default: 60). Ini: nnrag_timeout.",
-    )
-    group.addoption(
-        "--nnrag-sandbox",
-        choices=("default", "strict"),
-        default=None,
-        help="strict: refuse to run blocks unless every kernel isolation layer (namespaces, "
-        "seccomp, Landlock) is active (default: run with what the kernel gives, and say so "
-        "in the summary). Ini: nnrag_sandbox.",
-    )
-    group.addoption(
-        "--nnrag-report",
-        metavar="PATH",
-        default=None,
-        help="Write the JSON run report (schema: nnrag/report.py) here. Ini: nnrag_report.",
-    )
-    group.addoption(
-        "--nnrag-badge",
-        metavar="PATH",
-        default=None,
-        help="Write an SVG pass-rate badge here, and its shields.io endpoint JSON "
-        "beside it (same name, .json). Ini: nnrag_badge.",
-    )
-    group.addoption(
-        "--nnrag-revalidate",
-        action="store_true",
-        default=False,
-        help="Validate every block again, ignoring cached results.",
-    )
-    group.addoption(
-        "--nnrag-dedup",
-        action="store_true",
-        default=False,
-        help="After the run, de-duplicate every block (exact, lexical, structural; class "
-        "and closure) and add the figures to the report and summary. Ini: nnrag_dedup.",
-    )
-    group.addoption(
-        "--nnrag-baseline",
-        metavar="FILE",
-        default=None,
-        help="Expected results (written by --nnrag-update-baseline): a block failing as "
-        "recorded is an xfail; failing anew or at an earlier stage fails the run; passing "
-        "anew is reported (XPASS). Ini: nnrag_baseline.",
-    )
-    group.addoption(
-        "--nnrag-update-baseline",
-        action="store_true",
-        default=False,
-        help="Write this run's results into the --nnrag-baseline file (blocks not run keep "
-        "their entries); no block is judged against the old file.",
-    )
-    group.addoption(
-        "--nnrag-strict",
-        action="store_true",
-        default=None,
-        help="A block that passes where the baseline (or an xfail in repos.json) expects a "
-        "failure fails the run, so the baseline is kept current. Ini: nnrag_strict.",
-    )
-    group.addoption(
-        "--nnrag-shard",
-        metavar="K/N",
-        default=None,
-        help="Run only shard K of N: sources split before anything is fetched (linked sources "
-        "together), balanced by the --nnrag-durations report. Merge the shards' reports "
-        "with `nnrag report merge`.",
-    )
-    group.addoption(
-        "--nnrag-durations",
-        metavar="REPORT",
-        default=None,
-        help="A previous run's report (e.g. the merged one) to balance --nnrag-shard by "
-        "(default: the --nnrag-report file, if it exists). Ini: nnrag_durations.",
-    )
-    parser.addini("nnrag_repos", "repos.json whose blocks are collected (relative to the ini file)")
-    parser.addini("nnrag_baseline", "expected results file (relative to the ini file)")
-    parser.addini("nnrag_strict", "a new pass against the baseline fails the run", type="bool")
-    parser.addini("nnrag_durations", "previous report to balance shards by")
-    parser.addini("nnrag_cache", "nnrag cache folder (relative to the ini file)")
-    parser.addini("nnrag_depth", f"stage every block must reach: {', '.join(STAGES)}")
-    parser.addini("nnrag_timeout", "seconds per block in the sandbox")
-    parser.addini("nnrag_sandbox", "default or strict (every kernel isolation layer required)")
-    parser.addini("nnrag_report", "path of the JSON run report (relative to the ini file)")
-    parser.addini("nnrag_badge", "path of the SVG pass-rate badge (relative to the ini file)")
-    parser.addini("nnrag_dedup", "add de-duplication figures to the report", type="bool")
+    add_options(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -234,7 +111,7 @@ def _timeout_option(config: pytest.Config) -> float | None:
     if not ini:
         return None
     try:
-        return _timeout(ini)
+        return seconds(ini)
     except argparse.ArgumentTypeError:
         raise pytest.UsageError(
             f"ini option nnrag_timeout = {ini!r}: expected a number of seconds > 0, "
@@ -397,6 +274,44 @@ class NnragSession:
         node = make_repo_file(session, self.state.settings, self.state.repos_file)
         items.extend(session.genitems(node))
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first block runs: the harvest pass of every source this session runs
+        whole, so the first session's verdicts use the frozen harvest too (xdist workers
+        split the pass and wait for each other)."""
+        if session.config.option.collectonly or not session.items:
+            return
+        from pytest_nnrag.items import BlockItem
+
+        items = {
+            item.block.id: item
+            for item in session.items
+            if isinstance(item, BlockItem) and not item.get_closest_marker("skip")
+        }
+        if not items:
+            return
+        from nnrag.validate.harvesting import harvest_first
+
+        def validate(block: BlockRef) -> None:
+            item = items[block.id]
+            with contextlib.suppress(Exception):  # the item runs again and reports the error
+                self.state.workspace.validate(block, depth=item.depth, hints=item.hints())
+
+        workerinput = getattr(self.config, "workerinput", {})
+        done = harvest_first(
+            self.state.workspace,
+            [item.block for item in items.values()],
+            validate,
+            share=(
+                int(str(workerinput.get("workerid", "gw0"))[2:] or 0),
+                int(workerinput.get("workercount", 1)),
+            ),
+            run_id=str(workerinput.get("testrunuid", "")),
+            folder=self.state.settings.cache_dir / "harvest-pass",
+            wait_s=max(60.0, len(items) * self.state.settings.timeout_s),
+        )
+        self.state.harvest_pass = done.ran
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -447,10 +362,23 @@ class NnragSession:
         ident = getattr(report, f"{REPORT_ATTR}_problem_id", None)
         if isinstance(ident, str):
             self.state.problem_ids.add(ident)
+            self._count_unfetched(ident)
         if isinstance(problem, str):
             self.state.source_failures[report.nodeid] = " ".join(
                 line.strip() for line in problem.splitlines()[:2]
             )
+
+    def _count_unfetched(self, ident: str) -> None:
+        """A source that could not be fetched: its blocks in the baseline (else 1) fail."""
+        from nnrag.report import source_of
+        from pytest_nnrag.items import SOURCE_ERROR
+
+        source, _, name = ident.rpartition(":")
+        if name != SOURCE_ERROR:
+            return
+        known = self.state.baseline.blocks if self.state.baseline is not None else {}
+        count = sum(1 for key in known if source_of(key) == source and ":<" not in key)
+        self.state.unfetched[source] = max(count, 1)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the report and badge, also for a run that found no block (the controller)."""
@@ -467,6 +395,7 @@ class NnragSession:
             block_categories=self.state.block_categories,
             dedup=self._dedup() if self.state.dedup and self.state.results else None,
             warnings=self._warnings(),
+            unfetched=self.state.unfetched,
         )
         if self.state.shard is not None:
             index, count, names = self.state.shard

@@ -30,6 +30,8 @@ class NnragState:
     """Block id -> the block's category (``Workspace.category``), from the reports."""
     source_failures: dict[str, str] = field(default_factory=dict)
     """Failed source-level items (node id -> first line of the message)."""
+    unfetched: dict[str, int] = field(default_factory=dict)
+    """Sources that could not be fetched -> the failed items each counts as in the pass rate."""
     baseline: Baseline | None = None
     """--nnrag-baseline: expected results (judged against unless update_baseline)."""
     update_baseline: bool = False
@@ -48,6 +50,8 @@ class NnragState:
     """What building the index did in this process (set where repos.json is collected)."""
     repos_collected: bool = False
     """The repos.json collector ran in this process (met by the walk, or added)."""
+    harvest_pass: frozenset[str] = frozenset()
+    """Blocks this session's harvest pass ran (their results are this session's, not cached)."""
     _workspace: Workspace | None = None
 
     @property

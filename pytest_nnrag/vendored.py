@@ -190,6 +190,7 @@ def static_result(path: Path, *, block_id: str, depth: Stage) -> ValidationResul
     """The parse/compile/closed/header part of validation, as a result (no sandbox)."""
     from nnrag.check.files import check_file
     from nnrag.model import STAGES, ValidationResult, stage_index
+    from nnrag.report import format_diagnostic
 
     findings = check_file(path)
     if not findings:
@@ -199,7 +200,7 @@ def static_result(path: Path, *, block_id: str, depth: Stage) -> ValidationResul
         )
     first = min(findings, key=lambda f: stage_index(f.stage))
     before = stage_index(first.stage) - 1
-    message = "\n".join(finding.format(str(path)) for finding in findings)
+    message = "\n".join(format_diagnostic(finding, path=str(path)) for finding in findings)
     return ValidationResult(
         block_id=block_id,
         depth=depth,

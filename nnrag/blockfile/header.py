@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nnrag import __version__
 from nnrag.blockfile.requirements import SCRIPT_END, SCRIPT_START, script_block, script_dependencies
+from nnrag.diagnostics import diagnostic
+from nnrag.model import Diagnostic
 
 PREFIX = "# "
 CODING_LINE = "# -*- coding: utf-8 -*-\n"
@@ -66,15 +68,9 @@ class Header:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HeaderIssue:
-    """One thing wrong with a header, at a 1-based line of the file."""
-
-    line: int
-    message: str
-
-    def format(self, path: str) -> str:
-        return f"{path}:{self.line}:1: {self.message}"
+def _issue(line: int, message: str) -> Diagnostic:
+    """NNR011: one thing wrong with a header, at a 1-based line of the file."""
+    return diagnostic("NNR011", line=line, col=1, issue=message)
 
 
 def body_digest(body: str) -> str:
@@ -150,7 +146,7 @@ def split_header(text: str) -> tuple[str, str]:
     return header, "".join(rest)
 
 
-def header_issues(text: str) -> tuple[HeaderIssue, ...]:
+def header_issues(text: str) -> tuple[Diagnostic, ...]:
     """Everything wrong with the header of a block file's ``text`` (empty: well-formed)."""
     _, issues = _parse(text)
     return issues
@@ -171,23 +167,19 @@ def verify_digest(text: str) -> bool:
     return header is not None and header.digest == body_digest(split_header(text)[1])
 
 
-def _parse(text: str) -> tuple[Header | None, tuple[HeaderIssue, ...]]:
+def _parse(text: str) -> tuple[Header | None, tuple[Diagnostic, ...]]:
     coding, text = _strip_coding(text)
     header, issues = _parse_lines(text)
     if coding:  # report lines of the file as it is
-        issues = tuple(HeaderIssue(line=issue.line + 1, message=issue.message) for issue in issues)
+        issues = tuple(replace(issue, line=issue.line + 1) for issue in issues)
     return header, issues
 
 
-def _parse_lines(text: str) -> tuple[Header | None, tuple[HeaderIssue, ...]]:
+def _parse_lines(text: str) -> tuple[Header | None, tuple[Diagnostic, ...]]:
     if not text.startswith(PREFIX + "nnrag block:"):
         first = text.splitlines()[0] if text else ""
         got = f"found {first[:60]!r}" if first else "the file is empty"
-        missing = HeaderIssue(
-            line=1,
-            message=f"missing nnrag header: line 1 must start with "
-            f"'# nnrag block: <source>:<module>:<Class>', {got}",
-        )
+        missing = diagnostic("NNR010", line=1, col=1, found=got)
         return None, (missing,)
     lines = text.splitlines()
     script = _script_lines(lines)
@@ -223,7 +215,7 @@ class _RawHeader:
     generator: str
     end: int
     """Line number of the first line after the header (``len(lines) + 1`` if none)."""
-    issues: list[HeaderIssue]
+    issues: list[Diagnostic]
 
 
 def _read_keys(lines: list[str], *, skip: Collection[int] = ()) -> _RawHeader:
@@ -250,7 +242,7 @@ def _read_keys(lines: list[str], *, skip: Collection[int] = ()) -> _RawHeader:
         match = _KEY_LINE.match(line.rstrip())
         if match is None:
             message = f"malformed header line {line!r}: expected '# <key>: <value>'"
-            raw.issues.append(HeaderIssue(line=number, message=message))
+            raw.issues.append(_issue(number, message))
             continue
         key, value = match.group(1), match.group(2).strip()
         if key in _REPEATED_KEYS:
@@ -259,58 +251,58 @@ def _read_keys(lines: list[str], *, skip: Collection[int] = ()) -> _RawHeader:
             if key in raw.single:
                 first = raw.single[key][0]
                 message = f"duplicate header key {key!r} (first on line {first})"
-                raw.issues.append(HeaderIssue(line=number, message=message))
+                raw.issues.append(_issue(number, message))
             else:
                 raw.single[key] = (number, value)
         else:
             known = ", ".join(_SINGLE_KEYS + _REPEATED_KEYS)
             message = f"unknown header key {key!r}; known keys: {known}"
-            raw.issues.append(HeaderIssue(line=number, message=message))
+            raw.issues.append(_issue(number, message))
     if raw.end <= len(lines) and lines[raw.end - 1].strip() != "":
         message = "the header must be followed by one blank line before the code"
-        raw.issues.append(HeaderIssue(line=raw.end, message=message))
+        raw.issues.append(_issue(raw.end, message))
     return raw
 
 
-def _check_values(raw: _RawHeader) -> tuple[list[tuple[str, str]], list[HeaderIssue]]:
+def _check_values(raw: _RawHeader) -> tuple[list[tuple[str, str]], list[Diagnostic]]:
     """The ``file:`` entries as (path, SWHID), and every issue of the header."""
     single, repeated, end = raw.single, raw.repeated, raw.end
     issues = list(raw.issues)
     for key in _SINGLE_KEYS:
         if key not in single:
-            issues.append(HeaderIssue(line=end, message=f"header key {key!r} is missing"))
+            issues.append(_issue(end, f"header key {key!r} is missing"))
     if not repeated["file"]:
-        issues.append(HeaderIssue(line=end, message="header has no 'file:' line"))
+        issues.append(_issue(end, "header has no 'file:' line"))
     block_id = single.get("nnrag block", (1, ""))[1]
     if "nnrag block" in single and not _BLOCK_ID.match(block_id):
         issues.append(
-            HeaderIssue(
-                line=single["nnrag block"][0],
-                message=f"malformed block id {block_id!r}: expected '<source>:<module>:<Class>'",
+            _issue(
+                single["nnrag block"][0],
+                f"malformed block id {block_id!r}: expected '<source>:<module>:<Class>'",
             )
         )
     digest = single.get("digest", (0, ""))[1]
     if "digest" in single and not _DIGEST.match(digest):
         issues.append(
-            HeaderIssue(
-                line=single["digest"][0],
-                message=f"malformed digest {digest!r}: expected 'sha256:<64 hex digits>'",
+            _issue(
+                single["digest"][0],
+                f"malformed digest {digest!r}: expected 'sha256:<64 hex digits>'",
             )
         )
     for key in ("source", "revision", "license"):
         if key in single and not single[key][1]:
-            issues.append(HeaderIssue(line=single[key][0], message=f"header key {key!r} is empty"))
+            issues.append(_issue(single[key][0], f"header key {key!r} is empty"))
     files: list[tuple[str, str]] = []
     for number, value in repeated["file"]:
         path, _, swhid = value.rpartition(" ")
         if not path or not _SWHID.match(swhid):
             message = f"malformed file line {value!r}: expected '<path> swh:1:cnt:<40 hex digits>'"
-            issues.append(HeaderIssue(line=number, message=message))
+            issues.append(_issue(number, message))
         else:
             files.append((path, swhid))
     for number, value in repeated["requires"]:
         if not value:
-            issues.append(HeaderIssue(line=number, message="empty 'requires:' line"))
+            issues.append(_issue(number, "empty 'requires:' line"))
     return files, issues
 
 
@@ -330,7 +322,7 @@ def _script_lines(lines: Sequence[str]) -> set[int]:
     return set()
 
 
-def _script_issues(text: str, script: set[int], requires: Sequence[str]) -> list[HeaderIssue]:
+def _script_issues(text: str, script: set[int], requires: Sequence[str]) -> list[Diagnostic]:
     """The script block must parse and declare the same requirements as the requires lines."""
     if not script:
         return []
@@ -338,12 +330,12 @@ def _script_issues(text: str, script: set[int], requires: Sequence[str]) -> list
     try:
         dependencies = script_dependencies(text)
     except ValueError as error:
-        return [HeaderIssue(line=first, message=str(error))]
+        return [_issue(first, str(error))]
     if dependencies is not None and sorted(dependencies) != sorted(requires):
         return [
-            HeaderIssue(
-                line=first,
-                message="the '# /// script' dependencies "
+            _issue(
+                first,
+                "the '# /// script' dependencies "
                 f"({', '.join(dependencies) or 'none'}) differ from the '# requires:' lines "
                 f"({', '.join(requires) or 'none'}); make them the same (or re-extract)",
             )

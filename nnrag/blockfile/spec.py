@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nnrag.blockfile.header import parse_header
 from nnrag.model import Extracted
+from nnrag.report import diagnostic_json
 
 SPEC_VERSION = 1
 
@@ -42,15 +43,7 @@ def block_spec(extracted: Extracted, *, category: str | None = None) -> dict[str
         "dependencies": list(extracted.dependencies),
         "requirements": list(extracted.requirements),
         "closed": extracted.closed,
-        "problems": [
-            {
-                "category": p.category,
-                "message": p.message,
-                "path": list(p.path),
-                "location": p.location,
-            }
-            for p in extracted.problems
-        ],
+        "problems": [diagnostic_json(p) for p in extracted.problems],
         "provenance": {
             "source": header.source if header else None,
             "revision": header.revision if header else None,

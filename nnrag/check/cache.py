@@ -10,8 +10,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from nnrag.check.static import CHECK_MODULES, is_installed, make_finding
-from nnrag.model import Finding
+from nnrag.check.static import CHECK_MODULES, is_installed
+from nnrag.diagnostics import restore
+from nnrag.model import Diagnostic
 
 __all__ = ["CheckCache"]
 
@@ -38,18 +39,21 @@ class CheckCache:
         """The entry name of a file's content."""
         return hashlib.sha256(self._salt + b"\0" + data).hexdigest()
 
-    def get(self, key: str) -> tuple[Finding, ...] | None:
+    def get(self, key: str) -> tuple[Diagnostic, ...] | None:
         """The findings stored under ``key``, if any and still exact."""
         try:
             entry = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
             probes: dict[str, bool] = entry["installed"]
             if any(is_installed(top) != installed for top, installed in probes.items()):
                 return None
-            return tuple(make_finding(*fields) for fields in entry["findings"])
+            return tuple(
+                restore(code, message, line=line, col=col)
+                for code, message, line, col in entry["findings"]
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, key: str, findings: tuple[Finding, ...], probes: Mapping[str, bool]) -> None:
+    def put(self, key: str, findings: tuple[Diagnostic, ...], probes: Mapping[str, bool]) -> None:
         """Store the findings of a fresh check (atomically; silently skipped if impossible)."""
         entry = {
             "findings": [[f.code, f.message, f.line, f.col] for f in findings],

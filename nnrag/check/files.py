@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from nnrag.check.cache import CheckCache
 from nnrag.check.pieces import Compiled
-from nnrag.check.static import check_text, make_finding, position, pristine_findings
-from nnrag.model import Finding
+from nnrag.check.static import check_text, position, pristine_findings
+from nnrag.diagnostics import diagnostic, restore
+from nnrag.model import Diagnostic
 
 __all__ = ["check_file", "check_files"]
 
@@ -20,7 +22,7 @@ def check_file(
     pristine: bool = False,
     definitions: Mapping[str, str] | None = None,
     cache: CheckCache | None = None,
-) -> tuple[Finding, ...]:
+) -> tuple[Diagnostic, ...]:
     """:func:`~nnrag.check.static.check_code` on a file; with ``pristine``, the digest check too.
 
     ``definitions`` (from the vendoring manifest) lets the digest check name what changed.
@@ -41,7 +43,7 @@ def check_files(
     definitions: Mapping[Path, Mapping[str, str]] | None = None,
     cache: CheckCache | None = None,
     workers: int = 1,
-) -> list[tuple[Finding, ...] | OSError]:
+) -> list[tuple[Diagnostic, ...] | OSError]:
     """:func:`check_file` on each path, in order (an unreadable file gives its ``OSError``).
 
     The files not in ``cache`` are checked in up to ``workers`` forked processes, split by
@@ -49,7 +51,7 @@ def check_files(
     threads would not help). Each process compiles the statements files share on its own:
     on a busy two-core machine one process was faster (the CLI's default, ``--jobs 1``).
     """
-    results: list[tuple[Finding, ...] | OSError] = []
+    results: list[tuple[Diagnostic, ...] | OSError] = []
     texts: dict[int, str] = {}
     keys: dict[int, str] = {}
     missing: dict[int, str] = {}
@@ -59,7 +61,7 @@ def check_files(
         except OSError as error:
             results.append(error)
             continue
-        if isinstance(read, Finding):
+        if isinstance(read, Diagnostic):
             results.append((read,))
             continue
         data, texts[index] = read
@@ -77,10 +79,18 @@ def check_files(
         if pristine and not isinstance(found, OSError):
             edited = pristine_findings(text, definitions=(definitions or {}).get(paths[index]))
             results[index] = tuple(sorted((*found, *edited), key=position))
-    return results
+    return [
+        found if isinstance(found, OSError) else _at(found, str(path))
+        for path, found in zip(paths, results, strict=True)
+    ]
 
 
-def _read(path: Path) -> tuple[bytes, str] | Finding:
+def _at(findings: tuple[Diagnostic, ...], path: str) -> tuple[Diagnostic, ...]:
+    """The findings located in the file at ``path`` (cached ones were stored without it)."""
+    return tuple(f if f.path == path else replace(f, path=path) for f in findings)
+
+
+def _read(path: Path) -> tuple[bytes, str] | Diagnostic:
     """The bytes and text of a file (UTF-8, universal newlines, as ``read_text``), or NNR001."""
     data = path.read_bytes()
     try:
@@ -90,13 +100,13 @@ def _read(path: Path) -> tuple[bytes, str] | Finding:
             return data, path.read_text(encoding="utf-8")
         except UnicodeDecodeError as error:
             message = f"not UTF-8 text: {error.reason} at byte {error.start}"
-            return make_finding("NNR001", message, 1, 1)
+            return diagnostic("NNR001", path=str(path), line=1, col=1, error=message)
 
 
 _PARALLEL_MIN_CHARS = 128 * 1024
 """Below this much text, one process checks faster than starting others (~30 ms/1,000 lines)."""
 
-_Checked = tuple[tuple[Finding, ...], dict[str, bool]]
+_Checked = tuple[tuple[Diagnostic, ...], dict[str, bool]]
 
 
 def _check_texts(
@@ -152,7 +162,7 @@ def _fork_check(
     try:
         os.close(read_end)
         done = {
-            index: ([(f.code, f.message, f.line, f.col) for f in findings], probes)
+            index: ([(f.code, f.message, f.path, f.line, f.col) for f in findings], probes)
             for index, (findings, probes) in check(group).items()
         }
         with os.fdopen(write_end, "wb") as pipe:
@@ -174,7 +184,13 @@ def _collect(pid: int, pipe: int) -> dict[int, _Checked] | None:
     try:
         done = marshal.loads(payload)
         return {
-            int(index): (tuple(make_finding(*fields) for fields in found), dict(probes))
+            int(index): (
+                tuple(
+                    restore(code, message, path=path, line=line, col=col)
+                    for code, message, path, line, col in found
+                ),
+                dict(probes),
+            )
             for index, (found, probes) in done.items()
         }
     except (EOFError, ValueError, TypeError, KeyError):

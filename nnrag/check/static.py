@@ -1,29 +1,9 @@
 """Static checks of a block file: parse, compile, closed, header (no torch, no import of it).
 
-Finding codes are stable; tools and users may filter on them:
-
-=======  ================  =======  ===========================================================
-code     category          stage    meaning
-=======  ================  =======  ===========================================================
-NNR001   syntax            parse    the file does not parse (``ast.parse``)
-NNR002   syntax            compile  the file parses but does not compile (``compile``/symtable)
-NNR010   syntax            closed   the provenance header is missing
-NNR011   syntax            closed   the provenance header is malformed (one finding per issue)
-NNR012   syntax            closed   ``--pristine``: the body no longer matches the header digest
-NNR101   unresolved-name   closed   a free name is bound nowhere (not module level, not builtin)
-NNR102   unresolved-name   closed   a name is read at import time before any statement binds it
-                                    (or after a module-level ``del``)
-NNR103   unresolved-name   closed   ``from m import *``: the names it provides are unknowable
-                                    statically; the message lists the names that depend on it
-NNR104   unresolved-name   closed   an ``__all__`` entry names nothing defined in the file
-NNR105   unresolved-name   closed   a name bound only under ``if TYPE_CHECKING:`` is used at run
-                                    time
-NNR201   source-import     closed   a relative import (a block must be standalone)
-NNR202   source-import     closed   an import of one of the block's source packages
-NNR203   missing-external  closed   an import that is neither stdlib, nor installed, nor
-                                    declared in a ``requires:`` header line
-NNR301   (its category)    import   ``nnrag check --import``: the sandboxed import failed
-=======  ================  =======  ===========================================================
+Its findings are :class:`~nnrag.model.Diagnostic` objects with the ``check`` codes of
+:data:`nnrag.diagnostics.CODES` (NNR001-NNR301; the table with each code's category, stage
+and meaning is in :mod:`nnrag.diagnostics`); :func:`nnrag.report.format_diagnostic` prints
+them as ``path:line:col: CODE message``.
 
 Scoping (:mod:`nnrag.pyscope.scoping`) is the compiler's own (:mod:`symtable`): class scopes do not
 leak into methods or comprehensions, ``global``/``nonlocal`` and comprehension scopes are
@@ -58,12 +38,15 @@ import re
 import symtable
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 from nnrag.blockfile.header import body_digest, header_issues, parse_header, split_header
 from nnrag.check.pieces import Compiled, compile_units, parse_units, statement_units
-from nnrag.model import Category, Finding, Stage, ValidationResult
+from nnrag.diagnostics import CODES as _ALL_CODES
+from nnrag.diagnostics import diagnostic
+from nnrag.model import Category, Diagnostic, Stage, ValidationResult
 from nnrag.pyscope.bindings import is_type_checking
 from nnrag.pyscope.scoping import unresolved_names
 
@@ -77,7 +60,6 @@ __all__ = [
     "definition_digests",
     "import_findings",
     "is_installed",
-    "make_finding",
     "position",
     "pristine_findings",
 ]
@@ -100,31 +82,17 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-CODES: dict[str, tuple[Category, Stage]] = {
-    "NNR001": ("syntax", "parse"),
-    "NNR002": ("syntax", "compile"),
-    "NNR010": ("syntax", "closed"),
-    "NNR011": ("syntax", "closed"),
-    "NNR012": ("syntax", "closed"),
-    "NNR101": ("unresolved-name", "closed"),
-    "NNR102": ("unresolved-name", "closed"),
-    "NNR103": ("unresolved-name", "closed"),
-    "NNR104": ("unresolved-name", "closed"),
-    "NNR105": ("unresolved-name", "closed"),
-    "NNR201": ("source-import", "closed"),
-    "NNR202": ("source-import", "closed"),
-    "NNR203": ("missing-external", "closed"),
+CODES: dict[str, tuple[Category | None, Stage | None]] = {
+    code: (entry.category, entry.stage)
+    for code, entry in _ALL_CODES.items()
+    if entry.origin == "check"
 }
-"""Category and stage of every static finding code."""
+"""Category and stage of every static finding code (``None``: NNR301's are those of what
+failed)."""
 
 
-CHECK_MODULES = ("check", "pyscope", "blockfile/header.py", "model.py")
+CHECK_MODULES = ("check", "pyscope", "blockfile/header.py", "model.py", "diagnostics.py")
 """Code whose code decides the static findings (the ``CheckCache`` key)."""
-
-
-def make_finding(code: str, message: str, line: int = 0, col: int = 0) -> Finding:
-    category, stage = CODES[code]
-    return Finding(code=code, category=category, stage=stage, message=message, line=line, col=col)
 
 
 def _normalize(name: str) -> str:
@@ -173,7 +141,7 @@ def _is_declared(top: str, declared: frozenset[str]) -> bool:
 
 def check_code(
     code: str, *, filename: str, source_packages: frozenset[str] | None = None
-) -> tuple[Finding, ...]:
+) -> tuple[Diagnostic, ...]:
     """Every static finding on one block file's text, sorted by position.
 
     ``source_packages`` defaults to the header's ``source-packages:`` line. Never imports
@@ -188,7 +156,7 @@ def check_text(
     filename: str,
     source_packages: frozenset[str] | None,
     compiled: Compiled | None = None,
-) -> tuple[tuple[Finding, ...], dict[str, bool]]:
+) -> tuple[tuple[Diagnostic, ...], dict[str, bool]]:
     """:func:`check_code`, plus whether each third-party module it looked up is installed.
 
     The cyclic garbage collector is paused meanwhile: a file's ast is thousands of objects
@@ -211,7 +179,7 @@ def _check_all(
     filename: str,
     source_packages: frozenset[str] | None,
     compiled: Compiled | None,
-) -> tuple[tuple[Finding, ...], dict[str, bool]]:
+) -> tuple[tuple[Diagnostic, ...], dict[str, bool]]:
     probes: dict[str, bool] = {}
     compiled = Compiled() if compiled is None else compiled
     units = parse_units(code, filename, compiled)
@@ -228,9 +196,9 @@ def _check_all(
         try:
             tree = ast.parse(code, filename=filename)
         except SyntaxError as error:
-            return (_syntax_finding("NNR001", error),), probes
+            return (_syntax_finding("NNR001", error, filename),), probes
         except ValueError as error:  # source code string cannot contain null bytes
-            return (make_finding("NNR001", f"does not parse: {error}", 1, 1),), probes
+            return (diagnostic("NNR001", path=filename, line=1, col=1, error=error),), probes
         try:
             if compile_error is not None:
                 raise compile_error
@@ -241,21 +209,13 @@ def _check_all(
                 compile(code, filename, "exec", dont_inherit=True)
             table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
         except SyntaxError as error:
-            return (_syntax_finding("NNR002", error),), probes
+            return (_syntax_finding("NNR002", error, filename),), probes
     else:
         tree = ast.Module(body=[n for _, _, nodes in units or () for n in nodes], type_ignores=[])
         table = parts[0][0] if parts else symtable.symtable(code, filename, "exec")
 
-    findings: list[Finding] = []
-    findings += [
-        make_finding(
-            "NNR010" if issue.line == 1 and "missing" in issue.message else "NNR011",
-            issue.message,
-            issue.line,
-            1,
-        )
-        for issue in header_issues(code)
-    ]
+    findings: list[Diagnostic] = []
+    findings += header_issues(code)
     header = parse_header(code)
     if source_packages is None:
         source_packages = frozenset(header.source_packages) if header else frozenset()
@@ -263,9 +223,9 @@ def _check_all(
     findings += _check_imports(
         tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
     )
-    issues = unresolved_names(tree, table, parts=parts, deltas=deltas)
-    findings += [make_finding(*issue) for issue in issues]
-    return tuple(sorted(findings, key=position)), probes
+    findings += unresolved_names(tree, table, parts=parts, deltas=deltas)
+    located = (replace(f, path=filename) if f.path != filename else f for f in findings)
+    return tuple(sorted(located, key=position)), probes
 
 
 def definition_digests(body: str) -> dict[str, str]:
@@ -316,7 +276,7 @@ class Importer(Protocol):
     ) -> ValidationResult: ...
 
 
-def import_findings(path: Path, *, importer: Importer) -> tuple[Finding, ...]:
+def import_findings(path: Path, *, importer: Importer) -> tuple[Diagnostic, ...]:
     """NNR301 when ``importer`` (the sandboxed import) fails for the block file at ``path``."""
     text = path.read_text(encoding="utf-8")
     header = parse_header(text)
@@ -330,15 +290,22 @@ def import_findings(path: Path, *, importer: Importer) -> tuple[Finding, ...]:
     )
     if result.passed:
         return ()
-    category: Category = result.category or "internal-error"
-    stage: Stage = result.failed_stage or "import"
-    message = f"{stage} failed [{category}]: {result.message.strip() or 'no message'}"
-    return (Finding(code="NNR301", category=category, stage=stage, message=message, line=1, col=1),)
+    return (
+        diagnostic(
+            "NNR301",
+            path=str(path),
+            line=1,
+            col=1,
+            category=result.category or "internal-error",
+            stage=result.failed_stage or "import",
+            detail=result.message.strip() or "no message",
+        ),
+    )
 
 
 def pristine_findings(
     text: str, *, definitions: Mapping[str, str] | None = None
-) -> tuple[Finding, ...]:
+) -> tuple[Diagnostic, ...]:
     """NNR012 when the body no longer matches the digest in its header (a hand edit).
 
     With the ``definitions`` recorded at vendoring (:func:`definition_digests`), the finding
@@ -352,13 +319,12 @@ def pristine_findings(
     if actual == header.digest:
         return ()
     line = next((n for n, t in enumerate(text.splitlines(), 1) if t.startswith("# digest:")), 1)
-    message = (
-        f"body edited since extraction (header digest {header.digest[:15]}..., "
-        f"body now {actual[:15]}...)"
-    )
+    recorded, now = header.digest[:15], actual[:15]
     if not definitions:
-        message += "; only the digest is recorded: `git diff` shows the changed lines"
-        return (make_finding("NNR012", message + _RESTORE, line, 1),)
+        changes = "; only the digest is recorded: `git diff` shows the changed lines"
+        return (
+            diagnostic("NNR012", line=line, col=1, changes=changes, recorded=recorded, actual=now),
+        )
     offset = len(header_text.splitlines()) + 1  # the header and its blank line
     spans = _definition_spans(body)
     changed = sorted(
@@ -374,26 +340,20 @@ def pristine_findings(
     parts += [f"added {name} (line {first})" for first, name in added]
     parts += [f"removed {name}" for name in removed]
     if parts:
-        message += ": changed " + ", ".join(parts)
+        changes = ": changed " + ", ".join(parts)
         line = min([first for first, _, _ in changed] + [first for first, _ in added] or [line])
     else:
-        message += ": no definition changed (comments, blank lines or imports did)"
-    return (make_finding("NNR012", message + _RESTORE, line, 1),)
+        changes = ": no definition changed (comments, blank lines or imports did)"
+    return (diagnostic("NNR012", line=line, col=1, changes=changes, recorded=recorded, actual=now),)
 
 
-_RESTORE = (
-    "; keep the edit (and drop --pristine for this file), or restore the vendored version "
-    "with `nnrag refresh --force` (discards the edit)"
-)
-
-
-def position(finding: Finding) -> tuple[int, int, str, str]:
+def position(finding: Diagnostic) -> tuple[int, int, str, str]:
     return finding.line, finding.col, finding.code, finding.message
 
 
-def _syntax_finding(code: str, error: SyntaxError) -> Finding:
-    verb = "does not parse" if code == "NNR001" else "does not compile"
-    return make_finding(code, f"{verb}: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
+def _syntax_finding(code: str, error: SyntaxError, filename: str) -> Diagnostic:
+    line, col = error.lineno or 1, max(error.offset or 1, 1)
+    return diagnostic(code, path=filename, line=line, col=col, error=error.msg)
 
 
 # --------------------------------------------------------------------------- imports
@@ -459,8 +419,8 @@ def _check_imports(
     declared: frozenset[str],
     probes: dict[str, bool],
     deltas: Sequence[int] | None = None,
-) -> list[Finding]:
-    findings: list[Finding] = []
+) -> list[Diagnostic]:
+    findings: list[Diagnostic] = []
     stdlib = sys.stdlib_module_names
     for index, statement in enumerate(tree.body):
         findings += _statement_imports(
@@ -482,23 +442,15 @@ def _statement_imports(
     declared: frozenset[str],
     probes: dict[str, bool],
     stdlib: frozenset[str],
-) -> list[Finding]:
+) -> list[Diagnostic]:
     """Import findings of one top-level statement whose lines are ``delta`` behind the file."""
-    findings: list[Finding] = []
+    findings: list[Diagnostic] = []
     for node, optional in _imports([statement]):
         line, col = node.lineno + delta, node.col_offset + 1
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 written = "." * node.level + (node.module or "")
-                findings.append(
-                    make_finding(
-                        "NNR201",
-                        f"relative import 'from {written} import ...': a vendored block must be "
-                        "standalone; re-extract it or inline the definitions it needs",
-                        line,
-                        col,
-                    )
-                )
+                findings.append(diagnostic("NNR201", line=line, col=col, written=written))
                 continue
             modules = [node.module or ""]
         else:
@@ -506,27 +458,11 @@ def _statement_imports(
         for module in modules:
             top = module.split(".", 1)[0]
             if top in source_packages:
-                findings.append(
-                    make_finding(
-                        "NNR202",
-                        f"imports {module!r} from the block's source package {top!r}; a closed "
-                        "block never imports its source (re-extract it to inline the definitions)",
-                        line,
-                        col,
-                    )
-                )
+                findings.append(diagnostic("NNR202", line=line, col=col, module=module, top=top))
             elif top in stdlib or top == "__future__" or optional:
                 continue
             elif not (_is_declared(top, declared) or _installed(top, probes)):
-                findings.append(
-                    make_finding(
-                        "NNR203",
-                        f"imports {module!r}, which is not in the standard library, not installed "
-                        "and not declared in a '# requires:' header line",
-                        line,
-                        col,
-                    )
-                )
+                findings.append(diagnostic("NNR203", line=line, col=col, module=module))
     return findings
 
 

@@ -96,8 +96,7 @@ class UnitEffect:
             self._use(use)
         for chain, line in self.unit.local_reads:
             self._local_read(chain, line)
-        for finding in summary.findings:
-            registry = finding.registry
+        for finding, registry in summary.findings:
             if registry is not None:
                 for registration in registry.registrations:
                     self.call.add(self._include(registry.home, registration))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnrag.blockfile.header import body_digest, render_header
+from nnrag.diagnostics import diagnostic
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
 from nnrag.extract.methods import drop_methods
@@ -36,10 +37,10 @@ from nnrag.extract.registries import registries_for
 from nnrag.extract.rewrite import Rewrite
 from nnrag.model import (
     Closure,
+    Diagnostic,
     Extracted,
     ImportBinding,
     ModuleInfo,
-    Problem,
     SourceFile,
     Unit,
 )
@@ -56,7 +57,7 @@ class _Plan:
     units: list[tuple[ModuleInfo, Unit]] = field(default_factory=list)
     flat: dict[Entity, str] = field(default_factory=dict)
     imports: dict[Entity, ImportBinding] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)
     cut: dict[str, int] = field(default_factory=dict)
     """Per source file (``source:path``): lines of methods left out of plain classes."""
 
@@ -217,11 +218,7 @@ def _chunk_of(
         return cache.rewritten(info, unit, rewrite or Rewrite(), stringify)
     except (SyntaxError, ValueError) as error:  # keep the text, say so
         plan.problems.append(
-            Problem(
-                category="internal-error",
-                message=f"could not rewrite unit: {error}",
-                location=f"{info.path}:{unit.start_line}:1",
-            )
+            diagnostic("NNR509", path=info.path, line=unit.start_line, col=1, detail=error)
         )
         return cache.chunk(info, unit)
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nnrag.diagnostics import closure_problem
 from nnrag.extract.syntax import (
     dotted,
     is_empty_container,
@@ -21,7 +22,7 @@ from nnrag.extract.syntax import (
     writes,
 )
 from nnrag.index.symbols import Resolution, Symbols
-from nnrag.model import Category, ImportBinding, ModuleInfo, Unit
+from nnrag.model import Category, Diagnostic, ImportBinding, ModuleInfo, Unit
 
 if TYPE_CHECKING:
     from nnrag.index.build import Index
@@ -47,16 +48,9 @@ _QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A problem found in one unit's syntax (position is absolute in the file, col 1-based)."""
-
-    category: Category
-    message: str
-    line: int
-    col: int
-    registry: Registry | None = None
-    """For a registry lookup: the registry (its home registrations are inlined)."""
+Finding = tuple[Diagnostic, "Registry | None"]
+"""A closure problem found in one unit's syntax (position absolute in the file, col 1-based),
+and for a registry lookup, the registry (its home registrations are inlined)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,9 +415,8 @@ class UnitScanner:
         reads = set(unit.load_reads) | set(unit.call_reads)
 
         def at(node: ast.expr, category: Category, message: str) -> Finding:
-            return Finding(
-                category, message, unit.start_line + node.lineno - 1, node.col_offset + 1
-            )
+            where = f"{info.path}:{unit.start_line + node.lineno - 1}:{node.col_offset + 1}"
+            return closure_problem(category, message, where=where), None
 
         found_parents: dict[int, ast.AST] = {}
 
@@ -605,7 +598,7 @@ def _registry_use(where: Finding, registries: Mapping[str, Registry], node: ast.
         )
         + " are not inlined"
     )
-    return Finding(where.category, message, where.line, where.col, registry)
+    return closure_problem(where[0].category, message, where=where[0].location), registry
 
 
 def _make_use(

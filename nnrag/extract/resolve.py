@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nnrag.diagnostics import closure_problem
 from nnrag.errors import ExtractionError
 from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
 from nnrag.extract.methods import Method, MethodIndex
@@ -21,7 +22,6 @@ from nnrag.model import (
     Closure,
     ImportBinding,
     ModuleInfo,
-    Problem,
     Registration,
     Unit,
     UnitRef,
@@ -150,7 +150,7 @@ class _Walk:
         )
         problems = sorted(
             (
-                Problem(category=category, message=message, path=self._path(key), location=where)
+                closure_problem(category, message, where=where, dependency_path=self._path(key))
                 for (category, where, message), key in self.problems.items()
             ),
             key=lambda p: (p.category, p.location, p.message),

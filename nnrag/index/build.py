@@ -12,13 +12,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nnrag.diagnostics import diagnostic, restore
 from nnrag.errors import CacheError, SourceError
 from nnrag.index.layout import AnalysisCache, unused_extern
 from nnrag.index.snapshot import BlobLoader, Index, decode_source
 from nnrag.model import (
     DEFAULT_EXTERN,
     Checkout,
-    FileProblem,
+    Diagnostic,
     IndexStats,
     ModuleInfo,
     Settings,
@@ -46,7 +47,7 @@ __all__ = [
 
 def analyze_file(
     *, source: str, root: Path, path: str, data: bytes | None = None
-) -> ModuleInfo | FileProblem:
+) -> ModuleInfo | Diagnostic:
     """Analyze one file of a tree with :mod:`nnrag.index.units` (which decodes and parses it)."""
     from nnrag.index.units import analyze_module, module_name_for
 
@@ -54,7 +55,7 @@ def analyze_file(
         try:
             data = (root / path).read_bytes()
         except OSError as error:
-            return FileProblem(source=source, path=path, message=f"cannot read: {error.strerror}")
+            return diagnostic("NNR401", source=source, path=path, error=error.strerror)
     module, is_package = module_name_for(root / path, root)
     return analyze_module(source=source, module=module, path=path, data=data, is_package=is_package)
 
@@ -78,7 +79,7 @@ def index_trees(specs: Sequence[SourceSpec], *, extern: Iterable[str] = DEFAULT_
 
     checkouts: dict[str, Checkout] = {}
     modules: list[ModuleInfo] = []
-    found: list[FileProblem] = []
+    found: list[Diagnostic] = []
     for spec in specs:
         root = Path(spec.location).resolve()
         if not root.is_dir():
@@ -199,15 +200,17 @@ def build_and_load(
                 "modules": len(modules),
                 "lines": sum(m.lines for m in modules),
                 "blocks": _count_blocks(index),
-                "problems": [[p.source, p.path, p.message, p.line, p.col] for p in index.problems],
+                "problems": [
+                    [p.code, p.source, p.path, p.message, p.line, p.col] for p in index.problems
+                ],
                 "warnings": list(unused_extern(settings.extern, _module_names(index))),
             }
             with Store(path) as store:
                 store.set_meta("stats", summary)
     problems = {p for c in counts for p in c.problems}
     problems.update(
-        FileProblem(source=s, path=p, message=m, line=line, col=col)
-        for s, p, m, line, col in summary["problems"]
+        restore(code, m, source=s, path=p, line=line, col=col)
+        for code, s, p, m, line, col in summary["problems"]
     )
     stats = IndexStats(
         sources=summary["sources"],
@@ -292,7 +295,7 @@ class _Counts:
         files: int = 0,
         parsed: int = 0,
         error: str = "",
-        problems: Sequence[FileProblem] = (),
+        problems: Sequence[Diagnostic] = (),
         state: str = "",
     ) -> None:
         self.files = files
@@ -331,9 +334,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
             try:
                 data_of[row.path] = (root / row.path).read_bytes()
             except OSError as error:
-                problems.append(
-                    FileProblem(source=spec.name, path=row.path, message=f"cannot read: {error}")
-                )
+                problems.append(diagnostic("NNR401", source=spec.name, path=row.path, error=error))
                 todo.remove(row)
                 rows.remove(row)
     results = _analyze_all(spec.name, root, todo, data_of, settings, progress=progress)
@@ -343,7 +344,7 @@ def _index_source(store: Store, spec: SourceSpec, settings: Settings, *, progres
             module=row.module,
             is_package=row.is_package,
             info=result if isinstance(result, str) else None,
-            problem=result if isinstance(result, FileProblem) else None,
+            problem=result if isinstance(result, Diagnostic) else None,
         )
         for row, result in zip(todo, results, strict=True)
     ]
@@ -363,7 +364,7 @@ def _file_rows(
     root: Path,
     entries: Sequence[FileEntry],
     manifest: Mapping[str, FileRow],
-    problems: list[FileProblem],
+    problems: list[Diagnostic],
 ) -> tuple[list[FileRow], dict[str, bytes]]:
     """The store rows of the scanned files, and the bytes of those read (size or mtime changed).
 
@@ -385,8 +386,7 @@ def _file_rows(
             try:
                 data = entry.file.read_bytes()
             except OSError as error:
-                message = f"cannot read: {error}"
-                problems.append(FileProblem(source=source, path=entry.path, message=message))
+                problems.append(diagnostic("NNR401", source=source, path=entry.path, error=error))
                 continue
             sha1 = git_blob_sha1(data)
             data_of[entry.path] = data
@@ -415,7 +415,7 @@ def _analyze_all(
     settings: Settings,
     *,
     progress: bool,
-) -> list[str | FileProblem]:
+) -> list[str | Diagnostic]:
     """Each file's encoded analysis or problem, in ``rows`` order (processes when many)."""
     jobs = settings.jobs or os.cpu_count() or 1
     items = [(r.path, r.module, r.is_package, data_of[r.path]) for r in rows]
@@ -442,7 +442,7 @@ def _analyze_all(
             initargs=(os.getpid() if method == "fork" else None,),  # else: the forkserver's child
         ) as pool:
             futures = [pool.submit(_analyze_batch, source, batch) for batch in batches]
-            out: list[str | FileProblem] = []
+            out: list[str | Diagnostic] = []
             for future in futures:
                 part = future.result()
                 out.extend(part)
@@ -476,7 +476,7 @@ def _progress_bar(total: int, source: str) -> Any:
     return tqdm(total=total, desc=f"indexing {source}", unit="file", leave=False)
 
 
-def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> str | FileProblem:
+def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> str | Diagnostic:
     """One file's analysis, encoded for the store (in the worker: it parallelizes too)."""
     from nnrag.index.store import encode_module
     from nnrag.index.units import analyze_module
@@ -488,15 +488,11 @@ def _analyze_one(source: str, item: tuple[str, str, bool, bytes]) -> str | FileP
         )
         return encode_module(result) if isinstance(result, ModuleInfo) else result
     except Exception as error:
-        return FileProblem(
-            source=source,
-            path=path,
-            message=f"internal error in nnrag while analyzing this file (please report it): "
-            f"{type(error).__name__}: {error}",
-        )
+        failure = f"{type(error).__name__}: {error}"
+        return diagnostic("NNR409", source=source, path=path, error=failure)
 
 
 def _analyze_batch(
     source: str, batch: Sequence[tuple[str, str, bool, bytes]]
-) -> list[str | FileProblem]:
+) -> list[str | Diagnostic]:
     return [_analyze_one(source, item) for item in batch]

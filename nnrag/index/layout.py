@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnrag.errors import CacheError
-from nnrag.model import Checkout, FileProblem, ModuleInfo
+from nnrag.model import Checkout, Diagnostic, ModuleInfo
 
 if TYPE_CHECKING:
     from nnrag.index.store import Store
@@ -144,7 +144,7 @@ class OnDemand:
         self.layouts = {name: Layout(checkout.root) for name, checkout in checkouts.items()}
         self.cache = cache
         self._found: dict[tuple[str, str], ModuleInfo | None] = {}
-        self.problems: dict[tuple[str, str], FileProblem] = {}
+        self.problems: dict[tuple[str, str], Diagnostic] = {}
 
     def module(self, source: str, name: str) -> ModuleInfo | None:
         """Module ``name`` of ``source`` (parsed on first use), ``None`` if it has no such file."""
@@ -182,7 +182,7 @@ class OnDemand:
         result = analyze_module(
             source=source, module=name, path=path, data=data, is_package=is_package
         )
-        if isinstance(result, FileProblem):
+        if isinstance(result, Diagnostic):
             self.problems[(source, name)] = result
             return None
         if self.cache is not None:

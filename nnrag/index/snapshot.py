@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from nnrag.errors import SourceError
 from nnrag.index.layout import AnalysisCache, Extern, OnDemand
-from nnrag.model import DEFAULT_EXTERN, Checkout, FileProblem, ModuleInfo
+from nnrag.model import DEFAULT_EXTERN, Checkout, Diagnostic, ModuleInfo
 
 __all__ = ["BlobLoader", "Index", "decode_source"]
 
@@ -33,7 +33,7 @@ class Index:
         *,
         checkouts: Mapping[str, Checkout],
         modules: Iterable[ModuleInfo],
-        problems: Iterable[FileProblem] = (),
+        problems: Iterable[Diagnostic] = (),
         blobs: BlobLoader | None = None,
         extern: Iterable[str] = DEFAULT_EXTERN,
         analyses: AnalysisCache | None = None,
@@ -42,7 +42,7 @@ class Index:
         self.is_extern = Extern(extern)
         """Whether a dotted module name is kept as an import even where indexed."""
         self.on_demand = OnDemand(self.checkouts, analyses)
-        self.problems: tuple[FileProblem, ...] = tuple(
+        self.problems: tuple[Diagnostic, ...] = tuple(
             sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
         )
         self._blobs = blobs

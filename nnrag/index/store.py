@@ -11,11 +11,12 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
+from nnrag.diagnostics import restore
 from nnrag.errors import CacheError
-from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
+from nnrag.model import Checkout, Diagnostic, ModuleInfo, SourceSpec
 from nnrag.sqlitedb import open_database
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x6E6E7267  # "nnrg": tells our databases from any other SQLite file
 DB_NAME = "index.sqlite3"
 
@@ -134,8 +135,8 @@ def decode_module(text: str, *, source: str, path: str) -> ModuleInfo:
     return _decoder(ModuleInfo)(row)
 
 
-def _problem_json(problem: FileProblem) -> list[object]:
-    return [problem.message, problem.line, problem.col]
+def _problem_json(problem: Diagnostic) -> list[object]:
+    return [problem.code, problem.message, problem.line, problem.col]
 
 
 @functools.cache
@@ -173,7 +174,7 @@ class Analysis:
     is_package: bool
     info: str | None = None
     """The module's analysis, as :func:`encode_module` wrote it."""
-    problem: FileProblem | None = None
+    problem: Diagnostic | None = None
 
 
 # --------------------------------------------------------------------------- store
@@ -299,7 +300,7 @@ class Store:
         files: Sequence[FileRow],
         analyses: Sequence[Analysis],
         blobs: Mapping[str, bytes],
-        problems: Sequence[FileProblem],
+        problems: Sequence[Diagnostic],
     ) -> None:
         """Replace ``checkout``'s manifest and add new analyses, in one transaction."""
         name = checkout.spec.name
@@ -351,7 +352,7 @@ class Store:
                     checkout.revision,
                     checkout.origin,
                     checkout.license,
-                    json.dumps([[p.path, p.message, p.line, p.col] for p in problems]),
+                    json.dumps([[p.code, p.path, p.message, p.line, p.col] for p in problems]),
                 ),
             )
 
@@ -390,14 +391,14 @@ class Store:
 
     def load(
         self, specs: Sequence[SourceSpec]
-    ) -> tuple[dict[str, Checkout], list[ModuleInfo], list[FileProblem]]:
+    ) -> tuple[dict[str, Checkout], list[ModuleInfo], list[Diagnostic]]:
         """Checkouts, modules and problems of the given sources, from one consistent snapshot.
 
         A source whose location changed since it was indexed, or was never indexed, is left out.
         """
         checkouts: dict[str, Checkout] = {}
         modules: list[ModuleInfo] = []
-        problems: list[FileProblem] = []
+        problems: list[Diagnostic] = []
         with _transaction(self._db, mode="DEFERRED"):
             for spec in specs:
                 row = self._db.execute(
@@ -411,8 +412,8 @@ class Store:
                     spec=spec, root=Path(row[2]), revision=row[3], origin=row[4], license=row[5]
                 )
                 problems.extend(
-                    FileProblem(source=spec.name, path=p, message=m, line=line, col=col)
-                    for p, m, line, col in json.loads(row[6])
+                    restore(code, m, source=spec.name, path=p, line=line, col=col)
+                    for code, p, m, line, col in json.loads(row[6])
                 )
                 for path, info, problem in self._db.execute(
                     "SELECT f.path, a.info, a.problem FROM files f JOIN analyses a "
@@ -423,11 +424,9 @@ class Store:
                     if info is not None:
                         modules.append(decode_module(info, source=spec.name, path=path))
                     elif problem is not None:
-                        message, line, col = json.loads(problem)
+                        code, message, line, col = json.loads(problem)
                         problems.append(
-                            FileProblem(
-                                source=spec.name, path=path, message=message, line=line, col=col
-                            )
+                            restore(code, message, source=spec.name, path=path, line=line, col=col)
                         )
         return checkouts, modules, problems
 

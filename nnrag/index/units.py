@@ -9,7 +9,8 @@ import sys
 import tokenize
 from pathlib import Path
 
-from nnrag.model import ClassInfo, FileProblem, ModuleInfo, Unit, UnitKind
+from nnrag.diagnostics import diagnostic
+from nnrag.model import ClassInfo, Diagnostic, ModuleInfo, Unit, UnitKind
 from nnrag.pyscope.bindings import BindingWalker, chain, is_type_checking
 from nnrag.sources.scan import git_blob_sha1
 
@@ -77,12 +78,12 @@ def module_name_for(path: Path, root: Path) -> tuple[str, bool]:
 
 def analyze_module(
     *, source: str, module: str, path: str, data: bytes, is_package: bool
-) -> ModuleInfo | FileProblem:
+) -> ModuleInfo | Diagnostic:
     """Index one file: its top-level units with what each binds and reads.
 
     ``source`` names the indexed source, ``path`` is the POSIX path relative to
     its root, ``data`` the file's bytes. A file that does not decode or parse
-    becomes a :class:`FileProblem`; this function never raises for bad input.
+    becomes a :class:`Diagnostic`; this function never raises for bad input.
 
     Reads are dotted chains rooted at module-level names (builtins included),
     split into load-time reads (run when the module executes: module code,
@@ -94,14 +95,10 @@ def analyze_module(
     the top-level package keeps the surplus dots in ``module`` (``"..x"``).
     """
 
-    def problem(message: str, line: int = 0, col: int = 0) -> FileProblem:
-        hint = "; the file is not indexed (fix it, or leave it out with the source's `paths`)"
-        return FileProblem(source=source, path=path, message=message + hint, line=line, col=col)
-
     decoded = _decode(data)
     if not isinstance(decoded, str):
         message, line, col = decoded
-        return problem(message, line, col)
+        return diagnostic("NNR402", source=source, path=path, line=line, col=col, error=message)
     try:
         tree = ast.parse(decoded, filename=path)
     except SyntaxError as error:
@@ -110,9 +107,9 @@ def analyze_module(
         if not line and nul >= 0:
             line = decoded.count("\n", 0, nul) + 1
             col = nul - (decoded.rfind("\n", 0, nul) + 1) + 1
-        return problem(f"syntax error: {error.msg}", line, col)
+        return diagnostic("NNR403", source=source, path=path, line=line, col=col, error=error.msg)
     except (ValueError, MemoryError, RecursionError) as error:
-        return problem(f"cannot parse: {error or type(error).__name__}")
+        return diagnostic("NNR408", source=source, path=path, error=error or type(error).__name__)
     lines = decoded.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -121,7 +118,7 @@ def analyze_module(
         units = _units(walker, tree, lines)
     except RecursionError:
         if sys.version_info < (3, 11):
-            return problem("too deeply nested to analyze; simplify the expression")
+            return diagnostic("NNR404", source=source, path=path, advice="simplify the expression")
         # Deep but valid nesting: Python-to-Python calls do not grow the C stack on 3.11+.
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
@@ -129,8 +126,11 @@ def analyze_module(
             walker = BindingWalker(module=module, is_package=is_package, tree=tree)
             units = _units(walker, tree, lines)
         except RecursionError:
-            return problem(
-                "too deeply nested to analyze; simplify the expression or split the file"
+            return diagnostic(
+                "NNR404",
+                source=source,
+                path=path,
+                advice="simplify the expression or split the file",
             )
         finally:
             sys.setrecursionlimit(limit)

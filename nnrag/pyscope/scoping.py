@@ -7,14 +7,13 @@ import builtins
 import symtable
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from nnrag.diagnostics import diagnostic
+from nnrag.model import Diagnostic
 from nnrag.pyscope.bindings import is_type_checking
 
-__all__ = ["Issue", "unresolved_names"]
-
-Issue = tuple[str, str, int, int]
-"""``(code, message, line, col)``: the caller turns it into a :class:`~nnrag.model.Finding`."""
+__all__ = ["unresolved_names"]
 
 _BUILTINS = frozenset(dir(builtins))
 _MODULE_DUNDERS = frozenset(
@@ -76,10 +75,6 @@ def _scope(table: symtable.SymbolTable, name: str) -> int | None:
     return _GLOBAL_IMPLICIT if symbol.is_global() else _LOCAL
 
 
-def _issue(code: str, message: str, line: int = 0, col: int = 0) -> Issue:
-    return code, message, line, col
-
-
 def unresolved_names(
     tree: ast.Module,
     table: symtable.SymbolTable,
@@ -87,7 +82,7 @@ def unresolved_names(
     shortcut: bool = True,
     parts: Sequence[tuple[symtable.SymbolTable, int]] | None = None,
     deltas: Sequence[int] | None = None,
-) -> list[Issue]:
+) -> list[Diagnostic]:
     """NNR101-NNR105 issues of a parsed file and its top-level symbol table.
 
     With ``shortcut``, function bodies are walked only if the symbol tables leave a name read
@@ -202,7 +197,7 @@ class _NameChecker:
     shortcut: bool = True
     parts: Sequence[tuple[symtable.SymbolTable, int]] | None = None
     deltas: Sequence[int] | None = None
-    findings: list[Issue] = field(default_factory=list)
+    findings: list[Diagnostic] = field(default_factory=list)
     future_annotations: bool = False
     runtime: set[str] = field(default_factory=set)
     """Module-level names bound by the statements executed so far (load time)."""
@@ -229,7 +224,7 @@ class _NameChecker:
     _offset: int = 0
     """Lines the current statement's table is behind the file (with :attr:`parts`)."""
 
-    def run(self) -> list[Issue]:
+    def run(self) -> list[Diagnostic]:
         self.future_annotations = any(
             isinstance(s, ast.ImportFrom)
             and s.module == "__future__"
@@ -257,8 +252,7 @@ class _NameChecker:
             if self.deltas and self.deltas[index]:  # to the file's lines
                 delta = self.deltas[index]
                 self.findings[found:] = [
-                    (code, message, line + delta, col)
-                    for code, message, line, col in self.findings[found:]
+                    replace(finding, line=finding.line + delta) for finding in self.findings[found:]
                 ]
             self.runtime |= bound
             self.runtime -= deleted
@@ -267,13 +261,7 @@ class _NameChecker:
             names = ", ".join(sorted(set(self.star_dependents)))
             for module, line, col in self.star_modules:
                 self.findings.append(
-                    _issue(
-                        "NNR103",
-                        f"'from {module} import *' hides where names come from ({names} resolve "
-                        "to nothing else); import them explicitly",
-                        line,
-                        col,
-                    )
+                    diagnostic("NNR103", line=line, col=col, module=module, names=names)
                 )
         return self.findings
 
@@ -552,36 +540,30 @@ class _NameChecker:
             return
         line, col = node.lineno, node.col_offset + 1
         if name in self.type_checking_only:
-            code = "NNR105"
-            message = (
-                f"{name!r} is imported only under 'if TYPE_CHECKING:' but used at run time; "
-                "import it unconditionally"
-            )
+            found = diagnostic("NNR105", line=line, col=col, name=name)
         elif call_time and name in self.ever_bound:
-            code = "NNR102"
-            message = f"{name!r} is deleted at module level ('del') before functions can use it"
+            why = "deleted at module level ('del') before functions can use it"
+            found = diagnostic("NNR102", line=line, col=col, name=name, why=why)
         elif name in self.final or name in self.ever_bound:
-            code = "NNR102"
-            message = (
-                f"{name!r} is used at import time before it is defined (or after it is "
-                "deleted); move its definition above this line"
+            why = (
+                "used at import time before it is defined (or after it is deleted); "
+                "move its definition above this line"
             )
+            found = diagnostic("NNR102", line=line, col=col, name=name, why=why)
         elif self.star_modules:
             self.star_dependents.append(name)
             return
         else:
-            code = "NNR101"
-            message = (
-                f"undefined name {name!r}: not defined in the block, not imported, not a builtin"
-            )
             if self.class_locals is None:
                 self.class_locals = self._class_names()
-            if name in self.class_locals:
-                message += (
-                    " (class attributes are not visible in methods or comprehensions; "
-                    "use self.NAME or ClassName.NAME)".replace("NAME", name)
-                )
-        self.findings.append(_issue(code, message, line, col))
+            hint = (
+                f" (class attributes are not visible in methods or comprehensions; "
+                f"use self.{name} or ClassName.{name})"
+                if name in self.class_locals
+                else ""
+            )
+            found = diagnostic("NNR101", line=line, col=col, name=name, hint=hint)
+        self.findings.append(found)
 
     # -- __all__ -----------------------------------------------------------------------------
 
@@ -608,11 +590,7 @@ class _NameChecker:
                 if self.star_modules:
                     self.star_dependents.append(name)
                     continue
+                line = element.lineno + (self.deltas[index] if self.deltas else 0)
                 self.findings.append(
-                    _issue(
-                        "NNR104",
-                        f"__all__ lists {name!r}, which the block does not define",
-                        element.lineno + (self.deltas[index] if self.deltas else 0),
-                        element.col_offset + 1,
-                    )
+                    diagnostic("NNR104", line=line, col=element.col_offset + 1, name=name)
                 )

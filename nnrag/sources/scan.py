@@ -10,7 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nnrag.model import FileProblem
+from nnrag.diagnostics import diagnostic
+from nnrag.model import Diagnostic
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Files larger than this are recorded as a problem (generated code) and not indexed."""
@@ -98,14 +99,14 @@ def walk_roots(patterns: Sequence[str]) -> list[str]:
 
 def scan_tree(
     root: Path, *, source: str, paths: Sequence[str] = ()
-) -> tuple[list[FileEntry], list[FileProblem]]:
+) -> tuple[list[FileEntry], list[Diagnostic]]:
     """Every in-scope ``.py`` file under ``root`` (sorted by path), and the files that were skipped.
 
     Symbolic links are followed, but a folder reached twice through links (a loop) is skipped
     with a problem; files over :data:`MAX_FILE_BYTES` are skipped with a problem.
     """
     entries: dict[str, FileEntry] = {}
-    problems: list[FileProblem] = []
+    problems: list[Diagnostic] = []
     for literal in walk_roots(paths):
         start, top = literal, root / literal if literal else root
         if literal and not top.exists() and top.with_name(top.name + ".py").is_file():
@@ -119,11 +120,10 @@ def scan_tree(
     for pattern in paths:
         if entries and not any(in_scope(path, [pattern]) for path in entries):
             problems.append(
-                FileProblem(
+                diagnostic(
+                    "NNR406",
                     source=source,
                     path=pattern,
-                    message="this 'paths' entry matches no .py file; check it (a folder or "
-                    "file prefix, or a glob, relative to the source root)",
                 )
             )
     return [entries[key] for key in sorted(entries)], sorted(
@@ -132,7 +132,7 @@ def scan_tree(
 
 
 def _add_package_inits(
-    root: Path, entries: dict[str, FileEntry], problems: list[FileProblem], *, source: str
+    root: Path, entries: dict[str, FileEntry], problems: list[Diagnostic], *, source: str
 ) -> None:
     """Add the ``__init__.py`` of every package above an in-scope file (``paths: ["a/b"]``
     still makes ``a/__init__.py`` part of the source: it names and re-exports the package)."""
@@ -153,7 +153,7 @@ def _walk(
     root: Path,
     rel: str,
     entries: dict[str, FileEntry],
-    problems: list[FileProblem],
+    problems: list[Diagnostic],
     *,
     source: str,
     patterns: Sequence[str],
@@ -163,15 +163,16 @@ def _walk(
     try:
         info = folder.stat()
     except OSError as error:
-        problems.append(FileProblem(source=source, path=rel or ".", message=_os_message(error)))
+        problems.append(_os_problem(error, source=source, path=rel or "."))
         return
     key = (info.st_dev, info.st_ino)
     if key in seen:
         problems.append(
-            FileProblem(
+            diagnostic(
+                "NNR407",
                 source=source,
                 path=rel,
-                message=f"symlink loop: {rel} leads back to a folder already being indexed; "
+                detail=f"{rel} leads back to a folder already being indexed; "
                 "skipped (remove the link or exclude it with `paths`)",
             )
         )
@@ -181,7 +182,7 @@ def _walk(
         with os.scandir(folder) as listing:
             children = sorted(listing, key=lambda e: e.name)
     except OSError as error:
-        problems.append(FileProblem(source=source, path=rel or ".", message=_os_message(error)))
+        problems.append(_os_problem(error, source=source, path=rel or "."))
         return
     for child in children:
         child_rel = f"{rel}/{child.name}" if rel else child.name
@@ -203,7 +204,7 @@ def _add_file(
     root: Path,
     rel: str,
     entries: dict[str, FileEntry],
-    problems: list[FileProblem],
+    problems: list[Diagnostic],
     *,
     source: str,
     patterns: Sequence[str],
@@ -214,17 +215,18 @@ def _add_file(
     try:
         info = entry.stat() if entry is not None else (root / rel).stat()
     except OSError as error:
-        problems.append(FileProblem(source=source, path=rel, message=_os_message(error)))
+        problems.append(_os_problem(error, source=source, path=rel))
         return
     if not stat.S_ISREG(info.st_mode):
         return
     if info.st_size > MAX_FILE_BYTES:
         problems.append(
-            FileProblem(
+            diagnostic(
+                "NNR405",
                 source=source,
                 path=rel,
-                message=f"too large ({info.st_size / 1e6:.1f} MB > "
-                f"{MAX_FILE_BYTES / 1e6:.1f} MB), generated? skipped",
+                megabytes=info.st_size / 1e6,
+                limit=MAX_FILE_BYTES / 1e6,
             )
         )
         return
@@ -234,10 +236,11 @@ def _add_file(
     )
 
 
-def _os_message(error: OSError) -> str:
+def _os_problem(error: OSError, *, source: str, path: str) -> Diagnostic:
     if error.errno == 40:  # ELOOP: a symlink that points (through links) at itself
-        return "symlink loop: the link points back at itself; skipped"
-    return f"cannot read: {error.strerror or error}"
+        detail = "the link points back at itself; skipped"
+        return diagnostic("NNR407", source=source, path=path, detail=detail)
+    return diagnostic("NNR401", source=source, path=path, error=error.strerror or error)
 
 
 def tree_digest(pairs: Iterable[tuple[str, str]]) -> str:

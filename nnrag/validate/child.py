@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from nnrag.validate import isolation, syscalls
-from nnrag.validate.frames import Message, plain, write_frame
+from nnrag.validate.frames import BlockRequest, Message, plain, write_frame
 from nnrag.validate.lockdown import PR_SET_PDEATHSIG, lock_down, prctl
 
 
 def block_main(
-    request: Message,
+    request: BlockRequest,
     *,
     tmp: Path,
     result_fd: int,
@@ -42,7 +42,7 @@ def block_main(
         syscalls.load(rules, channel)  # closes the channel
     violations = lock_down(
         tmp,
-        timeout_s=float(request.get("timeout_s", 60.0)),
+        timeout_s=request.timeout_s,
         memory_mb=memory_mb,
         stderr_fd=stderr_fd,
     )
@@ -52,7 +52,7 @@ def block_main(
 
     from nnrag.validate.probe import runner as probe
 
-    probe.run_block(request, send=send, violations=violations)
+    probe.run_block(request.to_plain(), send=send, violations=violations)
 
 
 __all__ = ["block_main"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from nnrag.model import BlockJob, JobOutcome, RayOptions, ValidationResult
@@ -16,18 +16,18 @@ if TYPE_CHECKING:
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[ExecutorName, ...] = ("local", "ray")
 
-Dispatch = Callable[[BlockJob], BlockJob]
-"""Called on each job just before it is sent: fills in what is known only then (harvest)."""
-
 
 class Executor(Protocol):
-    """Runs block jobs and yields each with its outcome as soon as it is known."""
+    """Runs block jobs and yields each with its outcome as soon as it is known.
+
+    Jobs go out as prepared: their harvested recipes are fixed (and part of their result key)
+    when :func:`~nnrag.validate.stages.prepare_block` makes them, so a verdict never depends
+    on the order in which an executor runs them.
+    """
 
     name: str
 
-    def run(
-        self, jobs: Sequence[BlockJob], *, dispatch: Dispatch
-    ) -> Iterator[tuple[BlockJob, JobOutcome]]: ...
+    def run(self, jobs: Sequence[BlockJob]) -> Iterator[tuple[BlockJob, JobOutcome]]: ...
 
     def close(self) -> None: ...
 
@@ -40,12 +40,9 @@ class LocalExecutor:
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
 
-    def run(
-        self, jobs: Sequence[BlockJob], *, dispatch: Dispatch
-    ) -> Iterator[tuple[BlockJob, JobOutcome]]:
+    def run(self, jobs: Sequence[BlockJob]) -> Iterator[tuple[BlockJob, JobOutcome]]:
         for job in jobs:
-            sent = dispatch(job)
-            yield sent, run_job(sent, sandbox=self.sandbox)
+            yield job, run_job(job, sandbox=self.sandbox)
 
     def close(self) -> None:
         """Nothing to do: the sandbox belongs to the workspace, which closes it."""
@@ -55,11 +52,6 @@ def schedule(jobs: Iterable[BlockJob]) -> list[BlockJob]:
     """Largest block file first (ties by id): the long runs start early, so the last ones to
     finish are short, and composite blocks harvest recipes for their parts before them."""
     return sorted(jobs, key=lambda job: (-job.size, job.block_id))
-
-
-def _as_prepared(job: BlockJob) -> BlockJob:
-    """Jobs go out as prepared: their harvested recipes are fixed (and keyed) when prepared."""
-    return job
 
 
 def validate_many(
@@ -85,7 +77,7 @@ def validate_many(
             yield prepared
         else:
             jobs.append(prepared)
-    for job, outcome in executor.run(schedule(jobs), dispatch=_as_prepared):
+    for job, outcome in executor.run(schedule(jobs)):
         yield finish_job(workspace, job, outcome)
 
 
@@ -111,7 +103,6 @@ def make_executor(
 
 __all__ = [
     "EXECUTORS",
-    "Dispatch",
     "Executor",
     "ExecutorName",
     "LocalExecutor",

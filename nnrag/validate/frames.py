@@ -1,4 +1,11 @@
-"""Frames between the sandbox client, server and children: length-prefixed plain pickles."""
+"""Frames between the sandbox client, server and children: length-prefixed plain pickles.
+
+What crosses a process boundary is plain data (dicts, lists, strings, numbers): a frame naming
+a class is refused on arrival. The request and the reply are typed on each side
+(:class:`BlockRequest`, :class:`BlockReply`, frozen dataclasses): sent as plain dicts by
+``to_plain`` and checked field by field by ``from_plain`` on arrival, which raises
+:class:`MalformedMessage` naming the field and what was wrong.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,166 @@ import io
 import os
 import pickle
 import struct
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, BinaryIO
+
+from nnrag.model import CATEGORIES, STAGES
 
 Message = dict[str, Any]
 _HEADER = struct.Struct("!Q")
+
+
+class MalformedMessage(ValueError):
+    """A request or reply that is not what the other side must send; the message says why."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockRequest:
+    """What the client asks the sandbox: run one block file to ``depth``."""
+
+    path: str
+    class_name: str
+    depth: str = "forward"
+    timeout_s: float = 60.0
+    hints: Mapping[str, Any] | None = None
+    """Constructor arguments and inputs (``stages.hints_request``)."""
+    harvested: tuple[Mapping[str, Any], ...] = ()
+    harvest: bool = False
+    source_packages: tuple[str, ...] = ()
+    reached: str | None = None
+    """The last static stage the block passed before the sandbox."""
+    seed: int = 0
+    plugins: Mapping[str, Any] = field(default_factory=dict)
+    replay: Mapping[str, Any] | None = None
+    meta_screen: str = "auto"
+
+    def to_plain(self) -> Message:
+        """The request as plain data (for a frame, and for the probe in the child)."""
+        return _plain_dict(self)
+
+    @classmethod
+    def from_plain(cls, data: object) -> BlockRequest:
+        """Check a received request; :class:`MalformedMessage` names what is wrong."""
+        found = _checked(data, "request", _REQUEST_FIELDS)
+        if not all(isinstance(record, dict) for record in found["harvested"]):
+            raise MalformedMessage("request: harvested must be a list of records (dicts)")
+        found["harvested"] = tuple(found["harvested"])
+        found["source_packages"] = tuple(found["source_packages"])
+        if found["depth"] not in STAGES:
+            raise MalformedMessage(f"request: depth {found['depth']!r} is not a stage")
+        return cls(**found)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockReply:
+    """What the sandbox answers for one block: how far it got and why it stopped."""
+
+    stage_reached: str | None = None
+    failed_stage: str | None = None
+    category: str | None = None
+    message: str = ""
+    timings: Mapping[str, float] = field(default_factory=dict)
+    harvest: tuple[Mapping[str, Any], ...] = ()
+    recipe: Mapping[str, Any] | None = None
+    frames: tuple[str, ...] = ()
+
+    def to_plain(self) -> Message:
+        """The reply as plain data (for a frame)."""
+        return _plain_dict(self)
+
+    @classmethod
+    def from_plain(cls, data: object) -> BlockReply:
+        """Check a received reply; :class:`MalformedMessage` names what is wrong."""
+        found = _checked(data, "reply", _REPLY_FIELDS)
+        for key in ("stage_reached", "failed_stage"):
+            if found[key] is not None and found[key] not in STAGES:
+                raise MalformedMessage(f"reply: {key} {found[key]!r} is not a stage")
+        if found["category"] is not None and found["category"] not in CATEGORIES:
+            raise MalformedMessage(f"reply: category {found['category']!r} is not a category")
+        timings = found["timings"]
+        if not all(isinstance(k, str) and _is_number(v) for k, v in timings.items()):
+            raise MalformedMessage("reply: timings must map stage names to seconds")
+        if not all(isinstance(frame, str) for frame in found["frames"]):
+            raise MalformedMessage("reply: frames must be strings")
+        if not all(isinstance(record, dict) for record in found["harvest"]):
+            raise MalformedMessage("reply: harvest must be a list of records (dicts)")
+        found.update(harvest=tuple(found["harvest"]), frames=tuple(found["frames"]))
+        return cls(**found)
+
+    @classmethod
+    def failure(cls, category: str, message: str) -> BlockReply:
+        """A reply for a block the sandbox could not run to a verdict."""
+        return cls(category=category, message=message)
+
+
+_NONE = type(None)
+_REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "path": (str,),
+    "class_name": (str,),
+    "depth": (str,),
+    "timeout_s": (int, float),
+    "hints": (dict, _NONE),
+    "harvested": (list, tuple),
+    "harvest": (bool,),
+    "source_packages": (list, tuple),
+    "reached": (str, _NONE),
+    "seed": (int,),
+    "plugins": (dict,),
+    "replay": (dict, _NONE),
+    "meta_screen": (str,),
+}
+_REPLY_FIELDS: dict[str, tuple[type, ...]] = {
+    "stage_reached": (str, _NONE),
+    "failed_stage": (str, _NONE),
+    "category": (str, _NONE),
+    "message": (str,),
+    "timings": (dict,),
+    "harvest": (list, tuple),
+    "recipe": (dict, _NONE),
+    "frames": (list, tuple),
+}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _checked(data: object, what: str, kinds: Mapping[str, tuple[type, ...]]) -> Message:
+    """The fields of ``data`` (a dict) with the types ``kinds`` names; defaults where absent."""
+    if not isinstance(data, dict):
+        raise MalformedMessage(f"{what}: a {type(data).__name__}, not a dict of fields")
+    unknown = sorted(str(key) for key in data if key not in kinds)
+    if unknown:
+        raise MalformedMessage(f"{what}: unknown field {', '.join(map(repr, unknown))}")
+    found: Message = {}
+    for name, allowed in kinds.items():
+        if name not in data:
+            continue  # the dataclass default, or a TypeError below naming the missing field
+        value = data[name]
+        numeric = int in allowed
+        if not isinstance(value, allowed) or (numeric and isinstance(value, bool)):
+            expected = " or ".join("None" if kind is _NONE else kind.__name__ for kind in allowed)
+            raise MalformedMessage(
+                f"{what}: {name} is {type(value).__name__} {value!r:.60}, expected {expected}"
+            )
+        found[name] = value
+    required = {"path", "class_name"} if what == "request" else set()
+    missing = sorted(required - set(found))
+    if missing:
+        raise MalformedMessage(f"{what}: no {', '.join(map(repr, missing))}")
+    defaults = {f.name: getattr(_DEFAULTS[what], f.name) for f in fields(_DEFAULTS[what])}
+    return {**{k: v for k, v in defaults.items() if k in kinds}, **found}
+
+
+def _plain_dict(message: BlockRequest | BlockReply) -> Message:
+    data = asdict(message)
+    for key, value in data.items():
+        if isinstance(value, tuple):
+            data[key] = list(value)
+        elif isinstance(value, Mapping):
+            data[key] = dict(value)
+    return data
 
 
 def write_frame(fd: int, message: object) -> None:
@@ -99,3 +262,9 @@ def plain(value: object, depth: int = 0) -> object:
         return repr(value)[:200]
     except Exception:
         return f"<{type(value).__name__}>"
+
+
+_DEFAULTS: dict[str, BlockRequest | BlockReply] = {
+    "request": BlockRequest(path="", class_name=""),
+    "reply": BlockReply(),
+}

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nnrag.validate.syscalls import MAX_TASKS, guarded_proc_owner
+
 PR_SET_PDEATHSIG = 1
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "SYSTEMROOT")
 """Environment variables a block may see; everything else (tokens, credentials) is dropped."""
@@ -118,7 +120,8 @@ def set_limits(timeout_s: float, memory_mb: int) -> None:
         limits.append((resource.RLIMIT_DATA, limit, limit))
     if os.path.isdir("/proc"):
         running = sum(1 for entry in os.listdir("/proc") if entry.isdigit())
-        limits.append((resource.RLIMIT_NPROC, running + 64, running + 64))
+        allowed = running + MAX_TASKS + 16  # above the seccomp count, which names the excess
+        limits.append((resource.RLIMIT_NPROC, allowed, allowed))
     for kind, want_soft, want_hard in limits:
         try:
             _, old_hard = resource.getrlimit(kind)
@@ -188,9 +191,10 @@ def audit_hook(
 
 
 def _other_process(path: str, pid: int) -> bool:
-    """``/proc/<pid>/...`` of a process other than the child itself."""
-    parts = os.path.normpath(path).split(os.sep)
-    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and int(parts[2]) != pid
+    """A guarded ``/proc/<pid>/...`` entry (descriptors, environment, memory) of a process
+    other than the child itself (``/proc/1/cgroup`` is not guarded)."""
+    owner = guarded_proc_owner(os.path.normpath(path))
+    return owner is not None and owner != pid
 
 
 def _is_local_pair(args: tuple[Any, ...]) -> bool:

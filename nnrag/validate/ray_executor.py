@@ -17,7 +17,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -190,9 +190,7 @@ class RayExecutor:
         slot.info = info
         self.workers.append(info)
 
-    def run(
-        self, jobs: Sequence[BlockJob], *, dispatch: Callable[[BlockJob], BlockJob]
-    ) -> Iterator[tuple[BlockJob, JobOutcome]]:
+    def run(self, jobs: Sequence[BlockJob]) -> Iterator[tuple[BlockJob, JobOutcome]]:
         """Send jobs in order, one in flight per actor; yield each outcome as it arrives."""
         queue = list(reversed(jobs))  # pop() takes the next job in order
         if not queue:
@@ -203,7 +201,7 @@ class RayExecutor:
 
         def send(slot: _Slot) -> Iterator[tuple[BlockJob, JobOutcome]]:
             while queue:
-                job = dispatch(queue.pop())
+                job = queue.pop()
                 if job.sha256 not in objects:
                     try:
                         data = Path(job.file).read_bytes()

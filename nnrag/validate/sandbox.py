@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import pickle
 import select
@@ -24,6 +25,9 @@ from nnrag.errors import SandboxError
 from nnrag.validate import isolation, syscalls
 from nnrag.validate.child import block_main
 from nnrag.validate.frames import (
+    BlockReply,
+    BlockRequest,
+    MalformedMessage,
     Message,
     _split_frames,
     plain,
@@ -165,29 +169,32 @@ class Sandbox:
             return None
         return read_frame(self._responses)
 
-    def run(self, request: Mapping[str, object]) -> Message:
-        """Run one block request in a fresh child; always returns a result message."""
+    def run(self, request: BlockRequest) -> BlockReply:
+        """Run one block request in a fresh child; always returns a reply.
+
+        A reply that is not a well-formed :class:`BlockReply` is an ``internal-error`` naming
+        what was wrong with it.
+        """
         for attempt in range(2):
             self.start()
             assert self._requests is not None
-            timeout_s = float(request.get("timeout_s", 60.0))  # type: ignore[arg-type]  # the request's values are plain JSON-like objects; float() checks
             try:
-                write_frame(self._requests.fileno(), dict(request))
-                reply = self._receive(timeout_s=timeout_s + 60.0)
+                write_frame(self._requests.fileno(), request.to_plain())
+                reply = self._receive(timeout_s=request.timeout_s + 60.0)
             except OSError:
                 reply = None
             if isinstance(reply, dict):
-                return reply
+                try:
+                    return BlockReply.from_plain(reply)
+                except MalformedMessage as error:
+                    message = f"the sandbox server sent a malformed reply: {error}"
+                    return BlockReply.failure("internal-error", message)
             self.close()
             self.restarts += 1
             if attempt:
                 break
-        return {
-            "stage_reached": None,
-            "category": "internal-error",
-            "message": "the sandbox server died twice while running this block",
-            "timings": {},
-        }
+        message = "the sandbox server died twice while running this block"
+        return BlockReply.failure("internal-error", message)
 
     def close(self) -> None:
         """Stop the server and any child it still has."""
@@ -255,19 +262,27 @@ def serve(
     layers = _layers(namespaces) if isolate else dict.fromkeys(LAYERS, False)
     rules = syscalls.build_filter() if layers["seccomp"] else None
     setup = {"memory_mb": memory_mb, "disk_mb": disk_mb, "layers": layers, "rules": rules}
+    gc.collect()
+    gc.freeze()  # forked children's collections skip (and so do not copy) the warm objects
     ready = {"ready": True, "torch": torch_version, "mode": mode, "netns": netns}
     write_frame(resp_fd, {**ready, "layers": layers, "server_pid": server_pid})
     while True:
-        request = read_frame(requests)
-        if not isinstance(request, dict):
+        frame = read_frame(requests)
+        if frame is None:
             return
+        try:
+            request = BlockRequest.from_plain(frame)
+        except MalformedMessage as error:
+            refused = BlockReply.failure("internal-error", f"malformed sandbox request: {error}")
+            write_frame(resp_fd, refused.to_plain())
+            continue
         sys.stdout.flush()
         sys.stderr.flush()
         if mode == "spawn":
             reply, cleanup = _spawn_child(request, memory_mb)
         else:
             reply, cleanup = _run_child(request, setup, (req_fd, resp_fd))
-        write_frame(resp_fd, reply)
+        write_frame(resp_fd, reply.to_plain())
         cleanup()  # after replying: the client goes on while the child is torn down
 
 
@@ -283,11 +298,11 @@ def _layers(namespaces: bool) -> dict[str, bool]:
 
 
 def _run_child(
-    request: Message, setup: Message, server_fds: tuple[int, ...]
-) -> tuple[Message, Callable[[], None]]:
+    request: BlockRequest, setup: Message, server_fds: tuple[int, ...]
+) -> tuple[BlockReply, Callable[[], None]]:
     """Fork a child for ``request``; it closes ``server_fds`` (the client's pipes) first."""
     tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
-    timeout_s = float(request.get("timeout_s", 60.0))
+    timeout_s = request.timeout_s
     stderr_fd = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     read_fd, write_fd = os.pipe()
     ours, theirs = socket.socketpair() if setup["rules"] is not None else (None, None)
@@ -324,14 +339,17 @@ def _run_child(
         theirs.close()
         listener = syscalls.receive_listener(ours, timeout_s)
         ours.close()
-    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, str(tmp))
+    namespaced = bool(setup["layers"]["namespaces"])
+    keeper = syscalls.Keeper(str(tmp), namespaced=namespaced) if listener is not None else None
+    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, keeper)
     os.close(read_fd)
     if listener is not None:
         os.close(listener)
-    namespaced = bool(setup["layers"]["namespaces"])
+    if keeper is not None:
+        keeper.close()
 
     def cleanup() -> None:
-        if status is None:
+        if status is None and not namespaced:
             os.waitpid(pid, 0)
         _reap_leftovers(pid, namespaced=namespaced)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -343,7 +361,7 @@ def _run_child(
     return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
 
 
-def _spawn_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[], None]]:
+def _spawn_child(request: BlockRequest, memory_mb: int) -> tuple[BlockReply, Callable[[], None]]:
     """The fallback without fork: a fresh interpreter per block (imports torch every time).
 
     ``subprocess`` closes inherited descriptors (the client's pipes among them).
@@ -364,9 +382,9 @@ def _spawn_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[]
     )
     os.close(write_fd)
     assert proc.stdin is not None
-    proc.stdin.write(pickle.dumps((request, str(tmp))))
+    proc.stdin.write(pickle.dumps((request.to_plain(), str(tmp))))
     proc.stdin.close()
-    deadline = started + float(request.get("timeout_s", 60.0)) + 60.0  # + torch import
+    deadline = started + request.timeout_s + 60.0  # + torch import
     messages, status, timed_out = _collect(proc.pid, read_fd, deadline)
     os.close(read_fd)
 
@@ -382,18 +400,20 @@ def _spawn_child(request: Message, memory_mb: int) -> tuple[Message, Callable[[]
 
 def spawned_child(fd: int, memory_mb: int) -> None:
     """Main of a spawned (not forked) child: read the request from stdin, run it, exit."""
-    request, tmp = pickle.loads(sys.stdin.buffer.read())
+    data, tmp = pickle.loads(sys.stdin.buffer.read())
     exit_code = 70
     try:
         from nnrag.validate.probe.boot import start_torch
 
         start_torch()
-        timeout_s = float(request.get("timeout_s", 60.0))
-        violations = lock_down(Path(tmp), timeout_s=timeout_s, memory_mb=memory_mb)
+        request = BlockRequest.from_plain(data)
+        violations = lock_down(Path(tmp), timeout_s=request.timeout_s, memory_mb=memory_mb)
         from nnrag.validate.probe import runner as probe
 
         probe.run_block(
-            request, send=lambda message: write_frame(fd, plain(message)), violations=violations
+            request.to_plain(),
+            send=lambda message: write_frame(fd, plain(message)),
+            violations=violations,
         )
         exit_code = 0
     finally:
@@ -401,7 +421,11 @@ def spawned_child(fd: int, memory_mb: int) -> None:
 
 
 def _collect(
-    pid: int, fd: int, deadline: float, listener: int | None = None, root: str = ""
+    pid: int,
+    fd: int,
+    deadline: float,
+    listener: int | None = None,
+    keeper: syscalls.Keeper | None = None,
 ) -> tuple[list[Message], int | None, bool]:
     """Read frames until the child exits or the deadline passes (then kill its group).
 
@@ -413,7 +437,6 @@ def _collect(
     status: int | None = None
     timed_out = False
     os.set_blocking(fd, False)
-    started = [0]  # processes and threads the block started (seccomp counts them)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     if listener is not None:
@@ -426,8 +449,8 @@ def _collect(
             _, status = os.waitpid(pid, 0)
             break
         for ready, events in poller.poll(int(1000 * min(remaining, 0.05))):
-            if ready == listener:
-                refused = syscalls.answer(ready, root, started) if events & select.POLLIN else None
+            if ready == listener and keeper is not None:
+                refused = keeper.answer(ready) if events & select.POLLIN else None
                 if refused:
                     messages.append({"kind": "refused", "message": refused})
                 elif events & (select.POLLHUP | select.POLLERR):
@@ -461,11 +484,16 @@ def _reap_leftovers(pid: int, *, namespaced: bool = False) -> None:
     """Kill the child's group and every orphan re-parented to this (subreaper) server.
 
     ``namespaced``: the server is PID 1 of its PID namespace, and one signal kills every
-    process the block started, wherever it went.
+    process the block started, wherever it went. They are not waited for: a killed process
+    runs no more code, and tearing down the address space of a forked torch process takes
+    tens of milliseconds, which the next block need not wait for (the dead are reaped after
+    the next block).
     """
     _kill_group(pid)
     if namespaced:
         isolation.kill_namespace()
+        _reap_all()
+        return
     for _ in range(200):
         _reap_all()
         orphans = _children()
@@ -527,10 +555,31 @@ def _tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
+def _refusals(refused: list[str], shown: int = 3) -> str:
+    """``refused: A; B; C (and 5 more)``: the first distinct operations the block tried."""
+    distinct = list(dict.fromkeys(str(what) for what in refused))
+    more = f" (and {len(distinct) - shown} more)" if len(distinct) > shown else ""
+    return "refused: " + "; ".join(distinct[:shown]) + more
+
+
 def summarize(
     messages: list[Message], *, status: int | None, timed_out: bool, stderr: str = ""
-) -> Message:
-    """Turn the child's messages and exit status into one result message."""
+) -> BlockReply:
+    """Turn the child's messages and exit status into one reply.
+
+    A result frame that is not a well-formed reply (the block's code can write to the pipe)
+    is a ``crash`` naming what was wrong with it.
+    """
+    try:
+        return BlockReply.from_plain(_summary(messages, status, timed_out, stderr))
+    except MalformedMessage as error:
+        return BlockReply.failure("crash", f"the block sent a malformed result: {error}")
+    except (KeyError, TypeError, AttributeError) as error:  # a message missing a field
+        what = f"{type(error).__name__}: {error}"
+        return BlockReply.failure("crash", f"the block sent a malformed message ({what})")
+
+
+def _summary(messages: list[Message], status: int | None, timed_out: bool, stderr: str) -> Message:
     result: Message = {"stage_reached": None, "timings": {}, "harvest": []}
     refused = [m["message"] for m in messages if m.get("kind") == "refused"]
     if refused:  # only block code writing to the pipe makes these: a violation, whatever follows
@@ -541,7 +590,7 @@ def summarize(
             "stage_reached": reached[-1] if reached else None,
             "failed_stage": running[-1] if running else None,
             "category": "sandbox-violation",
-            "message": f"refused: {refused[0]}",
+            "message": _refusals(refused),
         }
     for message in messages:
         if message.get("kind") == "stage":
@@ -553,7 +602,8 @@ def summarize(
             result["harvest"].append(message["record"])
         elif message.get("kind") == "result":
             result.update({k: v for k, v in message.items() if k not in {"kind", "timings"}})
-            result["timings"].update(message.get("timings", {}))
+            timings = message.get("timings", {})
+            result["timings"].update(timings if isinstance(timings, dict) else {"?": timings})
             result.pop("running", None)
             return result
         elif message.get("kind") == "fatal":
@@ -579,6 +629,8 @@ def summarize(
 __all__ = [
     "ENV_ALLOW",
     "LAYERS",
+    "BlockReply",
+    "BlockRequest",
     "Sandbox",
     "describe_layers",
     "read_frame",

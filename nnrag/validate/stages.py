@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from nnrag.errors import ConfigError, ExtractionError, InternalError
 from nnrag.model import (
@@ -19,12 +19,14 @@ from nnrag.model import (
     BlockHints,
     BlockJob,
     Category,
+    Diagnostic,
     JobOutcome,
-    Problem,
     Stage,
     ValidationResult,
     stage_index,
 )
+from nnrag.report import format_diagnostic
+from nnrag.validate.frames import BlockReply, BlockRequest
 from nnrag.validate.results import recipe_from_dict
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ def static_stages(
         failing = [f for f in findings if f.stage == stage]
         if failing:
             first = failing[0]
-            message = "; ".join(f.format(filename) for f in failing[:5])
+            message = "; ".join(format_diagnostic(f, path=filename) for f in failing[:5])
             if len(failing) > 5:
                 message += f"; and {len(failing) - 5} more"
             return reached, stage, first.category, message, _upto(timings, stage)
@@ -161,21 +163,21 @@ def run_validation(
             file=str(path),
         )
         return result, []
-    request = {
-        "path": str(path.resolve()),
-        "class_name": class_name,
-        "depth": depth,
-        "timeout_s": timeout_s,
-        "hints": hints_request(hints),
-        "harvested": list(harvested),
-        "harvest": harvest,
-        "source_packages": sorted(source_packages),
-        "reached": reached,
-        "seed": 0,
-        "plugins": dict(plugins or {}),
-    }
+    request = BlockRequest(
+        path=str(path.resolve()),
+        class_name=class_name,
+        depth=depth,
+        timeout_s=timeout_s,
+        hints=hints_request(hints),
+        harvested=tuple(harvested),
+        harvest=harvest,
+        source_packages=tuple(sorted(source_packages)),
+        reached=reached,
+        seed=0,
+        plugins=dict(plugins or {}),
+    )
     if replay is not None:
-        request.update(replay=dict(replay), harvest=False, harvested=[], hints=None)
+        request = replace(request, replay=dict(replay), harvest=False, harvested=(), hints=None)
     if sandbox is None:
         from nnrag.validate.sandbox import Sandbox
 
@@ -188,11 +190,11 @@ def run_validation(
     )
     memory_mb = sandbox.memory_mb if sandbox is not None else 4096
     result = replace(result, message=advice(result, timeout_s=timeout_s, memory_mb=memory_mb))
-    return result, list(reply.get("harvest") or [])
+    return result, [dict(record) for record in reply.harvest]
 
 
 def result_from_reply(
-    reply: Mapping[str, Any],
+    reply: BlockReply,
     *,
     block_id: str,
     depth: Stage,
@@ -201,28 +203,29 @@ def result_from_reply(
     started: float,
 ) -> ValidationResult:
     """A :class:`ValidationResult` from the sandbox's reply, after the static stages."""
-    reached: Stage = reply.get("stage_reached") or "closed"
-    failed = reply.get("failed_stage")
-    category = reply.get("category")
+    reached = cast(Stage, reply.stage_reached or "closed")  # checked by BlockReply.from_plain
+    failed = cast("Stage | None", reply.failed_stage)
+    category = cast("Category | None", reply.category)
+    message = reply.message
     if failed is None and category is not None:
         position = STAGES.index(reached) + 1
         failed = STAGES[position] if position < len(STAGES) else None
     if category is None and failed is None and reached != depth:
         category, failed = "internal-error", STAGES[STAGES.index(reached) + 1]
-        reply = {**reply, "message": f"the sandbox stopped after {reached} without a verdict"}
-    recipe = reply.get("recipe")
+        message = f"the sandbox stopped after {reached} without a verdict"
+    recipe = reply.recipe
     return ValidationResult(
         block_id=block_id,
         depth=depth,
         stage_reached=reached,
         failed_stage=failed,
         category=category,
-        message=str(reply.get("message") or ""),
+        message=message,
         recipe=recipe_from_dict(recipe) if isinstance(recipe, Mapping) else None,
-        timings={**timings, **(reply.get("timings") or {})},
+        timings={**timings, **reply.timings},
         duration_s=time.perf_counter() - started,
         file=file,
-        frames=tuple(str(f) for f in reply.get("frames") or ()),
+        frames=reply.frames,
     )
 
 
@@ -323,6 +326,38 @@ def _validate_block(
     return finish_job(workspace, prepared, run_job(prepared, sandbox=workspace.sandbox()))
 
 
+def _unusable(
+    block_id: str, depth: Stage, stage: Stage, category: Category, error: Exception
+) -> ValidationResult:
+    """The result of a block that cannot be run at all (its inputs or its extraction failed)."""
+    return ValidationResult(
+        block_id=block_id,
+        depth=depth,
+        stage_reached=None,
+        failed_stage=stage,
+        category=category,
+        message=str(error),
+    )
+
+
+def _not_closed(block_id: str, depth: Stage, extracted: Extracted, path: Path) -> ValidationResult:
+    """The result of a block whose closure has blocking problems: it fails ``closed``, with
+    the first five problems and the dependency path to the first."""
+    blocking = extracted.blocking_problems
+    shown = "; ".join(format_diagnostic(p) for p in blocking[:5])
+    more = len(blocking) - 5
+    return ValidationResult(
+        block_id=block_id,
+        depth=depth,
+        stage_reached="compile",
+        failed_stage="closed",
+        category=blocking[0].category,
+        message=shown + (f"; and {more} more" if more > 0 else ""),
+        dependency_path=blocking[0].dependency_path,
+        file=str(path),
+    )
+
+
 def prepare_block(
     workspace: BlockSource,
     query: str | BlockRef,
@@ -341,17 +376,9 @@ def prepare_block(
     try:
         answer = None if hints else plugins.block_inputs(block.id, block.name)
     except ConfigError as error:  # one plugin's bad answer fails this block, not the run
-        return ValidationResult(
-            block_id=block.id,
-            depth=depth,
-            stage_reached=None,
-            failed_stage="instantiate",
-            category="config",
-            message=str(error),
-        )
+        return _unusable(block.id, depth, "instantiate", "config", error)
     hints = hints or answer or config_hints(settings, block)
-    suffix = f"+hints:{_hints_digest(hints)}" if hints else ""
-    suffix += f"+plugins:{plugins.digest()}"
+    suffix = (f"+hints:{_hints_digest(hints)}" if hints else "") + f"+plugins:{plugins.digest()}"
     cache = workspace.results()
     state = workspace.extraction_state()
     # Harvested recipes only once the source's harvest pass is over, and a result is keyed by
@@ -372,14 +399,7 @@ def prepare_block(
     try:
         extracted = workspace.extract(block)
     except (ExtractionError, InternalError) as error:
-        return ValidationResult(
-            block_id=block.id,
-            depth=depth,
-            stage_reached=None,
-            failed_stage="parse",
-            category="internal-error",
-            message=str(error),
-        )
+        return _unusable(block.id, depth, "parse", "internal-error", error)
     facts = _extraction_facts(extracted, time.perf_counter() - started)
     key = cache_key(extracted.digest + suffix, depth)
     path = workspace.block_file(extracted)
@@ -388,22 +408,8 @@ def prepare_block(
         cached = cache.get(key)
         if cached is not None:
             return replace(cached, block_id=block.id, file=str(path), **facts)
-    blocking = extracted.blocking_problems
-    if blocking and stage_index(depth) >= stage_index("closed"):
-        first = blocking[0]
-        shown = "; ".join(str(p) for p in blocking[:5])
-        more = len(blocking) - 5
-        result = ValidationResult(
-            block_id=block.id,
-            depth=depth,
-            stage_reached="compile",
-            failed_stage="closed",
-            category=first.category,
-            message=shown + (f"; and {more} more" if more > 0 else ""),
-            dependency_path=first.path,
-            file=str(path),
-        )
-        result = replace(result, **facts)
+    if extracted.blocking_problems and stage_index(depth) >= stage_index("closed"):
+        result = replace(_not_closed(block.id, depth, extracted, path), **facts)
         cache.put(key, result)
         return result
     data = path.read_bytes()
@@ -494,7 +500,7 @@ _EXPLAINS: dict[str, re.Pattern[str]] = {
 
 
 def blame_advisory_problems(
-    result: ValidationResult, problems: tuple[Problem, ...]
+    result: ValidationResult, problems: tuple[Diagnostic, ...]
 ) -> ValidationResult:
     """Name a known closure problem as the likely cause of a run-time failure it can explain.
 
@@ -514,8 +520,8 @@ def blame_advisory_problems(
     return replace(
         result,
         category=cause.category,
-        message=f"{result.message} (likely cause: {cause})",
-        dependency_path=result.dependency_path or cause.path,
+        message=f"{result.message} (likely cause: {format_diagnostic(cause)})",
+        dependency_path=result.dependency_path or cause.dependency_path,
     )
 
 

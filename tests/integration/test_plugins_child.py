@@ -65,7 +65,7 @@ def test_nnragfile_input_synthesizer_runs_in_the_child(sandbox: Sandbox, tmp_pat
     block = tmp_path / "picky.py"
     block.write_text(PICKY)
     common = {"block_id": "t:picky:Picky", "class_name": "Picky", "depth": "forward"}
-    without, _ = run_validation(block, sandbox=sandbox, **common)  # type: ignore[arg-type]
+    without, _ = run_validation(block, sandbox=sandbox, **common)  # type: ignore[arg-type]  # common: a dict of keyword arguments, typed dict[str, object]
     assert (without.failed_stage, without.category) == ("forward", "runtime-error")
 
     (tmp_path / NNRAGFILE).write_text(SYNTHESIZER.replace("PARENT_PID", str(os.getpid())))
@@ -75,7 +75,7 @@ def test_nnragfile_input_synthesizer_runs_in_the_child(sandbox: Sandbox, tmp_pat
         block,
         sandbox=sandbox,
         plugins=plugins.child_spec(),
-        **common,  # type: ignore[arg-type]
+        **common,  # type: ignore[arg-type]  # common: a dict of keyword arguments, typed dict[str, object]
     )
     assert result.passed, result.message
     assert result.recipe is not None
@@ -117,8 +117,8 @@ def test_result_observers_and_block_inputs_in_validate_block(tmp_path: Path) -> 
         tmp_path, PICKY.replace("Picky", "Block"), repos_file=tmp_path / "repos.json"
     )
     try:
-        first: ValidationResult = validate_block(workspace, "Block")  # type: ignore[arg-type]
-        again = validate_block(workspace, "Block")  # type: ignore[arg-type]
+        first: ValidationResult = validate_block(workspace, "Block")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
+        again = validate_block(workspace, "Block")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
         assert again.cached
         assert first.passed, first.message
         assert first.recipe is not None
@@ -139,7 +139,7 @@ def test_a_bad_plugin_answer_fails_only_its_block(tmp_path: Path) -> None:
     (tmp_path / "repos.json").write_text('{"sources": []}')
     workspace = FakeWorkspace(tmp_path, PICKY, repos_file=tmp_path / "repos.json")
     try:
-        result = validate_block(workspace, "Block")  # type: ignore[arg-type]
+        result = validate_block(workspace, "Block")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
     finally:
         workspace.close()
     assert (result.failed_stage, result.category) == ("instantiate", "config")

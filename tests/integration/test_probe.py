@@ -217,7 +217,7 @@ def check(
         depth="backward",
         timeout_s=30.0,
         sandbox=sandbox,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,  # type: ignore[arg-type]  # **kwargs: object, passed through to run_validation
     )
 
 
@@ -294,7 +294,7 @@ def test_constructor_and_input_repairs(sandbox: Sandbox, blocks: Path, name: str
         assert isinstance(first, dict)
         assert first["shape"][1] == side * side
     if name == "Bottleneck":  # input width widened to the expanded output width
-        assert kwargs["inplanes"] == 4 * kwargs["planes"]  # type: ignore[operator]
+        assert kwargs["inplanes"] == 4 * kwargs["planes"]  # type: ignore[operator]  # recipe values are object-typed JSON; these are ints
 
 
 def test_graph_layer_gets_edge_attr_and_a_real_nn(sandbox: Sandbox, blocks: Path) -> None:

@@ -271,3 +271,209 @@ def test_an_all_optional_forward_gets_its_first_input(sandbox: Sandbox, tmp_path
     (ids,) = result.recipe.inputs
     assert isinstance(ids, dict)
     assert ids["dtype"] == "int64"  # token ids for an embedding-first block
+
+
+def test_config_attributes_read_where_the_config_is_handed_on(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    def make_act(settings):
+        return nn.ReLU() if settings.act_name == "relu" else nn.GELU()
+
+
+    class Part(nn.Module):
+        def __init__(self, settings, width):
+            super().__init__()
+            self.settings = settings
+            self.lin = nn.Linear(width, settings.inner_size)
+            self.act = make_act(settings)
+
+        def forward(self, x):
+            if isinstance(self.settings.hidden_act, str):
+                x = self.act(x)
+            return x * self.settings.out_scale
+
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.part = Part(config, width=config.hidden_size)
+            self.opt = getattr(config, "optional_flag", None)  # has a default: not needed
+
+        def forward(self, x):
+            return self.part(x)
+    """
+    config = kwargs(probe(sandbox, tmp_path, code))["config"]
+    assert config["__call__"] == {"__ref__": "types:SimpleNamespace"}
+    fields = config["kwargs"]
+    assert set(fields) == {"act_name", "hidden_act", "hidden_size", "inner_size", "out_scale"}
+    assert fields["hidden_act"] == "relu"  # config fields are data: an activation by name
+    assert isinstance(fields["hidden_size"], int)
+
+
+def test_harvest_keeps_the_method_resolution_of_classes_without_their_own_methods(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Base(nn.Module):
+        \"\"\"A base without ``__init__`` or ``forward`` of its own, listed first.\"\"\"
+
+
+    class Stack(Base, nn.Sequential):  # forward: nn.Sequential's
+        def __init__(self, width):
+            super().__init__(nn.Linear(width, width), nn.ReLU())
+
+
+    class Block(nn.Module):
+        def __init__(self, width: int = 8):
+            super().__init__()
+            self.body = Stack(width)
+
+        def forward(self, x):
+            return self.body(x)
+    """
+    path = tmp_path / "Block.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    result, harvested = run_validation(
+        path, block_id="t:m:Block", class_name="Block", sandbox=sandbox, harvest=True
+    )
+    assert result.passed, result.message
+    assert [record["class"] for record in harvested] == ["Stack"]
+
+
+def test_an_integer_checked_against_a_table_takes_its_smallest_key(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Net(nn.Module):
+        arch_settings = {50: (1, 2), 18: (1, 1), 101: (2, 3)}
+
+        def __init__(self, depth, width=8):
+            super().__init__()
+            if depth not in self.arch_settings:
+                raise KeyError(f"invalid depth {depth}")
+            self.body = nn.Sequential(*[nn.Linear(width, width)] * self.arch_settings[depth][0])
+
+        def forward(self, x):
+            return self.body(x)
+
+
+    class Block(Net):
+        def __init__(self, extra=None, **kwargs):  # depth reaches Net through **kwargs
+            super().__init__(**kwargs)
+    """
+    assert kwargs(probe(sandbox, tmp_path, code))["depth"] == 18
+
+
+def test_an_integer_unpacked_as_a_pair_becomes_a_pair(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, window_size, dim: int = 8):
+            super().__init__()
+            self.window_size = window_size
+            wh, ww = self.window_size
+            self.table = nn.Parameter(torch.zeros(wh * ww, dim))
+
+        def forward(self, x):
+            return x + self.table.sum()
+    """
+    assert kwargs(probe(sandbox, tmp_path, code))["window_size"] == {"__tuple__": [4, 4]}
+
+
+def test_a_parameter_read_for_class_data_gets_the_file_class_carrying_it(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Wide(nn.Module):
+        expansion = 4
+
+        def __init__(self, inplanes, planes, extra):
+            super().__init__()
+            self.lin = nn.Linear(inplanes, planes * self.expansion)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Basic(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes):
+            super().__init__()
+            self.lin = nn.Linear(inplanes, planes)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Block(nn.Module):
+        def __init__(self, block, planes: int = 8):
+            super().__init__()
+            self.layers = self._make(block, planes)
+
+        def _make(self, kind, planes):
+            return nn.Sequential(kind(planes, planes), nn.Linear(planes * kind.expansion, planes))
+
+        def forward(self, x):
+            return self.layers(x)
+    """
+    assert kwargs(probe(sandbox, tmp_path, code))["block"] == {"__ref__": "nnrag_block:Basic"}
+
+
+def test_a_module_parameter_whose_attributes_are_read_gets_the_file_module_setting_them(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Other(nn.Module):
+        def __init__(self, width: int):
+            super().__init__()
+            self.lin = nn.Linear(width, width)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Memory(nn.Module):
+        def __init__(self, width: int, layers: int = 1):
+            super().__init__()
+            self.d_model = width
+            self.lin = nn.Linear(width, width)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Block(nn.Module):
+        def __init__(self, memory, head: nn.Module):
+            super().__init__()
+            self.memory = memory
+            self.head = head
+            self.out = nn.Linear(memory.d_model, head.d_model)
+
+        def forward(self, x):
+            return self.out(self.head(self.memory(x)))
+    """
+    found = kwargs(probe(sandbox, tmp_path, code))
+    for name in ("memory", "head"):
+        assert found[name]["__call__"] == {"__ref__": "nnrag_block:Memory"}
+
+
+def test_a_list_where_a_tensor_was_wanted_becomes_the_tensor(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    from typing import Tuple
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x: Tuple[torch.Tensor, ...]) -> Tuple[torch.Tensor, ...]:
+            return (self.conv(x),)  # the annotation says a tuple; the code wants one tensor
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.inputs[0]["shape"][1] == 3

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import PROFILES, Ctor, tensor_spec  # noqa: E402
+from nnrag.validate.probe.args import Ctor, tensor_spec  # noqa: E402
 from nnrag.validate.probe.graph import (  # noqa: E402
     GraphBatch,
     build_graph,
@@ -18,6 +18,7 @@ from nnrag.validate.probe.graph import (  # noqa: E402
     is_graph,
 )
 from nnrag.validate.probe.inputs import build_inputs, first_layer, forward_params, input_candidates  # noqa: E402
+from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
 
 pytestmark = pytest.mark.integration

@@ -11,13 +11,14 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import PROFILES, tensor_spec  # noqa: E402
+from nnrag.validate.probe.args import tensor_spec  # noqa: E402
 from nnrag.validate.probe.inputs import (  # noqa: E402
     dict_keys,
     fill_inputs,
     forward_params,
     input_candidates,
 )
+from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.reshape import repair, token_count  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
 from nnrag.validate.probe.screen import MetaScreen  # noqa: E402
@@ -88,7 +89,7 @@ class Keyed(nn.Module):
         self.low = nn.Conv2d(8, 4, 1)
         self.high = nn.Conv2d(8, 4, 1)
 
-    def forward(self, inputs):  # type: ignore[no-untyped-def]
+    def forward(self, inputs):  # type: ignore[no-untyped-def]  # a toy module in a test: untyped like user code
         return self.low(inputs["low"]) + self.high(inputs.get("high"))
 
 
@@ -329,7 +330,7 @@ class Fourier(nn.Module):
         super().__init__()
         self.proj = nn.Conv2d(4, 8, 1)
 
-    def forward(self, B, H, W):  # type: ignore[no-untyped-def]
+    def forward(self, B, H, W):  # type: ignore[no-untyped-def]  # a toy module in a test: untyped like user code
         return self.proj(torch.ones(B, 4, H, W))
 
 
@@ -390,7 +391,7 @@ class Patches(nn.Module):
         super().__init__()
         self.proj = nn.Linear(12, 8)
 
-    def forward(self, batch):  # type: ignore[no-untyped-def]
+    def forward(self, batch):  # type: ignore[no-untyped-def]  # a toy module in a test: untyped like user code
         x = self.proj(batch["patches"])
         keep = ~batch["patch_valid"]
         return x.masked_fill(keep[..., None], 0.0) + batch["patch_coord"].sum(-1, keepdim=True)

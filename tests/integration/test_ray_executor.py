@@ -20,7 +20,7 @@ from nnrag.cli import main
 from nnrag.config import load_settings
 from nnrag.errors import ExecutorError
 from nnrag.model import BlockJob, JobOutcome, RayOptions, ValidationResult
-from nnrag.validate.executors import Dispatch, LocalExecutor, validate_many
+from nnrag.validate.executors import LocalExecutor, validate_many
 from nnrag.workspace import Workspace
 
 ray = pytest.importorskip("ray")
@@ -200,9 +200,7 @@ class _Recording:
     def __init__(self) -> None:
         self.sent: list[str] = []
 
-    def run(
-        self, jobs: Sequence[BlockJob], *, dispatch: Dispatch
-    ) -> Iterator[tuple[BlockJob, JobOutcome]]:
+    def run(self, jobs: Sequence[BlockJob]) -> Iterator[tuple[BlockJob, JobOutcome]]:
         self.sent += [job.block_id for job in jobs]
         return iter(())
 

@@ -53,7 +53,7 @@ def test_plain_values_roundtrip_exactly() -> None:
     ordered = roundtrip(collections.OrderedDict(b=1, a=2))
     assert isinstance(ordered, collections.OrderedDict)
     assert list(ordered) == ["b", "a"]
-    assert math.isnan(roundtrip(float("nan")))  # type: ignore[arg-type]
+    assert math.isnan(roundtrip(float("nan")))  # type: ignore[arg-type]  # roundtrip returns object; this one is a float
     assert roundtrip(torch.float16) is torch.float16
     assert roundtrip({"k": (1, [2, None])}) == {"k": (1, [2, None])}
 
@@ -63,11 +63,11 @@ def test_small_tensors_by_value_large_ones_by_their_expression() -> None:
     encoded = encode(small)
     assert isinstance(encoded, dict)
     assert encoded["data"] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
-    assert torch.equal(decode(encoded), small)  # type: ignore[arg-type]
+    assert torch.equal(decode(encoded), small)  # type: ignore[arg-type]  # decode returns object; this one is a tensor
     side = math.isqrt(SMALL_TENSOR) + 1
     eye = remember(torch.eye(side), call(torch.eye, [side]))
     assert encode(eye) == {"__call__": {"__ref__": "torch:eye"}, "args": [side]}
-    assert torch.equal(decode(encode(eye)), torch.eye(side))  # type: ignore[arg-type]
+    assert torch.equal(decode(encode(eye)), torch.eye(side))  # type: ignore[arg-type]  # decode returns object; this one is a tensor
 
 
 def test_objects_are_written_as_their_constructor_calls() -> None:
@@ -210,14 +210,14 @@ def test_harvest_is_used_only_once_final_and_keys_the_result(tmp_path: Path) -> 
     try:
         cache = workspace.results()
         cache.add_harvest("src", [record])
-        before = validate_block(workspace, "Block")  # type: ignore[arg-type]
+        before = validate_block(workspace, "Block")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
         assert not before.passed  # a harvest still being gathered is not used
         cache.complete_harvest("src", workspace.extraction_state())
-        after = validate_block(workspace, "Block")  # type: ignore[arg-type]
+        after = validate_block(workspace, "Block")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
         assert after.passed, after.message
         assert not after.cached  # keyed by the harvest it used, not the earlier verdict
         assert after.recipe is not None
         assert after.recipe.origin == "harvested"
-        assert validate_block(workspace, "Block").cached  # type: ignore[arg-type]
+        assert validate_block(workspace, "Block").cached  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
     finally:
         workspace.close()

@@ -36,7 +36,7 @@ def alive(pids: list[int]) -> list[int]:
 def wait_for(predicate: object, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():  # type: ignore[operator]  # predicate is object-typed in the table; each entry is callable
             return
         time.sleep(0.02)
     raise AssertionError("timed out waiting")
@@ -98,13 +98,12 @@ def test_kill_of_the_client_ends_server_and_block(tmp_path: Path) -> None:
     client = textwrap.dedent(
         f"""
         from pathlib import Path
-        from nnrag.validate.sandbox import Sandbox
+        from nnrag.validate.sandbox import BlockRequest, Sandbox
 
         box = Sandbox(memory_mb=512)
         box.start()
         Path({str(started)!r}).write_text("")
-        box.run({{"path": {str(block)!r}, "class_name": "Block", "depth": "forward",
-                  "timeout_s": 600.0, "harvest": False}})
+        box.run(BlockRequest(path={str(block)!r}, class_name="Block", timeout_s=600.0))
         """
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

@@ -36,8 +36,12 @@ CASES: dict[str, tuple[str | None, str]] = {
     "sqlite_cache": ("sandbox-violation", "sqlite3.connect"),
     "libc_system": ("sandbox-violation", "system call execve"),
     "posixsubprocess": ("sandbox-violation", "system call execve"),
-    "double_fork_kill": (None, ""),
-    "proc_forge": (None, ""),
+    "double_fork_kill": ("sandbox-violation", "system call kill of pid 1 (the sandbox server)"),
+    "proc_forge": ("sandbox-violation", "system call openat on /proc/1/fd/0 (another process)"),
+    "kill_server": ("sandbox-violation", "system call kill of pid 1 (the sandbox server)"),
+    "tgkill_server": ("sandbox-violation", "system call tgkill of pid 1 (the sandbox server)"),
+    "proc_fd_read": ("sandbox-violation", "system call openat on /proc/1/fd (another process)"),
+    "symlink_out": ("sandbox-violation", "escape -> @CANARY@/keep.txt (a symbolic link)"),
     "setns_net": ("sandbox-violation", "system call setns"),
     "native_socket": ("sandbox-violation", "system call socket (family AF_INET"),
     "ptrace_server": ("sandbox-violation", "system call ptrace"),
@@ -125,7 +129,7 @@ def test_native_attack_leaves_no_trace(
     before = snapshot(machine)
     result = run_file(sandbox, tmp_path, code, case, SLOW.get(case, 20.0))
     assert result.category == category, result.message
-    assert words in result.message
+    assert words.replace("@CANARY@", str(machine["canary"])) in result.message
     assert "hunter2" not in result.message
     assert snapshot(machine) == before, "the block changed something outside its folder"
     assert sandbox.pid == server, "the server must survive"
@@ -152,6 +156,37 @@ def test_a_block_writes_and_reads_its_own_temporary_files(sandbox: Sandbox, tmp_
         "        return self.lin(x)",
     )
     result = run_file(sandbox, tmp_path, code, "temp_files")
+    assert result.passed, result.message
+
+
+OWN_PROCESSES = HEADER + TRIVIAL.replace(
+    "return self.lin(x)",
+    "import ctypes, signal\n"
+    "        libc = ctypes.CDLL(None, use_errno=True)\n"
+    "        child = libc.fork()\n"
+    "        if child == 0:\n"
+    "            time.sleep(30)\n"
+    "            libc._exit(0)\n"
+    "        assert libc.kill(child, signal.SIGTERM) == 0, ctypes.get_errno()\n"
+    "        assert os.waitpid(child, 0)[0] == child\n"
+    "        assert libc.kill(os.getpid(), 0) == 0\n"
+    "        assert open('/proc/1/cgroup').read() is not None\n"
+    "        assert open(f'/proc/{os.getpid()}/environ', 'rb').read() is not None\n"
+    "        os.symlink(os.path.join(os.getcwd(), 'own.txt'), 'link')\n"
+    "        fd = libc.open(b'link', os.O_WRONLY | os.O_CREAT, 0o600)\n"
+    "        assert fd >= 0 and libc.write(fd, b'ok', 2) == 2, ctypes.get_errno()\n"
+    "        libc.close(fd)\n"
+    "        assert open('own.txt').read() == 'ok'\n"
+    "        return self.lin(x)",
+)
+
+
+def test_a_block_signals_its_own_processes_and_reads_public_proc(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Signals to its own processes, signal 0 (does it exist?), /proc entries the kernel
+    shows everyone and a link inside its folder are not refused."""
+    result = run_file(sandbox, tmp_path, OWN_PROCESSES, "own_processes")
     assert result.passed, result.message
 
 

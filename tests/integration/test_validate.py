@@ -172,7 +172,7 @@ class FakeWorkspace:
         from nnrag.model import BlockRef, Extracted, Settings
 
         settings.setdefault("sources", ())
-        self.settings = Settings(cache_dir=tmp_path / "cache", **settings)  # type: ignore[arg-type]
+        self.settings = Settings(cache_dir=tmp_path / "cache", **settings)  # type: ignore[arg-type]  # settings: test keyword arguments, typed dict[str, object]
         self.block = BlockRef(
             source="src", module="pkg.mod", name="Block", path="pkg/mod.py", line=1
         )
@@ -219,15 +219,15 @@ def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None
 
     workspace = FakeWorkspace(tmp_path, block())
     try:
-        first = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]
-        again = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]
+        first = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
+        again = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
         assert first.passed, first.message
         assert (first.cached, again.cached) == (False, True)
         assert workspace.written == 1
-        deeper = validate_block(workspace, "Block", depth="backward")  # type: ignore[arg-type]
+        deeper = validate_block(workspace, "Block", depth="backward")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
         assert not deeper.cached
         fresh = FakeWorkspace(tmp_path, block(), revalidate=True)
-        assert not validate_block(fresh, "Block", depth="forward").cached  # type: ignore[arg-type]
+        assert not validate_block(fresh, "Block", depth="forward").cached  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
     finally:
         workspace.close()
 
@@ -252,7 +252,7 @@ def test_workspace_uses_config_hints(tmp_path: Path) -> None:
     source = SourceSpec(name="src", kind="path", location=str(tmp_path), hints=(hint,))
     workspace = FakeWorkspace(tmp_path, code, sources=(source,))
     try:
-        result = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]
+        result = validate_block(workspace, "Block", depth="forward")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
         assert result.passed, result.message
         assert result.recipe is not None
         assert result.recipe.origin == "hinted"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nnrag.cli import main
+from nnrag.report import format_diagnostic
 from nnrag.vendor import MANIFEST, read_manifest
 
 pytestmark = pytest.mark.integration
@@ -245,6 +246,6 @@ def test_closed_real_extractions_pass_the_static_check() -> None:
             continue
         checked += 1
         findings = check_code(extracted.code, filename=f"{block.name}.py")
-        disagreements += [f"{block.id}: {f.format('')}" for f in findings]
+        disagreements += [f"{block.id}: {format_diagnostic(f, path='')}" for f in findings]
     assert checked >= 40
     assert disagreements == []

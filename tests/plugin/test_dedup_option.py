@@ -69,10 +69,10 @@ def test_dedup_figures_and_block_categories(
     assert target["structural"]["clusters"] == 1
     assert dedup["closure"]["blocks"] == 5
     assert dedup["closure"]["structural"]["unique"] == 4
-    blocks = {entry["id"]: entry for entry in report["blocks"]}  # type: ignore[attr-defined]
+    blocks = {entry["id"]: entry for entry in report["blocks"]}  # type: ignore[attr-defined]  # the report is JSON-shaped dict[str, object]
     assert {block_id: entry["block_category"] for block_id, entry in blocks.items()} == KINDS
     assert blocks["src:pkg.layers:Broken"]["category"] == "unresolved-name"  # failure category
-    assert report["summary"]["block_categories"] == {  # type: ignore[index]
+    assert report["summary"]["block_categories"] == {  # type: ignore[index]  # the report is JSON-shaped dict[str, object]
         "utility": {"blocks": 4, "passed": 3},
         "normalization": {"blocks": 1, "passed": 1},
     }
@@ -93,7 +93,7 @@ def test_no_dedup_without_the_option(pytester: pytest.Pytester, twins: Path, cli
     report = _report(pytester)
     assert "dedup" not in report
     blocks = report["blocks"]
-    assert {e["id"]: e["block_category"] for e in blocks} == KINDS  # type: ignore[attr-defined]
+    assert {e["id"]: e["block_category"] for e in blocks} == KINDS  # type: ignore[attr-defined]  # the report is JSON-shaped dict[str, object]
     assert "dedup exact:" not in result.stdout.str()
 
 
@@ -101,7 +101,7 @@ def test_dedup_ini_option(pytester: pytest.Pytester, twins: Path, cli: Cli) -> N
     pytester.makeini("[pytest]\nnnrag_dedup = true\n")
     result = pytester.runpytest(*cli("--nnrag-report", "r.json"))
     result.assert_outcomes(passed=4, failed=2)
-    assert _report(pytester)["dedup"]["class"]["blocks"] == 5  # type: ignore[index]
+    assert _report(pytester)["dedup"]["class"]["blocks"] == 5  # type: ignore[index]  # the report is JSON-shaped dict[str, object]
 
 
 def test_block_category_reaches_junitxml(pytester: pytest.Pytester, twins: Path, cli: Cli) -> None:
@@ -118,6 +118,6 @@ def test_dedup_and_categories_under_xdist(pytester: pytest.Pytester, twins: Path
     result.assert_outcomes(passed=4, failed=2)
     report = _report(pytester)
     blocks = report["blocks"]
-    assert {e["id"]: e["block_category"] for e in blocks} == KINDS  # type: ignore[attr-defined]
-    assert report["dedup"]["class"]["structural"]["unique"] == 4  # type: ignore[index]
+    assert {e["id"]: e["block_category"] for e in blocks} == KINDS  # type: ignore[attr-defined]  # the report is JSON-shaped dict[str, object]
+    assert report["dedup"]["class"]["structural"]["unique"] == 4  # type: ignore[index]  # the report is JSON-shaped dict[str, object]
     result.stdout.fnmatch_lines(["dedup structural: class 4/5 unique (80.0%)*"])

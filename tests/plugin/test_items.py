@@ -11,15 +11,9 @@ import pytest
 
 from nnrag.errors import ConfigError, ExtractionError
 from nnrag.model import Recipe, ValidationResult
+from nnrag.report import format_recipe, format_result
 from nnrag.validate.results import result_from_dict, result_to_dict
-from pytest_nnrag.items import (
-    BlockFailure,
-    error_result,
-    format_recipe,
-    format_result,
-    hints_from_hook,
-    repos_node_id,
-)
+from pytest_nnrag.items import BlockFailure, error_result, hints_from_hook, repos_node_id
 
 FAILED = ValidationResult(
     block_id="timm:timm.layers.mlp:Mlp",

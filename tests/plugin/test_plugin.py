@@ -80,7 +80,7 @@ def test_collects_one_item_per_block_sorted(
     items, _ = pytester.inline_genitems(*cli())
     assert [item.nodeid for item in items] == ALL_IDS
     blocks = [item for item in items if hasattr(item, "block")]
-    assert [item.block_id for item in blocks] == [  # type: ignore[attr-defined]
+    assert [item.block_id for item in blocks] == [  # type: ignore[attr-defined]  # collected items are pytest.Item; these are BlockItems
         "src:pkg.layers:Broken",
         "src:pkg.layers:Good",
         "zoo:zoo:Tiny",

@@ -119,8 +119,9 @@ def test_empty_run_writes_report_and_badge_and_says_why(
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["summary"]["blocks"] == 0
     assert "no .py files under paths ['nope', 'missing/*.py']" in report["warnings"][0]
+    assert report["summary"]["unfetched_sources"] == {"lib": 1}  # counts against the rate
     assert (pytester.path / "b.svg").is_file()
-    assert json.loads((pytester.path / "b.json").read_text())["message"] == "0% (0/0)"
+    assert json.loads((pytester.path / "b.json").read_text())["message"] == "0% (0/1)"
 
 
 def test_a_run_without_blocks_says_what_it_indexed(pytester: pytest.Pytester, cli: Cli) -> None:
@@ -180,3 +181,53 @@ def test_identical_blocks_in_two_sources_are_two_report_entries(
     good = [entry for entry in report["blocks"] if entry["id"].endswith("Good")]
     assert {Path(entry["file"]).parts[-3] for entry in good} == {"one", "two"}
     assert all(entry["lines"] > 10 and entry["source_files"] == 1 for entry in good)
+
+
+# --------------------------------------------------------------------------- harvest
+
+
+HARVEST = """\
+from torch import nn
+
+
+class Part(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
+        self.lin = nn.Linear(rows, cols)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Whole(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.part = Part("3x5")
+
+    def forward(self, x):
+        return self.part(x)
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_the_first_session_already_uses_the_harvest(
+    pytester: pytest.Pytester, cli: Cli, workers: list[str]
+) -> None:
+    pytester.mkpydir("hv")
+    (pytester.path / "hv/parts.py").write_text(HARVEST)
+    (pytester.path / "repos.json").write_text(
+        json.dumps({"sources": [{"name": "hv", "path": "."}]})
+    )
+    outcomes = []
+    for session in range(2):
+        result = pytester.runpytest_subprocess(
+            *cli("--nnrag-report", "r.json", *workers, depth="forward")
+        )
+        report = json.loads((pytester.path / "r.json").read_text())
+        outcomes.append({b["id"]: b["outcome"] for b in report["blocks"]})
+        # the first session's pass ran them: this session's results, not cached ones
+        assert [b["cached"] for b in report["blocks"]] == [session == 1] * 2
+        result.assert_outcomes(passed=2)  # Part passes only with Whole's real call to it
+    assert outcomes[0] == outcomes[1]
+    assert set(outcomes[0].values()) == {"passed"}

@@ -57,3 +57,48 @@ def test_summary_and_report_name_the_sandbox_layers(
     report = json.loads((pytester.path / "r.json").read_text())
     assert set(report["sandbox"]) == {"namespaces", "seccomp", "landlock"}
     assert all(isinstance(value, bool) for value in report["sandbox"].values())
+
+
+def _with_missing_source(project: Path) -> None:
+    repos = json.loads(project.read_text())
+    repos["sources"].append({"name": "gone", "path": "no_such_folder"})
+    project.write_text(json.dumps(repos, indent=2))
+
+
+def test_a_source_that_cannot_be_fetched_lowers_the_pass_rate_and_badge(
+    pytester: pytest.Pytester, project: Path, cli: Cli
+) -> None:
+    _with_missing_source(project)
+    args = cli("--nnrag-report", "report.json", "--nnrag-badge", "b.svg")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=2, failed=3)  # Broken, src's parse errors, gone's source error
+    report = json.loads((pytester.path / "report.json").read_text())
+    summary = report["summary"]
+    assert (summary["blocks"], summary["passed"], summary["failed"]) == (3, 2, 1)
+    assert summary["unfetched"] == 1
+    assert summary["unfetched_sources"] == {"gone": 1}
+    assert summary["pass_rate"] == 0.5  # 2 passed of 3 blocks + 1 unfetched source
+    assert "repos.json::gone::<source-error>" in report["source_failures"]
+    endpoint = json.loads((pytester.path / "b.json").read_text())
+    assert endpoint["message"] == "50% (2/4)"
+    assert "50% (2/4)" in (pytester.path / "b.svg").read_text()
+    result.stdout.fnmatch_lines(
+        [
+            "nnrag: 2/4 blocks reached closed (50.0%)",
+            "source 'gone' could not be fetched or read: counted as 1 failed",
+        ]
+    )
+
+
+def test_an_unfetched_source_counts_its_blocks_in_the_baseline(
+    pytester: pytest.Pytester, project: Path, cli: Cli
+) -> None:
+    result = pytester.runpytest(*cli("--nnrag-baseline", "base.json", "--nnrag-update-baseline"))
+    result.assert_outcomes(passed=2, failed=2)
+    repos = json.loads(project.read_text())
+    repos["sources"][0]["path"] = "no_such_folder"  # src (2 blocks in the baseline) is gone
+    project.write_text(json.dumps(repos, indent=2))
+    result = pytester.runpytest(*cli("--nnrag-baseline", "base.json", "--nnrag-report", "r.json"))
+    summary = json.loads((pytester.path / "r.json").read_text())["summary"]
+    assert summary["unfetched_sources"] == {"src": 2}
+    assert (summary["blocks"], summary["passed"], summary["pass_rate"]) == (1, 1, 0.3333)

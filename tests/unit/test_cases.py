@@ -18,6 +18,7 @@ import pytest
 from nnrag.extract.block import extract
 from nnrag.index.build import Index, index_tree, index_trees
 from nnrag.model import DEFAULT_EXTERN, BlockRef, Extracted, SourceSpec
+from nnrag.report import format_diagnostic
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "case.json").is_file())
@@ -95,7 +96,7 @@ def test_case(name: str) -> None:
     case = load_case(name)
     extracted = run_case(name)
     categories = sorted(p.category for p in extracted.problems)
-    assert categories == case["problems"], "\n".join(str(p) for p in extracted.problems)
+    assert categories == case["problems"], "\n".join(map(format_diagnostic, extracted.problems))
     expected_file = CASES_DIR / name / "expected.py"
     code = normalized(name, extracted.code)
     if not extracted.closed:
@@ -114,7 +115,7 @@ def test_emitted_file_compiles_and_checks_clean(name: str) -> None:
     if extracted.closed:
         checks = pytest.importorskip("nnrag.check.static")
         findings = checks.check_code(extracted.code, filename=f"{name}.py")
-        assert not findings, [f.format(name) for f in findings]
+        assert not findings, [format_diagnostic(f, path=name) for f in findings]
 
 
 def _bound(stmt: ast.stmt) -> set[str]:

@@ -233,7 +233,7 @@ LABELLED: tuple[tuple[str, str, str, str], ...] = tuple(
 )
 
 
-def _features(source: str, path: str, name: str):  # type: ignore[no-untyped-def]
+def _features(source: str, path: str, name: str):  # type: ignore[no-untyped-def]  # a stand-in patched over the real function in the test
     file = ROOTS[source] / path
     module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
     tree = ast.parse(file.read_text(encoding="utf-8"))

@@ -234,7 +234,7 @@ def test_summary_and_json() -> None:
     assert target["structural"]["unique"] == 3
     assert "closure" in summary
     full = dedup_json(report)
-    clusters = full["class"]["clusters"]  # type: ignore[index]
+    clusters = full["class"]["clusters"]  # type: ignore[index]  # the dedup report is JSON-shaped dict[str, object]
     assert ["a:m:Mlp", "b:m:MlpReformatted"] in clusters["exact"]
     text = format_report(report)
     assert "target class: 7 blocks" in text

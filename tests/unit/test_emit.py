@@ -128,8 +128,8 @@ def test_stringify_annotations_like_pep_563() -> None:
     tree = ast.parse(out)
     fn = tree.body[0]
     assert isinstance(fn, ast.FunctionDef)
-    annotations = [a.annotation for a in fn.args.args] + [fn.args.vararg.annotation]  # type: ignore[union-attr]
-    annotations += [fn.args.kwarg.annotation, fn.returns]  # type: ignore[union-attr]
+    annotations = [a.annotation for a in fn.args.args] + [fn.args.vararg.annotation]  # type: ignore[union-attr]  # the parsed test function has *args and **kwargs
+    annotations += [fn.args.kwarg.annotation, fn.returns]  # type: ignore[union-attr]  # the parsed test function has *args and **kwargs
     values = [a.value for a in annotations if isinstance(a, ast.Constant)]
     assert values == ["Tensor", "'int'", "List[int]", "Dict[str, int]", "Optional[Tensor]"]
 

@@ -13,7 +13,7 @@ from nnrag.cli import main
 from nnrag.config import load_settings
 from nnrag.errors import ExecutorError
 from nnrag.model import BlockJob, JobOutcome, ValidationResult
-from nnrag.validate.executors import Dispatch, LocalExecutor, make_executor, schedule, validate_many
+from nnrag.validate.executors import LocalExecutor, make_executor, schedule, validate_many
 from nnrag.workspace import Workspace
 
 SOURCE = '''\
@@ -88,14 +88,10 @@ class Recording:
         self.inner = inner
         self.sent: list[BlockJob] = []
 
-    def run(
-        self, jobs: Sequence[BlockJob], *, dispatch: Dispatch
-    ) -> Iterator[tuple[BlockJob, JobOutcome]]:
-        def record(job: BlockJob) -> BlockJob:
-            self.sent.append(dispatch(job))
-            return self.sent[-1]
-
-        return self.inner.run(jobs, dispatch=record)
+    def run(self, jobs: Sequence[BlockJob]) -> Iterator[tuple[BlockJob, JobOutcome]]:
+        for job, outcome in self.inner.run(jobs):  # one at a time: run in the order sent
+            self.sent.append(job)
+            yield job, outcome
 
     def close(self) -> None:
         self.inner.close()

@@ -16,6 +16,7 @@ from nnrag.blockfile.header import (
     split_header,
     verify_digest,
 )
+from nnrag.report import format_diagnostic
 
 SHA_A = "0123456789abcdef0123456789abcdef01234567"
 SHA_B = "fedcba9876543210fedcba9876543210fedcba98"
@@ -37,7 +38,7 @@ def make_file(body: str = BODY, **overrides: object) -> str:
         "digest": body_digest(body),
     }
     fields.update(overrides)
-    return render_header(**fields) + "\n" + body  # type: ignore[arg-type]
+    return render_header(**fields) + "\n" + body  # type: ignore[arg-type]  # fields: test keyword arguments, typed dict[str, object]
 
 
 def test_render_matches_the_documented_format() -> None:
@@ -112,7 +113,7 @@ def test_body_digest_and_verify() -> None:
 def test_missing_header_is_reported_on_line_1() -> None:
     issues = header_issues("import torch\n")
     assert len(issues) == 1
-    assert issues[0].line == 1
+    assert (issues[0].code, issues[0].line, issues[0].category) == ("NNR010", 1, "syntax")
     assert "missing nnrag header" in issues[0].message
     assert parse_header("import torch\n") is None
     assert header_issues("")[0].message.endswith("the file is empty")
@@ -131,7 +132,8 @@ def test_issues_are_located() -> None:
     assert "malformed file line" in issues[1].message
     assert "malformed digest" in issues[2].message
     assert "'source' is missing" in issues[3].message
-    assert issues[1].format("b.py").startswith("b.py:5:1: ")
+    assert [issue.code for issue in issues] == ["NNR011"] * 4
+    assert format_diagnostic(issues[1], path="b.py").startswith("b.py:5:1: NNR011 ")
     assert parse_header(broken) is None
 
 
@@ -158,7 +160,7 @@ def test_issues_are_located() -> None:
     ],
 )
 def test_each_kind_of_issue(edit: object, expected: str) -> None:
-    text = edit(make_file())  # type: ignore[operator]
+    text = edit(make_file())  # type: ignore[operator]  # edit is object-typed in the parametrize table; each is a callable
     messages = [issue.message for issue in header_issues(text)]
     assert any(expected in message for message in messages), messages
 

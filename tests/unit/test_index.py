@@ -14,6 +14,7 @@ from nnrag.errors import CacheError
 from nnrag.index.build import Index, build_index, index_tree, load_index
 from nnrag.index.store import db_path
 from nnrag.model import Checkout, ModuleInfo, Settings, SourceSpec
+from nnrag.report import format_diagnostic
 
 
 def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -59,7 +60,7 @@ def test_index_tree_modules_text_and_packages(tmp_path: Path) -> None:
     util = index.module("pkg.sub.util")
     assert util is not None
     assert "café" in index.text(util)
-    assert index.text(index.module("tool")) == "X = 1\r\nY = 2\r\n"  # type: ignore[arg-type]
+    assert index.text(index.module("tool")) == "X = 1\r\nY = 2\r\n"  # type: ignore[arg-type]  # module() may return None; the test indexed it
     assert index.source_packages("src") == frozenset({"pkg", "tool"})
     assert index.source_of_module("pkg.layers.Mlp") == "src"
     assert index.source_of_module("torch.nn") is None
@@ -84,7 +85,9 @@ def test_index_tree_records_bad_files(tmp_path: Path) -> None:
     assert problems["broken.py"].line == 1
     assert problems["broken.py"].message.startswith("syntax error")
     assert "cannot decode" in problems["binary.py"].message
-    assert str(problems["broken.py"]).startswith("broken.py:1:")
+    assert problems["broken.py"].code == "NNR403"
+    assert problems["binary.py"].code == "NNR402"
+    assert format_diagnostic(problems["broken.py"]).startswith("broken.py:1:7: NNR403 syntax error")
 
 
 def info(source: str, module: str) -> ModuleInfo:
@@ -110,8 +113,8 @@ def test_module_prefers_same_source_then_priority() -> None:
         ("late", "utils.x"),
     ]
     assert [m.module for m in index.modules("late")] == ["only.y", "utils.x"]
-    assert index.module("utils.x").source == "early"  # type: ignore[union-attr]
-    assert index.module("utils.x", prefer="late").source == "late"  # type: ignore[union-attr]
+    assert index.module("utils.x").source == "early"  # type: ignore[union-attr]  # module() may return None; the test indexed it
+    assert index.module("utils.x", prefer="late").source == "late"  # type: ignore[union-attr]  # module() may return None; the test indexed it
     assert index.source_of_module("utils") == "early"
     assert index.source_of_module("only.y.z") == "late"
 
@@ -364,7 +367,7 @@ def test_process_killed_mid_build_leaves_a_usable_cache(tmp_path: Path) -> None:
     child = multiprocessing.get_context("spawn").Process(target=_build_in_child, args=(settings,))
     child.start()
     time.sleep(1.0)
-    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]  # pid is int | None before start(); the child was started
     child.join()
     stats = build_index(settings)
     assert stats.modules == 121

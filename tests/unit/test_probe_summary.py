@@ -6,10 +6,21 @@ import enum
 import io
 import os
 import pickle
+import re
 import signal
 from typing import Any
 
-from nnrag.validate.frames import _plain_frame, plain, read_frame, write_frame
+import pytest
+
+from nnrag.validate.frames import (
+    BlockReply,
+    BlockRequest,
+    MalformedMessage,
+    _plain_frame,
+    plain,
+    read_frame,
+    write_frame,
+)
 from nnrag.validate.sandbox import summarize
 
 STAGED: list[dict[str, Any]] = [
@@ -31,39 +42,39 @@ def exited(code: int) -> int:
 def test_complete_result_wins() -> None:
     final = {"kind": "result", "stage_reached": "forward", "category": None, "timings": {"x": 1}}
     result = summarize([*STAGED, final], status=exited(0), timed_out=False)
-    assert result["stage_reached"] == "forward"
-    assert result["category"] is None
-    assert result["timings"] == {"import": 0.01, "x": 1}
+    assert result.stage_reached == "forward"
+    assert result.category is None
+    assert result.timings == {"import": 0.01, "x": 1}
 
 
 def test_timeout_names_the_running_stage() -> None:
     result = summarize(STAGED, status=signalled(signal.SIGKILL), timed_out=True)
-    assert (result["failed_stage"], result["category"]) == ("instantiate", "timeout")
-    assert result["stage_reached"] == "import"
+    assert (result.failed_stage, result.category) == ("instantiate", "timeout")
+    assert result.stage_reached == "import"
 
 
 def test_segfault_is_a_crash_with_stderr() -> None:
     stderr = "Fatal Python error: Segmentation fault\n  File block.py, line 3\n"
     result = summarize(STAGED, status=signalled(signal.SIGSEGV), timed_out=False, stderr=stderr)
-    assert result["category"] == "crash"
-    assert "SIGSEGV" in result["message"]
-    assert "Segmentation fault" in result["message"]
+    assert result.category == "crash"
+    assert "SIGSEGV" in result.message
+    assert "Segmentation fault" in result.message
 
 
 def test_sigkill_without_timeout_is_memory() -> None:
     result = summarize(STAGED, status=signalled(signal.SIGKILL), timed_out=False)
-    assert result["category"] == "memory"
+    assert result.category == "memory"
 
 
 def test_cpu_limit_is_a_timeout() -> None:
     result = summarize(STAGED, status=signalled(signal.SIGXCPU), timed_out=False)
-    assert result["category"] == "timeout"
+    assert result.category == "timeout"
 
 
 def test_silent_exit_is_a_crash() -> None:
     result = summarize(STAGED[:1], status=exited(0), timed_out=False)
-    assert (result["failed_stage"], result["category"]) == ("import", "crash")
-    assert "no result" in result["message"]
+    assert (result.failed_stage, result.category) == ("import", "crash")
+    assert "no result" in result.message
 
 
 def test_frames_round_trip_through_a_pipe() -> None:
@@ -104,7 +115,7 @@ def test_refused_frames_make_the_result_a_violation() -> None:
         {"kind": "result", "stage_reached": "forward", "failed_stage": None, "category": None},
     ]
     result = summarize(messages, status=0, timed_out=False)
-    assert (result["failed_stage"], result["category"]) == ("import", "sandbox-violation")
+    assert (result.failed_stage, result.category) == ("import", "sandbox-violation")
 
 
 class _Mode(str, enum.Enum):
@@ -126,7 +137,77 @@ def test_plain_turns_foreign_objects_into_text() -> None:
     value = {"kwargs": {"mode": _Foreign(), "sizes": (1, 2)}, ("a", "b"): [None, 1.5]}
     cleaned = plain(value)
     assert cleaned == {
-        "kwargs": {"mode": repr(value["kwargs"]["mode"]), "sizes": (1, 2)},  # type: ignore[index]
+        "kwargs": {"mode": repr(value["kwargs"]["mode"]), "sizes": (1, 2)},  # type: ignore[index]  # the summary is JSON-shaped dict[str, object]
         ("a", "b"): [None, 1.5],
     }
     assert _plain_frame(pickle.dumps(cleaned)) == cleaned
+
+
+# --------------------------------------------------------------------------- typed messages
+
+
+def test_request_and_reply_cross_as_plain_data_and_come_back_equal() -> None:
+    request = BlockRequest(
+        path="/b.py", class_name="Block", depth="import", harvested=({"a": 1},), seed=3
+    )
+    data = request.to_plain()
+    assert _plain_frame(pickle.dumps(data)) == data  # plain: no class named in the frame
+    assert BlockRequest.from_plain(data) == request
+    reply = BlockReply(stage_reached="forward", timings={"forward": 0.5}, frames=("x.py:3",))
+    assert BlockReply.from_plain(reply.to_plain()) == reply
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ([1, 2], "reply: a list, not a dict of fields"),
+        ({"stage_reached": 3}, "reply: stage_reached is int 3, expected str or None"),
+        ({"stage_reached": "flying"}, "reply: stage_reached 'flying' is not a stage"),
+        ({"category": "oops"}, "reply: category 'oops' is not a category"),
+        ({"timings": {"forward": "slow"}}, "reply: timings must map stage names to seconds"),
+        ({"verdict": "pass"}, "reply: unknown field 'verdict'"),
+        ({"harvest": [1]}, "reply: harvest must be a list of records"),
+    ],
+)
+def test_a_malformed_reply_names_what_is_wrong(data: object, words: str) -> None:
+    with pytest.raises(MalformedMessage, match=re.escape(words)):
+        BlockReply.from_plain(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"class_name": "Block"}, "request: no 'path'"),
+        ({"path": "/b.py", "class_name": "Block", "timeout_s": True}, "timeout_s is bool"),
+        ({"path": "/b.py", "class_name": "Block", "depth": "deep"}, "depth 'deep' is not a stage"),
+    ],
+)
+def test_a_malformed_request_names_what_is_wrong(data: object, words: str) -> None:
+    with pytest.raises(MalformedMessage, match=re.escape(words)):
+        BlockRequest.from_plain(data)
+
+
+def test_a_malformed_result_frame_from_the_block_is_a_crash() -> None:
+    final = {"kind": "result", "stage_reached": "forward", "category": "passed-honestly"}
+    result = summarize([*STAGED, final], status=exited(0), timed_out=False)
+    assert result.category == "crash"
+    assert "category 'passed-honestly' is not a category" in result.message
+    result = summarize([{"kind": "stage"}], status=exited(0), timed_out=False)
+    assert result.category == "crash"
+    assert "malformed message (KeyError" in result.message
+
+
+def test_a_malformed_reply_from_the_server_is_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nnrag.validate.sandbox import Sandbox
+
+    box = Sandbox()
+    with open(os.devnull, "wb") as sink:
+        box._requests = sink  # type: ignore[assignment]  # a writable stand-in for the server's pipe
+        monkeypatch.setattr(box, "start", lambda: None)
+        monkeypatch.setattr(box, "_receive", lambda timeout_s: {"stage_reached": "forward", "x": 1})
+        reply = box.run(BlockRequest(path="/b.py", class_name="Block"))
+        box._requests = None
+    assert reply.category == "internal-error"
+    assert reply.message == "the sandbox server sent a malformed reply: reply: unknown field 'x'"

@@ -155,4 +155,4 @@ def test_closure_carries_reached_keys_only(index: Index) -> None:
     registry = [p for p in closure.problems if p.category == "dynamic-registry"]
     assert len(registry) == 1
     assert "'Nowhere'" in registry[0].message
-    assert registry[0].path[0] == "Uses"
+    assert registry[0].dependency_path[0] == "Uses"

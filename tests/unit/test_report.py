@@ -33,13 +33,13 @@ def _passed(block_id: str, *, cached: bool = False) -> ValidationResult:
 
 
 def _failed(block_id: str, stage: str, category: str, message: str) -> ValidationResult:
-    reached = STAGES[STAGES.index(stage) - 1] if STAGES.index(stage) else None  # type: ignore[arg-type]
+    reached = STAGES[STAGES.index(stage) - 1] if STAGES.index(stage) else None  # type: ignore[arg-type]  # stage: a str from the test table (a Stage literal)
     return ValidationResult(
         block_id=block_id,
         depth="forward",
-        stage_reached=reached,  # type: ignore[arg-type]
-        failed_stage=stage,  # type: ignore[arg-type]
-        category=category,  # type: ignore[arg-type]
+        stage_reached=reached,  # type: ignore[arg-type]  # reached: a str from the test table (a Stage literal)
+        failed_stage=stage,  # type: ignore[arg-type]  # stage: a str from the test table (a Stage literal)
+        category=category,  # type: ignore[arg-type]  # a category string from the test table (a Category literal)
         message=message,
     )
 
@@ -68,8 +68,25 @@ def test_report_has_exactly_the_documented_keys(results: list[ValidationResult])
         "categories",
         "block_categories",
         "sources",
+        "unfetched",
+        "unfetched_sources",
     }
     assert json.loads(json.dumps(report)) == report
+
+
+def test_unfetched_sources_count_as_failed_items(results: list[ValidationResult]) -> None:
+    report = build_report(
+        results, depth="forward", nnrag_version="0", torch_version=None, unfetched={"gone": 3}
+    )
+    summary = report["summary"]
+    assert (summary["blocks"], summary["passed"], summary["unfetched"]) == (5, 2, 3)
+    assert summary["pass_rate"] == 0.25  # 2 of 5 blocks + 3 blocks of the unfetched source
+    assert badge_message(report) == "25% (2/8)"
+    line = "source 'gone' could not be fetched or read: counted as 3 failed"
+    assert line in summary_lines(report)
+    merged = merge_reports([("a.json", report), ("b.json", build_report([], depth="forward"))])
+    assert merged["summary"]["unfetched_sources"] == {"gone": 3}
+    assert merged["summary"]["pass_rate"] == 0.25
 
 
 def test_summary_counts_stages_categories_and_sources(results: list[ValidationResult]) -> None:
@@ -295,3 +312,87 @@ def test_merge_drops_an_empty_shards_no_block_warning(results: list[ValidationRe
     merged = merge_reports([("a.json", full), ("b.json", empty)])
     assert merged["warnings"] == []
     assert merge_reports([("b.json", empty)])["warnings"] == ["no block found: x"]
+
+
+# --------------------------------------------------------------------------- renderings
+
+
+def test_the_three_renderings_of_a_result_agree(results: list[ValidationResult]) -> None:
+    from nnrag.report import block_entry, format_result, verdict_line
+
+    failed = results[3]
+    entry = block_entry(failed)
+    line = verdict_line(failed)
+    text = format_result(failed).splitlines()
+    assert (
+        line
+        == f"FAIL tv:tv.d:D at {entry['failed_stage']} [{entry['category']}]: {entry['message']}"
+    )
+    assert (
+        text[0]
+        == "tv:tv.d:D did not reach forward: failed at stage forward (last passed: instantiate)"
+    )
+    assert text[1:3] == [f"category: {entry['category']}", f"message: {entry['message']}"]
+    timed_out = ValidationResult(block_id="s:m:T", depth="forward", stage_reached="import")
+    assert failed_stage_of(timed_out) == "instantiate"
+    assert verdict_line(timed_out) == "FAIL s:m:T at instantiate [uncategorized]: "
+    assert verdict_line(results[0]) == "PASS timm:timm.a:A (forward, 0.00 s) (cached)"
+
+
+def test_diagnostic_renderings() -> None:
+    from nnrag.diagnostics import closure_problem, diagnostic
+    from nnrag.report import diagnostic_json, format_diagnostic
+
+    finding = diagnostic("NNR101", path="b.py", line=3, col=5, name="x", hint="")
+    assert format_diagnostic(finding) == (
+        "b.py:3:5: NNR101 undefined name 'x': not defined in the block, not imported, not a builtin"
+    )
+    assert format_diagnostic(finding, path="dir/b.py").startswith("dir/b.py:3:5: NNR101 ")
+    problem = closure_problem(
+        "native-op", "imports mmcv._ext", where="mm/ops.py:7:1", dependency_path=("A", "f")
+    )
+    assert (problem.code, problem.category, problem.stage) == ("NNR503", "native-op", "closed")
+    assert format_diagnostic(problem) == "mm/ops.py:7:1: NNR503 A -> f: imports mmcv._ext"
+    assert diagnostic_json(problem) == {
+        "code": "NNR503",
+        "category": "native-op",
+        "message": "imports mmcv._ext",
+        "path": ["A", "f"],
+        "location": "mm/ops.py:7:1",
+    }
+
+
+def test_the_registry_fixes_category_and_stage() -> None:
+    from nnrag.diagnostics import CODES, diagnostic, restore, split_location
+
+    with pytest.raises(KeyError, match="NNR999"):
+        diagnostic("NNR999")
+    with pytest.raises(ValueError, match="fixed category"):
+        diagnostic("NNR101", category="syntax", name="x", hint="")
+    with pytest.raises(ValueError, match="needs the category"):
+        diagnostic("NNR301", detail="boom")
+    failed = diagnostic("NNR301", category="runtime-error", stage="import", detail="boom")
+    assert failed.message == "import failed [runtime-error]: boom"
+    assert restore("NNR403", "syntax error: x").category == "syntax"
+    assert {entry.origin for entry in CODES.values()} == {"check", "index", "resolve"}
+    assert split_location("a:b/c.py:12:3") == ("a:b/c.py", 12, 3)
+    assert split_location("c.py") == ("c.py", 0, 0)
+
+
+def test_the_documented_table_is_the_registry() -> None:
+    import nnrag.diagnostics
+    from nnrag.diagnostics import CODES
+
+    rows = [
+        line.replace("(what failed)", "(what-failed)").split()[:4]
+        for line in (nnrag.diagnostics.__doc__ or "").splitlines()
+        if line.startswith("NNR")
+    ]
+    assert [row[0] for row in rows] == list(CODES)
+    for code, category, stage, origin in rows:
+        entry = CODES[code]
+        assert (entry.category or "(what-failed)", entry.stage or "(where)", entry.origin) == (
+            category,
+            stage,
+            origin,
+        )

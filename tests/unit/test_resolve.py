@@ -8,6 +8,7 @@ from pathlib import Path
 from nnrag.extract.resolve import resolve
 from nnrag.index.build import Index, index_tree
 from nnrag.model import BlockRef, Closure
+from nnrag.report import format_diagnostic
 
 
 def src(text: str) -> str:
@@ -451,15 +452,16 @@ def test_problems_have_categories_paths_and_locations(tmp_path: Path) -> None:
     ]
     assert closure.namespaces == {"p.layers": ()}
     lookup = next(p for p in closure.problems if "getattr(layers" in p.message)
-    assert lookup.path == ("Net", "dynamic")
+    assert lookup.dependency_path == ("Net", "dynamic")
     unresolved = next(p for p in closure.problems if p.category == "unresolved-name")
-    assert unresolved.path == ("Net", "helper")
+    assert unresolved.dependency_path == ("Net", "helper")
     assert "missing_name" in unresolved.message
     assert unresolved.location == "p/util.py:18:12"
     resource = next(p for p in closure.problems if p.category == "resource-file")
-    assert resource.path == ("Net", "data_path")
+    assert resource.dependency_path == ("Net", "data_path")
     assert resource.location.startswith("p/util.py:12:")
-    assert "Net -> data_path: " in str(resource)
+    assert resource.code == "NNR505"
+    assert f"{resource.location}: NNR505 Net -> data_path: " in format_diagnostic(resource)
     assert any("_REGISTRY" in p.message and "p.other" in p.message for p in closure.problems)
     for problem in closure.problems:
         assert problem.location.startswith("p/util.py:")

@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from nnrag.pyscope.scoping import Issue, _NameChecker, unresolved_names
+from nnrag.model import Diagnostic
+from nnrag.pyscope.scoping import _NameChecker, unresolved_names
 
 SNIPPETS = {
     "closed": """
@@ -121,7 +122,7 @@ SNIPPETS = {
 }
 
 
-def _issues(code: str, *, shortcut: bool) -> list[Issue]:
+def _issues(code: str, *, shortcut: bool) -> list[Diagnostic]:
     code = textwrap.dedent(code)
     return unresolved_names(
         ast.parse(code), symtable.symtable(code, "b.py", "exec"), shortcut=shortcut
@@ -158,15 +159,11 @@ def test_bodies_are_walked_only_when_a_call_time_read_may_be_unresolved(
 
 def test_expected_issues_with_the_shortcut() -> None:
     assert _issues(SNIPPETS["closed"], shortcut=True) == []
-    assert [
-        (c, line) for c, _, line, _ in _issues(SNIPPETS["closures_and_lambdas"], shortcut=True)
-    ] == [
+    assert [(d.code, d.line) for d in _issues(SNIPPETS["closures_and_lambdas"], shortcut=True)] == [
         ("NNR101", 8),
         ("NNR101", 10),
     ]
-    assert [
-        (c, line) for c, _, line, _ in _issues(SNIPPETS["import_time_order"], shortcut=True)
-    ] == [
+    assert [(d.code, d.line) for d in _issues(SNIPPETS["import_time_order"], shortcut=True)] == [
         ("NNR102", 2),
         ("NNR101", 7),
     ]
@@ -175,7 +172,7 @@ def test_expected_issues_with_the_shortcut() -> None:
 def test_function_named_top_keeps_its_locals() -> None:
     """Python 3.11's ``Symbol.is_global`` calls the locals of a function named ``top`` global."""
     issues = _issues(SNIPPETS["function_named_top"], shortcut=False)
-    assert [(code, line, message.split(":")[0]) for code, message, line, _ in issues] == [
+    assert [(d.code, d.line, d.message.split(":")[0]) for d in issues] == [
         ("NNR101", 7, "undefined name 'undefined_name'")
     ]
 
@@ -215,4 +212,4 @@ def test_statement_tables_give_the_same_issues(name: str) -> None:
 
 def test_duplicate_statements_are_each_reported() -> None:
     issues = _issues(SNIPPETS["duplicate_statements"], shortcut=True)
-    assert [(code, line) for code, _, line, _ in issues] == [("NNR101", 7), ("NNR101", 12)]
+    assert [(d.code, d.line) for d in issues] == [("NNR101", 7), ("NNR101", 12)]

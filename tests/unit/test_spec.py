@@ -6,12 +6,13 @@ import json
 
 from nnrag.blockfile.header import body_digest, render_header
 from nnrag.blockfile.spec import block_spec, docstring_summary
-from nnrag.model import BlockRef, Extracted, Problem, SourceFile
+from nnrag.diagnostics import closure_problem
+from nnrag.model import BlockRef, Diagnostic, Extracted, SourceFile
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-def make_extracted(problems: tuple[Problem, ...] = ()) -> Extracted:
+def make_extracted(problems: tuple[Diagnostic, ...] = ()) -> Extracted:
     block = BlockRef(
         source="timm",
         module="timm.layers.mlp",
@@ -64,13 +65,21 @@ def test_spec_fields() -> None:
 
 
 def test_spec_is_json_without_source_text() -> None:
-    problem = Problem(category="unresolved-name", message="name 'x'", path=("Mlp", "f"))
+    problem = closure_problem(
+        "unresolved-name", "name 'x'", where="m.py:3:5", dependency_path=("Mlp", "f")
+    )
     spec = block_spec(make_extracted((problem,)))
     text = json.dumps(spec, sort_keys=True)
     assert "class Mlp" not in text
     assert spec["closed"] is False
     assert spec["problems"] == [
-        {"category": "unresolved-name", "message": "name 'x'", "path": ["Mlp", "f"], "location": ""}
+        {
+            "code": "NNR501",
+            "category": "unresolved-name",
+            "message": "name 'x'",
+            "path": ["Mlp", "f"],
+            "location": "m.py:3:5",
+        }
     ]
 
 

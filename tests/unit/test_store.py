@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nnrag.diagnostics import diagnostic
 from nnrag.errors import CacheError
 from nnrag.index.store import (
     SCHEMA_VERSION,
@@ -18,7 +19,7 @@ from nnrag.index.store import (
     encode_module,
 )
 from nnrag.index.units import analyze_module
-from nnrag.model import Checkout, FileProblem, ModuleInfo, SourceSpec
+from nnrag.model import Checkout, ModuleInfo, SourceSpec
 from nnrag.sources.scan import git_blob_sha1
 
 CODE = b'''"""Doc."""
@@ -83,7 +84,7 @@ def write_one(store: Store, tmp_path: Path) -> None:
     bad = FileRow(
         path="pkg/bad.py", size=3, mtime_ns=1, sha1="b" * 40, module="pkg.bad", is_package=False
     )
-    problem = FileProblem(source="s", path="pkg/bad.py", message="syntax error: x", line=1, col=2)
+    problem = diagnostic("NNR403", source="s", path="pkg/bad.py", line=1, col=2, error="x")
     store.write_source(
         Checkout(spec=spec(tmp_path), root=tmp_path, revision="r1", origin=str(tmp_path)),
         files=[row, bad],
@@ -92,7 +93,7 @@ def write_one(store: Store, tmp_path: Path) -> None:
             Analysis(sha1="b" * 40, module="pkg.bad", is_package=False, problem=problem),
         ],
         blobs={info.sha1: CODE},
-        problems=[FileProblem(source="s", path="gen.py", message="too large")],
+        problems=[diagnostic("NNR405", source="s", path="gen.py", megabytes=9.0, limit=8.0)],
     )
 
 
@@ -109,8 +110,12 @@ def test_write_and_load(tmp_path: Path) -> None:
     assert checkouts["s"].revision == "r1"
     assert modules == [sample()]
     assert sorted((p.path, p.message) for p in problems) == [
-        ("gen.py", "too large"),
-        ("pkg/bad.py", "syntax error: x"),
+        ("gen.py", "too large (9.0 MB > 8.0 MB), generated? skipped"),
+        (
+            "pkg/bad.py",
+            "syntax error: x; the file is not indexed (fix it, or leave it out with the "
+            "source's `paths`)",
+        ),
     ]
 
 
@@ -134,7 +139,7 @@ def test_damaged_database_is_rebuilt_with_a_notice(tmp_path: Path, damage: objec
     with Store(path) as store:
         write_one(store, tmp_path)
         store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    damage(path)  # type: ignore[operator]
+    damage(path)  # type: ignore[operator]  # damage is object-typed in the parametrize table; each is a callable
     with pytest.raises(CacheError, match="run `nnrag index`"):
         Store(path, create=False).load([spec(tmp_path)])
     with Store(path) as store:

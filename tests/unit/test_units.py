@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nnrag.index.units import analyze_module, module_name_for
-from nnrag.model import FileProblem, ImportBinding, ModuleInfo, Unit
+from nnrag.model import Diagnostic, ImportBinding, ModuleInfo, Unit
 from nnrag.sources.scan import git_blob_sha1
 
 
@@ -810,7 +810,7 @@ def test_syntax_error_is_a_file_problem() -> None:
     result = analyze_module(
         source="src", module="m", path="m.py", data=b"x = 1\ndef f(:\n", is_package=False
     )
-    assert isinstance(result, FileProblem)
+    assert isinstance(result, Diagnostic)
     assert (result.path, result.line, result.col) == ("m.py", 2, 7)
     assert "syntax error" in result.message
 
@@ -819,7 +819,7 @@ def test_undecodable_bytes_are_a_file_problem() -> None:
     result = analyze_module(
         source="src", module="m", path="m.py", data=b"x = 1\ny = '\xff\xfe'\n", is_package=False
     )
-    assert isinstance(result, FileProblem)
+    assert isinstance(result, Diagnostic)
     assert (result.line, result.col) == (2, 6)
     assert "utf-8" in result.message
 
@@ -828,7 +828,7 @@ def test_undecodable_first_line_is_located() -> None:
     result = analyze_module(
         source="src", module="m", path="m.py", data=b"x = '\xff'\n", is_package=False
     )
-    assert isinstance(result, FileProblem)
+    assert isinstance(result, Diagnostic)
     assert (result.line, result.col) == (1, 6)
     assert "utf-8" in result.message
 
@@ -837,7 +837,7 @@ def test_unknown_encoding_is_a_file_problem() -> None:
     result = analyze_module(
         source="src", module="m", path="m.py", data=b"# coding: nope\nx = 1\n", is_package=False
     )
-    assert isinstance(result, FileProblem)
+    assert isinstance(result, Diagnostic)
     assert result.line == 1
 
 
@@ -857,7 +857,7 @@ def test_null_bytes_are_a_file_problem() -> None:
     result = analyze_module(
         source="s", module="m", path="m.py", data=b"x = 1\ny = 2\0\n", is_package=False
     )
-    assert isinstance(result, FileProblem)
+    assert isinstance(result, Diagnostic)
     assert (result.line, result.col) == (2, 6)
 
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from nnrag.model import Problem, ValidationResult
+from nnrag.diagnostics import closure_problem
+from nnrag.model import ValidationResult
 from nnrag.validate.stages import blame_advisory_problems
 
-TEMPLATES = Problem(
-    category="resource-file",
-    message="reads a file next to its module",
-    path=("Conv", "MessagePassing"),
-    location="a.py:1:1",
+TEMPLATES = closure_problem(
+    "resource-file",
+    "reads a file next to its module",
+    where="a.py:1:1",
+    dependency_path=("Conv", "MessagePassing"),
 )
-REGISTRY = Problem(
-    category="dynamic-registry", message="looks up '_models' with a key", path=("Net", "create")
+REGISTRY = closure_problem(
+    "dynamic-registry",
+    "looks up '_models' with a key",
+    where="b.py:2:1",
+    dependency_path=("Net", "create"),
 )
 
 
@@ -22,7 +26,7 @@ def failed(message: str, category: str = "runtime-error") -> ValidationResult:
         depth="forward",
         stage_reached="instantiate",
         failed_stage="forward",
-        category=category,  # type: ignore[arg-type]
+        category=category,  # type: ignore[arg-type]  # a category string from the test table (a Category literal)
         message=message,
     )
 
@@ -34,7 +38,7 @@ def test_a_file_error_is_blamed_on_the_missing_resource() -> None:
     )
     assert result.category == "resource-file"
     assert "likely cause" in result.message
-    assert result.dependency_path == TEMPLATES.path
+    assert result.dependency_path == TEMPLATES.dependency_path
 
 
 def test_a_failed_lookup_is_blamed_on_the_registry() -> None:

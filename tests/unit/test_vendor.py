@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 
 from nnrag.blockfile.header import body_digest, render_header
+from nnrag.diagnostics import closure_problem
 from nnrag.errors import BlockNotFoundError, ConfigError
-from nnrag.model import BlockRef, Extracted, Problem, Settings, SourceFile, SourceSpec
+from nnrag.model import BlockRef, Diagnostic, Extracted, Settings, SourceFile, SourceSpec
 from nnrag.vendor import MANIFEST, diff_summary, read_manifest, refresh, vendor_blocks
 
 SHA = "1" * 40
 
 
-def extracted(block_id: str, body: str, *, problems: tuple[Problem, ...] = ()) -> Extracted:
+def extracted(block_id: str, body: str, *, problems: tuple[Diagnostic, ...] = ()) -> Extracted:
     source, module, name = block_id.split(":")
     header = render_header(
         block_id=block_id,
@@ -74,7 +75,7 @@ BODY = "import torch\n\n\nclass Mlp(torch.nn.Module):\n    pass\n"
 
 
 def vendor(ws: FakeWorkspace, ids: list[str], into: Path, *, force: bool = False) -> list[Any]:
-    return vendor_blocks(ws, ids, into, force=force)  # type: ignore[arg-type]
+    return vendor_blocks(ws, ids, into, force=force)  # type: ignore[arg-type]  # FakeWorkspace: only what vendor_blocks uses, not a Workspace
 
 
 def test_vendor_writes_block_spec_and_manifest(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_foreign_file_is_not_overwritten(tmp_path: Path) -> None:
 
 
 def test_block_that_does_not_close_is_not_vendored(tmp_path: Path) -> None:
-    problem = Problem(category="unresolved-name", message="name 'x' is not defined")
+    problem = closure_problem("unresolved-name", "name 'x' is not defined", where="a.py:1:1")
     ws = FakeWorkspace({ATTN: extracted(ATTN, BODY, problems=(problem,))})
     (outcome,) = vendor(ws, [ATTN], tmp_path)
     assert outcome.action == "skipped"
@@ -206,7 +207,7 @@ def test_diff_summary_names_changed_definitions() -> None:
 def refresh_with(ws: FakeWorkspace, folder: Path, *, force: bool = False) -> list[Any]:
     return refresh(
         folder, cache_dir=Path("/cache"), force=force, make_workspace=lambda settings: ws
-    )  # type: ignore[arg-type,return-value]
+    )  # type: ignore[arg-type,return-value]  # FakeWorkspace stands in for a Workspace
 
 
 def test_refresh_rewrites_pristine_and_keeps_edited(tmp_path: Path) -> None:

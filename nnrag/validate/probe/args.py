@@ -17,8 +17,11 @@ import torch
 from torch import nn
 
 from nnrag.validate.probe import values as probe_values
+from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
+    class_with_attributes,
+    classes_setting,
     concrete_modules,
     config_class_for,
     init_signature,
@@ -26,8 +29,8 @@ from nnrag.validate.probe.signatures import (
     parameter_usage,
     required_count,
     stage_lengths,
-    string_choices,
     type_hints,
+    value_choices,
 )
 
 call = probe_values.call
@@ -35,83 +38,6 @@ remember = probe_values.remember
 decode = probe_values.decode  # re-exported: probe, probe_inputs and probe_graph import them here
 encode = probe_values.encode
 tensor_spec = probe_values.tensor_spec
-
-MISSING = object()
-"""No rule matched."""
-
-# --------------------------------------------------------------------------- size profiles
-
-
-@dataclass(frozen=True, slots=True)
-class Profile:
-    """One consistent set of sizes: related names get related values, heads divide dims."""
-
-    dim: int = 32
-    heads: int = 2
-    hidden: int = 64
-    img: int = 32
-    seq: int = 16
-    norm: str = "layer"
-
-
-PROFILES = (
-    Profile(),
-    Profile(dim=64, heads=4, hidden=128, img=64, norm="batch"),
-    Profile(dim=16, heads=1, hidden=32, img=16),
-)
-
-_INT_RULES: tuple[tuple[str, Callable[[Profile], object]], ...] = (
-    (r"spatial_?dims?$|^n_?dims?$|^ndims?$|dimensions$", lambda p: 2),  # 2-D inputs (1/2/3)
-    (r"head_?dim|dim_?head|d_head|head_size|key_dim|d_k$|d_v$", lambda p: p.dim // p.heads),
-    (r"(^|_)(num_|n_)?heads?$|nhead|num_attention_heads", lambda p: p.heads),
-    (r"num_groups|gn_groups|norm_groups", lambda p: 4),
-    (r"classes|num_labels|n_class", lambda p: 10),
-    (r"vocab|num_embeddings|num_tokens|n_tokens|n_vocab|num_words", lambda p: 100),
-    (r"kernel|ksize|k_size", lambda p: 3),
-    (r"stride", lambda p: 1),
-    (r"index$|idx$", lambda p: 0),
-    (r"dilation|groups", lambda p: 1),
-    (r"padding|^pad", lambda p: 1),
-    (r"patch", lambda p: 4),
-    (r"window|partition", lambda p: 4),
-    (r"feat_?size|feature_size|grid_size|feat_res", lambda p: p.img // 4),
-    (r"img|image|resolution|input_size|^size$|^hw$", lambda p: p.img),
-    (r"(seq|max|context|block)_?(len|length)|positions|n_ctx|max_len", lambda p: 64),
-    (r"depths?$|layers$|num_blocks|n_blocks|blocks$|repeats$|stages$", lambda p: 1),
-    (r"num_experts|experts", lambda p: 2),
-    (r"top_?k", lambda p: 1),
-    (r"reduction|ratio|expan", lambda p: 4),
-    (r"scale|factor", lambda p: 2),
-    (r"hidden|ffn|mlp|intermediate|inner|feedforward|d_ff|ff_dim|mid", lambda p: p.hidden),
-    (r"rd_|reduced|squeeze|bottleneck", lambda p: p.dim // 4),
-    (
-        r"chan|ch$|chs$|^c\d?$|planes|feat|dim|width|d_model|embed|emb|latent|units|^nc|^nf|size|out",
-        lambda p: p.dim,
-    ),
-    (r"^num_|^n_|^n$|count", lambda p: 2),
-)
-_FLOAT_RULES: tuple[tuple[str, float], ...] = (
-    (r"mult", 1.0),
-    (r"drop|prob|rate|^p$", 0.0),
-    (r"eps", 1e-5),
-    (r"momentum", 0.1),
-    (r"ratio|expan", 4.0),
-    (r"scale|alpha|beta|gamma|temp|tau|init|weight", 1.0),
-)
-
-
-def int_for(name: str, profile: Profile) -> object:
-    low = name.lower()
-    for pattern, make in _INT_RULES:
-        if re.search(pattern, low):
-            return make(profile)
-    return MISSING
-
-
-def float_for(name: str) -> float:
-    low = name.lower()
-    return next((v for pattern, v in _FLOAT_RULES if re.search(pattern, low)), 0.5)
-
 
 # --------------------------------------------------------------------------- constructor arguments
 
@@ -447,6 +373,13 @@ class Synth:
             value = self.registry_dict(name, builds)
             if value is not MISSING:
                 return value
+        holder = class_with_attributes(self.module, reads)
+        if holder is not None:  # ``block.expansion``: a class of the file is what is passed
+            return holder
+        if reads and not _CONFIG_NAMES.search(name.lower()):
+            part = self.module_setting(reads)
+            if part is not MISSING:  # ``memory.d_model``: a module of the file that has it
+                return part
         if len(reads) >= 2 and self.depth < 2:
             config = config_class_for(self.module, reads)
             if config is not None:
@@ -455,17 +388,31 @@ class Synth:
             return self.namespace(sorted(reads))
         return self.value(name, inspect.Parameter.empty)
 
+    def module_setting(self, reads: set[str]) -> object:
+        """A module of the file, built with synthesized arguments, that has every attribute
+        the code reads from the parameter; MISSING if none builds."""
+        for candidate in classes_setting(self.module, reads)[:3]:
+            built = self.build(candidate)
+            if built is not MISSING and all(hasattr(built, attr) for attr in reads):
+                return built
+        return MISSING
+
     def namespace(self, reads: list[str]) -> object:
         """A config built from the attributes the code reads, each synthesized by its name
         (``hidden_size`` 64, ``num_attention_heads`` 2, ``layer_norm_eps`` 1e-5): for a
         config class the closure does not carry. A real value with named fields, recorded as
         its constructor call, not a placeholder."""
-        fields = {
-            attr: float_for(attr) if _FLOAT_FIELDS.search(attr.lower()) else self.by_name(attr)
-            for attr in reads
-            if not attr.startswith("_")
-        }
+        fields = {attr: self.field(attr) for attr in reads if not attr.startswith("_")}
         return remember(types.SimpleNamespace(**fields), call(types.SimpleNamespace, (), fields))
+
+    def field(self, name: str) -> object:
+        """A config field: plain data (an activation by its name, ``"relu"``, not a class)."""
+        low = name.lower()
+        if _FLOAT_FIELDS.search(low):
+            return float_for(name)
+        if re.search(r"(^|_)(act|activation)(_fn|_func|_function)?$", low):
+            return self.string_for("act")
+        return self.by_name(name)
 
     def registry_dict(self, name: str, builds: list[str]) -> object:
         """``{"type": ..., **required}`` for the smallest class of the registry the parameter
@@ -499,7 +446,7 @@ class Synth:
         if sig is None:
             return (), {}
         hints = type_hints(sig, owner)
-        choices: dict[str, str] | None = None
+        choices: dict[str, object] | None = None
         args: list[object] = []
         kwargs: dict[str, object] = {}
         for name, param in sig.parameters.items():
@@ -508,12 +455,16 @@ class Synth:
             if param.default is not param.empty:
                 continue
             annotation = hints.get(name, param.annotation)
-            if annotation in (str, inspect.Parameter.empty, str | None):
-                choices = string_choices(cls) if choices is None else choices
-            if choices and name in choices:
+            if annotation in (str, int, inspect.Parameter.empty, str | None):
+                choices = value_choices(cls) if choices is None else choices
+            if choices and name in choices and (annotation is not int or _is_int(choices[name])):
                 value: object = choices[name]
             elif annotation is inspect.Parameter.empty:
                 value = self.by_usage(cls, name)
+            elif annotation in (nn.Module, nn.Module | None) and (
+                (part := self.module_setting(parameter_usage(cls, name)[0])) is not MISSING
+            ):
+                value = part
             else:
                 value = self.value(name, annotation)
             if param.kind == param.POSITIONAL_ONLY:
@@ -521,6 +472,10 @@ class Synth:
             else:
                 kwargs[name] = value
         return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class AutoConfig:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from nnrag.hookspecs import hookimpl
-from nnrag.validate.probe.args import Ctor, Profile, decode, tensor_spec
+from nnrag.validate.probe.args import Ctor, decode, tensor_spec
+from nnrag.validate.probe.profiles import Profile
 
 NODES, EDGES = 10, 30
 """Nodes and edges of the probe graph (edges drop to ``NODES`` when the layer has no edge index)."""
@@ -327,101 +328,169 @@ def graph_repair(message: str, args: list[Any]) -> list[Any] | None:
             for k, spec in zip(keys, fixed, strict=True)
         }
         return [{**args[0], "fields": {**fields, **new}}]
-    specs = [a if isinstance(a, dict) and "shape" in a else None for a in args]
-    floats = [i for i, s in enumerate(specs) if s is not None and s["dtype"] == "float32"]
-    if m := _MATMUL.search(message):
-        rows, got, want = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        hits = [i for i in floats if specs[i]["shape"][-1] == got]  # type: ignore[index]
-        exact = [i for i in hits if math.prod(specs[i]["shape"][:-1]) == rows]  # type: ignore[index]
-        # no exact row count: the closest one (self loops added or removed change the rows)
-        hits = exact or sorted(
-            hits,
-            key=lambda i: abs(math.prod(specs[i]["shape"][:-1]) - rows),  # type: ignore[index]
-        )
-        # Several inputs may share the width: change an untouched one first; an input changed
-        # before that now mismatches was right all along, so it goes back and stays.
-        fresh = [i for i in hits if "fixed" not in args[i]]
-        once = [i for i in hits if args[i].get("fixed") == "width"]
-        for i, mark in [*((i, "width") for i in fresh), *((i, "locked") for i in once)][:1]:
-            spec = dict(args[i], shape=[*args[i]["shape"][:-1], want], fixed=mark)
-            return [spec if j == i else a for j, a in enumerate(args)]
-        return None
-    if m := re.search(
+    floats = {  # the float feature inputs by position, with their shapes
+        i: list(a["shape"])
+        for i, a in enumerate(args)
+        if isinstance(a, dict) and "shape" in a and a["dtype"] == "float32"
+    }
+    for rule in _GRAPH_RULES:  # the first rule whose message matches decides
+        found = rule(message, args, floats)
+        if found is not _NO_MATCH:
+            return cast(list[Any] | None, found)
+    return None
+
+
+_NO_MATCH = object()
+"""A rule's answer when the message is not its kind (``None``: its kind, but no fix)."""
+
+GraphRule = Callable[[str, list[Any], dict[int, list[int]]], object]
+
+
+def _replaced(args: list[Any], i: int, spec: dict[str, Any]) -> list[Any]:
+    return [spec if j == i else a for j, a in enumerate(args)]
+
+
+def _widths(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    """A matrix product's widths: change the input of that width (nearest row count)."""
+    m = _MATMUL.search(message)
+    if m is None:
+        return _NO_MATCH
+    rows, got, want = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    hits = [i for i, shape in floats.items() if shape[-1] == got]
+    exact = [i for i in hits if math.prod(floats[i][:-1]) == rows]
+    # no exact row count: the closest one (self loops added or removed change the rows)
+    hits = exact or sorted(hits, key=lambda i: abs(math.prod(floats[i][:-1]) - rows))
+    # Several inputs may share the width: change an untouched one first; an input changed
+    # before that now mismatches was right all along, so it goes back and stays.
+    fresh = [i for i in hits if "fixed" not in args[i]]
+    once = [i for i in hits if args[i].get("fixed") == "width"]
+    for i, mark in [*((i, "width") for i in fresh), *((i, "locked") for i in once)][:1]:
+        return _replaced(args, i, dict(args[i], shape=[*args[i]["shape"][:-1], want], fixed=mark))
+    return None
+
+
+def _channels(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    m = re.search(
         r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton"
         r" dimension 1",
         message,
-    ):
-        want, got = int(m.group(1)), int(m.group(2))
-        hits = [i for i in floats if specs[i]["shape"][-1] == got and len(specs[i]["shape"]) == 2]  # type: ignore[index]
-        for i in hits[:1]:
-            spec = dict(args[i], shape=[args[i]["shape"][0], want], fixed="locked")
-            return [spec if j == i else a for j, a in enumerate(args)]
-        return None
-    if m := re.search(
+    )
+    if m is None:
+        return _NO_MATCH
+    want, got = int(m.group(1)), int(m.group(2))
+    hits = [i for i, shape in floats.items() if shape[-1] == got and len(shape) == 2]
+    for i in hits[:1]:
+        return _replaced(args, i, dict(args[i], shape=[args[i]["shape"][0], want], fixed="locked"))
+    return None
+
+
+def _tail(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    m = re.search(
         r"expected input with shape \[\*, (\d+)\], but got input of size\s*\[([\d, ]+)\]", message
-    ):
-        width, seen = int(m.group(1)), [int(v) for v in m.group(2).split(",")]
-        hits = [i for i in floats if specs[i]["shape"] == seen]  # type: ignore[index]
-        for i in hits[:1]:
-            spec = dict(args[i], shape=[*seen[:-1], width], fixed="locked")
-            return [spec if j == i else a for j, a in enumerate(args)]
+    )
+    if m is None:
+        return _NO_MATCH
+    width, seen = int(m.group(1)), [int(v) for v in m.group(2).split(",")]
+    hits = [i for i, shape in floats.items() if shape == seen]
+    for i in hits[:1]:
+        return _replaced(args, i, dict(args[i], shape=[*seen[:-1], width], fixed="locked"))
+    return None
+
+
+def _pairs(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    m = re.search(r"shape must be \[(\w+(?:, \w+)+)\]", message)
+    if m is None:
+        return _NO_MATCH
+    rank = len(m.group(1).split(","))
+    for i in list(floats)[:1]:
+        shape = list(args[i]["shape"])
+        if len(shape) == rank - 1:
+            return _replaced(args, i, dict(args[i], shape=[*shape[:-1], 2, shape[-1]]))
+    return None
+
+
+def _row_counts(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    m = _ROWS.search(message)
+    if m is None:
+        return _NO_MATCH
+    sizes = {int(v) for v in m.groups() if v}
+    if len(sizes) != 2:
         return None
-    if m := re.search(r"shape must be \[(\w+(?:, \w+)+)\]", message):
-        rank = len(m.group(1).split(","))
-        for i in floats[:1]:
-            shape = list(args[i]["shape"])
-            if len(shape) == rank - 1:
-                spec = dict(args[i], shape=[*shape[:-1], 2, shape[-1]])
-                return [spec if j == i else a for j, a in enumerate(args)]
-        return None
-    if m := _ROWS.search(message):
-        sizes = {int(v) for v in m.groups() if v}
-        if len(sizes) != 2:
-            return None
-        small, large = sorted(sizes)
-        fixed = [_rows(a, large, small) for a in args]
-        return fixed if fixed != args else None
-    if m := re.search(r"Found indices in '(\w+)' that are larger than (\d+)", message):
-        high = int(m.group(2)) + 1
-        fixed = [
-            dict(a, high=min(high, a.get("high", high)))
-            if isinstance(a, dict) and a.get("dtype") == "int64" and "shape" in a
-            else a
-            for a in args
-        ]
-        return fixed if fixed != args else None
-    if re.search(
+    small, large = sorted(sizes)
+    fixed = [_rows(a, large, small) for a in args]
+    return fixed if fixed != args else None
+
+
+def _index_bound(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    m = re.search(r"Found indices in '(\w+)' that are larger than (\d+)", message)
+    if m is None:
+        return _NO_MATCH
+    high = int(m.group(2)) + 1
+    fixed = [
+        dict(a, high=min(high, a.get("high", high)))
+        if isinstance(a, dict) and a.get("dtype") == "int64" and "shape" in a
+        else a
+        for a in args
+    ]
+    return fixed if fixed != args else None
+
+
+def _long_indices(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    if not re.search(
         r"tensors used as indices must be long|Long, Int|Expected tensor for argument #1"
         r" 'indices'",
         message,
     ):
-        for i in floats:
-            spec = dict(args[i], shape=args[i]["shape"][:1], dtype="int64", high=4)
-            return [spec if j == i else a for j, a in enumerate(args)]
-        return None
-    if m := re.search(
+        return _NO_MATCH
+    for i in floats:
+        spec = dict(args[i], shape=args[i]["shape"][:1], dtype="int64", high=4)
+        return _replaced(args, i, spec)
+    return None
+
+
+def _out_of_range(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    m = re.search(
         r"index out of range in self|index (\d+) is out of bounds for dimension 0"
         r" with size (\d+)",
         message,
-    ):
-        high = int(m.group(2)) if m.group(2) else 2
-        fixed = [
-            dict(a, high=high)
-            if isinstance(a, dict)
-            and a.get("dtype") == "int64"
-            and "shape" in a
-            and a.get("high", 0) > high
-            and not str(a.get("role", "")).endswith("index")
-            else a
-            for a in args
-        ]
-        return fixed if fixed != args else None
-    if "too many indices for tensor of dimension 1" in message:
-        for i, s in enumerate(specs):
-            if s is not None and s["dtype"] == "int64" and len(s["shape"]) == 1:
-                spec = dict(s, shape=[*s["shape"], 2])
-                return [spec if j == i else a for j, a in enumerate(args)]
+    )
+    if m is None:
+        return _NO_MATCH
+    high = int(m.group(2)) if m.group(2) else 2
+    fixed = [
+        dict(a, high=high)
+        if isinstance(a, dict)
+        and a.get("dtype") == "int64"
+        and "shape" in a
+        and a.get("high", 0) > high
+        and not str(a.get("role", "")).endswith("index")
+        else a
+        for a in args
+    ]
+    return fixed if fixed != args else None
+
+
+def _index_rank(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+    if "too many indices for tensor of dimension 1" not in message:
+        return _NO_MATCH
+    for i, a in enumerate(args):
+        if isinstance(a, dict) and "shape" in a and a["dtype"] == "int64" and len(a["shape"]) == 1:
+            return _replaced(args, i, dict(a, shape=[*a["shape"], 2]))
     return None
+
+
+_GRAPH_RULES: tuple[GraphRule, ...] = (
+    _widths,
+    _channels,
+    _tail,
+    _pairs,
+    _row_counts,
+    _index_bound,
+    _long_indices,
+    _out_of_range,
+    _index_rank,
+)
+"""Graph-input error rules, in the order the messages are recognized."""
 
 
 def _rows(value: Any, large: int, small: int) -> Any:

@@ -27,12 +27,28 @@ class Harvester:
                 self.wrap(value)
 
     def wrap(self, cls: type) -> None:
+        """Wrap ``cls``'s ``__init__`` and ``forward``. A class without one of its own gets a
+        wrapper that calls what comes after it in the *instance's* MRO, resolved at call time:
+        fixing the method found at wrap time would shadow a later base's (a mixin without
+        ``forward`` listed before ``nn.Sequential`` would hide ``Sequential.forward``)."""
         owner: Any = cls
-        init, forward = owner.__init__, owner.forward
+        own_init, own_forward = cls.__dict__.get("__init__"), cls.__dict__.get("forward")
         records = self.records
         harvester = self
 
-        @functools.wraps(init)
+        def init(self_: Any, *args: Any, **kwargs: Any) -> None:
+            if own_init is not None:
+                own_init(self_, *args, **kwargs)
+            else:
+                super(owner, self_).__init__(*args, **kwargs)
+
+        def forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            if own_forward is not None:
+                return own_forward(self_, *args, **kwargs)
+            later: Any = super(owner, self_)  # the next class in the instance's MRO
+            return later.forward(*args, **kwargs)
+
+        @functools.wraps(own_init or owner.__init__)
         def wrapped_init(self_: Any, *args: Any, **kwargs: Any) -> None:
             try:
                 seen = {
@@ -47,7 +63,7 @@ class Harvester:
                 expression = {"__call__": ref(cls), "args": seen["init_args"]}
                 remember(self_, {**expression, "kwargs": seen["init_kwargs"]})
 
-        @functools.wraps(forward)
+        @functools.wraps(own_forward or owner.forward)
         def wrapped_forward(self_: Any, *args: Any, **kwargs: Any) -> Any:
             seen = self_.__dict__.get("_nnrag_init") if type(self_) is cls else None
             if seen is None or harvester.paused or cls.__name__ in records:

@@ -5,17 +5,14 @@ from __future__ import annotations
 import math
 import re
 
-from nnrag.validate.probe.args import (
-    PROFILES,
-    Ctor,
-    Synth,
-    int_for,
-)
+from nnrag.validate.probe.args import Ctor, Synth
+from nnrag.validate.probe.profiles import PROFILES, int_for
 from nnrag.validate.probe.repair_names import failing_line, name_repairs
 from nnrag.validate.probe.signatures import signature_of
 
 _NOT_A_LIST = re.compile(
     r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
+    r"|cannot unpack non-iterable (int|float) object"
 )
 _RATE_NAMES = re.compile(r"drop|dpr|rate")
 
@@ -49,6 +46,8 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         used: dict[str, object] = {
             k: [v, v] for k, v in ints.items() if re.search(rf"len\(\s*{k}\s*\)|\b{k}\[", line)
         }
+        if "cannot unpack" in str(error):  # ``h, w = self.window_size``: a pair
+            used = {k: (v, v) for k, v in ints.items() if re.search(rf"=\s*(self\.)?{k}\s*$", line)}
         plural = used or {  # the int the failing line measures or indexes, else plural names
             k: [v, v]
             for k, v in ints.items()

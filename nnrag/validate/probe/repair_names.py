@@ -14,14 +14,9 @@ from typing import Any
 
 from torch import nn
 
-from nnrag.validate.probe.args import (
-    MISSING,
-    PROFILES,
-    Ctor,
-    Synth,
-    int_for,
-)
-from nnrag.validate.probe.signatures import init_signature, type_hints
+from nnrag.validate.probe.args import Ctor, Synth
+from nnrag.validate.probe.profiles import MISSING, PROFILES, int_for
+from nnrag.validate.probe.signatures import init_signature, type_hints, value_choices
 
 
 def failing_line(error: BaseException) -> str:
@@ -72,8 +67,9 @@ def add_missing(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         }
         made = {k: v for k, v in built.items() if v is not MISSING}
         return _with(ctor, made, synth.placeholders, real=False) if made else None
+    choices = value_choices(cls)  # ``depth`` checked against ``self.arch_settings``
     added = {
-        name: synth.by_name(name)
+        name: choices[name] if name in choices else synth.by_name(name)
         for name in re.findall(r"'(\w+)'", m.group(1))
         if name not in ctor.kwargs and (name in params or _takes_kwargs(sig))
     }

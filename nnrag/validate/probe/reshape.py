@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from nnrag.validate.probe.args import Profile, tensor_spec
+from nnrag.validate.probe.args import tensor_spec
 from nnrag.validate.probe.graph import graph_repair, is_graph_spec
+from nnrag.validate.probe.profiles import Profile
 
 SHAPE_WORDS = re.compile(
     r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index"
@@ -21,17 +24,7 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     if is_graph_spec(args):
         return graph_repair(message, args)
     if args and isinstance(args[0], list) and args[0] and isinstance(args[0][0], dict):
-        want, got = _channel_numbers(message)
-        joined = several_channels(message, args[0], want, got) if want else None
-        if joined is not None:  # the list was concatenated, or one item met a layer
-            return [joined, *args[1:]]
-        fixed = repair(message, [args[0][0]], profile)
-        if fixed is None or not isinstance(fixed[0], dict):
-            return None
-        return [
-            [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
-            *args[1:],
-        ]
+        return _list_repair(message, args, profile)
     if re.search(r"number of (feature|level|map|input|tensor|image)|feature maps", message):
         shorter = [a[:1] if isinstance(a, list) and len(a) > 1 else a for a in args]
         if shorter != args:  # one item per configured level
@@ -40,7 +33,6 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         return None
     spec = dict(args[0])
     shape = list(spec["shape"])
-    new: list[int] | None = None
     labels = args[1] if len(args) > 1 else None
     if (
         isinstance(labels, dict)
@@ -49,99 +41,14 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         and re.search(r"index|target|type Long", message, re.I)
     ):  # class-index targets of a loss: one per sample, below the number of classes
         return [spec, tensor_spec([shape[0]], "int64", shape[1]), *args[2:]]
-    if m := re.search(r"to have (\d+) channels, but got (\d+) channels", message):
-        want, got = int(m.group(1)), int(m.group(2))
-        several = several_channels(message, args, want, got)
-        if several is not None:
-            return several
-        new = [shape[0], want, *shape[2:]] if len(shape) > 1 else None
-        ratio = got // shape[1] if len(shape) == 4 and shape[1] and got % shape[1] == 0 else 1
-        if new is not None and ratio > 1 and want % ratio == 0:  # space-to-depth multiplied C
-            new[1] = want // ratio
-    elif m := re.search(
-        r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
-        r"|same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]",  # meta's words
-        message,
-    ):
-        want = int(m.group(3) or m.group(7))
-        if shape[-1] != want:
-            new = [*shape[:-1], want]
-    elif m := re.search(r"must be equal to input_size\. Expected (\d+), got (\d+)", message):
-        new = [*shape[:-1], int(m.group(1))] if shape[-1] == int(m.group(2)) else None
-    elif m := re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message):
-        tail = [int(v) for v in m.group(1).split(",")]
-        if len(shape) == 4 and tail == [shape[1]]:  # a channels-last norm: B C H W -> B H W C
-            new = [shape[0], shape[2], shape[3], shape[1]]
-        else:
-            new = [shape[0], *shape[1 : max(1, len(shape) - len(tail))], *tail]
-    elif m := re.search(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)", message):
-        new = view_mismatch(shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
-    elif message.startswith("AssertionError") and len(args) > 1 and isinstance(args[1], dict):
-        new = class_token(shape, args[1])
-    elif m := re.search(r"\d+D \(unbatched\) or (\d+)D \(batched\)", message):
-        new = reshape_rank(shape, int(m.group(1)), profile)
-    elif m := re.search(
-        r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
-        r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)",
-        message,
-    ):
-        rank = int(next(g for g in m.groups() if g))
-        new = reshape_rank(shape, rank, profile)
-    elif m := re.search(
-        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
-        r" at non-singleton dimension (\d+)",
-        message,
-    ):
-        a, b, dim = (int(g) for g in m.groups())
-        if dim < len(shape) and shape[dim] in (a, b):
-            new = list(shape)
-            new[dim] = b if shape[dim] == a else a
-            if dim == 1 and sum(_is_image_spec(x) and x["shape"] == shape for x in args) > 1:
-                spec["shape"] = new  # channels of the first image only (h beside x)
-                return [spec, *args[1:]]
-        else:
-            new = token_count(shape, a, b)
-    elif m := re.search(r"doesn't match model \((\d+)", message):
-        want = int(m.group(1))
-        new = [*shape[:-2], want, want] if len(shape) == 4 else None
-    elif m := re.search(r"divisible by (\d+)", message):
-        step = int(m.group(1))
-        if len(shape) == 4 and 1 < step <= 64:
-            side = -(-shape[-1] // step) * step
-            side = side if side != shape[-1] else side * 2
-            new = [*shape[:-2], side, side]
-    elif m := re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message):
-        got = int(m.group(3))
-        new = reshape_rank(shape, got + 1 if got >= 0 else -got, profile)
-    elif m := re.search(r"permitted channel values are \[([\d, ]+)\], but found (\d+)", message):
-        allowed = [int(v) for v in m.group(1).split(",")]
-        if len(shape) >= 3 and shape[-3] == int(m.group(2)):
-            new = [*shape[:-3], allowed[-1], *shape[-2:]]
-    elif m := re.search(r"not enough values to unpack \(expected (\d+), got (\d+)\)", message):
-        if int(m.group(2)) == len(shape):
-            new = reshape_rank(shape, int(m.group(1)), profile)
-        elif int(m.group(1)) == len(shape) == int(m.group(2)) + 1:  # forward iterated the tensor
-            return [[spec, dict(spec)], *args[1:]]
-    elif m := re.search(r"too many values to unpack \(expected (\d+)\)", message):
-        if len(shape) > int(m.group(1)):
-            new = reshape_rank(shape, int(m.group(1)), profile)
-    elif re.search(
-        r"Kernel size can't be greater|Output size is too small|smaller than|too small"
-        r"|Padding size should be less",
-        message,
-    ):
-        new = (
-            [*shape[:-2], *(s * 4 for s in shape[-2:])]
-            if len(shape) >= 3 and shape[-1] < 224
-            else None
-        )
-    elif re.search(
-        r"Long, Int|scalar type Long|expected scalar type Long"
-        r"|Expected tensor for argument #1 'indices'",
-        message,
-    ):
-        spec.update(dtype="int64", high=10)
-        return [spec, *args[1:]]
+    found: object = _NO_MATCH
+    for rule in _RULES:  # the first rule whose message matches decides
+        found = rule(message, args, spec, shape, profile)
+        if found is not _NO_MATCH:
+            break
+    if isinstance(found, _Args):
+        return found.args
+    new = found if isinstance(found, list) else None
     if new is None or new == shape or any(v <= 0 for v in new) or math.prod(new) > 50_000_000:
         return None
     spec["shape"] = new
@@ -150,6 +57,264 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         for a in args[1:]
     ]
     return [spec, *rest]
+
+
+def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
+    """A list of tensors first: its first tensor where a tensor was wanted (an annotation
+    said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""
+    if _LIST_NOT_TENSOR.search(message):
+        return [args[0][0], *args[1:]]
+    want, got = _channel_numbers(message)
+    joined = several_channels(message, args[0], want, got) if want else None
+    if joined is not None:  # the list was concatenated, or one item met a layer
+        return [joined, *args[1:]]
+    fixed = repair(message, [args[0][0]], profile)
+    if fixed is None or not isinstance(fixed[0], dict):
+        return None
+    return [
+        [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
+        *args[1:],
+    ]
+
+
+_LIST_NOT_TENSOR = re.compile(
+    r"got \(list\b|must be Tensor, not list|'list' object has no attribute '(shape|size|dim|view"
+    r"|reshape|flatten|permute|transpose|dtype|device|unsqueeze)'"
+)
+"""A list reached code that wanted one tensor."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Args:
+    """A rule's answer that is a whole new input list (not just the first input's shape)."""
+
+    args: list[Any]
+
+
+_NO_MATCH = object()
+"""A rule's answer when the message is not its kind (``None``: its kind, but no fix)."""
+
+Rule = Callable[[str, list[Any], dict[str, Any], list[int], Profile], object]
+
+
+def _channels(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"to have (\d+) channels, but got (\d+) channels", message)
+    if m is None:
+        return _NO_MATCH
+    want, got = int(m.group(1)), int(m.group(2))
+    several = several_channels(message, args, want, got)
+    if several is not None:
+        return _Args(several)
+    new = [shape[0], want, *shape[2:]] if len(shape) > 1 else None
+    ratio = got // shape[1] if len(shape) == 4 and shape[1] and got % shape[1] == 0 else 1
+    if new is not None and ratio > 1 and want % ratio == 0:  # space-to-depth multiplied C
+        new[1] = want // ratio
+    return new
+
+
+def _matmul(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(
+        r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
+        r"|same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]",  # meta's words
+        message,
+    )
+    if m is None:
+        return _NO_MATCH
+    want = int(m.group(3) or m.group(7))
+    return [*shape[:-1], want] if shape[-1] != want else None
+
+
+def _input_size(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"must be equal to input_size\. Expected (\d+), got (\d+)", message)
+    if m is None:
+        return _NO_MATCH
+    return [*shape[:-1], int(m.group(1))] if shape[-1] == int(m.group(2)) else None
+
+
+def _expected_tail(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message)
+    if m is None:
+        return _NO_MATCH
+    tail = [int(v) for v in m.group(1).split(",")]
+    if len(shape) == 4 and tail == [shape[1]]:  # a channels-last norm: B C H W -> B H W C
+        return [shape[0], shape[2], shape[3], shape[1]]
+    return [shape[0], *shape[1 : max(1, len(shape) - len(tail))], *tail]
+
+
+def _view(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)", message)
+    if m is None:
+        return _NO_MATCH
+    return view_mismatch(shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
+
+
+def _assertion(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    if not (message.startswith("AssertionError") and len(args) > 1 and isinstance(args[1], dict)):
+        return _NO_MATCH
+    return class_token(shape, args[1])
+
+
+def _unbatched(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"\d+D \(unbatched\) or (\d+)D \(batched\)", message)
+    return _NO_MATCH if m is None else reshape_rank(shape, int(m.group(1)), profile)
+
+
+def _rank(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(
+        r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
+        r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)",
+        message,
+    )
+    if m is None:
+        return _NO_MATCH
+    return reshape_rank(shape, int(next(g for g in m.groups() if g)), profile)
+
+
+def _broadcast(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(
+        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+        r" at non-singleton dimension (\d+)",
+        message,
+    )
+    if m is None:
+        return _NO_MATCH
+    a, b, dim = (int(g) for g in m.groups())
+    if not (dim < len(shape) and shape[dim] in (a, b)):
+        return token_count(shape, a, b)
+    new = list(shape)
+    new[dim] = b if shape[dim] == a else a
+    if dim == 1 and sum(_is_image_spec(x) and x["shape"] == shape for x in args) > 1:
+        spec["shape"] = new  # channels of the first image only (h beside x)
+        return _Args([spec, *args[1:]])
+    return new
+
+
+def _model_size(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"doesn't match model \((\d+)", message)
+    if m is None:
+        return _NO_MATCH
+    want = int(m.group(1))
+    return [*shape[:-2], want, want] if len(shape) == 4 else None
+
+
+def _divisible(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"divisible by (\d+)", message)
+    if m is None:
+        return _NO_MATCH
+    step = int(m.group(1))
+    if not (len(shape) == 4 and 1 < step <= 64):
+        return None
+    side = -(-shape[-1] // step) * step
+    side = side if side != shape[-1] else side * 2
+    return [*shape[:-2], side, side]
+
+
+def _dim_range(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message)
+    if m is None:
+        return _NO_MATCH
+    got = int(m.group(3))
+    return reshape_rank(shape, got + 1 if got >= 0 else -got, profile)
+
+
+def _permitted(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    m = re.search(r"permitted channel values are \[([\d, ]+)\], but found (\d+)", message)
+    if m is None:
+        return _NO_MATCH
+    allowed = [int(v) for v in m.group(1).split(",")]
+    if len(shape) >= 3 and shape[-3] == int(m.group(2)):
+        return [*shape[:-3], allowed[-1], *shape[-2:]]
+    return None
+
+
+def _unpack(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    if m := re.search(r"not enough values to unpack \(expected (\d+), got (\d+)\)", message):
+        if int(m.group(2)) == len(shape):
+            return reshape_rank(shape, int(m.group(1)), profile)
+        if int(m.group(1)) == len(shape) == int(m.group(2)) + 1:  # forward iterated the tensor
+            return _Args([[spec, dict(spec)], *args[1:]])
+        return None
+    if m := re.search(r"too many values to unpack \(expected (\d+)\)", message):
+        return (
+            reshape_rank(shape, int(m.group(1)), profile) if len(shape) > int(m.group(1)) else None
+        )
+    return _NO_MATCH
+
+
+def _too_small(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    if not re.search(
+        r"Kernel size can't be greater|Output size is too small|smaller than|too small"
+        r"|Padding size should be less",
+        message,
+    ):
+        return _NO_MATCH
+    if len(shape) >= 3 and shape[-1] < 224:
+        return [*shape[:-2], *(s * 4 for s in shape[-2:])]
+    return None
+
+
+def _indices(
+    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
+) -> object:
+    if not re.search(
+        r"Long, Int|scalar type Long|expected scalar type Long"
+        r"|Expected tensor for argument #1 'indices'",
+        message,
+    ):
+        return _NO_MATCH
+    spec.update(dtype="int64", high=10)
+    return _Args([spec, *args[1:]])
+
+
+_RULES: tuple[Rule, ...] = (
+    _channels,
+    _matmul,
+    _input_size,
+    _expected_tail,
+    _view,
+    _assertion,
+    _unbatched,
+    _rank,
+    _broadcast,
+    _model_size,
+    _divisible,
+    _dim_range,
+    _permitted,
+    _unpack,
+    _too_small,
+    _indices,
+)
+"""Shape-error rules, in the order the messages are recognized."""
 
 
 def token_count(shape: list[int], got: int, want: int) -> list[int] | None:

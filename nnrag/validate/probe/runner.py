@@ -8,53 +8,31 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pluggy
 import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager, child_manager
-from nnrag.validate.probe.args import (
-    PROFILES,
-    Ctor,
-    Synth,
-    decode,
-    encode,
-)
-from nnrag.validate.probe.graph import called_class
+from nnrag.validate.probe.args import Ctor, encode
 from nnrag.validate.probe.harvest import Harvester
-from nnrag.validate.probe.inputs import build_inputs, input_candidates
+from nnrag.validate.probe.inputs import build_inputs
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
-    OutputError,
     RecipeError,
     block_frames,
     classify,
     describe,
-    output_digest,
-    shapes_of,
     tensors_in,
 )
 from nnrag.validate.probe.registries import Carried
-from nnrag.validate.probe.repair import (
-    fill_none_layers,
-    fill_none_sizes,
-    lengthen,
-    listify,
-    match_residual,
-    name_repairs,
-    scale_sizes,
-)
-from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
-from nnrag.validate.probe.signatures import shallow_defaults
+from nnrag.validate.probe.search import Search
 from nnrag.validate.probe.values import lossy, seed_cpu
 
 Send = Callable[[dict[str, Any]], None]
-MAX_ATTEMPTS = 40
-"""Hard bound on constructor plus forward attempts per block."""
 
 # --------------------------------------------------------------------------- harvesting
 
@@ -74,7 +52,7 @@ def warm_up() -> None:
         nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.LazyLinear(2)
     )
     out = layer(torch.randn(2, 3, 8, 8))
-    F.gelu(nn.LayerNorm(2)(out)).sum().backward()  # type: ignore[no-untyped-call]
+    F.gelu(nn.LayerNorm(2)(out)).sum().backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
     nn.MultiheadAttention(4, 2, batch_first=True)(*(torch.randn(1, 3, 4),) * 3)
     with torch.device("meta"):  # the first meta op loads torch's meta kernels (seconds)
         F.gelu(nn.LayerNorm(4)(nn.Conv2d(3, 4, 3)(torch.randn(2, 3, 8, 8)).permute(0, 2, 3, 1)))
@@ -238,242 +216,8 @@ class Runner:
         except RecipeError as error:
             self.finish("instantiate", "ctor-args", str(error))
 
-    def ctor_candidates(
-        self, module: Any, cls: type
-    ) -> Iterator[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]]:
-        if self.replay is not None:  # exactly the recorded constructor call and inputs
-            recipe = self.replay
-            ctor = Ctor(
-                str(recipe.get("origin") or "none"),
-                tuple(cast(list[object], decode(recipe.get("init_args") or []))),
-                {k: decode(v) for k, v in (recipe.get("init_kwargs") or {}).items()},
-            )
-            inputs = (list(recipe.get("inputs") or []), dict(recipe.get("input_kwargs") or {}))
-            yield ctor, [inputs]
-            return
-        hints = self.request.get("hints")
-        if hints:
-            ctor = Ctor(
-                "hinted",
-                tuple(cast(list[object], decode(hints.get("init_args", [])))),
-                {k: decode(v) for k, v in hints.get("init_kwargs", {}).items()},
-            )
-            given = hints.get("inputs")
-            yield (
-                ctor,
-                [(list(given), dict(hints.get("input_kwargs", {})))] if given is not None else None,
-            )
-            return
-        for record in self.request.get("harvested", ()):
-            try:
-                ctor = Ctor(
-                    "harvested",
-                    tuple(cast(list[object], decode(record["init_args"]))),
-                    {k: decode(v) for k, v in record["init_kwargs"].items()},
-                )
-            except Exception:
-                continue
-            inputs = record["inputs"]
-            yield ctor, [(list(inputs), dict(record.get("input_kwargs", {})))]
-        seen: list[str] = []
-        for profile in PROFILES:
-            synth = Synth(module, profile)
-            try:
-                args, kwargs = synth.fill(cls)
-            except Exception:
-                continue
-            shallow = {**kwargs, **shallow_defaults(cls)}
-            for candidate in (shallow, kwargs):
-                key = repr((args, candidate))
-                if key in seen:
-                    continue
-                seen.append(key)
-                yield Ctor("synthesized", args, candidate, synth.placeholders, profile), None
-
     def search(self, module: Any, cls: type, depth: str) -> None:
-        want_forward = depth in {"forward", "backward"}
-        harvester = Harvester(module, cls) if self.request.get("harvest") and want_forward else None
-        started = time.monotonic()
-        self.send({"kind": "running", "stage": "instantiate"})
-        attempts = 0
-        ctor_error: BaseException | None = None
-        forward_error: BaseException | None = None
-        output_error: OutputError | None = None
-        screened_error: RuntimeError | None = None
-        built_any = False
-        forward_started = 0.0
-        candidates = self.ctor_candidates(module, cls)
-        pending: list[tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None]] = []
-        widened_seen: set[str] = set()
-        while (item := self.next_candidate(pending, candidates)) is not None:
-            ctor, given = item
-            profile = ctor.profile or PROFILES[0]
-            if attempts >= MAX_ATTEMPTS or (time.monotonic() > self.deadline and built_any):
-                break
-            attempts += 1
-            self.record_ctor(ctor)
-            seed_cpu(self.seed)
-            try:
-                block = cls(*ctor.args, **ctor.kwargs)
-            except (KeyboardInterrupt, SystemExit, MemoryError) as error:
-                ctor_error = error
-                break
-            except BaseException as error:
-                ctor_error = error
-                if self.replay is not None:
-                    continue
-                for repaired in (
-                    listify(ctor, cls, error),
-                    fill_none_layers(ctor, cls, error),
-                    fill_none_sizes(ctor, cls),
-                    scale_sizes(ctor, error),
-                    lengthen(ctor, cls, error),
-                    *name_repairs(ctor, cls, error),
-                ):
-                    if repaired is not None:
-                        pending.append((repaired, given))
-                continue
-            try:
-                self.record_built(block)
-            except Exception as error:  # e.g. a subclass that never called Module.__init__
-                ctor_error = error
-                continue
-            if not built_any:
-                built_any = True
-                if self.violated("instantiate", started):
-                    return
-                if not want_forward:
-                    self.recipe["attempts"] = attempts
-                    self.finish()
-                    return
-                forward_started = time.monotonic()
-                self.send({"kind": "running", "stage": "forward"})
-            try:
-                block.eval()
-            except Exception as error:  # the block's own train() takes other arguments
-                self.finish("forward", "runtime-error", f"eval() failed: {describe(error)}")
-                return
-            queue: list[tuple[list[Any], dict[str, Any], bool]] = [
-                (args, kwargs, False)
-                for args, kwargs in (
-                    given
-                    if given is not None
-                    else input_candidates(block, profile, ctor.kwargs, self.plugins)
-                )
-            ]
-            screen = self.screen_for(cls, ctor, block) if given is None else None
-            tried: list[str] = []
-            forward_messages: list[str] = []
-            while queue and attempts < MAX_ATTEMPTS and time.monotonic() < self.deadline:
-                args, kwargs, screened = queue.pop(0)
-                key = repr((args, kwargs))
-                if key in tried:
-                    continue
-                if (
-                    screen is not None
-                    and not screened
-                    and screen.worth(args, kwargs)
-                    and screen.active
-                ):
-                    rejected = self.screened_out(screen, harvester, args, kwargs)
-                    if rejected is not None:
-                        fixed = repair(rejected, args, profile)
-                        if fixed is not None:  # meta's message fixed it: no CPU run for this one
-                            queue.insert(0, (fixed, kwargs, False))
-                            tried.append(key)
-                            screened_error = screened_error or RuntimeError(
-                                f"{rejected} (on the meta device)"
-                            )
-                        else:  # run it for real, last: CPU's message may say more
-                            queue.append((args, kwargs, True))
-                        continue
-                tried.append(key)
-                attempts += 1
-                # the last inputs tried stay in the recipe, so a failure can be reproduced too
-                self.recipe.update(inputs=args, input_kwargs=kwargs)
-                try:
-                    out = self.forward(block, args, kwargs)
-                except (KeyboardInterrupt, SystemExit, MemoryError) as error:
-                    forward_error = error
-                    queue.clear()
-                    break
-                except BaseException as error:
-                    forward_error = error
-                    forward_messages.append(str(error))
-                    fixed = (
-                        repair(f"{type(error).__name__}: {error}", args, profile)
-                        if given is None
-                        else None
-                    )
-                    if fixed is not None:
-                        queue.insert(0, (fixed, kwargs, False))
-                    continue
-                self.recipe.update(
-                    inputs=args,
-                    input_kwargs=kwargs,
-                    output_shapes=[shapes_of(out)],
-                    output_digest=output_digest(out),
-                    attempts=attempts,
-                )
-                problem = self.check_output(out)
-                if problem:
-                    forward_error = output_error = OutputError(problem)
-                    if NON_FINITE in problem and self.input_seed == self.seed and given is None:
-                        self.input_seed = self.seed + 1  # once, with other input values
-                        tried.remove(key)
-                        queue.insert(0, (args, kwargs, True))
-                    continue
-                if harvester is not None:
-                    harvester.restore()
-                    self.harvest = list(harvester.records.values())
-                refusal = self.refusal()
-                if refusal is not None:
-                    self.finish("forward", *refusal)
-                    return
-                if ctor.placeholders:
-                    self.finish(
-                        "forward",
-                        "ctor-args",
-                        f"forward ran only with placeholders for {', '.join(ctor.placeholders)}",
-                    )
-                    return
-                self.passed("forward", forward_started)
-                if depth == "backward":
-                    self.backward(block, args, kwargs)
-                else:
-                    self.finish()
-                return
-            if isinstance(forward_error, (KeyboardInterrupt, SystemExit, MemoryError)):
-                break
-            if self.replay is not None:
-                continue
-            widened = match_residual(ctor, forward_messages) or called_class(ctor, forward_messages)
-            if widened is not None and repr(widened.kwargs) not in widened_seen:
-                widened_seen.add(repr(widened.kwargs))
-                pending.insert(0, (widened, given))
-        self.recipe["attempts"] = attempts
-        if not built_any:
-            assert ctor_error is not None or attempts == 0
-            failure = ctor_error or RuntimeError("no constructor candidate")
-            self.finish(
-                "instantiate",
-                classify(failure, "instantiate", self.violations),
-                describe(failure),
-                error=failure,
-            )
-            return
-        failure = (
-            output_error
-            or forward_error
-            or screened_error
-            or RuntimeError("no input candidate within the attempt bound")
-        )
-        self.finish(
-            "forward",
-            classify(failure, "forward", self.violations),
-            describe(failure),
-            error=failure,
-        )
+        Search(self, module, cls, depth).run()
 
     def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None:
         """A meta-device screen for costly input candidates (request key ``meta_screen``:
@@ -506,18 +250,6 @@ class Runner:
                 harvester.paused = False
             self.recipe["screens"] = screen.screens
             self.recipe["meta_screen"] = screen.copy is not None
-
-    def next_candidate(
-        self, pending: list[Any], candidates: Iterator[Any]
-    ) -> tuple[Ctor, list[tuple[list[Any], dict[str, Any]]] | None] | None:
-        """The next constructor candidate: repairs first, then the generator's."""
-        if pending:
-            return cast(tuple[Ctor, Any], pending.pop(0))
-        try:
-            return cast(tuple[Ctor, Any] | None, next(candidates, None))
-        except Exception as error:  # a hinted or recorded value that cannot be rebuilt
-            message = f"the recipe's values cannot be rebuilt: {describe(error)}"
-            raise RecipeError(message) from error
 
     def record_ctor(self, ctor: Ctor) -> None:
         """Record the constructor call about to be tried (so a failure has its recipe too)."""
@@ -584,7 +316,7 @@ class Runner:
                 return
             loss = sum((t.float().mean() if not t.is_complex() else t.abs().mean()) for t in live)
             assert isinstance(loss, torch.Tensor)
-            loss.backward()  # type: ignore[no-untyped-call]
+            loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
         except BaseException as error:
             self.finish(
                 "backward",

@@ -74,16 +74,17 @@ def _only_var(sig: inspect.Signature) -> bool:
     return all(p.kind in kinds for p in sig.parameters.values())
 
 
-def string_choices(cls: Any) -> dict[str, str]:
-    """First string a parameter is compared with in the class source (``mode in ('cat', ...)``)."""
-    out: dict[str, str] = {}
+def value_choices(cls: Any) -> dict[str, object]:
+    """The value a parameter must take, from the class source: the first string it is compared
+    with (``mode in ('cat', ...)``), or the smallest integer key of the table it is checked
+    against (``depth in self.arch_settings``, ``if depth not in ARCHS: raise``)."""
+    out: dict[str, object] = {}
     for klass in getattr(cls, "__mro__", ())[:4]:
         if klass.__module__.split(".")[0] in {"torch", "builtins"}:
             break
         names = vars(sys.modules[klass.__module__]) if klass.__module__ in sys.modules else {}
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
+        tree = _parsed(klass)
+        if tree is None:
             continue
         for node in ast.walk(tree):
             if not isinstance(node, ast.Compare):
@@ -99,6 +100,11 @@ def string_choices(cls: Any) -> dict[str, str]:
             if name is None:
                 continue
             for op, right in zip(node.ops, node.comparators, strict=False):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    keys = _int_keys(_table(right, cls, names))
+                    if keys:
+                        out.setdefault(name, min(keys))
+                        continue
                 if not isinstance(op, (ast.Eq, ast.In)):
                     continue
                 items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
@@ -112,38 +118,186 @@ def string_choices(cls: Any) -> dict[str, str]:
     return out
 
 
-def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
-    """(attributes the constructors read from parameter ``name``, names of ``build``-like
-    calls it is passed to), from the ``__init__`` sources of ``cls`` and its bases."""
-    reads: set[str] = set()
-    builds: list[str] = []
-    for klass in getattr(cls, "__mro__", ())[:4]:
-        init = vars(klass).get("__init__")
-        if init is None or klass.__module__.split(".")[0] in {"torch", "builtins"}:
-            continue
+def _table(node: ast.expr, cls: Any, names: Mapping[str, Any]) -> object:
+    """The value of ``self.table`` / ``cls.table`` / a module-level ``TABLE`` / a literal."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return getattr(cls, node.attr, None) if node.value.id in {"self", "cls"} else None
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
         try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
-        except (OSError, TypeError, SyntaxError):
-            continue
+            return ast.literal_eval(node)
+        except ValueError:
+            return None
+    return None
+
+
+def _int_keys(table: object) -> list[int]:
+    if not isinstance(table, (Mapping, list, tuple, set, frozenset)):
+        return []
+    keys = list(table)
+    if keys and all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+        return keys
+    return []
+
+
+def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
+    """(attributes the code reads from parameter ``name``, names of ``build``-like calls it
+    is passed to), from the ``__init__`` sources of ``cls`` and its bases, following the
+    parameter into what it is handed to: ``Part(config)`` (the class's or function's source
+    of the block file), ``self.config = config`` (``self.config.x`` in any method)."""
+    usage = _Usage()
+    usage.of_class(cls, name, 0)
+    return usage.reads, usage.builds
+
+
+_FOLLOW_DEPTH = 3
+"""How many hand-overs (``Part(config)`` inside ``Block(config)``) a parameter is followed."""
+
+
+class _Usage:
+    """Collects what code does with one parameter (see :func:`parameter_usage`)."""
+
+    def __init__(self) -> None:
+        self.reads: set[str] = set()
+        self.builds: list[str] = []
+        self.seen: set[tuple[int, str]] = set()
+
+    def of_class(self, cls: Any, name: str, depth: int) -> None:
+        for klass in getattr(cls, "__mro__", ())[:4]:
+            init = vars(klass).get("__init__")
+            if init is None or _foreign(klass):
+                continue
+            held = self.of_function(init, name, depth, klass)
+            if held:
+                self.of_attributes(klass, held)
+
+    def of_function(self, func: Any, name: str, depth: int, owner: Any = None) -> set[str]:
+        """Walk ``func``'s source for uses of ``name``; return the ``self`` attributes that
+        hold it."""
+        func = inspect.unwrap(func)  # the code, not a recording wrapper (its globals differ)
+        key = (id(func), name)
+        if key in self.seen:
+            return set()
+        self.seen.add(key)
+        tree = _parsed(func)
+        if tree is None:
+            return set()
+        scope = getattr(func, "__globals__", {})
+        held: set[str] = set()
+        for node in ast.walk(tree):
+            if _is_name(node, name, ast.Attribute):
+                assert isinstance(node, ast.Attribute)
+                self.reads.add(node.attr)
+            elif isinstance(node, ast.Assign) and _is_name(node.value, name):
+                held.update(
+                    t.attr
+                    for t in node.targets
+                    if isinstance(t, ast.Attribute) and _is_name(t.value, "self")
+                )
+            elif isinstance(node, ast.Call):
+                self.of_call(node, name, depth, scope, owner)
+        return held
+
+    def of_call(
+        self, node: ast.Call, name: str, depth: int, scope: Mapping[str, Any], owner: Any
+    ) -> None:
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        passed = [*node.args, *(k.value for k in node.keywords)]
+        if not any(_is_name(a, name) for a in passed):
+            return
+        if called == "getattr" and len(node.args) == 2:  # with a default: absent is fine
+            key = node.args[1]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                self.reads.add(key.value)
+        elif "build" in called.lower() and _is_config_argument(node, name):
+            if depth == 0:
+                self.builds.append(called)
+        elif depth < _FOLLOW_DEPTH and isinstance(func, ast.Name):
+            target = scope.get(func.id)
+            inner = _receiving_parameter(target, node, name)
+            if inner is None:
+                return
+            if isinstance(target, type):
+                self.of_class(target, inner, depth + 1)
+            else:
+                self.of_function(target, inner, depth + 1)
+        elif depth < _FOLLOW_DEPTH and owner is not None and _is_name(func, "self", ast.Attribute):
+            assert isinstance(func, ast.Attribute)
+            method = inspect.getattr_static(owner, func.attr, None)  # self._make_layer(cfg)
+            if inspect.isfunction(method):
+                inner = _receiving_parameter(method, node, name, bound=True)
+                if inner is not None:
+                    self.of_function(method, inner, depth + 1, owner)
+
+    def of_attributes(self, klass: type, held: set[str]) -> None:
+        """``self.config.x`` anywhere in the class, for ``self.config = config``."""
+        tree = _parsed(klass)
+        if tree is None:
+            return
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == name
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr in held
+                and _is_name(node.value.value, "self")
             ):
-                reads.add(node.attr)
-            elif isinstance(node, ast.Call):
-                func = node.func
-                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-                passed = [*node.args, *(k.value for k in node.keywords)]
-                if any(isinstance(a, ast.Name) and a.id == name for a in passed):
-                    if called == "getattr" and len(node.args) > 1:
-                        key = node.args[1]
-                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                            reads.add(key.value)
-                    elif "build" in called.lower() and _is_config_argument(node, name):
-                        builds.append(called)
-    return reads, builds
+                self.reads.add(node.attr)
+
+
+def _foreign(klass: type) -> bool:
+    return klass.__module__.split(".")[0] in {"torch", "builtins"}
+
+
+_PARSED: dict[int, tuple[Any, ast.AST | None]] = {}
+
+
+def _parsed(obj: Any) -> ast.AST | None:
+    """The parsed source of ``obj`` (parsed once: a child probes one block, whose classes
+    are asked about for every parameter and candidate)."""
+    known = _PARSED.get(id(obj))
+    if known is not None and known[0] is obj:
+        return known[1]
+    try:
+        tree: ast.AST | None = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    _PARSED[id(obj)] = (obj, tree)
+    return tree
+
+
+def _is_name(node: ast.AST, name: str, kind: type[ast.AST] | None = None) -> bool:
+    """``node`` is the name ``name`` (or, with ``kind=ast.Attribute``, an attribute of it)."""
+    if kind is ast.Attribute:
+        return isinstance(node, ast.Attribute) and _is_name(node.value, name)
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _receiving_parameter(
+    target: Any, node: ast.Call, name: str, *, bound: bool = False
+) -> str | None:
+    """The parameter of the block file's class or function ``target`` that receives ``name``
+    in the call ``node`` (by position or keyword; ``bound``: a method called on ``self``),
+    or ``None``."""
+    if not (inspect.isclass(target) or inspect.isfunction(target)) or _foreign_object(target):
+        return None
+    for keyword in node.keywords:
+        if keyword.arg is not None and _is_name(keyword.value, name):
+            return keyword.arg
+    position = next((i for i, a in enumerate(node.args) if _is_name(a, name)), None)
+    sig = init_signature(target)[0] if inspect.isclass(target) else signature_of(target)
+    if sig is None or position is None:
+        return None
+    params = [
+        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    position += bound
+    return params[position].name if position < len(params) else None
+
+
+def _foreign_object(target: Any) -> bool:
+    return str(getattr(target, "__module__", "")).split(".")[0] in {"torch", "builtins", "typing"}
 
 
 def _is_config_argument(node: ast.Call, name: str) -> bool:
@@ -186,6 +340,70 @@ def config_class_for(module: Any, reads: set[str]) -> type | None:
     return None if best is None else best[2]
 
 
+def class_with_attributes(module: Any, reads: set[str]) -> type | None:
+    """The block file's module class that carries every attribute in ``reads`` as plain class
+    data (``block.expansion``: a block class passed as a factory), fewest required
+    constructor parameters first; ``None`` if there is none."""
+    if module is None or not reads:
+        return None
+    found = [
+        value
+        for value in list(vars(module).values())
+        if isinstance(value, type)
+        and issubclass(value, nn.Module)
+        and value.__module__ == module.__name__
+        and all(_is_class_data(value, attr) for attr in reads)
+        and not is_abstract_module(value)
+    ]
+    found.sort(key=lambda cls: (required_count(cls), cls.__qualname__))
+    return found[0] if found else None
+
+
+def classes_setting(module: Any, reads: set[str]) -> list[type]:
+    """The block file's runnable module classes whose own code sets every attribute in
+    ``reads`` (``self.d_model = ...``), fewest required constructor parameters first."""
+    if module is None or not reads:
+        return []
+    found = [
+        value
+        for name, attributes in _set_attributes(module).items()
+        if reads <= attributes
+        and isinstance(value := vars(module).get(name), type)
+        and issubclass(value, nn.Module)
+        and value.__module__ == module.__name__
+        and not is_abstract_module(value)
+    ]
+    return sorted(found, key=lambda cls: (required_count(cls), cls.__qualname__))
+
+
+_SET_CACHE: dict[int, dict[str, set[str]]] = {}
+
+
+def _set_attributes(module: Any) -> dict[str, set[str]]:
+    """``self.X`` attributes assigned in each top-level class of ``module`` (one parse)."""
+    key = id(module)
+    if key not in _SET_CACHE:
+        tree = _parsed(module)
+        found: dict[str, set[str]] = {}
+        for node in tree.body if isinstance(tree, ast.Module) else ():
+            if isinstance(node, ast.ClassDef):
+                found[node.name] = {
+                    target.attr
+                    for sub in ast.walk(node)
+                    if isinstance(sub, (ast.Assign, ast.AnnAssign))
+                    for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
+                    if isinstance(target, ast.Attribute) and _is_name(target.value, "self")
+                }
+        _SET_CACHE.clear()  # one block per child: keep only the latest module
+        _SET_CACHE[key] = found
+    return _SET_CACHE[key]
+
+
+def _is_class_data(cls: type, attr: str) -> bool:
+    value = inspect.getattr_static(cls, attr, None)
+    return value is not None and isinstance(value, (int, float, str, bool, tuple))
+
+
 def is_abstract_module(cls: type) -> bool:
     """A module class that cannot run: abstract methods, no ``forward`` of its own, or a
     ``forward`` that only raises ``NotImplementedError`` (a base such as a message-passing
@@ -195,9 +413,8 @@ def is_abstract_module(cls: type) -> bool:
     forward = getattr(cls, "forward", None)
     if forward is None or forward is nn.Module.forward:
         return True
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(forward)))
-    except (OSError, TypeError, SyntaxError):
+    tree = _parsed(forward)
+    if not isinstance(tree, ast.Module):
         return False
     node = tree.body[0] if tree.body else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -1,0 +1,100 @@
+"""The harvest pass: every block of a source runs once, recording the real constructor calls
+of its parts, and the harvest is frozen before any verdict uses it (the first session too)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from nnrag.model import BlockRef
+from nnrag.validate.stages import BlockSource, complete_harvests
+
+POLL_S = 0.5
+"""How often a share waits for the other shares of the pass."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HarvestPass:
+    """What a harvest pass did: the sources it froze, the blocks it ran (in any share)."""
+
+    frozen: tuple[str, ...] = ()
+    ran: frozenset[str] = frozenset()
+
+
+def pending_sources(workspace: BlockSource, selected: Iterable[BlockRef]) -> list[str]:
+    """Sources whose every block is in ``selected`` and whose harvest is not final yet (only a
+    pass over a whole source can freeze its harvest)."""
+    chosen = {block.id for block in selected}
+    by_source: dict[str, list[str]] = {}
+    for block in workspace.blocks():
+        by_source.setdefault(block.source, []).append(block.id)
+    cache = workspace.results()
+    state = workspace.extraction_state()
+    return sorted(
+        source
+        for source, ids in by_source.items()
+        if all(i in chosen for i in ids) and not cache.harvest_complete(source, state)
+    )
+
+
+def harvest_first(
+    workspace: BlockSource,
+    selected: Sequence[BlockRef],
+    validate: Callable[[BlockRef], object],
+    *,
+    share: tuple[int, int] = (0, 1),
+    run_id: str = "",
+    folder: Path,
+    wait_s: float = 3600.0,
+) -> HarvestPass:
+    """Run this process's ``share`` (index, count) of the harvest pass, then freeze.
+
+    ``validate`` runs one block as the session will (its results and harvest go to the
+    cache, so the session's own run of a block without harvested parts is a cache hit). With
+    several processes (``count`` > 1, e.g. xdist workers of one run ``run_id``), each runs
+    every ``count``-th block and waits, up to ``wait_s``, for the others' marker files in
+    ``folder``; a share that never finishes leaves the harvest unfrozen (verdicts then use no
+    harvest, as keyed).
+    """
+    sources = pending_sources(workspace, selected)
+    if not sources:
+        return HarvestPass()
+    index, count = share
+    blocks = sorted((b for b in selected if b.source in sources), key=lambda b: b.id)
+    mine = blocks[index::count]
+    for block in mine:
+        validate(block)
+    ran = frozenset(b.id for b in mine)
+    if count > 1:
+        others = _all_shares_done(folder, run_id, ran, index=index, count=count, wait_s=wait_s)
+        if others is None:
+            return HarvestPass(ran=ran)
+        ran |= others
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / "freeze.lock")):
+        frozen = complete_harvests(workspace, [b.id for b in blocks])
+    return HarvestPass(frozen=tuple(frozen), ran=ran)
+
+
+def _all_shares_done(
+    folder: Path, run_id: str, ran: frozenset[str], *, index: int, count: int, wait_s: float
+) -> frozenset[str] | None:
+    """Mark this share done (with the blocks it ran); wait for every other share of run
+    ``run_id``; return the blocks all shares ran, or ``None`` when one never finished."""
+    marks = folder / f"run-{run_id}"
+    marks.mkdir(parents=True, exist_ok=True)
+    done = marks / f"share-{index}.json"
+    done.with_suffix(".tmp").write_text(json.dumps(sorted(ran)))
+    done.with_suffix(".tmp").replace(done)  # whole, or not there
+    deadline = time.monotonic() + wait_s
+    paths = [marks / f"share-{i}.json" for i in range(count)]
+    while time.monotonic() < deadline:
+        if all(path.exists() for path in paths):
+            return frozenset(i for path in paths for i in json.loads(path.read_text()))
+        time.sleep(POLL_S)
+    return None

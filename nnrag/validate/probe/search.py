@@ -1,0 +1,402 @@
+"""Sandbox child: the search over constructor candidates and inputs for one block class."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from torch import nn
+
+from nnrag.validate.probe.args import Ctor, Synth, decode
+from nnrag.validate.probe.graph import called_class
+from nnrag.validate.probe.harvest import Harvester
+from nnrag.validate.probe.inputs import input_candidates
+from nnrag.validate.probe.outcomes import (
+    NON_FINITE,
+    OutputError,
+    RecipeError,
+    classify,
+    describe,
+    output_digest,
+    shapes_of,
+)
+from nnrag.validate.probe.profiles import PROFILES, Profile
+from nnrag.validate.probe.repair import (
+    fill_none_layers,
+    fill_none_sizes,
+    lengthen,
+    listify,
+    match_residual,
+    name_repairs,
+    scale_sizes,
+)
+from nnrag.validate.probe.reshape import repair
+from nnrag.validate.probe.screen import MetaScreen
+from nnrag.validate.probe.signatures import shallow_defaults
+from nnrag.validate.probe.values import seed_cpu
+
+if TYPE_CHECKING:
+    import pluggy
+
+
+class Runner(Protocol):
+    """What the search needs of the runner (``probe.runner.Runner``): the request, the
+    recipe and stage bookkeeping, and the guarded forward/backward calls."""
+
+    request: Mapping[str, Any]
+    recipe: dict[str, Any]
+    harvest: list[dict[str, Any]]
+    violations: list[str]
+    plugins: pluggy.PluginManager | None
+    replay: Mapping[str, Any] | None
+    deadline: float
+    seed: int
+    input_seed: int
+
+    def send(self, message: dict[str, Any]) -> None: ...
+    def passed(self, stage: str, started: float) -> None: ...
+    def finish(
+        self,
+        failed: str | None = None,
+        category: str | None = None,
+        message: str = "",
+        *,
+        error: BaseException | None = None,
+    ) -> None: ...
+    def refusal(self, *, imports: bool = True) -> tuple[str, str] | None: ...
+    def violated(self, stage: str, started: float) -> bool: ...
+    def screen_for(self, cls: type, ctor: Ctor, block: nn.Module) -> MetaScreen | None: ...
+    def screened_out(
+        self,
+        screen: MetaScreen,
+        harvester: Harvester | None,
+        args: list[Any],
+        kwargs: dict[str, Any],
+    ) -> str | None: ...
+    def record_ctor(self, ctor: Ctor) -> None: ...
+    def record_built(self, block: nn.Module) -> None: ...
+    def forward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> Any: ...
+    def check_output(self, out: Any) -> str: ...
+    def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None: ...
+
+
+MAX_ATTEMPTS = 40
+"""Hard bound on constructor plus forward attempts per block."""
+
+Inputs = list[tuple[list[Any], dict[str, Any]]]
+"""Input candidates: (positional specs, keyword specs)."""
+Candidate = tuple[Ctor, Inputs | None]
+"""A constructor call and, when they are known (hints, recipes), the inputs to give it."""
+_FATAL = (KeyboardInterrupt, SystemExit, MemoryError)
+
+
+def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Iterator[Candidate]:
+    """Constructor candidates, best first: a replayed recipe alone, else the hints alone, else
+    the frozen harvest's calls, then synthesized ones for every size profile (defaulted depths
+    cut to one layer first)."""
+    if request.get("replay") is not None:  # exactly the recorded constructor call and inputs
+        recipe = request["replay"]
+        yield (
+            _decoded(recipe, "init_args", "init_kwargs", str(recipe.get("origin") or "none")),
+            [(list(recipe.get("inputs") or []), dict(recipe.get("input_kwargs") or {}))],
+        )
+        return
+    hints = request.get("hints")
+    if hints:
+        given = hints.get("inputs")
+        yield (
+            _decoded(hints, "init_args", "init_kwargs", "hinted"),
+            [(list(given), dict(hints.get("input_kwargs", {})))] if given is not None else None,
+        )
+        return
+    for record in request.get("harvested", ()):
+        try:
+            ctor = _decoded(record, "init_args", "init_kwargs", "harvested")
+        except Exception:
+            continue
+        yield ctor, [(list(record["inputs"]), dict(record.get("input_kwargs", {})))]
+    seen: list[str] = []
+    for profile in PROFILES:
+        synth = Synth(module, profile)
+        try:
+            args, kwargs = synth.fill(cls)
+        except Exception:
+            continue
+        shallow = {**kwargs, **shallow_defaults(cls)}
+        for candidate in (shallow, kwargs):
+            key = repr((args, candidate))
+            if key in seen:
+                continue
+            seen.append(key)
+            yield Ctor("synthesized", args, candidate, synth.placeholders, profile), None
+
+
+def _decoded(record: Mapping[str, Any], args: str, kwargs: str, origin: str) -> Ctor:
+    return Ctor(
+        origin,
+        tuple(cast(list[object], decode(record.get(args) or []))),
+        {k: decode(v) for k, v in (record.get(kwargs) or {}).items()},
+    )
+
+
+def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
+    """Other constructor calls suggested by the error ``ctor`` raised."""
+    found = (
+        listify(ctor, cls, error),
+        fill_none_layers(ctor, cls, error),
+        fill_none_sizes(ctor, cls),
+        scale_sizes(ctor, error),
+        lengthen(ctor, cls, error),
+        *name_repairs(ctor, cls, error),
+    )
+    return [repaired for repaired in found if repaired is not None]
+
+
+class Search:
+    """Constructor candidates (with their repairs) until one builds, then input candidates
+    (with their repairs) until one runs forward; the runner records and reports."""
+
+    def __init__(self, runner: Runner, module: Any, cls: type, depth: str) -> None:
+        self.runner = runner
+        self.module = module
+        self.cls = cls
+        self.depth = depth
+        self.want_forward = depth in {"forward", "backward"}
+        harvest = bool(runner.request.get("harvest")) and self.want_forward
+        self.harvester = Harvester(module, cls) if harvest else None
+        self.started = time.monotonic()
+        self.forward_started = 0.0
+        self.attempts = 0
+        self.built_any = False
+        self.stopped = False
+        self.ctor_error: BaseException | None = None
+        self.forward_error: BaseException | None = None
+        self.output_error: OutputError | None = None
+        self.screened_error: RuntimeError | None = None
+        self.pending: list[Candidate] = []
+        self.widened_seen: set[str] = set()
+
+    def run(self) -> None:
+        runner = self.runner
+        runner.send({"kind": "running", "stage": "instantiate"})
+        candidates = ctor_candidates(runner.request, self.module, self.cls)
+        while (item := self.next_candidate(candidates)) is not None:
+            ctor, given = item
+            if self.attempts >= MAX_ATTEMPTS or (
+                time.monotonic() > runner.deadline and self.built_any
+            ):
+                break
+            block = self.construct(ctor, given)
+            if self.stopped:
+                break
+            if block is None:
+                continue
+            if not self.built_any and self.first_build():
+                return
+            try:
+                block.eval()
+            except Exception as error:  # the block's own train() takes other arguments
+                runner.finish("forward", "runtime-error", f"eval() failed: {describe(error)}")
+                return
+            outcome, messages = self.try_inputs(block, ctor, given)
+            if outcome == "done":
+                return
+            if outcome == "stop":
+                break
+            if runner.replay is None:
+                self.widen(ctor, given, messages)
+        self.fail()
+
+    def next_candidate(self, candidates: Iterator[Candidate]) -> Candidate | None:
+        """The next constructor candidate: repairs first, then the generator's."""
+        if self.pending:
+            return self.pending.pop(0)
+        try:
+            return next(candidates, None)
+        except Exception as error:  # a hinted or recorded value that cannot be rebuilt
+            message = f"the recipe's values cannot be rebuilt: {describe(error)}"
+            raise RecipeError(message) from error
+
+    def construct(self, ctor: Ctor, given: Inputs | None) -> nn.Module | None:
+        """The block built from ``ctor``, or ``None`` (its repairs queued; ``stopped`` when
+        the error ends the search)."""
+        runner = self.runner
+        self.attempts += 1
+        runner.record_ctor(ctor)
+        seed_cpu(runner.seed)
+        try:
+            block = self.cls(*ctor.args, **ctor.kwargs)
+        except _FATAL as error:
+            self.ctor_error, self.stopped = error, True
+            return None
+        except BaseException as error:
+            self.ctor_error = error
+            if runner.replay is None:
+                self.pending.extend((fixed, given) for fixed in ctor_repairs(ctor, self.cls, error))
+            return None
+        try:
+            runner.record_built(block)
+        except Exception as error:  # e.g. a subclass that never called Module.__init__
+            self.ctor_error = error
+            return None
+        return cast(nn.Module, block)
+
+    def first_build(self) -> bool:
+        """The instantiate stage passed; ``True`` when the run is over (a refusal, or the
+        requested depth reached)."""
+        runner = self.runner
+        self.built_any = True
+        if runner.violated("instantiate", self.started):
+            return True
+        if not self.want_forward:
+            runner.recipe["attempts"] = self.attempts
+            runner.finish()
+            return True
+        self.forward_started = time.monotonic()
+        runner.send({"kind": "running", "stage": "forward"})
+        return False
+
+    def try_inputs(
+        self, block: nn.Module, ctor: Ctor, given: Inputs | None
+    ) -> tuple[str, list[str]]:
+        """Run forward on input candidates until one passes: (``"done"`` when reported,
+        ``"stop"`` when the search must end, else ``"next"``; the forward messages)."""
+        runner = self.runner
+        profile = ctor.profile or PROFILES[0]
+        found = (
+            given
+            if given is not None
+            else input_candidates(block, profile, ctor.kwargs, runner.plugins)
+        )
+        queue: list[tuple[list[Any], dict[str, Any], bool]] = [(a, k, False) for a, k in found]
+        screen = runner.screen_for(self.cls, ctor, block) if given is None else None
+        tried: list[str] = []
+        messages: list[str] = []
+        while queue and self.attempts < MAX_ATTEMPTS and time.monotonic() < runner.deadline:
+            args, kwargs, screened = queue.pop(0)
+            key = repr((args, kwargs))
+            if key in tried:
+                continue
+            if (
+                screen is not None
+                and not screened
+                and screen.worth(args, kwargs)
+                and screen.active
+                and self.screened(screen, queue, tried, (args, kwargs), profile)
+            ):
+                continue
+            tried.append(key)
+            self.attempts += 1
+            # the last inputs tried stay in the recipe, so a failure can be reproduced too
+            runner.recipe.update(inputs=args, input_kwargs=kwargs)
+            try:
+                out = runner.forward(block, args, kwargs)
+            except _FATAL as error:
+                self.forward_error = error
+                return "stop", messages
+            except BaseException as error:
+                self.forward_error = error
+                messages.append(str(error))
+                fixed = (
+                    repair(f"{type(error).__name__}: {error}", args, profile)
+                    if given is None
+                    else None
+                )
+                if fixed is not None:
+                    queue.insert(0, (fixed, kwargs, False))
+                continue
+            runner.recipe.update(
+                inputs=args,
+                input_kwargs=kwargs,
+                output_shapes=[shapes_of(out)],
+                output_digest=output_digest(out),
+                attempts=self.attempts,
+            )
+            problem = runner.check_output(out)
+            if problem:
+                self.forward_error = self.output_error = OutputError(problem)
+                if NON_FINITE in problem and runner.input_seed == runner.seed and given is None:
+                    runner.input_seed = runner.seed + 1  # once, with other input values
+                    tried.remove(key)
+                    queue.insert(0, (args, kwargs, True))
+                continue
+            self.succeed(block, ctor, args, kwargs)
+            return "done", messages
+        return "next", messages
+
+    def screened(
+        self,
+        screen: MetaScreen,
+        queue: list[tuple[list[Any], dict[str, Any], bool]],
+        tried: list[str],
+        candidate: tuple[list[Any], dict[str, Any]],
+        profile: Profile,
+    ) -> bool:
+        """Check a costly candidate on the meta device first; ``True`` when it was rejected
+        there (its repair queued first, or itself queued last for a real run)."""
+        args, kwargs = candidate
+        rejected = self.runner.screened_out(screen, self.harvester, args, kwargs)
+        if rejected is None:
+            return False
+        fixed = repair(rejected, args, profile)
+        if fixed is not None:  # meta's message fixed it: no CPU run for this one
+            queue.insert(0, (fixed, kwargs, False))
+            tried.append(repr((args, kwargs)))
+            self.screened_error = self.screened_error or RuntimeError(
+                f"{rejected} (on the meta device)"
+            )
+        else:  # run it for real, last: CPU's message may say more
+            queue.append((args, kwargs, True))
+        return True
+
+    def succeed(
+        self, block: nn.Module, ctor: Ctor, args: list[Any], kwargs: dict[str, Any]
+    ) -> None:
+        """Forward ran: report it (unless refused or built on placeholders), then backward."""
+        runner = self.runner
+        if self.harvester is not None:
+            self.harvester.restore()
+            runner.harvest = list(self.harvester.records.values())
+        refusal = runner.refusal()
+        if refusal is not None:
+            runner.finish("forward", *refusal)
+            return
+        if ctor.placeholders:
+            runner.finish(
+                "forward",
+                "ctor-args",
+                f"forward ran only with placeholders for {', '.join(ctor.placeholders)}",
+            )
+            return
+        runner.passed("forward", self.forward_started)
+        if self.depth == "backward":
+            runner.backward(block, args, kwargs)
+        else:
+            runner.finish()
+
+    def widen(self, ctor: Ctor, given: Inputs | None, messages: list[str]) -> None:
+        """Queue the constructor call the forward errors point to (a residual's width, a
+        class called with other arguments), once each."""
+        widened = match_residual(ctor, messages) or called_class(ctor, messages)
+        if widened is not None and repr(widened.kwargs) not in self.widened_seen:
+            self.widened_seen.add(repr(widened.kwargs))
+            self.pending.insert(0, (widened, given))
+
+    def fail(self) -> None:
+        runner = self.runner
+        runner.recipe["attempts"] = self.attempts
+        if not self.built_any:
+            assert self.ctor_error is not None or self.attempts == 0
+            failure: BaseException = self.ctor_error or RuntimeError("no constructor candidate")
+            stage = "instantiate"
+        else:
+            failure = (
+                self.output_error
+                or self.forward_error
+                or self.screened_error
+                or RuntimeError("no input candidate within the attempt bound")
+            )
+            stage = "forward"
+        category = classify(failure, stage, runner.violations)
+        runner.finish(stage, category, describe(failure), error=failure)
