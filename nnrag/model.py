@@ -341,6 +341,13 @@ class Closure:
     registrations: tuple[Registration, ...] = ()
     """Registrations carried because the closure reaches their type string (their units are
     among :attr:`units`)."""
+    pruned: Mapping[tuple[str, str, int], tuple[str, ...]] = field(default_factory=dict)
+    """(source, module, unit index) of a plain helper class -> the methods no code of the
+    closure can call (no kept code reads an attribute of that name): left out of the block
+    (see :mod:`nnrag.extract.methods`)."""
+    stand_ins: tuple[tuple[str, str, int], ...] = ()
+    """(source, module, unit index) of classes the closure only tests against
+    (``isinstance``) or names in annotations: emitted as an empty class of the same name."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

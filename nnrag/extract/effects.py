@@ -50,6 +50,9 @@ class Effect:
     """(module used as an object, attr, what it denotes); ``None``: the module only."""
     problems: tuple[Located, ...]
     sort_key: SortKey
+    tested: frozenset[UnitKey] = frozenset()
+    """Classes among ``deps`` only tested against or named in annotations (a stand-in
+    does, unless another unit of the closure needs the class itself)."""
 
 
 class UnitEffect:
@@ -110,6 +113,7 @@ class UnitEffect:
             members=tuple(self.members),
             problems=tuple(dict.fromkeys(self.problems)),
             sort_key=(key[0], key[1], self.unit.start_line, self.unit.index),
+            tested=summary.tested,
         )
 
     def _include(self, info: ModuleInfo, unit: Unit) -> UnitKey:

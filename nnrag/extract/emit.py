@@ -30,6 +30,7 @@ from nnrag.blockfile.header import body_digest, render_header
 from nnrag.diagnostics import diagnostic
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
+from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
 from nnrag.extract.needs import scanner_for
 from nnrag.extract.registries import registries_for
@@ -57,6 +58,8 @@ class _Plan:
     flat: dict[Entity, str] = field(default_factory=dict)
     imports: dict[Entity, ImportBinding] = field(default_factory=dict)
     problems: list[Diagnostic] = field(default_factory=list)
+    cut: dict[str, int] = field(default_factory=dict)
+    """Per source file (``source:path``): lines of methods left out of plain classes."""
 
 
 def emit(index: Index, closure: Closure) -> Extracted:
@@ -88,7 +91,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     imports = "\n".join(part for part in (future, _format_imports(plan.imports, plan.flat)) if part)
     if imports:
         chunks.append(imports)
-    chunks += _unit_chunks(index, plan, rewrites, namespaces, lazy=lazy, all_lazy=all_lazy)
+    chunks += _unit_chunks(index, closure, plan, rewrites, namespaces, lazy=lazy, all_lazy=all_lazy)
     chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
     body = "\n\n".join(chunk if _normal(chunk) else chunk.rstrip("\n") + "\n" for chunk in chunks)
     digest = body_digest(body)
@@ -129,6 +132,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
 
 def _unit_chunks(
     index: Index,
+    closure: Closure,
     plan: _Plan,
     rewrites: Mapping[int, Rewrite],
     namespaces: Mapping[int, list[str]],
@@ -142,12 +146,14 @@ def _unit_chunks(
     earlier one is emitted once; a unit of a module in ``lazy`` gets string annotations
     unless ``all_lazy`` (then the file has the future import). A registry that imports
     source modules by name to fill itself (``locations=['pkg.models']``) gets an empty list
-    instead: the closure carries the registrations its type strings need.
+    instead: the closure carries the registrations its type strings need. A plain helper
+    class loses the methods the closure cannot call (``closure.pruned``).
     """
     chunks: list[str] = []
     emitted: dict[str, set[int]] = {}
     cache = cache_for(index)
     registries = registries_for(index, scanner_for(index))
+    stand_ins = set(closure.stand_ins)
     for position, (info, unit) in enumerate(plan.units):
         if namespaces:
             chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
@@ -170,9 +176,31 @@ def _unit_chunks(
         if registries.family((info.source, info.module, unit.index)) is not None:
             for located in registries.locations(info, unit):
                 chunk = chunk.replace(located, "[]", 1)
+        if (info.source, info.module, unit.index) in stand_ins:
+            stand_in = _stand_in(info, unit, plan)
+            file = f"{info.source}:{info.path}"
+            plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - stand_in.count("\n")
+            chunks.append(stand_in)
+            continue
+        dropped = closure.pruned.get((info.source, info.module, unit.index))
+        if dropped:
+            shorter = drop_methods(chunk, frozenset(dropped))
+            file = f"{info.source}:{info.path}"
+            plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - shorter.count("\n")
+            chunk = shorter
         chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     return chunks
+
+
+def _stand_in(info: ModuleInfo, unit: Unit, plan: _Plan) -> str:
+    """An empty class named like the class of ``unit`` (see ``Closure.stand_ins``)."""
+    name = unit.classes[0].name
+    flat = plan.flat.get(("def", info.module, name), name)
+    return (
+        f"# from {info.module}\nclass {flat}:\n"
+        f'    """Stand-in for {info.module}.{name}: the block only tests against it."""\n'
+    )
 
 
 def _chunk_of(
@@ -573,6 +601,8 @@ def _file_lines(plan: _Plan) -> dict[str, int]:
     for info, unit in plan.units:
         key = f"{info.source}:{info.path}"
         found[key] = found.get(key, 0) + unit.end_line - unit.start_line + 1
+    for key, lines in plan.cut.items():
+        found[key] -= lines
     return dict(sorted(found.items()))
 
 

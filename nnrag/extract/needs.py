@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nnrag.diagnostics import closure_problem
+from nnrag.extract.syntax import (
+    dotted,
+    is_empty_container,
+    lookups_only,
+    may_find,
+    mutates,
+    reads_namespace,
+    type_tests,
+    writes,
+)
 from nnrag.index.symbols import Resolution, Symbols
 from nnrag.model import Category, Diagnostic, ImportBinding, ModuleInfo, Unit
 
@@ -29,15 +40,12 @@ UnitKey = tuple[str, str, int]
 """(source, module, unit index)."""
 
 COMPOUND = frozenset({"if", "try", "with"})
+_TYPING = frozenset({"typing", "typing_extensions", "collections"})
 _SCANNERS: weakref.WeakKeyDictionary[Index, UnitScanner] = weakref.WeakKeyDictionary()
 _DYNAMIC_ROOTS = frozenset({"getattr", "globals", "vars", "eval", "exec", "__import__"})
 _DYNAMIC_ROOTS |= frozenset({"importlib", "sys", "import_module"})
-_EMPTY_FACTORIES = frozenset({"dict", "OrderedDict", "defaultdict", "collections.OrderedDict"})
-_EMPTY_FACTORIES |= frozenset({"collections.defaultdict"})
 _QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
-_WRITERS = frozenset({"update", "setdefault", "__setitem__"})
-_NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
 
 
 Finding = tuple[Diagnostic, "Registry | None"]
@@ -73,6 +81,9 @@ class Summary:
     others: tuple[Use, ...]
     """Reads that become problems (or need the walk's context)."""
     findings: tuple[Finding, ...]
+    tested: frozenset[UnitKey] = frozenset()
+    """Classes among ``deps`` it only tests against (``isinstance(x, C)``) or names in
+    annotations: a stand-in class of the same name does for them (see ``resolve``)."""
 
 
 class UnitScanner:
@@ -93,6 +104,8 @@ class UnitScanner:
         self._positions: dict[tuple[UnitKey, str], tuple[int, int]] = {}
         self._words: dict[UnitKey, frozenset[str]] = {}
         self._lookups: dict[tuple[UnitKey, str], tuple[tuple[str, ...], bool] | None] = {}
+        self._tests: dict[UnitKey, frozenset[str]] = {}
+        self._aliases: dict[UnitKey, bool] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
         """The closure effects of including ``unit`` (memoized)."""
@@ -105,12 +118,23 @@ class UnitScanner:
         references: list[tuple[tuple[str, str], tuple[str, str]]] = []
         builtins: set[tuple[str, str]] = set()
         others: list[Use] = []
+        tested: set[UnitKey] = set()
+        strong: set[UnitKey] = set()
         findings = self.findings(info, unit, symbols)
         for use in self.uses(info, unit, symbols):
             found = use.found
             home = found.module
             if found.kind == "definition" and home is not None:
+                weak = (
+                    not use.line
+                    and use.prefix == use.chain  # the class itself, not ``C.Inner``
+                    and all(dep.kind == "class" for dep in found.units)
+                    and (
+                        use.chain in self.type_tests(info, unit) or self.alias(info, unit, symbols)
+                    )
+                )
                 for dep in found.units:
+                    (tested if weak else strong).add((home.source, home.module, dep.index))
                     # a load-time read of a name bound only further down the same module
                     # is not an ordering constraint (the original would not run it either)
                     later = home is info and dep.start_line > unit.start_line
@@ -151,6 +175,7 @@ class UnitScanner:
             builtins=tuple(sorted(builtins)),
             others=tuple(others),
             findings=findings,
+            tested=frozenset(tested - strong),
         )
         self._summaries[key] = summary
         return summary
@@ -186,7 +211,7 @@ class UnitScanner:
             if not targets or set(other.binds) & targets:
                 continue
             body = self.tree(info, other)
-            if body is not None and any(_mutates(stmt, targets) for stmt in body.body):
+            if body is not None and any(mutates(stmt, targets) for stmt in body.body):
                 found.append(other)
         return tuple(found)
 
@@ -247,6 +272,39 @@ class UnitScanner:
         self._uses[key] = result
         return result
 
+    def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
+        (alone or in a tuple) or inside annotations."""
+        key = (info.source, info.module, unit.index)
+        found = self._tests.get(key)
+        if found is None:
+            tree = self.tree(info, unit)
+            found = self._tests[key] = type_tests(tree) if tree is not None else frozenset()
+        return found
+
+    def alias(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> bool:
+        """Whether ``unit`` is a type alias: ``X = List[A]``, ``Union[A, B]`` (a subscript
+        of a ``typing``/builtin name): it cannot build an ``A``, so the classes it names are
+        only tested against."""
+        key = (info.source, info.module, unit.index)
+        found = self._aliases.get(key)
+        if found is None:
+            tree = self.tree(info, unit) if unit.kind == "assign" else None
+            found = False
+            if tree is not None and len(tree.body) == 1:
+                value = getattr(tree.body[0], "value", None)
+                if isinstance(value, ast.Subscript) and not any(
+                    isinstance(node, ast.Call) for node in ast.walk(value)
+                ):
+                    chain = dotted(value.value)
+                    kind = symbols.lookup(info, chain, before=unit.start_line) if chain else None
+                    found = kind is not None and (
+                        kind.kind in ("builtin", "typing")
+                        or (kind.kind == "external" and kind.target.split(".")[0] in _TYPING)
+                    )
+            self._aliases[key] = found
+        return found
+
     def lookups(
         self, info: ModuleInfo, unit: Unit, chain: str
     ) -> tuple[tuple[str, ...], bool] | None:
@@ -263,7 +321,7 @@ class UnitScanner:
         tree = self.tree(info, unit)
         found: tuple[tuple[str, ...], bool] | None = None
         if tree is not None:
-            found = _lookups_only(tree, chain)
+            found = lookups_only(tree, chain)
         self._lookups[key] = found
         return found
 
@@ -300,6 +358,11 @@ class UnitScanner:
             tree: ast.Module | None = ast.parse(text)
         except SyntaxError:  # a unit sharing a line with another statement (``a = 1; b = 2``)
             tree = None
+            if unit.index < 0:  # a method of a class alone (nnrag.extract.methods): indented
+                try:
+                    tree = ast.parse(textwrap.dedent(text))
+                except SyntaxError:
+                    tree = None
         self._trees[key] = tree
         return tree
 
@@ -333,7 +396,7 @@ class UnitScanner:
             for root in sorted(roots)
             if (registry := self._registry(info, unit, root, symbols)) is not None
         }
-        if registries or (roots & _DYNAMIC_ROOTS and _may_find(self.text(info, unit), roots)):
+        if registries or (roots & _DYNAMIC_ROOTS and may_find(self.text(info, unit), roots)):
             tree = self.tree(info, unit)
             if tree is not None:
                 found.extend(self._visit(tree, info, unit, symbols, registries))
@@ -369,11 +432,11 @@ class UnitScanner:
 
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
-                name = _dotted(node.func)
+                name = dotted(node.func)
                 if name in ("getattr", "vars", "dir") and node.args and name in reads:
                     # an internal module object (``vars(aggr)``) becomes a namespace of its
                     # public names (see resolve); the module's own namespace cannot
-                    target = _dotted(node.args[0])
+                    target = dotted(node.args[0])
                     if target == "sys.modules[__name__]":
                         yield at(
                             node,
@@ -386,7 +449,7 @@ class UnitScanner:
                     name in ("globals", "vars")
                     and not node.args
                     and name in reads
-                    and _reads_namespace(node, parents())
+                    and reads_namespace(node, parents())
                 ):
                     yield at(
                         node,
@@ -399,7 +462,7 @@ class UnitScanner:
                 elif (
                     isinstance(node.func, ast.Attribute)
                     and node.func.attr == "get"
-                    and _dotted(node.func.value) in registries
+                    and dotted(node.func.value) in registries
                     and node.args
                     and not isinstance(node.args[0], ast.Constant)
                 ):
@@ -409,7 +472,7 @@ class UnitScanner:
             elif (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.ctx, ast.Load)
-                and _dotted(node.value) in registries
+                and dotted(node.value) in registries
                 and not isinstance(node.slice, ast.Constant)
             ):
                 yield _registry_use(at(node, "dynamic-registry", ""), registries, node.value)
@@ -460,7 +523,7 @@ class UnitScanner:
         self, home: ModuleInfo, unit: Unit, name: str, symbols: Symbols
     ) -> Registry | None:
         tree = self.tree(home, unit)
-        if tree is None or len(tree.body) != 1 or not _is_empty_container(tree.body[0]):
+        if tree is None or len(tree.body) != 1 or not is_empty_container(tree.body[0]):
             return None
         for other in home.units:
             if other.kind != "def" or not any(
@@ -468,7 +531,7 @@ class UnitScanner:
             ):
                 continue
             body = self.tree(home, other)
-            if body is None or not _writes(body, name) or not other.binds:
+            if body is None or not writes(body, name) or not other.binds:
                 continue
             writer = other.binds[0]
             registrations = tuple(
@@ -524,7 +587,7 @@ _At = Callable[[ast.expr, Category, str], Finding]
 
 
 def _registry_use(where: Finding, registries: Mapping[str, Registry], node: ast.expr) -> Finding:
-    registry = registries[_dotted(node) or ""]
+    registry = registries[dotted(node) or ""]
     message = (
         f"looks up {registry.name!r} (a registry filled by {registry.writer}()) with a key "
         f"computed at run time; entries registered in {', '.join(registry.elsewhere[:3])}"
@@ -553,121 +616,3 @@ def _make_use(
         found=found,
         crosses=crosses,
     )
-
-
-def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
-    """``@X.method(...)``/``@X.method`` on a definition, or a bare ``X.method(...)`` call."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        calls = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
-    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        calls = [stmt.value.func]
-    else:
-        return False
-    for func in calls:
-        if isinstance(func, ast.Attribute) and "register" in func.attr.lower():
-            continue  # a registration: carried by its key (see nnrag.extract.registries)
-        root = func
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if func is not root and isinstance(root, ast.Name) and root.id in names:
-            return True
-    return False
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Subscript):
-        inner = _dotted(node.value)
-        if inner == "sys.modules" and isinstance(node.slice, ast.Name):
-            parts.append(f"sys.modules[{node.slice.id}]")
-            return ".".join(reversed(parts))
-        return None
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] | None:
-    """See :meth:`UnitScanner.lookups`."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    names: list[str] = []
-    dynamic = False
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
-            continue
-        if _dotted(node) != chain:
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute):
-            continue  # ``m.x``: a longer chain
-        if (
-            isinstance(parent, ast.Call)
-            and _dotted(parent.func) in ("getattr", "hasattr")
-            and parent.args
-            and parent.args[0] is node
-        ):
-            name = parent.args[1] if len(parent.args) > 1 else None
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                names.append(name.value)
-            else:
-                dynamic = True
-            continue
-        return None
-    return tuple(dict.fromkeys(names)), dynamic
-
-
-def _may_find(text: str, roots: set[str]) -> bool:
-    """Whether :meth:`UnitScanner._visit` can find anything in a unit without registries:
-    ``globals()``/``vars()``, or a call that needs ``__name__`` (``getattr(sys.modules[
-    __name__], ...)``) or an import by name (``import_module``, ``__import__``) in the text.
-    Most units read ``getattr`` on objects only; they are not parsed again."""
-    if roots & {"globals", "vars"}:
-        return True
-    return "__name__" in text or "import_module" in text or "__import__" in text
-
-
-def _reads_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
-    """``globals()[name]``, ``globals().get(name)``, ``name in globals()``, iteration over it:
-    a lookup by string (not a write, not an identity check like ``f_globals is globals()``)."""
-    parent = parents.get(id(call))
-    if isinstance(parent, ast.Subscript):
-        return isinstance(parent.ctx, ast.Load)
-    if isinstance(parent, ast.Attribute):
-        return parent.attr in _NAMESPACE_READS
-    if isinstance(parent, ast.Compare):
-        return any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
-    return isinstance(parent, (ast.For, ast.comprehension))
-
-
-def _is_empty_container(statement: ast.stmt) -> bool:
-    value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
-    if isinstance(value, ast.Dict):
-        return not value.keys
-    if isinstance(value, ast.Call) and _dotted(value.func) in _EMPTY_FACTORIES:
-        return not value.keywords and len(value.args) <= (
-            1 if _dotted(value.func) in ("defaultdict", "collections.defaultdict") else 0
-        )
-    return False
-
-
-def _writes(tree: ast.Module, name: str) -> bool:
-    """``name[...] = ...``, ``name.update(...)`` or ``name.setdefault(...)`` inside ``tree``."""
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.ctx, ast.Store)
-            and _dotted(node.value) == name
-        ):
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _WRITERS
-            and _dotted(node.func.value) == name
-        ):
-            return True
-    return False

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import ast
-import heapq
 import itertools
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nnrag.diagnostics import closure_problem
 from nnrag.errors import ExtractionError
 from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
+from nnrag.extract.methods import Method, MethodIndex
 from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
+from nnrag.extract.order import CallClosure, Components, runs_at_load, topological
 from nnrag.extract.registries import Carrier, registries_for
 from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
 from nnrag.model import (
@@ -62,8 +63,9 @@ class _Memo:
     wants: dict[UnitKey, tuple[tuple[tuple[str, str], str, object], ...]] = field(
         default_factory=dict
     )
-    components: dict[UnitKey, _Components] = field(default_factory=dict)
+    components: dict[UnitKey, Components] = field(default_factory=dict)
     function_locals: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
+    methods: MethodIndex | None = None
 
 
 _MEMOS: weakref.WeakKeyDictionary[Index, _Memo] = weakref.WeakKeyDictionary()
@@ -98,6 +100,25 @@ class _Walk:
         """Internal modules used as objects -> attr -> (module, name) it denotes."""
         self.also: tuple[tuple[str, str], ...] = ()
         """Further ``(module, name)`` roots besides the block (see :func:`resolve`)."""
+        if self.memo.methods is None:
+            self.memo.methods = MethodIndex(symbols, scanner)
+        self.methods = self.memo.methods
+        self.pending: dict[UnitKey, dict[str, Method]] = {}
+        """Plain classes (:mod:`nnrag.extract.methods`) -> their methods not kept yet."""
+        self.parts: dict[UnitKey, list[Effect]] = {}
+        """Plain classes -> the effects of their always-kept part and of each kept method."""
+        self.attributes: set[str] = set()
+        """Attribute names and quoted words of everything kept so far."""
+        self.whole: set[UnitKey] = set()
+        """Plain classes some class that is not plain derives from: kept whole."""
+        self.tested: dict[UnitKey, _Included] = {}
+        """Classes only tested against so far (``isinstance``, annotations)."""
+        self.stubs: set[UnitKey] = set()
+        """Classes nothing but type tests reach: emitted as stand-ins."""
+        self.family: dict[UnitKey, UnitKey] = {}
+        """Plain class -> a class it derives from or that derives from it (union-find)."""
+        self.own: dict[UnitKey, set[str]] = {}
+        """Family root -> attributes its classes read on ``self``/``cls``."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -115,9 +136,10 @@ class _Walk:
             if key not in self.units:
                 self.units[key] = _Included(info=home, unit=unit, parent=None)
                 self.queue.append(key)
-        while self.queue:
-            self._visit(self.queue.pop())
+        self._drain()
         registrations = self._carry_registrations()
+        self._stand_ins()
+        self._combine()
         order = self._order()
         renames = self._renames(order)
         imports = tuple(
@@ -145,6 +167,10 @@ class _Walk:
                 for module, members in sorted(self.namespaces.items())
             },
             registrations=registrations,
+            pruned={
+                key: tuple(sorted(waiting)) for key, waiting in self.pending.items() if waiting
+            },
+            stand_ins=tuple(sorted(self.stubs)),
         )
 
     def _carry_registrations(self) -> tuple[Registration, ...]:
@@ -161,8 +187,7 @@ class _Walk:
                 added = self._add_registration(registration, parent) or added
             if not added:
                 break
-            while self.queue:
-                self._visit(self.queue.pop())
+            self._drain()
         for key, where, text in carrier.unregistered(self.units):
             problem: Located = (
                 "dynamic-registry",
@@ -209,18 +234,60 @@ class _Walk:
 
     def _visit(self, key: UnitKey) -> None:
         entry = self.units[key]
+        members = self.methods.members(entry.info, entry.unit)
+        if members is None:
+            effect = entry.effect = self._effect(key, entry.info, entry.unit)
+            self._apply(effect)
+            self.attributes |= self.methods.attributes(entry.info, entry.unit)
+            if entry.unit.kind == "class":
+                self._keep_bases_whole(entry.info, entry.unit)
+            return
+        always = self._effect((key[0], key[1], members.always.index), entry.info, members.always)
+        self.parts[key] = [always]
+        self._apply(always, parent=key)
+        self.attributes |= members.attributes
+        self._own(key).update(members.own)
+        for home, base in self.methods.internal_bases(entry.info, entry.unit):
+            self._join(key, (home.source, home.module, base.index))
+        self.pending[key] = {method.name: method for method in members.methods}
+
+    def _root(self, key: UnitKey) -> UnitKey:
+        family = self.family
+        while family.get(key, key) != key:
+            key = family[key]
+        return key
+
+    def _own(self, key: UnitKey) -> set[str]:
+        return self.own.setdefault(self._root(key), set())
+
+    def _join(self, key: UnitKey, other: UnitKey) -> None:
+        """One family for two plain classes, one deriving from the other: a method reads
+        ``self.x``, and ``x`` may be any class of the family's."""
+        first, second = self._root(key), self._root(other)
+        if first != second:
+            self.family[second] = first
+            self._own(first).update(self.own.pop(second, ()))
+
+    def _effect(self, key: UnitKey, info: ModuleInfo, unit: Unit) -> Effect:
+        """The memoized effect of a unit (or of a part of a plain class: a synthetic unit)."""
         effect = self.memo.effects.get(key)
         if effect is None:
-            effect = UnitEffect(
-                self.index, self.symbols, self.scanner, key, entry.info, entry.unit
-            ).build()
+            effect = UnitEffect(self.index, self.symbols, self.scanner, key, info, unit).build()
             self.memo.effects[key] = effect
-        entry.effect = effect
-        units, queue = self.units, self.queue
+        return effect
+
+    def _apply(self, effect: Effect, parent: UnitKey | None = None) -> None:
+        """Include what ``effect`` adds: its units (queued), imports, names, problems."""
+        key = parent or (effect.sort_key[0], effect.sort_key[1], effect.sort_key[3])
+        units, queue, tested = self.units, self.queue, effect.tested
         for dep, home, unit in effect.deps:
-            if dep not in units:
-                units[dep] = _Included(info=home, unit=unit, parent=key)
-                queue.append(dep)
+            if dep in units:
+                continue
+            if dep in tested:
+                self.tested.setdefault(dep, _Included(info=home, unit=unit, parent=key))
+                continue
+            units[dep] = _Included(info=home, unit=unit, parent=key)
+            queue.append(dep)
         imports = self.imports
         for local, pair in effect.imports:
             if local not in imports:
@@ -235,6 +302,84 @@ class _Walk:
                 members[attr] = target
         for problem in effect.problems:
             self.problems.setdefault(problem, key)
+
+    # -- methods of plain classes ------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Visit the queue, then keep the methods whose names the closure reads, to a fixed
+        point."""
+        while True:
+            while self.queue:
+                self._visit(self.queue.pop())
+            if not self._keep_methods():
+                return
+
+    def _keep_methods(self) -> bool:
+        kept = False
+        for key, waiting in self.pending.items():
+            own = self._own(key)
+            names = [n for n in waiting if key in self.whole or n in self.attributes or n in own]
+            for name in names:
+                method = waiting.pop(name)
+                entry = self.units[key]
+                for part in method.parts:
+                    effect = self._effect((key[0], key[1], part.index), entry.info, part)
+                    self.parts[key].append(effect)
+                    self._apply(effect, parent=key)
+                self.attributes |= method.attributes
+                self._own(key).update(method.own)
+                kept = True
+        return kept
+
+    def _keep_bases_whole(self, info: ModuleInfo, unit: Unit) -> None:
+        """A class that is not plain may have any method called by code outside the
+        closure, inherited ones too: the plain classes it derives from are kept whole."""
+        stack = list(self.methods.internal_bases(info, unit))
+        while stack:
+            home, base = stack.pop()
+            key = (home.source, home.module, base.index)
+            if key not in self.whole:
+                self.whole.add(key)
+                stack.extend(self.methods.internal_bases(home, base))
+
+    def _stand_ins(self) -> None:
+        """Classes the closure only tests against (``isinstance(x, C)``) or names in
+        annotations: no code of the closure builds one, so no object of the block is one,
+        and an empty class of that name answers every such test as the original would."""
+        for key, entry in self.tested.items():
+            if key in self.units:
+                continue
+            self.units[key] = entry
+            self.stubs.add(key)
+            entry.effect = Effect(
+                deps=(),
+                load=frozenset(),
+                call=frozenset(),
+                imports=(),
+                references=(),
+                builtins=(),
+                members=(),
+                problems=(),
+                sort_key=(key[0], key[1], entry.unit.start_line, key[2]),
+            )
+
+    def _combine(self) -> None:
+        """Each plain class's effect: its always-kept part and its kept methods together."""
+        for key, parts in self.parts.items():
+            entry = self.units[key]
+            load = frozenset().union(*(p.load for p in parts)) - {key}
+            call = frozenset().union(*(p.call for p in parts)) - {key}
+            entry.effect = Effect(
+                deps=tuple(d for p in parts for d in p.deps),
+                load=load,
+                call=call,
+                imports=tuple(i for p in parts for i in p.imports),
+                references=tuple(r for p in parts for r in p.references),
+                builtins=tuple(b for p in parts for b in p.builtins),
+                members=tuple(m for p in parts for m in p.members),
+                problems=tuple(dict.fromkeys(q for p in parts for q in p.problems)),
+                sort_key=(key[0], key[1], entry.unit.start_line, key[2]),
+            )
 
     def _path(self, key: UnitKey | None) -> tuple[str, ...]:
         labels: list[str] = []
@@ -257,19 +402,21 @@ class _Walk:
         closure's graph is ordered as it is.
         """
         units = self.units
+        if self.parts or self.stubs:  # plain classes, stand-ins: needs differ per closure
+            return topological(self._closure_needs(self._own_needs()), self._sort_key)
         memo, previous = self.memo.needs, self.memo.previous
         needs: dict[UnitKey, frozenset[UnitKey]] = {}
-        calls: _CallClosure | None = None
+        calls: CallClosure | None = None
         closed = True
         for key, entry in units.items():
             wanted = memo.get(key)
             if wanted is None:
                 # what must run before this unit: its load-time reads, and all they call
                 # when they run then; the same in every closure, so memoized per index
-                calls = calls or _CallClosure(self.memo.effects, self.scanner.reach)
+                calls = calls or CallClosure(self.memo.effects, self.scanner.reach)
                 found = set(_effect(entry).load)
                 for dep in _effect(entry).load:
-                    if _runs_at_load(units[dep].unit, reader=entry.unit):
+                    if runs_at_load(units[dep].unit, reader=entry.unit):
                         found |= calls.of(dep)
                 found.discard(key)
                 wanted = memo[key] = frozenset(found)
@@ -281,8 +428,27 @@ class _Walk:
                 wanted = wanted | before
             needs[key] = wanted
         if closed:
-            return _Components.order(self.memo.components, needs, self._sort_key)
-        return _topological(self._closure_needs(), self._sort_key)
+            return Components.order(self.memo.components, needs, self._sort_key)
+        return topological(
+            self._closure_needs({key: self.memo.needs[key] for key in self.units}),
+            self._sort_key,
+        )
+
+    def _own_needs(self) -> dict[UnitKey, frozenset[UnitKey]]:
+        """The load-time needs of this closure's units (see :meth:`_order`), computed from
+        this closure's effects (a plain class brings only its kept methods' reads)."""
+        units = self.units
+        calls = CallClosure({key: _effect(entry) for key, entry in units.items()}, {})
+        needs: dict[UnitKey, frozenset[UnitKey]] = {}
+        for key, entry in units.items():
+            load = _effect(entry).load
+            found = set(load)
+            for dep in load:
+                if runs_at_load(units[dep].unit, reader=entry.unit):
+                    found |= calls.of(dep)
+            found.discard(key)
+            needs[key] = frozenset(found)
+        return needs
 
     def _previous_binders(self, key: UnitKey, entry: _Included) -> frozenset[UnitKey]:
         """For each name ``entry`` binds, the unit of its module binding it just before."""
@@ -298,10 +464,11 @@ class _Walk:
                 found.add((key[0], key[1], earlier.index))
         return frozenset(found)
 
-    def _closure_needs(self) -> dict[UnitKey, frozenset[UnitKey]]:
-        """Memoized needs plus, per name bound by several units of a module in this
-        closure, each such unit after the previous one in it."""
-        needs = {key: self.memo.needs[key] for key in self.units}
+    def _closure_needs(
+        self, needs: dict[UnitKey, frozenset[UnitKey]]
+    ) -> dict[UnitKey, frozenset[UnitKey]]:
+        """``needs`` plus, per name bound by several units of a module in this closure,
+        each such unit after the previous one in it."""
         by_name: dict[tuple[str, str, str], list[UnitKey]] = {}
         for key, entry in self.units.items():
             for name in entry.unit.binds:
@@ -401,208 +568,6 @@ class _Walk:
         return found
 
 
-def _topological(
-    needs: Mapping[UnitKey, frozenset[UnitKey]], sort_key: Callable[[UnitKey], SortKey]
-) -> list[UnitKey]:
-    """Dependencies first, ties broken by ``sort_key``; a cycle stays together, in file order.
-
-    The strongly connected components of the ``needs`` graph (Tarjan) are ordered with
-    Kahn's algorithm, smallest component key first; members of a component by their key.
-    Most closures have no load-time cycle: Kahn's algorithm over the units themselves
-    then gives the same order (every component is one unit) without computing components.
-    """
-    acyclic = _acyclic_order(needs, sort_key)
-    if acyclic is not None:
-        return acyclic
-    components = _components(needs)
-    of = {key: number for number, members in enumerate(components) for key in members}
-    first = [min(sort_key(k) for k in members) for members in components]
-    users: list[set[int]] = [set() for _ in components]
-    pending = [0] * len(components)
-    for number, members in enumerate(components):
-        deps = {of[dep] for key in members for dep in needs[key]} - {number}
-        pending[number] = len(deps)
-        for dep in deps:
-            users[dep].add(number)
-    ready = [(first[n], n) for n in range(len(components)) if not pending[n]]
-    heapq.heapify(ready)
-    order: list[UnitKey] = []
-    while ready:
-        _, number = heapq.heappop(ready)
-        order.extend(sorted(components[number], key=sort_key))
-        for user in users[number]:
-            pending[user] -= 1
-            if not pending[user]:
-                heapq.heappush(ready, (first[user], user))
-    return order
-
-
-class _Components:
-    """A strongly connected component of the load-time needs of units, memoized per index.
-
-    ``needs`` of a unit do not depend on the block and a closure holds everything its units
-    need, so a component found in one closure is the same in every closure that has one of
-    its units. With each component's transitive needs (``reach``) known, only the needs not
-    implied by another need (``direct``) are edges for Kahn's algorithm: the same order as
-    :func:`_topological`, with a fraction of the edges and no per-block Tarjan.
-    """
-
-    __slots__ = ("direct", "first", "members", "reach")
-
-    def __init__(self, members: list[UnitKey], sort_key: Callable[[UnitKey], SortKey]) -> None:
-        self.members = sorted(members, key=sort_key)
-        self.first = sort_key(self.members[0])
-        self.reach: frozenset[_Components] = frozenset()
-        self.direct: tuple[_Components, ...] = ()
-
-    @staticmethod
-    def order(
-        memo: dict[UnitKey, _Components],
-        needs: Mapping[UnitKey, frozenset[UnitKey]],
-        sort_key: Callable[[UnitKey], SortKey],
-    ) -> list[UnitKey]:
-        """``needs`` (closed: it holds every unit its units need) in :func:`_topological` order."""
-        if any(key not in memo for key in needs):
-            _Components._learn(memo, needs, sort_key)
-        present = {memo[key]: None for key in needs}
-        pending: dict[_Components, int] = {}
-        users: dict[_Components, list[_Components]] = {}
-        ready: list[tuple[SortKey, int, _Components]] = []
-        for component in present:
-            pending[component] = len(component.direct)
-            if not component.direct:
-                ready.append((component.first, id(component), component))
-            for dep in component.direct:
-                users.setdefault(dep, []).append(component)
-        heapq.heapify(ready)
-        order: list[UnitKey] = []
-        while ready:
-            component = heapq.heappop(ready)[2]
-            order.extend(component.members)
-            for user in users.get(component, ()):
-                left = pending[user] - 1
-                pending[user] = left
-                if not left:
-                    heapq.heappush(ready, (user.first, id(user), user))
-        return order
-
-    @staticmethod
-    def _learn(
-        memo: dict[UnitKey, _Components],
-        needs: Mapping[UnitKey, frozenset[UnitKey]],
-        sort_key: Callable[[UnitKey], SortKey],
-    ) -> None:
-        # A known unit needs only known units (its component was learned with everything it
-        # reaches), so the new components are those of the new units, with edges among them.
-        # Tarjan yields a component after every component it reaches.
-        new = {key: frozenset(d for d in deps if d not in memo) for key, deps in needs.items()}
-        for key in [key for key in new if key in memo]:
-            del new[key]
-        for members in _components(new):
-            component = _Components(members, sort_key)
-            for key in members:
-                memo[key] = component
-            deps = {memo[dep] for key in members for dep in needs[key]}
-            deps.discard(component)
-            implied: set[_Components] = set()
-            for dep in deps:
-                implied |= dep.reach
-            component.reach = frozenset(deps | implied)
-            component.direct = tuple(sorted(deps - implied, key=lambda c: c.first))
-
-
-def _acyclic_order(
-    needs: Mapping[UnitKey, frozenset[UnitKey]], sort_key: Callable[[UnitKey], SortKey]
-) -> list[UnitKey] | None:
-    """Kahn's algorithm over single units, smallest key first; ``None`` on a cycle."""
-    pending: dict[UnitKey, int] = {}
-    users: dict[UnitKey, list[UnitKey]] = {}
-    ready: list[tuple[SortKey, UnitKey]] = []
-    for key, deps in needs.items():
-        pending[key] = len(deps)
-        if not deps:
-            ready.append((sort_key(key), key))
-        for dep in deps:
-            found = users.get(dep)
-            if found is None:
-                users[dep] = [key]
-            else:
-                found.append(key)
-    heapq.heapify(ready)
-    order: list[UnitKey] = []
-    while ready:
-        key = heapq.heappop(ready)[1]
-        order.append(key)
-        for user in users.get(key, ()):
-            left = pending[user] - 1
-            pending[user] = left
-            if not left:
-                heapq.heappush(ready, (sort_key(user), user))
-    return order if len(order) == len(needs) else None
-
-
-def _components(needs: Mapping[UnitKey, frozenset[UnitKey]]) -> list[list[UnitKey]]:
-    """Strongly connected components (iterative Tarjan).
-
-    Membership does not depend on visiting order; callers order components by their keys.
-    """
-    index: dict[UnitKey, int] = {}
-    low: dict[UnitKey, int] = {}
-    stack: list[UnitKey] = []
-    on_stack: set[UnitKey] = set()
-    found: list[list[UnitKey]] = []
-    for root in needs:
-        if root in index:
-            continue
-        work: list[tuple[UnitKey, Iterator[UnitKey]]] = [(root, iter(needs[root]))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(needs[child])))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                members: list[UnitKey] = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    members.append(member)
-                    if member == node:
-                        break
-                found.append(members)
-    return found
-
-
-_CREATION_HOOKS = frozenset({"__init_subclass__", "__set_name__", "__new__", "__prepare__"})
-
-
-def _runs_at_load(dep: Unit, *, reader: Unit) -> bool:
-    """Whether code of ``dep`` runs while ``reader`` executes (so what it calls is needed then).
-
-    A function read at load time is a decorator or a call; a class read by a statement that
-    is not a class is instantiated or called; a class with creation hooks
-    (``__init_subclass__``, a metaclass' ``__new__``) runs them for every subclass.
-    """
-    if dep.kind == "def":
-        return True
-    if dep.kind != "class":
-        return False
-    return reader.kind != "class" or any(_CREATION_HOOKS & set(c.methods) for c in dep.classes)
-
-
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -647,43 +612,6 @@ def _label(unit: Unit) -> str:
     if unit.binds:
         return unit.binds[0]
     return f"<{unit.kind} at line {unit.start_line}>"
-
-
-class _CallClosure:
-    """Units reachable through call-time edges (what runs when a unit's functions run).
-
-    Edges of a unit do not depend on the block being resolved, so the sets are kept per
-    index (``memo``) and shared by every resolution.
-    """
-
-    def __init__(
-        self, effects: Mapping[UnitKey, Effect], memo: dict[UnitKey, frozenset[UnitKey]]
-    ) -> None:
-        self.effects = effects
-        self.memo = memo
-
-    def of(self, start: UnitKey) -> frozenset[UnitKey]:
-        cached = self.memo.get(start)
-        if cached is not None:
-            return cached
-        seen: set[UnitKey] = set()
-        stack = [start]
-        while stack:
-            key = stack.pop()
-            known = self.memo.get(key) if key != start else None
-            if known is not None:
-                seen |= known
-                seen.add(key)
-                continue
-            effect = self.effects[key]
-            for dep in itertools.chain(effect.call, effect.load):
-                if dep not in seen:
-                    seen.add(dep)
-                    stack.append(dep)
-        seen.discard(start)
-        result = frozenset(seen)
-        self.memo[start] = result
-        return result
 
 
 def _effect(entry: _Included) -> Effect:

@@ -614,7 +614,8 @@ def _random_closed_graph(seed: int, size: int) -> dict[tuple[str, str, int], fro
 def test_memoized_components_order_like_tarjan_and_kahn() -> None:
     """The memoized component order equals the per-closure one, on graphs with cycles, also
     when components were learned earlier from a closed part of the graph."""
-    from nnrag.extract.resolve import _Components, _topological
+    from nnrag.extract.order import Components as _Components
+    from nnrag.extract.order import topological as _topological
 
     def sort_key(key: tuple[str, str, int]) -> tuple[str, str, int, int]:
         return (key[0], key[1], -key[2], key[2])  # not the insertion order

@@ -1,0 +1,421 @@
+"""Per-method reachability: which methods of a plain helper class a closure can call.
+
+A class is one unit of the index, and including it used to include what every one of its
+methods reads. For a *plain* class (its bases are builtins, ``abc``/``typing`` classes or
+plain classes of the sources; no metaclass but ``abc.ABCMeta``; it never looks its own
+attributes up by a computed name) only code that spells a method's name calls it:
+``obj.method``, ``getattr(obj, "method")``. So a method of such a class is kept when a kept
+part of the closure reads an attribute of that name (or quotes it), or reads it on
+``self``/``cls`` in a plain class of the same family (bases and subclasses); its reads count
+only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Python itself),
+abstract methods, methods with decorators other than ``property``/``staticmethod``/
+``classmethod``/setters, and methods the class body names are always kept.
+
+A class with other bases (``nn.Module``, ``logging.Logger``, ``json.JSONEncoder``: code
+outside the closure calls their methods by name) is kept whole, and so are the plain
+classes it derives from (:meth:`MethodIndex.internal_bases`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from nnrag.model import ImportBinding, ModuleInfo, Unit
+
+if TYPE_CHECKING:
+    from nnrag.extract.needs import UnitKey, UnitScanner
+    from nnrag.index.symbols import Symbols
+
+__all__ = ["Members", "Method", "MethodIndex", "drop_methods"]
+
+_PLAIN_MODULES = frozenset({"abc", "typing", "typing_extensions", "builtins"})
+"""External modules whose classes call no method of a subclass by a non-dunder name."""
+_PLAIN_DECORATORS = frozenset(
+    {"property", "staticmethod", "classmethod", "cached_property", "overload"}
+)
+"""Decorators that register a method nowhere. ``abstractmethod`` is not one of them: an
+abstract method left out would let an incomplete subclass be built."""
+_ACCESSORS = frozenset({"setter", "getter", "deleter"})
+_SELF = frozenset({"self", "cls"})
+_ENUMERATE = frozenset({"dir", "vars", "getmembers", "getattr", "hasattr", "setattr"})
+_ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_]\w*)")
+_QUOTED = re.compile(r"""(['"])([A-Za-z_]\w{0,79})\1""")
+_PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
+_SPREAD = 4096
+"""Synthetic unit indexes: ``-(index * _SPREAD + part + 1)`` (never a real unit's index)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """One prunable method (all defs of one name: a property's getter and setter)."""
+
+    name: str
+    parts: tuple[Unit, ...]
+    """Synthetic units: the method's own lines and reads (indexes below zero)."""
+    attributes: frozenset[str]
+    """Attribute names and quoted words its code reads (what it can call in turn)."""
+    own: frozenset[str]
+    """Attributes it reads on ``self``/``cls`` (methods of its own class family)."""
+    spans: tuple[tuple[int, int], ...]
+    """Absolute (first, last) lines of each def, decorators included."""
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    """A plain class split into what always comes with it and its prunable methods."""
+
+    always: Unit
+    """A synthetic unit: the class with the reads of its prunable methods taken out."""
+    attributes: frozenset[str]
+    """Attribute names, quoted words and names of the always-kept part."""
+    own: frozenset[str]
+    """Attributes the always-kept part reads on ``self``/``cls``."""
+    methods: tuple[Method, ...]
+
+
+class MethodIndex:
+    """Per index: each class unit split into its members (``None``: kept whole)."""
+
+    def __init__(self, symbols: Symbols, scanner: UnitScanner) -> None:
+        self.symbols = symbols
+        self.scanner = scanner
+        self._members: dict[UnitKey, Members | None] = {}
+        self._bases: dict[UnitKey, tuple[tuple[ModuleInfo, Unit], ...] | None] = {}
+        self._attributes: dict[UnitKey, frozenset[str]] = {}
+
+    def members(self, info: ModuleInfo, unit: Unit) -> Members | None:
+        """The members of a plain class unit; ``None`` for any other unit (kept whole)."""
+        key = (info.source, info.module, unit.index)
+        if key in self._members:
+            return self._members[key]
+        self._members[key] = None  # cycle guard (a class deriving from itself via aliases)
+        found = None
+        if unit.kind == "class" and not unit.type_checking and len(unit.classes) == 1:
+            found = self._split(info, unit)
+        self._members[key] = found
+        return found
+
+    def bases(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[ModuleInfo, Unit], ...] | None:
+        """The class units of the sources ``unit``'s class derives from directly, or ``None``
+        when one of its bases is not a plain class (external, computed, a metaclass)."""
+        key = (info.source, info.module, unit.index)
+        if key not in self._bases:
+            self._bases[key] = self._find_bases(info, unit)
+        return self._bases[key]
+
+    def internal_bases(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[ModuleInfo, Unit], ...]:
+        """The class units of the sources ``unit``'s class derives from directly, whatever
+        its other bases are."""
+        tree = self.scanner.tree(info, unit) if unit.kind == "class" else None
+        if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.ClassDef):
+            return ()
+        found: list[tuple[ModuleInfo, Unit]] = []
+        for base in tree.body[0].bases:
+            chain = _dotted(base.value if isinstance(base, ast.Subscript) else base)
+            resolved = self.symbols.lookup(info, chain, before=unit.start_line) if chain else None
+            if resolved is None or resolved.kind != "definition" or resolved.module is None:
+                continue
+            found += [(resolved.module, u) for u in resolved.units if u.kind == "class"]
+        return tuple(found)
+
+    def attributes(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """Attribute names and quoted words in ``unit``'s code, except attributes of a
+        module or an external object named at module level (``json.dump``) and, in a
+        class, attributes of ``self``/``cls`` (its own, kept whole)."""
+        key = (info.source, info.module, unit.index)
+        found = self._attributes.get(key)
+        if found is None:
+            tree = self.scanner.tree(info, unit)
+            if tree is None:
+                text = _PROSE.sub("", self.scanner.text(info, unit))
+                found = frozenset(m.group(1) for m in _ATTRIBUTE.finditer(text))
+                found |= frozenset(m.group(2) for m in _QUOTED.finditer(text))
+            else:
+                other, own = self._read(info, unit, [tree])
+                found = frozenset(other | own) if unit.kind != "class" else frozenset(other)
+            self._attributes[key] = found
+        return found
+
+    def _read(
+        self, info: ModuleInfo, unit: Unit, nodes: Sequence[ast.AST]
+    ) -> tuple[set[str], set[str]]:
+        """(attributes and quoted words, attributes of ``self``/``cls``) read in ``nodes``."""
+        reads = {*unit.load_reads, *unit.call_reads}
+        other: set[str] = set()
+        own: set[str] = set()
+        for node in nodes:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Attribute):
+                    value = inner.value
+                    if isinstance(value, ast.Name) and value.id in _SELF:
+                        own.add(inner.attr)
+                        continue
+                    receiver = _dotted(value)
+                    if receiver is not None and f"{receiver}.{inner.attr}" in reads:
+                        found = self.symbols.lookup(info, receiver, before=0)
+                        if found.kind in ("external", "module"):
+                            continue  # ``json.dump``, ``F.relu``: not a method of ours
+                    other.add(inner.attr)
+                elif (
+                    isinstance(inner, ast.Constant)
+                    and isinstance(inner.value, str)
+                    and inner.value.isidentifier()
+                ):
+                    other.add(inner.value)
+        return other, own
+
+    # -- splitting ---------------------------------------------------------------------------
+
+    def _find_bases(
+        self, info: ModuleInfo, unit: Unit
+    ) -> tuple[tuple[ModuleInfo, Unit], ...] | None:
+        tree = self.scanner.tree(info, unit)
+        if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.ClassDef):
+            return None
+        node = tree.body[0]
+        found: list[tuple[ModuleInfo, Unit]] = []
+        for keyword in node.keywords:  # abc.ABCMeta calls no method by name; others may
+            chain = _dotted(keyword.value) if keyword.arg == "metaclass" else None
+            resolved = self.symbols.lookup(info, chain, before=unit.start_line) if chain else None
+            if (
+                resolved is None
+                or resolved.kind != "external"
+                or resolved.target.split(".", 1)[0] not in _PLAIN_MODULES
+            ):
+                return None
+        for base in node.bases:
+            # Generic[T], Dict[str, int]: the subscripted class
+            chain = _dotted(base.value if isinstance(base, ast.Subscript) else base)
+            if chain is None:
+                return None
+            resolved = self.symbols.lookup(info, chain, before=unit.start_line)
+            if resolved.kind == "builtin":
+                continue
+            if resolved.kind == "external":
+                if resolved.target.split(".", 1)[0] not in _PLAIN_MODULES:
+                    return None
+                continue
+            home = resolved.module
+            if resolved.kind != "definition" or home is None or len(resolved.units) != 1:
+                return None
+            if resolved.units[0].kind != "class":
+                return None
+            found.append((home, resolved.units[0]))
+        return tuple(found)
+
+    def _split(self, info: ModuleInfo, unit: Unit) -> Members | None:
+        bases = self.bases(info, unit)
+        if bases is None or any(self.members(home, base) is None for home, base in bases):
+            return None
+        tree = self.scanner.tree(info, unit)
+        assert tree is not None  # bases() parsed it
+        node = tree.body[0]
+        assert isinstance(node, ast.ClassDef)
+        if _looks_itself_up(node):
+            return None
+        rest = [n for n in node.body if not _prunable(n)]
+        rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
+        always_chains = _chains(rest_nodes)
+        named = {n.id for part in rest_nodes for n in ast.walk(part) if isinstance(n, ast.Name)}
+        defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for stmt in node.body:
+            if (
+                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and _prunable(stmt)
+                and stmt.name not in named
+            ):
+                defs.setdefault(stmt.name, []).append(stmt)
+        if not defs:
+            return None
+        offset = unit.start_line - 1
+        methods: list[Method] = []
+        taken: set[str] = set()
+        part = 0
+        for name, nodes in defs.items():
+            parts: list[Unit] = []
+            spans: list[tuple[int, int]] = []
+            attributes: set[str] = set()
+            own: set[str] = set()
+            for def_node in nodes:
+                first = min([def_node.lineno, *(d.lineno for d in def_node.decorator_list)])
+                span = (first + offset, (def_node.end_lineno or def_node.lineno) + offset)
+                spans.append(span)
+                chains = _chains([def_node])
+                part += 1
+                parts.append(
+                    _part(unit, -(unit.index * _SPREAD + part + 1), span, chains, always_chains)
+                )
+                other, mine = self._read(info, unit, [def_node])
+                attributes |= other
+                own |= mine
+                taken |= chains
+            methods.append(
+                Method(
+                    name=name,
+                    parts=tuple(parts),
+                    attributes=frozenset(attributes),
+                    own=frozenset(own),
+                    spans=tuple(spans),
+                )
+            )
+        dropped = [span for method in methods for span in method.spans]
+        always = _without(unit, -(unit.index * _SPREAD + 1), dropped, taken - always_chains)
+        other, own = self._read(info, unit, rest_nodes)
+        # an always-kept method (abstract, dunder) is overridden in the family: kept there too
+        own |= {
+            stmt.name for stmt in rest if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        return Members(
+            always=always,
+            attributes=frozenset(other | named),
+            own=frozenset(own),
+            methods=tuple(methods),
+        )
+
+
+def _part(
+    unit: Unit, index: int, span: tuple[int, int], chains: set[str], always: set[str]
+) -> Unit:
+    """The synthetic unit of one method: its reads (those the rest of the class does not
+    read too) and its local imports, on its own lines."""
+    mine = chains - always
+
+    def inside(binding: ImportBinding) -> bool:
+        return span[0] <= binding.line <= span[1]
+
+    return replace(
+        unit,
+        index=index,
+        kind="def",
+        start_line=span[0],
+        end_line=span[1],
+        binds=(),
+        load_reads=tuple(c for c in unit.load_reads if c in mine),
+        call_reads=tuple(c for c in unit.call_reads if c in mine),
+        annotation_reads=tuple(c for c in unit.annotation_reads if c in mine),
+        imports=(),
+        classes=(),
+        local_imports=tuple(b for b in unit.local_imports if inside(b)),
+        local_reads=tuple(r for r in unit.local_reads if span[0] <= r[1] <= span[1]),
+    )
+
+
+def _without(unit: Unit, index: int, spans: list[tuple[int, int]], theirs: set[str]) -> Unit:
+    """The class unit without the reads only its prunable methods make."""
+
+    def outside(line: int) -> bool:
+        return not any(first <= line <= last for first, last in spans)
+
+    return replace(
+        unit,
+        index=index,
+        load_reads=tuple(c for c in unit.load_reads if c not in theirs),
+        call_reads=tuple(c for c in unit.call_reads if c not in theirs),
+        annotation_reads=tuple(c for c in unit.annotation_reads if c not in theirs),
+        local_imports=tuple(b for b in unit.local_imports if outside(b.line)),
+        local_reads=tuple(r for r in unit.local_reads if outside(r[1])),
+    )
+
+
+def _prunable(stmt: ast.stmt) -> bool:
+    """A method only code that spells its name can call."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    name = stmt.name
+    if name.startswith("_") and name.endswith("_"):
+        return False  # __dunder__ and _sunder_: called by Python and the standard library
+    for decorator in stmt.decorator_list:
+        if isinstance(decorator, ast.Name) and decorator.id in _PLAIN_DECORATORS:
+            continue
+        if isinstance(decorator, ast.Attribute) and (
+            decorator.attr in _ACCESSORS or decorator.attr in _PLAIN_DECORATORS
+        ):
+            continue
+        return False  # a decorator may register the method somewhere
+    return True
+
+
+def _looks_itself_up(node: ast.ClassDef) -> bool:
+    """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
+    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called."""
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            inner.name == "__getattribute__"
+        ):
+            return True
+        if not isinstance(inner, ast.Call) or not inner.args:
+            continue
+        func = _dotted(inner.func) or ""
+        if func.rsplit(".", 1)[-1] not in _ENUMERATE:
+            continue
+        target = inner.args[0]
+        if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
+            target = target.args[0]  # getattr(type(self), name)
+        if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
+            continue
+        name = inner.args[1] if len(inner.args) > 1 else None
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return True
+    return False
+
+
+def _chains(nodes: Sequence[ast.AST]) -> set[str]:
+    """Every dotted chain (and its prefixes) written in ``nodes``."""
+    found: set[str] = set()
+    for node in nodes:
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.Name, ast.Attribute)):
+                chain = _dotted(inner)
+                if chain is not None:
+                    found.add(chain)
+    return found
+
+
+def drop_methods(chunk: str, names: frozenset[str]) -> str:
+    """``chunk`` (one class, maybe after a ``# from`` comment) without the methods ``names``;
+    a body left empty gets ``pass``. The chunk is returned unchanged if it does not parse."""
+    try:
+        tree = ast.parse(chunk)
+    except SyntaxError:
+        return chunk
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    if len(classes) != 1:
+        return chunk
+    node = classes[0]
+    lines = chunk.splitlines(keepends=True)
+    cut: set[int] = set()
+    indent = ""
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in names:
+            first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+            last = stmt.end_lineno or stmt.lineno
+            while last < len(lines) and not lines[last].strip():
+                last += 1  # the blank lines after it go with it
+            cut.update(range(first - 1, last))
+            indent = indent or lines[stmt.lineno - 1][: stmt.col_offset]
+    if not cut:
+        return chunk
+    if all(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in names
+        for s in node.body
+    ):
+        first = min(cut)
+        cut.discard(first)
+        lines[first] = f"{indent}pass\n"
+    kept = [line for number, line in enumerate(lines) if number not in cut]
+    return "".join(kept)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

@@ -1,0 +1,177 @@
+"""Syntax questions about one unit's statements (pure functions over ``ast`` trees)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+
+__all__ = [
+    "dotted",
+    "is_empty_container",
+    "lookups_only",
+    "may_find",
+    "mutates",
+    "reads_namespace",
+    "type_tests",
+    "writes",
+]
+
+_EMPTY_FACTORIES = frozenset({"dict", "OrderedDict", "defaultdict", "collections.OrderedDict"})
+_EMPTY_FACTORIES |= frozenset({"collections.defaultdict"})
+_WRITERS = frozenset({"update", "setdefault", "__setitem__"})
+_NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
+
+
+def mutates(stmt: ast.stmt, names: set[str]) -> bool:
+    """``@X.method(...)``/``@X.method`` on a definition, or a bare ``X.method(...)`` call."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        calls = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        calls = [stmt.value.func]
+    else:
+        return False
+    for func in calls:
+        if isinstance(func, ast.Attribute) and "register" in func.attr.lower():
+            continue  # a registration: carried by its key (see nnrag.extract.registries)
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if func is not root and isinstance(root, ast.Name) and root.id in names:
+            return True
+    return False
+
+
+def dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Subscript):
+        inner = dotted(node.value)
+        if inner == "sys.modules" and isinstance(node.slice, ast.Name):
+            parts.append(f"sys.modules[{node.slice.id}]")
+            return ".".join(reversed(parts))
+        return None
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] | None:
+    """See :meth:`nnrag.extract.needs.UnitScanner.lookups`."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    names: list[str] = []
+    dynamic = False
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            continue
+        if dotted(node) != chain:
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute):
+            continue  # ``m.x``: a longer chain
+        if (
+            isinstance(parent, ast.Call)
+            and dotted(parent.func) in ("getattr", "hasattr")
+            and parent.args
+            and parent.args[0] is node
+        ):
+            name = parent.args[1] if len(parent.args) > 1 else None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                names.append(name.value)
+            else:
+                dynamic = True
+            continue
+        return None
+    return tuple(dict.fromkeys(names)), dynamic
+
+
+def type_tests(tree: ast.Module) -> frozenset[str]:
+    """See :meth:`nnrag.extract.needs.UnitScanner.type_tests`."""
+    tests: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
+        ):
+            kinds = node.args[1]
+            tests.update(id(e) for e in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            annotations.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+        for annotation in annotations:
+            if annotation is not None:
+                tests.update(id(inner) for inner in ast.walk(annotation))
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    weak: set[str] = set()
+    strong: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            continue  # part of a longer chain
+        chain = dotted(node)
+        if chain is not None:
+            (weak if id(node) in tests else strong).add(chain)
+    return frozenset(weak - strong)
+
+
+def may_find(text: str, roots: set[str]) -> bool:
+    """Whether ``UnitScanner.findings`` can find anything in a unit without registries:
+    ``globals()``/``vars()``, or a call that needs ``__name__`` (``getattr(sys.modules[
+    __name__], ...)``) or an import by name (``import_module``, ``__import__``) in the text.
+    Most units read ``getattr`` on objects only; they are not parsed again."""
+    if roots & {"globals", "vars"}:
+        return True
+    return "__name__" in text or "import_module" in text or "__import__" in text
+
+
+def reads_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
+    """``globals()[name]``, ``globals().get(name)``, ``name in globals()``, iteration over it:
+    a lookup by string (not a write, not an identity check like ``f_globals is globals()``)."""
+    parent = parents.get(id(call))
+    if isinstance(parent, ast.Subscript):
+        return isinstance(parent.ctx, ast.Load)
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in _NAMESPACE_READS
+    if isinstance(parent, ast.Compare):
+        return any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+    return isinstance(parent, (ast.For, ast.comprehension))
+
+
+def is_empty_container(statement: ast.stmt) -> bool:
+    value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    if isinstance(value, ast.Call) and dotted(value.func) in _EMPTY_FACTORIES:
+        return not value.keywords and len(value.args) <= (
+            1 if dotted(value.func) in ("defaultdict", "collections.defaultdict") else 0
+        )
+    return False
+
+
+def writes(tree: ast.Module, name: str) -> bool:
+    """``name[...] = ...``, ``name.update(...)`` or ``name.setdefault(...)`` inside ``tree``."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Store)
+            and dotted(node.value) == name
+        ):
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _WRITERS
+            and dotted(node.func.value) == name
+        ):
+            return True
+    return False

@@ -1,0 +1,8 @@
+"""Heavy machinery only the wrapper needs."""
+
+import json
+
+
+def load_everything(path):
+    with open(path) as handle:
+        return json.load(handle)
