@@ -186,6 +186,14 @@ class Walker:
             ast.MatchMapping: self._match_mapping,
             ast.BinOp: self._binop,
             ast.Call: self._call,
+            ast.Expr: self._value,
+            ast.Return: self._value,
+            ast.Starred: self._value,
+            ast.Tuple: self._elements,
+            ast.List: self._elements,
+            ast.Set: self._elements,
+            ast.Subscript: self._subscript,
+            ast.Compare: self._compare,
         }
         if _TRY_STAR is not None:
             self.dispatch[_TRY_STAR] = self._conditional
@@ -330,6 +338,32 @@ class Walker:
         for keyword in node.keywords:
             value = keyword.value
             dispatch.get(value.__class__, generic)(value)
+
+    def _value(self, node: ast.Expr | ast.Return | ast.Starred) -> None:
+        value = node.value
+        if value is not None:
+            self.dispatch.get(value.__class__, self.generic)(value)
+
+    def _elements(self, node: ast.Tuple | ast.List | ast.Set) -> None:
+        dispatch = self.dispatch
+        generic = self.generic
+        for element in node.elts:
+            dispatch.get(element.__class__, generic)(element)
+
+    def _subscript(self, node: ast.Subscript) -> None:
+        dispatch = self.dispatch
+        generic = self.generic
+        value, index = node.value, node.slice
+        dispatch.get(value.__class__, generic)(value)
+        dispatch.get(index.__class__, generic)(index)
+
+    def _compare(self, node: ast.Compare) -> None:
+        dispatch = self.dispatch
+        generic = self.generic
+        left = node.left
+        dispatch.get(left.__class__, generic)(left)
+        for right in node.comparators:
+            dispatch.get(right.__class__, generic)(right)
 
     def _binop(self, node: ast.BinOp) -> None:
         rights: list[ast.expr] = []
