@@ -16,6 +16,7 @@ stringification); all others are copied verbatim, comments and formatting includ
 
 from __future__ import annotations
 
+import ast
 import functools
 import itertools
 import re
@@ -176,6 +177,9 @@ def _unit_chunks(
         if registries.family((info.source, info.module, unit.index)) is not None:
             for located in registries.locations(info, unit):
                 chunk = chunk.replace(located, "[]", 1)
+            inferred = registries.inferred_scope(info, unit)
+            if inferred is not None:
+                chunk = _with_keyword(chunk, *inferred)
         if (info.source, info.module, unit.index) in stand_ins:
             stand_in = _stand_in(info, unit, plan)
             file = f"{info.source}:{info.path}"
@@ -191,6 +195,25 @@ def _unit_chunks(
         chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     return chunks
+
+
+def _with_keyword(chunk: str, name: str, value: str) -> str:
+    """``chunk`` (one ``X = Call(...)`` statement) with ``name=value`` added to the call."""
+    try:
+        tree = ast.parse(chunk)
+    except SyntaxError:
+        return chunk
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    call = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    if not isinstance(call, ast.Call) or call.end_lineno is None or call.end_col_offset is None:
+        return chunk
+    lines = chunk.splitlines(keepends=True)
+    offset = sum(len(line.encode()) for line in lines[: call.end_lineno - 1])
+    data = chunk.encode()
+    end = offset + call.end_col_offset - 1  # the closing parenthesis
+    before = data[:end].rstrip()
+    separator = b"" if before.endswith(b"(") else b" " if before.endswith(b",") else b", "
+    return (before + separator + f"{name}={value!r}".encode() + data[end:]).decode()
 
 
 def _stand_in(info: ModuleInfo, unit: Unit, plan: _Plan) -> str:
