@@ -212,8 +212,13 @@ def _with_keyword(chunk: str, name: str, value: str) -> str:
     data = chunk.encode()
     end = offset + call.end_col_offset - 1  # the closing parenthesis
     before = data[:end].rstrip()
+    keyword = f"{name}={value!r}".encode()
+    if before.endswith(b",") and b"\n" in data[len(before) : end]:  # one argument a line
+        line = before[before.rfind(b"\n") + 1 :]
+        indent = line[: len(line) - len(line.lstrip())]
+        return (before + b"\n" + indent + keyword + b"," + data[len(before) :]).decode()
     separator = b"" if before.endswith(b"(") else b" " if before.endswith(b",") else b", "
-    return (before + separator + f"{name}={value!r}".encode() + data[end:]).decode()
+    return (before + separator + keyword + data[end:]).decode()
 
 
 def _stand_in(info: ModuleInfo, unit: Unit, plan: _Plan) -> str:
