@@ -215,7 +215,8 @@ def test_emitted_registries_keep_their_original_scopes(
     path = tmp_path / "nnrag_block.py"
     path.write_text(run_case("emit_registry_inferred_scope").code)
     spec = importlib.util.spec_from_file_location("nnrag_block", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "nnrag_block", module)
     spec.loader.exec_module(module)
