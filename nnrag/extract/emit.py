@@ -146,9 +146,13 @@ def _unit_chunks(
     Namespace statements go after the unit they follow; a unit sharing its lines with an
     earlier one is emitted once; a unit of a module in ``lazy`` gets string annotations
     unless ``all_lazy`` (then the file has the future import). A registry that imports
-    source modules by name to fill itself (``locations=['pkg.models']``) gets an empty list
-    instead: the closure carries the registrations its type strings need. A plain helper
-    class loses the methods the closure cannot call (``closure.pruned``).
+    source modules by name to fill itself (``locations=['pkg.models']``) gets
+    ``[__name__]`` instead: the block file, already loaded, carries the registrations its
+    type strings need (an empty list could send the registry to a fallback import of its
+    package). A registry whose class infers a constructor argument from the caller's
+    module gets the value its original module gave it (``scope='pkg'``,
+    :meth:`RegistryIndex.inferred_scope`). A plain helper class loses the methods the
+    closure cannot call (``closure.pruned``).
     """
     chunks: list[str] = []
     emitted: dict[str, set[int]] = {}
@@ -176,7 +180,7 @@ def _unit_chunks(
         )
         if registries.family((info.source, info.module, unit.index)) is not None:
             for located in registries.locations(info, unit):
-                chunk = chunk.replace(located, "[]", 1)
+                chunk = chunk.replace(located, "[__name__]", 1)
             inferred = registries.inferred_scope(info, unit)
             if inferred is not None:
                 chunk = _with_keyword(chunk, *inferred)

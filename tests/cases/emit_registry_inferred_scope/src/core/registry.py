@@ -1,10 +1,13 @@
 import inspect
 import sys
+from importlib import import_module
 
 
 class Registry:
-    def __init__(self, name, parent=None, scope=None):
+    def __init__(self, name, parent=None, scope=None, locations=()):
         self.name = name
+        self.locations = locations
+        self.imported = False
         self.children = {}
         self._entries = {}
         if scope is not None:
@@ -26,6 +29,12 @@ class Registry:
         return parts[0]
 
     def get(self, key):
+        if not self.imported:
+            self.imported = True
+            for location in self.locations:
+                import_module(location)  # the modules that fill this registry
+            if not self.locations and self.parent is not None:
+                import_module(f"{self.scope}.plugins")  # unlocated child: its package's plugins
         if key in self._entries:
             return self._entries[key]
         if self.parent is not None:

@@ -4,4 +4,5 @@ from core.registry import Registry
 MODELS = Registry(
     "model",
     parent=CORE_MODELS,
+    locations=["vision.net"],
 )
