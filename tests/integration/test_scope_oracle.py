@@ -25,7 +25,7 @@ pytestmark = [
 def test_scope_model_agrees_with_symtable_on_corpus(distribution: str) -> None:
     root = CORPORA / distribution / "unpacked"
     if not root.is_dir():
-        pytest.skip(f"{root} is not unpacked (set NNRAG_CORPORA to a folder with <dist>/unpacked wheels)")
+        pytest.skip(f"{root} is not unpacked (set NNRAG_CORPORA)")
     checked, problems = 0, []
     for path in sorted(root.rglob("*.py")):
         source = path.read_text(encoding="utf-8", errors="replace")
