@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import re
-import weakref
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -42,10 +41,9 @@ _DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
 
 def registries_for(index: Index, scanner: UnitScanner) -> RegistryIndex:
     """The shared :class:`RegistryIndex` of ``index`` (built on first use, per index)."""
-    found = _SHARED.get(index)
-    if found is None:
-        found = _SHARED[index] = RegistryIndex(index, symbols_for(index), scanner)
-    return found
+    return index.analyses.of(
+        RegistryIndex, lambda: RegistryIndex(index, symbols_for(index), scanner)
+    )
 
 
 @dataclass(slots=True)
@@ -252,9 +250,6 @@ class RegistryIndex:
         into.members |= other.members
         for text, entries in other.entries.items():
             into.entries.setdefault(text, []).extend(entries)
-
-
-_SHARED: weakref.WeakKeyDictionary[Index, RegistryIndex] = weakref.WeakKeyDictionary()
 
 
 class _Held(Protocol):
