@@ -181,9 +181,9 @@ def _unit_chunks(
         if registries.family((info.source, info.module, unit.index)) is not None:
             for located in registries.locations(info, unit):
                 chunk = chunk.replace(located, "[__name__]", 1)
-            inferred = registries.inferred_scope(info, unit)
-            if inferred is not None:
-                chunk = _with_keyword(chunk, *inferred)
+        inferred = registries.inferred_scope(info, unit) if unit.kind == "assign" else None
+        if inferred is not None:
+            chunk = _with_keyword(chunk, *inferred)
         if (info.source, info.module, unit.index) in stand_ins:
             stand_in = _stand_in(info, unit, plan)
             file = f"{info.source}:{info.path}"

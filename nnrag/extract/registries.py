@@ -74,6 +74,8 @@ class RegistryIndex:
         self.into: dict[Registration, UnitKey] = {}
         """Registration -> the registry object (of its family) it registers into."""
         self._types: dict[UnitKey, tuple[tuple[str, int], ...]] = {}
+        self._inferred: dict[UnitKey, tuple[str, str] | None] = {}
+        self._frame_parameters: dict[UnitKey, tuple[str, int, bool] | None] = {}
         self._build()
 
     # -- queries -----------------------------------------------------------------------------
@@ -135,6 +137,12 @@ class RegistryIndex:
         top-level package of ``info.module`` when that method takes the first dotted part of
         a name (``name.split('.')[0]``), else the whole module name.
         """
+        key = (info.source, info.module, unit.index)
+        if key not in self._inferred:
+            self._inferred[key] = self._inferred_scope(info, unit)
+        return self._inferred[key]
+
+    def _inferred_scope(self, info: ModuleInfo, unit: Unit) -> tuple[str, str] | None:
         call = _assigned_call(self.scanner.tree(info, unit))
         chain = _dotted(call.func) if call is not None else None
         if call is None or chain is None:
@@ -143,11 +151,13 @@ class RegistryIndex:
         home = found.module
         if found.kind != "definition" or home is None or len(found.units) != 1:
             return None
-        tree = self.scanner.tree(home, found.units[0])
-        cls = tree.body[0] if tree is not None and len(tree.body) == 1 else None
-        if not isinstance(cls, ast.ClassDef):
-            return None
-        inferred = _frame_parameter(cls)
+        owner = (home.source, home.module, found.units[0].index)
+        if owner not in self._frame_parameters:
+            tree = self.scanner.tree(home, found.units[0])
+            cls = tree.body[0] if tree is not None and len(tree.body) == 1 else None
+            inferring = _frame_parameter(cls) if isinstance(cls, ast.ClassDef) else None
+            self._frame_parameters[owner] = inferring
+        inferred = self._frame_parameters[owner]
         if inferred is None or _passes(call, *inferred[:2]):
             return None
         name, _, first_part = inferred

@@ -222,4 +222,6 @@ def test_emitted_registries_keep_their_original_scopes(
     spec.loader.exec_module(module)
     net = module.Net()
     assert (net.scope, net.parent_scope) == ("vision", "core")
+    assert net.siblings == ["audio", "vision"]
     assert net.op(2) == 6  # Scale(factor=3), built through the child from the root
+    assert net.gain.gain == 0.5

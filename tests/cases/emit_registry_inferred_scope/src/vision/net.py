@@ -1,3 +1,4 @@
+from audio.registry import MODELS as AUDIO_MODELS
 from vision.registry import MODELS
 
 
@@ -5,5 +6,7 @@ from vision.registry import MODELS
 class Net:
     def __init__(self, op=dict(type="Scale", factor=3)):
         self.op = MODELS.build(op)
+        self.gain = AUDIO_MODELS.build(dict(type="Gain"))
         self.scope = MODELS.scope
         self.parent_scope = MODELS.parent.scope
+        self.siblings = sorted(AUDIO_MODELS.parent.children)
