@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
@@ -292,12 +293,15 @@ class NnragSession:
             return
         from nnrag.validate.harvesting import harvest_first
 
+        workerinput = getattr(self.config, "workerinput", {})
+        progress = _PassProgress(str(workerinput.get("workerid", "")))
+
         def validate(block: BlockRef) -> None:
             item = items[block.id]
             with contextlib.suppress(Exception):  # the item runs again and reports the error
                 self.state.workspace.validate(block, depth=item.depth, hints=item.hints())
+            progress.step()
 
-        workerinput = getattr(self.config, "workerinput", {})
         done = harvest_first(
             self.state.workspace,
             [item.block for item in items.values()],
@@ -564,3 +568,28 @@ def baseline_lines(section: dict[str, Any] | None, *, shown: int = 10) -> list[s
     if section["new_passes"] and not section["strict"]:
         lines.append("  record the new passes with --nnrag-update-baseline")
     return lines
+
+
+class _PassProgress:
+    """Progress of the harvest pass on stderr: it runs before pytest's own progress starts,
+    and an xdist worker's stderr reaches the terminal. One line at the start, then one per
+    ``every`` blocks."""
+
+    def __init__(self, worker: str, *, every: int = 50) -> None:
+        self._who = f"nnrag {worker}: " if worker else "nnrag: "
+        self._done = 0
+        self._every = every
+
+    def step(self) -> None:
+        if self._done == 0:
+            print(
+                f"{self._who}harvest pass: each block of a source run whole runs once, "
+                "recording its parts' real arguments, before the first verdict",
+                file=sys.__stderr__,
+                flush=True,
+            )
+        self._done += 1
+        if self._done % self._every == 0:
+            print(
+                f"{self._who}harvest pass: {self._done} blocks run", file=sys.__stderr__, flush=True
+            )

@@ -16,6 +16,7 @@ stringification); all others are copied verbatim, comments and formatting includ
 
 from __future__ import annotations
 
+import ast
 import functools
 import itertools
 import re
@@ -145,9 +146,13 @@ def _unit_chunks(
     Namespace statements go after the unit they follow; a unit sharing its lines with an
     earlier one is emitted once; a unit of a module in ``lazy`` gets string annotations
     unless ``all_lazy`` (then the file has the future import). A registry that imports
-    source modules by name to fill itself (``locations=['pkg.models']``) gets an empty list
-    instead: the closure carries the registrations its type strings need. A plain helper
-    class loses the methods the closure cannot call (``closure.pruned``).
+    source modules by name to fill itself (``locations=['pkg.models']``) gets
+    ``[__name__]`` instead: the block file, already loaded, carries the registrations its
+    type strings need (an empty list could send the registry to a fallback import of its
+    package). A registry whose class infers a constructor argument from the caller's
+    module gets the value its original module gave it (``scope='pkg'``,
+    :meth:`RegistryIndex.inferred_scope`). A plain helper class loses the methods the
+    closure cannot call (``closure.pruned``).
     """
     chunks: list[str] = []
     emitted: dict[str, set[int]] = {}
@@ -175,7 +180,10 @@ def _unit_chunks(
         )
         if registries.family((info.source, info.module, unit.index)) is not None:
             for located in registries.locations(info, unit):
-                chunk = chunk.replace(located, "[]", 1)
+                chunk = chunk.replace(located, "[__name__]", 1)
+        inferred = registries.inferred_scope(info, unit) if unit.kind == "assign" else None
+        if inferred is not None:
+            chunk = _with_keyword(chunk, *inferred)
         if (info.source, info.module, unit.index) in stand_ins:
             stand_in = _stand_in(info, unit, plan)
             file = f"{info.source}:{info.path}"
@@ -191,6 +199,30 @@ def _unit_chunks(
         chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     return chunks
+
+
+def _with_keyword(chunk: str, name: str, value: str) -> str:
+    """``chunk`` (one ``X = Call(...)`` statement) with ``name=value`` added to the call."""
+    try:
+        tree = ast.parse(chunk)
+    except SyntaxError:
+        return chunk
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    call = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    if not isinstance(call, ast.Call) or call.end_lineno is None or call.end_col_offset is None:
+        return chunk
+    lines = chunk.splitlines(keepends=True)
+    offset = sum(len(line.encode()) for line in lines[: call.end_lineno - 1])
+    data = chunk.encode()
+    end = offset + call.end_col_offset - 1  # the closing parenthesis
+    before = data[:end].rstrip()
+    keyword = f"{name}={value!r}".encode()
+    if before.endswith(b",") and b"\n" in data[len(before) : end]:  # one argument a line
+        line = before[before.rfind(b"\n") + 1 :]
+        indent = line[: len(line) - len(line.lstrip())]
+        return (before + b"\n" + indent + keyword + b"," + data[len(before) :]).decode()
+    separator = b"" if before.endswith(b"(") else b" " if before.endswith(b",") else b", "
+    return (before + separator + keyword + data[end:]).decode()
 
 
 def _stand_in(info: ModuleInfo, unit: Unit, plan: _Plan) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import functools
 import itertools
-import weakref
 from typing import TYPE_CHECKING
 
 from nnrag.extract.namespaces import namespace_entity
@@ -240,14 +239,10 @@ class IndexCache:
 
 Read = tuple[str, str, "Entity | None", bool]
 """(chain as read, prefix that denotes something, what it denotes, read at load time)."""
-_CACHES: weakref.WeakKeyDictionary[Index, IndexCache] = weakref.WeakKeyDictionary()
 
 
 def cache_for(index: Index) -> IndexCache:
-    cache = _CACHES.get(index)
-    if cache is None:
-        cache = _CACHES[index] = IndexCache(index)
-    return cache
+    return index.analyses.of(IndexCache, lambda: IndexCache(index))
 
 
 def _inner_imports(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,10 +29,7 @@ if TYPE_CHECKING:
 
 def scanner_for(index: Index) -> UnitScanner:
     """The shared :class:`UnitScanner` of ``index`` (its memos live as long as the index)."""
-    found = _SCANNERS.get(index)
-    if found is None:
-        found = _SCANNERS[index] = UnitScanner(index)
-    return found
+    return index.analyses.of(UnitScanner, lambda: UnitScanner(index))
 
 
 UnitKey = tuple[str, str, int]
@@ -41,7 +37,6 @@ UnitKey = tuple[str, str, int]
 
 COMPOUND = frozenset({"if", "try", "with"})
 _TYPING = frozenset({"typing", "typing_extensions", "collections"})
-_SCANNERS: weakref.WeakKeyDictionary[Index, UnitScanner] = weakref.WeakKeyDictionary()
 _DYNAMIC_ROOTS = frozenset({"getattr", "globals", "vars", "eval", "exec", "__import__"})
 _DYNAMIC_ROOTS |= frozenset({"importlib", "sys", "import_module"})
 _QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")

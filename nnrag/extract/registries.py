@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import re
-import weakref
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -42,10 +41,9 @@ _DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
 
 def registries_for(index: Index, scanner: UnitScanner) -> RegistryIndex:
     """The shared :class:`RegistryIndex` of ``index`` (built on first use, per index)."""
-    found = _SHARED.get(index)
-    if found is None:
-        found = _SHARED[index] = RegistryIndex(index, symbols_for(index), scanner)
-    return found
+    return index.analyses.of(
+        RegistryIndex, lambda: RegistryIndex(index, symbols_for(index), scanner)
+    )
 
 
 @dataclass(slots=True)
@@ -76,6 +74,8 @@ class RegistryIndex:
         self.into: dict[Registration, UnitKey] = {}
         """Registration -> the registry object (of its family) it registers into."""
         self._types: dict[UnitKey, tuple[tuple[str, int], ...]] = {}
+        self._inferred: dict[UnitKey, tuple[str, str] | None] = {}
+        self._frame_parameters: dict[UnitKey, tuple[str, int, bool] | None] = {}
         self._build()
 
     # -- queries -----------------------------------------------------------------------------
@@ -124,6 +124,44 @@ class RegistryIndex:
                 if segment:
                     found.append(segment)
         return tuple(found)
+
+    def inferred_scope(self, info: ModuleInfo, unit: Unit) -> tuple[str, str] | None:
+        """(parameter, value) for a registry constructor call in ``unit`` that leaves to the
+        registry class a parameter the class fills from its caller's module (it reads the
+        caller's frame): in a block file every caller is the block's one module, so the
+        value the original computed in ``info.module`` is passed explicitly instead.
+
+        The parameter is one of the class's ``__init__`` defaulting to ``None`` whose
+        ``None`` branch calls a method of the class that reads a frame
+        (``sys._getframe``, ``inspect.currentframe``, ``inspect.stack``); the value is the
+        top-level package of ``info.module`` when that method takes the first dotted part of
+        a name (``name.split('.')[0]``), else the whole module name.
+        """
+        key = (info.source, info.module, unit.index)
+        if key not in self._inferred:
+            self._inferred[key] = self._inferred_scope(info, unit)
+        return self._inferred[key]
+
+    def _inferred_scope(self, info: ModuleInfo, unit: Unit) -> tuple[str, str] | None:
+        call = _assigned_call(self.scanner.tree(info, unit))
+        chain = _dotted(call.func) if call is not None else None
+        if call is None or chain is None:
+            return None
+        found = self.symbols.lookup(info, chain, before=unit.start_line)
+        home = found.module
+        if found.kind != "definition" or home is None or len(found.units) != 1:
+            return None
+        owner = (home.source, home.module, found.units[0].index)
+        if owner not in self._frame_parameters:
+            tree = self.scanner.tree(home, found.units[0])
+            cls = tree.body[0] if tree is not None and len(tree.body) == 1 else None
+            inferring = _frame_parameter(cls) if isinstance(cls, ast.ClassDef) else None
+            self._frame_parameters[owner] = inferring
+        inferred = self._frame_parameters[owner]
+        if inferred is None or _passes(call, *inferred[:2]):
+            return None
+        name, _, first_part = inferred
+        return name, info.module.partition(".")[0] if first_part else info.module
 
     def registered(self, text: str) -> bool:
         """Whether any registry of the index has an entry for ``text``."""
@@ -222,9 +260,6 @@ class RegistryIndex:
         into.members |= other.members
         for text, entries in other.entries.items():
             into.entries.setdefault(text, []).extend(entries)
-
-
-_SHARED: weakref.WeakKeyDictionary[Index, RegistryIndex] = weakref.WeakKeyDictionary()
 
 
 class _Held(Protocol):
@@ -339,6 +374,107 @@ def _keys(
                 return [value.rsplit(".", 1)[-1] for value in loops[module.id]]
             return [chain.rsplit(".", 1)[-1]] if chain else []
     return [target] if target else []
+
+
+def _frame_parameter(cls: ast.ClassDef) -> tuple[str, int, bool] | None:
+    """(name, position, takes the first dotted part) of the ``__init__`` parameter of
+    ``cls`` that defaults to ``None`` and is then computed by a method reading a frame."""
+    methods = {
+        node.name: node
+        for node in cls.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    init = methods.get("__init__")
+    if init is None:
+        return None
+    readers = {name for name, method in methods.items() if _reads_frame(method)}
+    if not readers:
+        return None
+    positional = [a.arg for a in (*init.args.posonlyargs, *init.args.args)]
+    with_default = positional[len(positional) - len(init.args.defaults) :]
+    defaults = dict(zip(with_default, init.args.defaults, strict=True))
+    defaults |= {
+        a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True) if d
+    }
+    for node in ast.walk(init):
+        if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+            continue
+        test = node.test
+        if not (
+            isinstance(test.left, ast.Name)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            continue
+        name = test.left.id
+        default = defaults.get(name)
+        if not (isinstance(default, ast.Constant) and default.value is None):
+            continue
+        branch = node.body if isinstance(test.ops[0], ast.Is) else node.orelse
+        called = {
+            call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+            for stmt in branch
+            for call in ast.walk(stmt)
+            if isinstance(call, ast.Call)
+        }
+        reader = next((methods[m] for m in sorted(called & readers)), None)
+        if reader is not None:
+            position = positional.index(name) - 1 if name in positional else -1  # minus self
+            return name, position, _first_part(reader)
+    return None
+
+
+def _reads_frame(node: ast.AST) -> bool:
+    """Whether ``node`` calls ``sys._getframe``, ``inspect.currentframe`` or ``inspect.stack``."""
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and (
+            call.func.attr in ("_getframe", "currentframe")
+            or (_dotted(call.func) or "").endswith("inspect.stack")
+        )
+        for call in ast.walk(node)
+    )
+
+
+def _first_part(node: ast.AST) -> bool:
+    """Whether ``node`` takes element 0 of a ``split('.')``/``partition('.')`` (directly or
+    through a name bound to the split)."""
+    splits: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and _is_dot_split(sub.value):
+            splits |= {t.id for t in sub.targets if isinstance(t, ast.Name)}
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.slice, ast.Constant)
+            and sub.slice.value == 0
+            and (_is_dot_split(sub.value) or getattr(sub.value, "id", None) in splits)
+        ):
+            return True
+    return False
+
+
+def _is_dot_split(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("split", "partition", "rsplit")
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "."
+    )
+
+
+def _passes(call: ast.Call, name: str, position: int) -> bool:
+    """Whether ``call`` gives the parameter ``name`` (at ``position``) a value, or may."""
+    if any(k.arg in (name, None) for k in call.keywords):  # None: ``**kwargs``
+        return True
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return True
+    return 0 <= position < len(call.args)
 
 
 def _assigned_call(tree: ast.Module | None) -> ast.Call | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -68,14 +67,8 @@ class _Memo:
     methods: MethodIndex | None = None
 
 
-_MEMOS: weakref.WeakKeyDictionary[Index, _Memo] = weakref.WeakKeyDictionary()
-
-
 def _memo_for(index: Index) -> _Memo:
-    found = _MEMOS.get(index)
-    if found is None:
-        found = _MEMOS[index] = _Memo()
-    return found
+    return index.analyses.of(_Memo, _Memo)
 
 
 class _Walk:

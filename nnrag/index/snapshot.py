@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TypeVar
 
 from nnrag.errors import SourceError
 from nnrag.index.layout import AnalysisCache, Extern, OnDemand
 from nnrag.model import DEFAULT_EXTERN, Checkout, Diagnostic, ModuleInfo
 
-__all__ = ["BlobLoader", "Index", "decode_source"]
+__all__ = ["Analyses", "BlobLoader", "Index", "decode_source"]
+
+_T = TypeVar("_T")
 
 BlobLoader = Callable[[str], bytes | None]
 """Looks up a file's bytes by git blob SHA-1 (the store keeps them), ``None`` if unknown."""
@@ -23,6 +26,26 @@ def decode_source(data: bytes) -> str:
     """
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     return data.decode(encoding)
+
+
+class Analyses:
+    """What the passes over one index derive from it, built once and kept as long as the index.
+
+    One slot per analysis type (symbols, the unit scanner, registries, the closure memo, the
+    emission cache): the module that owns an analysis asks for it here, so no module keeps a
+    registry of indexes of its own.
+    """
+
+    def __init__(self) -> None:
+        self._made: dict[type, object] = {}
+
+    def of(self, kind: type[_T], make: Callable[[], _T]) -> _T:
+        """The index's analysis of type ``kind``, made by ``make()`` on first use."""
+        found = self._made.get(kind)
+        if found is None:
+            found = self._made[kind] = make()
+        assert isinstance(found, kind)  # one slot per type: only ``make`` fills it
+        return found
 
 
 class Index:
@@ -42,6 +65,8 @@ class Index:
         self.is_extern = Extern(extern)
         """Whether a dotted module name is kept as an import even where indexed."""
         self.on_demand = OnDemand(self.checkouts, analyses)
+        self.analyses = Analyses()
+        """Per-index analyses (symbols, scanner, registries, memos), made on first use."""
         self.problems: tuple[Diagnostic, ...] = tuple(
             sorted(problems, key=lambda p: (p.source, p.path, p.line, p.col))
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,15 +84,9 @@ _Key = tuple[str, str, str, tuple[str, ...], bool, int]
 _OWN_KINDS = frozenset({"def", "class", "assign"})
 
 
-_SHARED: weakref.WeakKeyDictionary[Index, Symbols] = weakref.WeakKeyDictionary()
-
-
 def symbols_for(index: Index) -> Symbols:
     """The shared :class:`Symbols` of ``index`` (its memo lives as long as the index does)."""
-    found = _SHARED.get(index)
-    if found is None:
-        found = _SHARED[index] = Symbols(index)
-    return found
+    return index.analyses.of(Symbols, lambda: Symbols(index))
 
 
 class Symbols:

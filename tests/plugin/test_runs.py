@@ -228,6 +228,8 @@ def test_the_first_session_already_uses_the_harvest(
         outcomes.append({b["id"]: b["outcome"] for b in report["blocks"]})
         # the first session's pass ran them: this session's results, not cached ones
         assert [b["cached"] for b in report["blocks"]] == [session == 1] * 2
+        # the pass says it is running before pytest's progress starts; frozen, it is not run
+        assert ("harvest pass:" in result.stderr.str()) == (session == 0)
         result.assert_outcomes(passed=2)  # Part passes only with Whole's real call to it
     assert outcomes[0] == outcomes[1]
     assert set(outcomes[0].values()) == {"passed"}

@@ -119,6 +119,24 @@ def test_module_prefers_same_source_then_priority() -> None:
     assert index.source_of_module("only.y.z") == "late"
 
 
+def test_analyses_are_made_once_per_index_and_not_shared() -> None:
+    from nnrag.extract.needs import scanner_for
+    from nnrag.index.symbols import symbols_for
+
+    def make() -> Index:
+        return Index(checkouts={"s": checkout("s", 1)}, modules=[info("s", "pkg.mod")])
+
+    first, second = make(), make()
+    made: list[int] = []
+    assert first.analyses.of(list, lambda: made.append(1) or [1]) == [1]
+    assert first.analyses.of(list, lambda: made.append(2) or [2]) == [1]  # kept, not remade
+    assert made == [1]
+    assert symbols_for(first) is symbols_for(first)
+    assert symbols_for(first) is not symbols_for(second)
+    assert scanner_for(first) is scanner_for(first)
+    assert scanner_for(second).index is second
+
+
 # --------------------------------------------------------------------------- build / load
 
 

@@ -156,3 +156,72 @@ def test_closure_carries_reached_keys_only(index: Index) -> None:
     assert len(registry) == 1
     assert "'Nowhere'" in registry[0].message
     assert registry[0].dependency_path[0] == "Uses"
+
+
+SCOPED = """
+    import inspect
+    import sys
+
+
+    class Registry:
+        def __init__(self, name, parent=None, scope=None):
+            if scope is None:
+                scope = self.infer()
+            self.name, self.parent, self.scope = name, parent, scope
+
+        @staticmethod
+        def infer():
+            return inspect.getmodule(sys._getframe(2)).__name__{suffix}
+
+
+    ROOT = {call}
+    """
+
+
+@pytest.mark.parametrize(
+    ("call", "suffix", "expected"),
+    [
+        ('Registry("m")', ".split('.')[0]", ("scope", "pkg")),
+        ('Registry("m")', "", ("scope", "pkg.registry")),  # the whole module name
+        ('Registry("m", None, "given")', ".split('.')[0]", None),  # passed positionally
+        ('Registry("m", scope="given")', ".split('.')[0]", None),
+        ('Registry("m", **options)', ".split('.')[0]", None),  # may pass it
+    ],
+)
+def test_inferred_scope_is_what_the_original_module_computes(
+    tmp_path: Path, call: str, suffix: str, expected: tuple[str, str] | None
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    text = textwrap.dedent(SCOPED).replace("{suffix}", suffix).replace("{call}", call)
+    (tmp_path / "pkg" / "registry.py").write_text("options = {}\n" + text)
+    index = index_tree(tmp_path, source="src")
+    info = index.module("pkg.registry")
+    assert info is not None
+    unit = next(u for u in info.units if "ROOT" in u.binds)
+    assert registries_for(index, scanner_for(index)).inferred_scope(info, unit) == expected
+
+
+def test_emitted_registries_keep_their_original_scopes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The golden case's block file, imported as a module: the child registry no longer
+    collides with its parent, and each has the scope its package gave it."""
+    import importlib.util
+    import sys
+
+    from tests.unit.test_cases import run_case
+
+    path = tmp_path / "nnrag_block.py"
+    path.write_text(run_case("emit_registry_inferred_scope").code)
+    spec = importlib.util.spec_from_file_location("nnrag_block", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "nnrag_block", module)
+    spec.loader.exec_module(module)
+    net = module.Net()
+    assert (net.scope, net.parent_scope) == ("vision", "core")
+    assert net.siblings == ["audio", "vision"]
+    assert net.op(2) == 6  # Scale(factor=3), built through the child from the root
+    assert net.gain.gain == 0.5
