@@ -269,7 +269,8 @@ class UnitScanner:
 
     def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
-        (alone or in a tuple) or inside annotations."""
+        (alone or in a tuple) or inside return and variable annotations (not parameter
+        annotations: callers build those)."""
         key = (info.source, info.module, unit.index)
         found = self._tests.get(key)
         if found is None:

@@ -99,10 +99,10 @@ def type_tests(tree: ast.Module) -> frozenset[str]:
         ):
             kinds = node.args[1]
             tests.update(id(e) for e in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
+        # a parameter's annotation is not a type test: it says what callers pass in, and
+        # whoever builds the block (a user, the prober) needs the real class for it
         annotations: list[ast.expr | None] = []
-        if isinstance(node, ast.arg):
-            annotations.append(node.annotation)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             annotations.append(node.returns)
         elif isinstance(node, ast.AnnAssign):
             annotations.append(node.annotation)

@@ -7,7 +7,7 @@ from .wrappers import Head, Wrapper
 Wrappers = List[Wrapper]
 
 
-def unwrap(module: Union[nn.Module, Wrapper], others: Wrappers = ()) -> nn.Module:
+def unwrap(module, others: Wrappers = ()) -> Union[nn.Module, Wrapper]:
     return module.module if isinstance(module, (Wrapper,)) else module
 
 
