@@ -269,8 +269,8 @@ class UnitScanner:
 
     def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
-        (alone or in a tuple) or inside return and variable annotations (not parameter
-        annotations: callers build those)."""
+        (alone or in a tuple) or inside return and local variable annotations (not
+        parameter or class-body field annotations: callers build what those name)."""
         key = (info.source, info.module, unit.index)
         found = self._tests.get(key)
         if found is None:

@@ -90,6 +90,13 @@ def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] |
 def type_tests(tree: ast.Module) -> frozenset[str]:
     """See :meth:`nnrag.extract.needs.UnitScanner.type_tests`."""
     tests: set[int] = set()
+    fields = {  # a class body's annotations are fields (dataclass, NamedTuple): built too
+        id(item)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for item in node.body
+        if isinstance(item, ast.AnnAssign)
+    }
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Call)
@@ -104,7 +111,7 @@ def type_tests(tree: ast.Module) -> frozenset[str]:
         annotations: list[ast.expr | None] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             annotations.append(node.returns)
-        elif isinstance(node, ast.AnnAssign):
+        elif isinstance(node, ast.AnnAssign) and id(node) not in fields:
             annotations.append(node.annotation)
         for annotation in annotations:
             if annotation is not None:

@@ -92,3 +92,8 @@ def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> No
     )
     # a parameter annotation (Config) is what callers build: not a type test
     assert type_tests(tree) == frozenset({"Union", "Box", "Tested", "mod.Deep", "Sub"})
+    fields = ast.parse(
+        "class Cfg:\n    stem: StemCfg\n\ndef f():\n    local: Local = make()\n    return local\n"
+    )
+    # a class-body annotation is a field (dataclass, NamedTuple): built, not a type test
+    assert type_tests(fields) == frozenset({"Local"})
