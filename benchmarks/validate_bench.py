@@ -232,17 +232,7 @@ class _Pass:
         # As in the product: a first pass harvests and uses nothing harvested; the second
         # uses the complete, frozen harvest. Outcomes do not depend on the order blocks ran.
         records = self.frozen.get(f"{block.source}:{block.name}", [])
-        result, found = run_validation(
-            path,
-            block_id=block_id,
-            class_name=block.name,
-            depth=self.depth,
-            timeout_s=self.timeout_s,
-            source_packages=self.index.source_packages(block.source),
-            sandbox=self.box(),
-            harvested=records,
-            harvest=not self.frozen,
-        )
+        result, found = self._run(block, path, block_id, harvested=records, harvest=not self.frozen)
         with self.lock:
             for record in found:
                 key = f"{block.source}:{record['class']}"
@@ -254,7 +244,16 @@ class _Pass:
         recorded = self.results[block_id]
         assert path is not None
         assert recorded.recipe is not None
-        again, _ = run_validation(
+        again, _ = self._run(
+            block, path, block_id, harvest=False, replay=recipe_to_dict(recorded.recipe)
+        )
+        return block_id, differences(recorded, again)
+
+    def _run(
+        self, block: Any, path: Path, block_id: str, **options: Any
+    ) -> tuple[ValidationResult, list[dict[str, Any]]]:
+        """One block in this pass's sandbox, at its depth and timeout."""
+        return run_validation(
             path,
             block_id=block_id,
             class_name=block.name,
@@ -262,10 +261,8 @@ class _Pass:
             timeout_s=self.timeout_s,
             source_packages=self.index.source_packages(block.source),
             sandbox=self.box(),
-            harvest=False,
-            replay=recipe_to_dict(recorded.recipe),
+            **options,
         )
-        return block_id, differences(recorded, again)
 
     def close(self) -> None:
         for sandbox in self.boxes:
