@@ -11,19 +11,36 @@ only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Pyt
 abstract methods, methods with decorators other than ``property``/``staticmethod``/
 ``classmethod``/setters, and methods the class body names are always kept.
 
-A class with other bases (``nn.Module``, ``logging.Logger``, ``json.JSONEncoder``: code
-outside the closure calls their methods by name) is kept whole, and so are the plain
-classes it derives from (:meth:`MethodIndex.internal_bases`).
+A *module class* (its bases are ``torch.nn`` classes, plain classes or module classes of the
+sources) gets the same treatment with what torch can call added to the always-kept part:
+methods whose names ``torch.nn.Module`` or its torch bases define or spell in their source
+(``forward``, ``extra_repr``, ``_load_from_state_dict``, ``reset_parameters`` of a conv: the
+table ``nnrag/data/torch_nn.json`` written by ``benchmarks/gen_torch_nn.py`` from the
+supported torch), every decorated method but static and class methods (properties too), and
+those names count as read on ``self`` by its whole family, so a plain mixin keeps them too.
+A module class that overrides ``__getattr__``, reads ``self.__dict__`` or looks itself up by
+a computed name is kept whole. The block class itself keeps every method (the resolver marks
+it whole). So ``from_pretrained``/``save_pretrained`` of a model base reach nothing unless the
+block spells them.
+
+A class with other bases (``logging.Logger``, ``json.JSONEncoder``, a base of a library that
+is not a source: code outside the closure calls their methods by name) is kept whole, and so
+are the classes of the sources it derives from (:meth:`MethodIndex.internal_bases`).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
 from typing import TYPE_CHECKING
 
+from nnrag.index.discover import torch_table
 from nnrag.model import ImportBinding, ModuleInfo, Unit
 
 if TYPE_CHECKING:
@@ -47,6 +64,22 @@ _QUOTED = re.compile(r"""(['"])([A-Za-z_]\w{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
 _SPREAD = 4096
 """Synthetic unit indexes: ``-(index * _SPREAD + part + 1)`` (never a real unit's index)."""
+_MODULE_DECORATORS = frozenset({"staticmethod", "classmethod", "overload"})
+"""The only decorators a method of a module class may carry and still be left out."""
+
+
+@lru_cache(maxsize=1)
+def torch_names() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    """(names ``torch.nn.Module`` defines or spells, qualified torch class -> the names its
+    other torch bases add), from ``nnrag/data/torch_nn.json``."""
+    text = resources.files("nnrag").joinpath("data/torch_nn.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    module = frozenset(str(name) for name in data.get("module_names", ()))
+    classes = {
+        str(qualified): frozenset(str(name) for name in entry.get("names", ()))
+        for qualified, entry in data["classes"].items()
+    }
+    return module, classes
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +118,9 @@ class MethodIndex:
         self.scanner = scanner
         self._members: dict[UnitKey, Members | None] = {}
         self._bases: dict[UnitKey, tuple[tuple[ModuleInfo, Unit], ...] | None] = {}
+        self._torch: dict[UnitKey, frozenset[str]] = {}
+        """Class -> the names its direct ``torch.nn`` bases can call it by (if it has any)."""
+        self._module: dict[UnitKey, frozenset[str] | None] = {}
         self._attributes: dict[UnitKey, frozenset[str]] = {}
 
     def members(self, info: ModuleInfo, unit: Unit) -> Members | None:
@@ -106,6 +142,22 @@ class MethodIndex:
         if key not in self._bases:
             self._bases[key] = self._find_bases(info, unit)
         return self._bases[key]
+
+    def module_names(self, info: ModuleInfo, unit: Unit) -> frozenset[str] | None:
+        """The names torch can call a method of ``unit``'s class by, when it derives from a
+        ``torch.nn`` class through bases :meth:`bases` accepts; ``None`` otherwise."""
+        key = (info.source, info.module, unit.index)
+        if key in self._module:
+            return self._module[key]
+        self._module[key] = None  # cycle guard
+        bases = self.bases(info, unit)
+        found = self._torch.get(key)
+        for home, base in bases or ():
+            inherited = self.module_names(home, base)
+            if inherited is not None:
+                found = inherited if found is None else found | inherited
+        self._module[key] = found
+        return found
 
     def internal_bases(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[ModuleInfo, Unit], ...]:
         """The class units of the sources ``unit``'s class derives from directly, whatever
@@ -196,8 +248,14 @@ class MethodIndex:
             if resolved.kind == "builtin":
                 continue
             if resolved.kind == "external":
-                if resolved.target.split(".", 1)[0] not in _PLAIN_MODULES:
+                if resolved.target.split(".", 1)[0] in _PLAIN_MODULES:
+                    continue
+                qualified = torch_table().qualify(resolved.target)
+                if qualified is None:
                     return None
+                module, extra = torch_names()
+                key = (info.source, info.module, unit.index)
+                self._torch[key] = self._torch.get(key, frozenset()) | module | extra[qualified]
                 continue
             home = resolved.module
             if resolved.kind != "definition" or home is None or len(resolved.units) != 1:
@@ -215,9 +273,10 @@ class MethodIndex:
         assert tree is not None  # bases() parsed it
         node = tree.body[0]
         assert isinstance(node, ast.ClassDef)
-        if _looks_itself_up(node):
+        torch = self.module_names(info, unit)
+        if _looks_itself_up(node, module=torch is not None):
             return None
-        rest = [n for n in node.body if not _prunable(n)]
+        rest = [n for n in node.body if not _prunable(n, torch)]
         rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
         always_chains = _chains(rest_nodes)
         named = {n.id for part in rest_nodes for n in ast.walk(part) if isinstance(n, ast.Name)}
@@ -225,12 +284,12 @@ class MethodIndex:
         for stmt in node.body:
             if (
                 isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and _prunable(stmt)
+                and _prunable(stmt, torch)
                 and stmt.name not in named
             ):
                 defs.setdefault(stmt.name, []).append(stmt)
-        if not defs:
-            return None
+        if not defs and torch is None:
+            return None  # a module class is split anyway: its family shares torch's names
         offset = unit.start_line - 1
         methods: list[Method] = []
         taken: set[str] = set()
@@ -269,6 +328,7 @@ class MethodIndex:
         own |= {
             stmt.name for stmt in rest if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
+        own |= torch or frozenset()  # what torch calls on a module, its mixins define too
         return Members(
             always=always,
             attributes=frozenset(other | named),
@@ -321,13 +381,18 @@ def _without(unit: Unit, index: int, spans: list[tuple[int, int]], theirs: set[s
     )
 
 
-def _prunable(stmt: ast.stmt) -> bool:
-    """A method only code that spells its name can call."""
+def _prunable(stmt: ast.stmt, torch: frozenset[str] | None = None) -> bool:
+    """A method only code that spells its name can call (``torch``: the names torch can call
+    a method of this module class by; ``None`` for a plain class)."""
     if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     name = stmt.name
     if name.startswith("_") and name.endswith("_"):
         return False  # __dunder__ and _sunder_: called by Python and the standard library
+    if torch is not None:
+        if name in torch:
+            return False
+        return all(_dotted(d) in _MODULE_DECORATORS for d in stmt.decorator_list)
     for decorator in stmt.decorator_list:
         if isinstance(decorator, ast.Name) and decorator.id in _PLAIN_DECORATORS:
             continue
@@ -339,12 +404,20 @@ def _prunable(stmt: ast.stmt) -> bool:
     return True
 
 
-def _looks_itself_up(node: ast.ClassDef) -> bool:
+def _looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
     """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
-    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called."""
+    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called. A module
+    class also when it overrides ``__getattr__`` or reads ``self.__dict__``."""
+    special = ("__getattribute__", "__getattr__") if module else ("__getattribute__",)
     for inner in ast.walk(node):
-        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-            inner.name == "__getattribute__"
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.name in special:
+            return True
+        if (
+            module
+            and isinstance(inner, ast.Attribute)
+            and inner.attr == "__dict__"
+            and isinstance(inner.value, ast.Name)
+            and inner.value.id in _SELF
         ):
             return True
         if not isinstance(inner, ast.Call) or not inner.args:
@@ -376,8 +449,9 @@ def _chains(nodes: Sequence[ast.AST]) -> set[str]:
 
 
 def drop_methods(chunk: str, names: frozenset[str]) -> str:
-    """``chunk`` (one class, maybe after a ``# from`` comment) without the methods ``names``;
-    a body left empty gets ``pass``. The chunk is returned unchanged if it does not parse."""
+    """``chunk`` (one class, maybe after a ``# from`` comment) without the methods ``names``,
+    and a comment above the class naming them; a body left empty gets ``pass``. The chunk is
+    returned unchanged if it does not parse."""
     try:
         tree = ast.parse(chunk)
     except SyntaxError:
@@ -406,8 +480,22 @@ def drop_methods(chunk: str, names: frozenset[str]) -> str:
         first = min(cut)
         cut.discard(first)
         lines[first] = f"{indent}pass\n"
+    head = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+    note = textwrap.wrap(
+        "nnrag: methods left out (neither this block, torch nor Python calls them by name): "
+        + ", ".join(sorted(n for n in names if n in _defined(node))),
+        width=96,
+        initial_indent="# ",
+        subsequent_indent="#   ",
+        break_on_hyphens=False,
+    )
+    lines[head] = "".join(f"{line}\n" for line in note) + lines[head]
     kept = [line for number, line in enumerate(lines) if number not in cut]
     return "".join(kept)
+
+
+def _defined(node: ast.ClassDef) -> set[str]:
+    return {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def _dotted(node: ast.expr) -> str | None:

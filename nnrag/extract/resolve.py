@@ -242,6 +242,8 @@ class _Walk:
         self._own(key).update(members.own)
         for home, base in self.methods.internal_bases(entry.info, entry.unit):
             self._join(key, (home.source, home.module, base.index))
+        if entry.parent is None:
+            self.whole.add(key)  # the block class keeps every method; its bases are pruned
         self.pending[key] = {method.name: method for method in members.methods}
 
     def _root(self, key: UnitKey) -> UnitKey:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from nnrag.extract.methods import _looks_itself_up, _prunable, drop_methods
+from nnrag.extract.methods import _looks_itself_up, _prunable, drop_methods, torch_names
 
 
 def _class(text: str) -> ast.ClassDef:
@@ -27,7 +27,12 @@ def test_drop_methods_removes_defs_decorators_and_their_blank_lines() -> None:
         "        return 2\n"
     )
     result = drop_methods(chunk, frozenset({"size"}))
-    assert result == "# from pkg.m\nclass A:\n    x = 1\n\n    def keep(self):\n        return 2\n"
+    assert result == (
+        "# from pkg.m\n"
+        "# nnrag: methods left out (neither this block, torch nor Python calls them by name): "
+        "size\n"
+        "class A:\n    x = 1\n\n    def keep(self):\n        return 2\n"
+    )
     compile(result, "<chunk>", "exec")
 
 
@@ -36,7 +41,9 @@ def test_drop_every_method_leaves_pass() -> None:
         "class A:\n    def one(self):\n        return 1\n\n    def two(self):\n        return 2\n"
     )
     result = drop_methods(chunk, frozenset({"one", "two"}))
-    assert result == "class A:\n    pass\n"
+    assert result.splitlines()[-2:] == ["class A:", "    pass"]
+    assert result.startswith("# nnrag: methods left out")
+    assert "one, two" in result
     namespace: dict[str, object] = {}
     exec(compile(result, "<chunk>", "exec"), namespace)
     assert isinstance(namespace["A"], type)
@@ -79,6 +86,64 @@ def test_a_class_that_looks_its_own_attributes_up_is_not_plain() -> None:
     assert not _looks_itself_up(
         _class("class A:\n    def f(self, other, n):\n        return getattr(other, n)\n")
     )
+
+
+def test_the_comment_names_every_left_out_method_above_the_decorators() -> None:
+    chunk = "@dataclass\nclass A:\n" + "".join(
+        f"    def method_number_{i}(self):\n        return {i}\n\n" for i in range(12)
+    )
+    names = frozenset(f"method_number_{i}" for i in range(12)) | {"not_a_method_here"}
+    result = drop_methods(chunk, names)
+    comment = [line for line in result.splitlines() if line.startswith("#")]
+    assert len(comment) > 1
+    assert all(len(line) <= 96 for line in comment)
+    listed = " ".join(comment).split("by name): ", 1)[1].replace("#", " ")
+    assert sorted(n.strip() for n in listed.split(",")) == sorted(names - {"not_a_method_here"})
+    assert result.splitlines()[len(comment)] == "@dataclass"
+    compile(result, "<chunk>", "exec")
+
+
+def test_torch_names_come_from_the_generated_table() -> None:
+    module, classes = torch_names()
+    # nn.Module defines these and calls extra_repr / _load_from_state_dict by name
+    assert {"forward", "extra_repr", "_load_from_state_dict", "state_dict", "_apply"} <= module
+    assert not {"from_pretrained", "save_pretrained", "push_to_hub"} & module
+    # nn.Conv2d.__init__ calls reset_parameters, forward calls _conv_forward
+    assert {"reset_parameters", "_conv_forward"} <= classes["torch.nn.modules.conv.Conv2d"]
+
+
+def test_a_module_class_keeps_torch_names_properties_and_decorated_methods() -> None:
+    node = _class(
+        "class M(nn.Module):\n"
+        "    def forward(self, x): pass\n"
+        "    def extra_repr(self): pass\n"
+        "    @property\n"
+        "    def dtype(self): pass\n"
+        "    @torch.no_grad()\n"
+        "    def freeze(self): pass\n"
+        "    @torch.jit.unused\n"
+        "    def scripted_away(self): pass\n"
+        "    @classmethod\n"
+        "    def from_pretrained(cls, name): pass\n"
+        "    @staticmethod\n"
+        "    def helper(): pass\n"
+        "    def save_pretrained(self, path): pass\n"
+    )
+    module = frozenset({"forward", "extra_repr"})
+    names = {s.name for s in node.body if _prunable(s, module)}  # type: ignore[attr-defined]  # every statement of the class is a def
+    assert names == {"from_pretrained", "helper", "save_pretrained"}
+    # the same class read as a plain class: the property goes too
+    plain = {s.name for s in node.body if _prunable(s)}  # type: ignore[attr-defined]  # every statement of the class is a def
+    assert plain == names | {"forward", "extra_repr", "dtype"}
+
+
+def test_a_module_class_with_getattr_or_dict_reads_looks_itself_up() -> None:
+    overrides = _class("class M:\n    def __getattr__(self, name):\n        return 1\n")
+    assert _looks_itself_up(overrides, module=True)
+    assert not _looks_itself_up(overrides)
+    reads = _class("class M:\n    def f(self):\n        return self.__dict__['x']\n")
+    assert _looks_itself_up(reads, module=True)
+    assert _looks_itself_up(_class("class M:\n    def f(self):\n        return vars(self)\n"))
 
 
 def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> None:
