@@ -18,8 +18,10 @@ methods whose names ``torch.nn.Module`` or its torch bases define or spell in th
 table ``nnrag/data/torch_nn.json`` written by ``benchmarks/gen_torch_nn.py`` from the
 supported torch), every decorated method but static and class methods (properties too), and
 those names count as read on ``self`` by its whole family, so a plain mixin keeps them too.
-A module class that overrides ``__getattr__``, reads ``self.__dict__`` or looks itself up by
-a computed name is kept whole. The block class itself keeps every method (the resolver marks
+A module class that looks itself up by a computed name (``getattr(self, n)`` with ``n`` a
+parameter or a loop variable, ``dir(self)``, ``type(self).__dict__``) is kept whole; a name held
+in an attribute (``getattr(self, self.base_model_prefix)``) is not computed, since such
+attributes hold string literals of the closure, which count as spelled (:func:`_held_name`). The block class itself keeps every method (the resolver marks
 it whole). So ``from_pretrained``/``save_pretrained`` of a model base reach nothing unless the
 block spells them.
 
@@ -406,34 +408,113 @@ def _prunable(stmt: ast.stmt, torch: frozenset[str] | None = None) -> bool:
 
 def _looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
     """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
-    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called. A module
-    class also when it overrides ``__getattr__`` or reads ``self.__dict__``."""
-    special = ("__getattribute__", "__getattr__") if module else ("__getattribute__",)
+    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called.
+
+    In a module class (``module``) a name held in an attribute is not computed: ``getattr(self,
+    self.base_model_prefix)``, ``name = getattr(self, "_embed_layer", "embed")`` then
+    ``getattr(self, name)``: such attributes hold string literals of the closure (class
+    attributes), which count as spelled names anyway. ``cls.__dict__`` / ``type(self).__dict__``
+    list the methods; ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override
+    (it only sees names the class lacks, and a spelled name keeps its method) do not."""
     for inner in ast.walk(node):
-        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.name in special:
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            inner.name == "__getattribute__"
+        ):
             return True
         if (
             module
             and isinstance(inner, ast.Attribute)
             and inner.attr == "__dict__"
-            and isinstance(inner.value, ast.Name)
-            and inner.value.id in _SELF
+            and _is_class_of(inner.value, node.name)
         ):
             return True
-        if not isinstance(inner, ast.Call) or not inner.args:
-            continue
-        func = _dotted(inner.func) or ""
-        if func.rsplit(".", 1)[-1] not in _ENUMERATE:
-            continue
-        target = inner.args[0]
-        if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
-            target = target.args[0]  # getattr(type(self), name)
-        if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
-            continue
-        name = inner.args[1] if len(inner.args) > 1 else None
-        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-            return True
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    functions = [f for f in ast.walk(node) if isinstance(f, defs)]
+    body = [s for s in node.body if not isinstance(s, defs)]
+    for scope in [*functions, *body]:
+        assigned = _assignments(scope) if module and scope in functions else {}
+        for inner in ast.walk(scope):
+            if not isinstance(inner, ast.Call) or not inner.args:
+                continue
+            func = _dotted(inner.func) or ""
+            if func.rsplit(".", 1)[-1] not in _ENUMERATE:
+                continue
+            target = inner.args[0]
+            if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
+                target = target.args[0]  # getattr(type(self), name)
+            if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
+                continue
+            name = inner.args[1] if len(inner.args) > 1 else None
+            if name is None or not _held_name(name, assigned if module else None):
+                return True
     return False
+
+
+def _is_class_of(value: ast.expr, name: str) -> bool:
+    """``cls``, ``Name``, ``type(x)`` or ``x.__class__``: an expression that is a class."""
+    if isinstance(value, ast.Name):
+        return value.id in ("cls", name)
+    if isinstance(value, ast.Attribute):
+        return value.attr == "__class__"
+    return isinstance(value, ast.Call) and _dotted(value.func) == "type"
+
+
+def _held_name(
+    expr: ast.expr, assigned: dict[str, list[ast.expr | None]] | None, depth: int = 0
+) -> bool:
+    """A constant string, or (``assigned`` given: a module class) a name held in an attribute
+    of ``self``/``cls``, directly or through locals assigned only such values."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str)
+    if assigned is None or depth > 4:
+        return False
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.value, ast.Name) and expr.value.id in _SELF
+    if isinstance(expr, ast.Call) and _dotted(expr.func) == "getattr" and len(expr.args) >= 2:
+        owner, attr = expr.args[0], expr.args[1]
+        defaults = expr.args[2:]
+        return (
+            isinstance(owner, ast.Name)
+            and owner.id in _SELF
+            and isinstance(attr, ast.Constant)
+            and all(
+                isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, str))
+                for d in defaults
+            )
+        )
+    if isinstance(expr, ast.Name):
+        values = assigned.get(expr.id)
+        return bool(values) and all(
+            v is not None and _held_name(v, assigned, depth + 1) for v in values or ()
+        )
+    return False
+
+
+def _assignments(scope: ast.AST) -> dict[str, list[ast.expr | None]]:
+    """Local name -> the values assigned to it in ``scope`` (``None``: bound otherwise: a
+    parameter, a loop target, an unpacking)."""
+    found: dict[str, list[ast.expr | None]] = {}
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = scope.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            found.setdefault(arg.arg, []).append(None)
+    for inner in ast.walk(scope):
+        if isinstance(inner, ast.Assign):
+            for target in inner.targets:
+                value = inner.value if isinstance(target, ast.Name) else None
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        found.setdefault(name.id, []).append(value)
+        elif isinstance(inner, (ast.NamedExpr, ast.AnnAssign, ast.AugAssign)):
+            if isinstance(inner.target, ast.Name):
+                value = inner.value if not isinstance(inner, ast.AugAssign) else None
+                found.setdefault(inner.target.id, []).append(value)
+        elif isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            bound = inner.target if not isinstance(inner, ast.withitem) else inner.optional_vars
+            for name in ast.walk(bound) if bound is not None else ():
+                if isinstance(name, ast.Name):
+                    found.setdefault(name.id, []).append(None)
+    return found
 
 
 def _chains(nodes: Sequence[ast.AST]) -> set[str]:

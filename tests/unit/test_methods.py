@@ -137,13 +137,33 @@ def test_a_module_class_keeps_torch_names_properties_and_decorated_methods() -> 
     assert plain == names | {"forward", "extra_repr", "dtype"}
 
 
-def test_a_module_class_with_getattr_or_dict_reads_looks_itself_up() -> None:
+def test_a_module_class_looks_itself_up_only_through_the_class_or_a_computed_name() -> None:
     overrides = _class("class M:\n    def __getattr__(self, name):\n        return 1\n")
-    assert _looks_itself_up(overrides, module=True)
-    assert not _looks_itself_up(overrides)
-    reads = _class("class M:\n    def f(self):\n        return self.__dict__['x']\n")
-    assert _looks_itself_up(reads, module=True)
+    assert not _looks_itself_up(overrides, module=True)  # only sees names the class lacks
+    instance = _class("class M:\n    def f(self):\n        return self.__dict__['x']\n")
+    assert not _looks_itself_up(instance, module=True)  # instance attributes, no methods
+    klass = _class("class M:\n    def f(self):\n        return type(self).__dict__['x']\n")
+    assert _looks_itself_up(klass, module=True)
     assert _looks_itself_up(_class("class M:\n    def f(self):\n        return vars(self)\n"))
+
+
+def test_a_name_held_in_an_attribute_is_not_computed_in_a_module_class() -> None:
+    held = _class(
+        "class M:\n"
+        "    prefix = 'bert'\n"
+        "    def f(self):\n"
+        "        name = getattr(self, '_layer', 'embed')\n"
+        "        return getattr(self, self.prefix, self), getattr(self, name, None)\n"
+    )
+    assert not _looks_itself_up(held, module=True)
+    assert _looks_itself_up(held)  # a plain class keeps the old, stricter rule
+    for computed in (
+        "def f(self, name):\n        return getattr(self, name)\n",
+        "def f(self):\n        for name in self.names:\n            getattr(self, name)()\n",
+        "def f(self, i):\n        return getattr(self, f'layer{i}')\n",
+        "def f(self):\n        name = self.prefix + 'x'\n        return getattr(self, name)\n",
+    ):
+        assert _looks_itself_up(_class(f"class M:\n    {computed}"), module=True), computed
 
 
 def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> None:

@@ -17,10 +17,19 @@ class Dispatching(nn.Module):
 
 
 class Delegating(nn.Module):
-    """Overrides __getattr__: kept whole too."""
+    """A __getattr__ override and a name held in a class attribute: pruned as usual."""
+
+    inner_name = "inner"
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Identity()
 
     def __getattr__(self, name):
         return super().__getattr__(name)
+
+    def unwrap(self):
+        return getattr(self, self.inner_name, self)
 
     def archive(self, path):
         save(path, {"archived": True})

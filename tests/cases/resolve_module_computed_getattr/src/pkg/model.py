@@ -4,7 +4,7 @@ from .base import Delegating, Dispatching
 class Block(Dispatching):
     def __init__(self):
         super().__init__()
-        self.inner = Delegating()
+        self.wrapped = Delegating()
 
     def forward(self, x):
-        return self.run("scale", x)
+        return self.wrapped.unwrap()(self.run("scale", x))
