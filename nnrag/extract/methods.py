@@ -16,13 +16,16 @@ sources) gets the same treatment with what torch can call added to the always-ke
 methods whose names ``torch.nn.Module`` or its torch bases define or spell in their source
 (``forward``, ``extra_repr``, ``_load_from_state_dict``, ``reset_parameters`` of a conv: the
 table ``nnrag/data/torch_nn.json`` written by ``benchmarks/gen_torch_nn.py`` from the
-supported torch), every decorated method but static and class methods (properties too), and
-those names count as read on ``self`` by its whole family, so a plain mixin keeps them too.
-A module class that looks itself up by a computed name (``getattr(self, n)`` with ``n`` a
-parameter or a loop variable, ``dir(self)``, ``type(self).__dict__``) is kept whole; a name held
-in an attribute (``getattr(self, self.base_model_prefix)``) is not computed, since such
-attributes hold string literals of the closure, which count as spelled (:func:`_held_name`). The block class itself keeps every method (the resolver marks
-it whole). So ``from_pretrained``/``save_pretrained`` of a model base reach nothing unless the
+supported torch), and every decorated method (properties too) unless each decorator only
+wraps it: ``staticmethod``/``classmethod``, ``functools.wraps``, torch's grad modes, or a
+function of the sources that only calls, wraps or returns its argument (:func:`_only_wraps`).
+Torch's names count as read on ``self`` by the class's whole family, so a plain mixin keeps
+them too. A module class that looks itself up by a computed name (``getattr(self, n)`` with
+``n`` a parameter or a loop variable, ``dir(self)``, ``type(self).__dict__``) is kept whole;
+a name held in an attribute (``getattr(self, self.base_model_prefix)``) is not computed,
+since such attributes hold string literals of the closure, which count as spelled
+(:func:`_held_name`). The block class itself keeps every method (the resolver marks it
+whole). So ``from_pretrained``/``save_pretrained`` of a model base reach nothing unless the
 block spells them.
 
 A class with other bases (``logging.Logger``, ``json.JSONEncoder``, a base of a library that
@@ -67,7 +70,13 @@ _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
 _SPREAD = 4096
 """Synthetic unit indexes: ``-(index * _SPREAD + part + 1)`` (never a real unit's index)."""
 _MODULE_DECORATORS = frozenset({"staticmethod", "classmethod", "overload"})
-"""The only decorators a method of a module class may carry and still be left out."""
+"""Decorators that leave a method of a module class prunable, with :data:`_WRAPPERS` and the
+functions of the sources that only wrap (:func:`_only_wraps`)."""
+_WRAPPERS = frozenset(
+    {"functools.wraps", "torch.no_grad", "torch.enable_grad", "torch.inference_mode"}
+)
+"""External decorators that wrap a function and keep it nowhere (the standard library's
+``wraps``; torch's grad modes)."""
 
 
 @lru_cache(maxsize=1)
@@ -267,6 +276,41 @@ class MethodIndex:
             found.append((home, resolved.units[0]))
         return tuple(found)
 
+    def _registering(self, info: ModuleInfo, unit: Unit, node: ast.ClassDef) -> frozenset[str]:
+        """Methods of a module class whose decorators may do more than wrap them (register
+        them somewhere): kept. A decorator only wraps when it is one of ``_WRAPPERS`` or a
+        function of the sources that only calls, wraps (``functools.wraps``) or returns its
+        argument (:func:`_only_wraps`)."""
+        kept: set[str] = set()
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for decorator in stmt.decorator_list:
+                if not self._wraps(info, unit, decorator):
+                    kept.add(stmt.name)
+        return frozenset(kept)
+
+    def _wraps(self, info: ModuleInfo, unit: Unit, decorator: ast.expr) -> bool:
+        chain = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if chain is None:
+            return False
+        if chain in _MODULE_DECORATORS:
+            return True
+        resolved = self.symbols.lookup(info, chain, before=unit.start_line)
+        if resolved.kind == "external":
+            return resolved.target in _WRAPPERS
+        if (
+            isinstance(decorator, ast.Call)
+            or resolved.kind != "definition"
+            or resolved.module is None
+            or len(resolved.units) != 1
+            or resolved.units[0].kind != "def"
+        ):
+            return False
+        tree = self.scanner.tree(resolved.module, resolved.units[0])
+        body = tree.body if tree is not None else []
+        return len(body) == 1 and _only_wraps(body[0])
+
     def _split(self, info: ModuleInfo, unit: Unit) -> Members | None:
         bases = self.bases(info, unit)
         if bases is None or any(self.members(home, base) is None for home, base in bases):
@@ -278,6 +322,8 @@ class MethodIndex:
         torch = self.module_names(info, unit)
         if _looks_itself_up(node, module=torch is not None):
             return None
+        if torch is not None:
+            torch = torch | self._registering(info, unit, node)
         rest = [n for n in node.body if not _prunable(n, torch)]
         rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
         always_chains = _chains(rest_nodes)
@@ -392,9 +438,8 @@ def _prunable(stmt: ast.stmt, torch: frozenset[str] | None = None) -> bool:
     if name.startswith("_") and name.endswith("_"):
         return False  # __dunder__ and _sunder_: called by Python and the standard library
     if torch is not None:
-        if name in torch:
-            return False
-        return all(_dotted(d) in _MODULE_DECORATORS for d in stmt.decorator_list)
+        return name not in torch  # torch's names and methods with registering decorators
+
     for decorator in stmt.decorator_list:
         if isinstance(decorator, ast.Name) and decorator.id in _PLAIN_DECORATORS:
             continue
@@ -448,6 +493,40 @@ def _looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
             if name is None or not _held_name(name, assigned if module else None):
                 return True
     return False
+
+
+def _only_wraps(node: ast.stmt) -> bool:
+    """A decorator ``def d(fn)`` that only calls ``fn``, hands it to ``wraps``/
+    ``update_wrapper``, reads its attributes or returns it: it keeps ``fn`` nowhere, so the
+    method it decorates runs only when called by name."""
+    if not isinstance(node, ast.FunctionDef) or len(node.args.args) != 1:
+        return False
+    if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.decorator_list:
+        return False
+    name = node.args.args[0].arg
+    parents: dict[ast.AST, ast.AST] = {}
+    for inner in ast.walk(node):
+        for child in ast.iter_child_nodes(inner):
+            parents[child] = inner
+    for inner in ast.walk(node):
+        if not (isinstance(inner, ast.Name) and inner.id == name):
+            continue
+        if not isinstance(inner.ctx, ast.Load):
+            return False
+        parent = parents.get(inner)
+        if isinstance(parent, ast.Call) and parent.func is inner:
+            continue  # fn(...)
+        if isinstance(parent, ast.Attribute) and isinstance(parent.ctx, ast.Load):
+            continue  # fn.__name__ (``fn.marker = 1`` marks it for someone who looks)
+        if isinstance(parent, ast.Return):
+            continue
+        if isinstance(parent, ast.Call) and (_dotted(parent.func) or "").rsplit(".", 1)[-1] in (
+            "wraps",
+            "update_wrapper",
+        ):
+            continue
+        return False
+    return True
 
 
 def _is_class_of(value: ast.expr, name: str) -> bool:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from nnrag.extract.methods import _looks_itself_up, _prunable, drop_methods, torch_names
+from nnrag.extract.methods import (
+    _looks_itself_up,
+    _only_wraps,
+    _prunable,
+    drop_methods,
+    torch_names,
+)
 
 
 def _class(text: str) -> ast.ClassDef:
@@ -112,29 +118,43 @@ def test_torch_names_come_from_the_generated_table() -> None:
     assert {"reset_parameters", "_conv_forward"} <= classes["torch.nn.modules.conv.Conv2d"]
 
 
-def test_a_module_class_keeps_torch_names_properties_and_decorated_methods() -> None:
+def test_a_module_class_keeps_the_methods_torch_calls_by_name() -> None:
     node = _class(
         "class M(nn.Module):\n"
         "    def forward(self, x): pass\n"
         "    def extra_repr(self): pass\n"
-        "    @property\n"
-        "    def dtype(self): pass\n"
-        "    @torch.no_grad()\n"
-        "    def freeze(self): pass\n"
-        "    @torch.jit.unused\n"
-        "    def scripted_away(self): pass\n"
         "    @classmethod\n"
         "    def from_pretrained(cls, name): pass\n"
-        "    @staticmethod\n"
-        "    def helper(): pass\n"
         "    def save_pretrained(self, path): pass\n"
     )
     module = frozenset({"forward", "extra_repr"})
     names = {s.name for s in node.body if _prunable(s, module)}  # type: ignore[attr-defined]  # every statement of the class is a def
-    assert names == {"from_pretrained", "helper", "save_pretrained"}
-    # the same class read as a plain class: the property goes too
-    plain = {s.name for s in node.body if _prunable(s)}  # type: ignore[attr-defined]  # every statement of the class is a def
-    assert plain == names | {"forward", "extra_repr", "dtype"}
+    assert names == {"from_pretrained", "save_pretrained"}
+
+
+def _def(text: str) -> ast.stmt:
+    return ast.parse(text).body[0]
+
+
+def test_a_decorator_that_only_wraps_keeps_its_function_nowhere() -> None:
+    wraps = _def(
+        "def restore(func):\n"
+        "    @functools.wraps(func)\n"
+        "    def inner(*a, **k):\n"
+        "        print(func.__name__)\n"
+        "        return func(*a, **k)\n"
+        "    return inner\n"
+    )
+    assert _only_wraps(wraps)
+    assert _only_wraps(_def("def same(fn):\n    return fn\n"))
+    for registering in (
+        "def reg(fn):\n    HOOKS.append(fn)\n    return fn\n",
+        "def reg(fn):\n    TABLE[fn.__name__] = fn\n    return fn\n",
+        "def mark(fn):\n    fn._exported = True\n    return fn\n",
+        "def other(fn):\n    return helper(fn)\n",
+        "def factory(name, fn):\n    return fn\n",
+    ):
+        assert not _only_wraps(_def(registering)), registering
 
 
 def test_a_module_class_looks_itself_up_only_through_the_class_or_a_computed_name() -> None:

@@ -1,7 +1,27 @@
+import functools
+
 import torch
 from torch import nn
 
 from .hub import download, upload
+
+HOOKS = []
+
+
+def restore_state(func):
+    """Only wraps: a method it decorates can still be left out."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def on_load(func):
+    """Keeps the function in a table: a method it decorates is kept."""
+    HOOKS.append(func)
+    return func
 
 
 class HubMixin:
@@ -21,11 +41,13 @@ class ModelMixin(nn.Module, HubMixin):
     config_name = "config.json"
 
     @classmethod
+    @restore_state
     def from_pretrained(cls, name):
         model = cls()
         model.load_state_dict(download(name))
         return model
 
+    @torch.no_grad()
     def save_pretrained(self, path):
         self.push_to_hub(path)
 
@@ -40,7 +62,7 @@ class ModelMixin(nn.Module, HubMixin):
     def dtype(self):
         return next(self.parameters()).dtype
 
-    @torch.no_grad()
+    @on_load
     def freeze(self):
         for parameter in self.parameters():
             parameter.requires_grad_(False)
