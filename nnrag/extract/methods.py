@@ -455,12 +455,14 @@ def _looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
     """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
     ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called.
 
-    In a module class (``module``) a name held in an attribute is not computed: ``getattr(self,
+    A name held in the closure's data is not computed (:func:`_held_name`): ``getattr(self,
     self.base_model_prefix)``, ``name = getattr(self, "_embed_layer", "embed")`` then
-    ``getattr(self, name)``: such attributes hold string literals of the closure (class
-    attributes), which count as spelled names anyway. ``cls.__dict__`` / ``type(self).__dict__``
-    list the methods; ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override
+    ``getattr(self, name)``, ``getattr(type(self), MODES[mode])``: such attributes and tables
+    hold string literals of the closure, which count as spelled names anyway. In a module class
+    (``module``) ``cls.__dict__`` / ``type(self).__dict__`` list the methods (but for one
+    constant key); ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override
     (it only sees names the class lacks, and a spelled name keeps its method) do not."""
+    parents = {child: inner for inner in ast.walk(node) for child in ast.iter_child_nodes(inner)}
     for inner in ast.walk(node):
         if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
             inner.name == "__getattribute__"
@@ -471,13 +473,14 @@ def _looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
             and isinstance(inner, ast.Attribute)
             and inner.attr == "__dict__"
             and _is_class_of(inner.value, node.name)
+            and not _constant_key(inner, parents)
         ):
             return True
     defs = (ast.FunctionDef, ast.AsyncFunctionDef)
     functions = [f for f in ast.walk(node) if isinstance(f, defs)]
     body = [s for s in node.body if not isinstance(s, defs)]
     for scope in [*functions, *body]:
-        assigned = _assignments(scope) if module and scope in functions else {}
+        assigned = _assignments(scope) if scope in functions else {}
         for inner in ast.walk(scope):
             if not isinstance(inner, ast.Call) or not inner.args:
                 continue
@@ -490,7 +493,7 @@ def _looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
             if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
                 continue
             name = inner.args[1] if len(inner.args) > 1 else None
-            if name is None or not _held_name(name, assigned if module else None):
+            if name is None or not _held_name(name, assigned):
                 return True
     return False
 
@@ -538,33 +541,57 @@ def _is_class_of(value: ast.expr, name: str) -> bool:
     return isinstance(value, ast.Call) and _dotted(value.func) == "type"
 
 
+def _constant_key(node: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool:
+    """``cls.__dict__.get("name")`` or ``cls.__dict__["name"]``: one known key."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.Subscript):
+        return isinstance(parent.slice, ast.Constant)
+    call = parents.get(parent) if isinstance(parent, ast.Attribute) else None
+    return (
+        isinstance(parent, ast.Attribute)
+        and parent.attr == "get"
+        and isinstance(call, ast.Call)
+        and bool(call.args)
+        and isinstance(call.args[0], ast.Constant)
+    )
+
+
 def _held_name(
-    expr: ast.expr, assigned: dict[str, list[ast.expr | None]] | None, depth: int = 0
+    expr: ast.expr,
+    assigned: dict[str, list[ast.expr | None]] | None,
+    seen: frozenset[str] = frozenset(),
 ) -> bool:
-    """A constant string, or (``assigned`` given: a module class) a name held in an attribute
-    of ``self``/``cls``, directly or through locals assigned only such values."""
+    """A constant string, or (``assigned``: the locals of a method) a name held in the closure's
+    data: an attribute of ``self``/``cls`` (``self.base_model_prefix``, ``getattr(self,
+    "_embed_layer", "embed")``), an entry of a table (``MODES[mode]``), or a local assigned
+    only such values. Such attributes and tables hold string literals of the closure, which
+    count as spelled names."""
     if isinstance(expr, ast.Constant):
         return isinstance(expr.value, str)
-    if assigned is None or depth > 4:
+    if assigned is None:
         return False
     if isinstance(expr, ast.Attribute):
         return isinstance(expr.value, ast.Name) and expr.value.id in _SELF
+    if isinstance(expr, ast.Subscript):  # a table of names: TABLE[key], self.table[key]
+        return isinstance(expr.value, ast.Name) or _held_name(expr.value, assigned, seen)
     if isinstance(expr, ast.Call) and _dotted(expr.func) == "getattr" and len(expr.args) >= 2:
         owner, attr = expr.args[0], expr.args[1]
-        defaults = expr.args[2:]
         return (
             isinstance(owner, ast.Name)
             and owner.id in _SELF
-            and isinstance(attr, ast.Constant)
+            and _held_name(attr, assigned, seen)
             and all(
                 isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, str))
-                for d in defaults
+                for d in expr.args[2:]
             )
         )
     if isinstance(expr, ast.Name):
+        if expr.id in seen:
+            return True  # ``x = getattr(self, x)``: held if its other values are
         values = assigned.get(expr.id)
+        inner = seen | {expr.id}
         return bool(values) and all(
-            v is not None and _held_name(v, assigned, depth + 1) for v in values or ()
+            v is not None and _held_name(v, assigned, inner) for v in values or ()
         )
     return False
 

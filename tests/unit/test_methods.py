@@ -162,8 +162,10 @@ def test_a_module_class_looks_itself_up_only_through_the_class_or_a_computed_nam
     assert not _looks_itself_up(overrides, module=True)  # only sees names the class lacks
     instance = _class("class M:\n    def f(self):\n        return self.__dict__['x']\n")
     assert not _looks_itself_up(instance, module=True)  # instance attributes, no methods
-    klass = _class("class M:\n    def f(self):\n        return type(self).__dict__['x']\n")
+    klass = _class("class M:\n    def f(self):\n        return type(self).__dict__.items()\n")
     assert _looks_itself_up(klass, module=True)
+    one = _class("class M:\n    def f(self):\n        return type(self).__dict__['x']\n")
+    assert not _looks_itself_up(one, module=True)  # one known key
     assert _looks_itself_up(_class("class M:\n    def f(self):\n        return vars(self)\n"))
 
 
@@ -174,14 +176,19 @@ def test_a_name_held_in_an_attribute_is_not_computed_in_a_module_class() -> None
         "    def f(self):\n"
         "        name = getattr(self, '_layer', 'embed')\n"
         "        return getattr(self, self.prefix, self), getattr(self, name, None)\n"
+        "    def g(self, mode):\n"
+        "        base = getattr(self, 'prefix', None)\n"
+        "        base = getattr(self, base, None)\n"
+        "        return getattr(type(self), MODES[mode]), cls.__dict__.get('config')\n"
     )
     assert not _looks_itself_up(held, module=True)
-    assert _looks_itself_up(held)  # a plain class keeps the old, stricter rule
+    assert not _looks_itself_up(held)  # the same for a plain class
     for computed in (
         "def f(self, name):\n        return getattr(self, name)\n",
         "def f(self):\n        for name in self.names:\n            getattr(self, name)()\n",
         "def f(self, i):\n        return getattr(self, f'layer{i}')\n",
         "def f(self):\n        name = self.prefix + 'x'\n        return getattr(self, name)\n",
+        "def f(self, key):\n        return type(self).__dict__[key]\n",
     ):
         assert _looks_itself_up(_class(f"class M:\n    {computed}"), module=True), computed
 
