@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SETS = {
+SETS: dict[str, list[dict[str, Any]]] = {
     # looked at during development (bugs found there were fixed), so no longer unseen
     "seen": [
         {"name": "vit_pytorch", "pypi": "vit-pytorch==1.26.11"},
