@@ -21,7 +21,7 @@ from nnrag.validate.frames import (
     read_frame,
     write_frame,
 )
-from nnrag.validate.sandbox import summarize
+from nnrag.validate.replies import summarize
 
 STAGED: list[dict[str, Any]] = [
     {"kind": "running", "stage": "import"},
