@@ -496,6 +496,9 @@ class ValidationResult:
     """Source files the block's closure inlines."""
     linked_sources: tuple[str, ...] = ()
     """Other sources whose code the block inlines (sharding keeps them together)."""
+    notes: tuple[str, ...] = ()
+    """What the sandbox refused the block and the block handled (a capability probe, e.g. a
+    network socket): shown in the report, no effect on the verdict."""
 
     @property
     def passed(self) -> bool:

@@ -26,6 +26,7 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
           ...                                      # failed: stopped at exactly this stage
         },
         "categories": {"unresolved-name": 40, ...},   # failure categories, most frequent first
+        "noted": 22,                         # blocks with notes (a refused probe they handled)
         "block_categories": {                # what the blocks are (retrieve.categorize), by name
           "attention": {"blocks": 120, "passed": 101}, ...   # blocks of unknown category: absent
         },
@@ -48,7 +49,9 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
          "extract_s": 0.004 | null,          # resolving + emitting the block file
          "lines": 212 | null,                # lines of the block file
          "source_files": 3 | null,           # source files its closure inlines
-         "linked_sources": []},              # other sources whose code it inlines
+         "linked_sources": [],               # other sources whose code it inlines
+         "notes": ["refused: socket.__new__ (family AF_INET6; ...) (the block handled the
+                   refusal)"]},              # what the sandbox refused and the block handled
         ...
       ],
       "warnings": ["source 'timm': 'paths' entry 'timm/nope' matches no .py file", ...],
@@ -102,6 +105,7 @@ BLOCK_KEYS = (
     "lines",
     "source_files",
     "linked_sources",
+    "notes",
 )
 
 # Shields.io's named colours, by the lowest pass rate that earns them.
@@ -158,6 +162,7 @@ def block_entry(result: ValidationResult, *, block_category: str | None = None) 
         "lines": result.lines,
         "source_files": result.source_files,
         "linked_sources": list(result.linked_sources),
+        "notes": list(result.notes),
     }
 
 
@@ -169,7 +174,8 @@ def verdict_line(result: ValidationResult) -> str:
     else:
         stopped, category = failed_stage_of(result), result.category or "uncategorized"
         line = f"FAIL {result.block_id} at {stopped} [{category}]: {result.message}"
-    return line + (" (cached)" if result.cached else "")
+    notes = "".join(f"; note: {note}" for note in result.notes)
+    return line + (" (cached)" if result.cached else "") + notes
 
 
 def format_result(
@@ -195,6 +201,7 @@ def format_result(
         earlier = f", {more} earlier: --tb=long" if more else ""
         lines.append(f"traceback (frames in the block file{earlier}):")
         lines.extend(f"  {frame}" for frame in frames)
+    lines.extend(f"note: {note}" for note in result.notes)
     if result.dependency_path:
         lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
     if result.recipe is not None and (result.recipe.origin != "none" or result.recipe.init_args):
@@ -278,6 +285,7 @@ def _summarize(entries: Sequence[Mapping[str, Any]], depth: Stage) -> dict[str, 
         "pass_rate": round(passed / len(entries), 4) if entries else 0.0,
         "stages": stages,
         "categories": categories,
+        "noted": sum(1 for entry in entries if entry.get("notes")),
         "block_categories": dict(
             sorted(kinds.items(), key=lambda item: (-item[1]["blocks"], item[0]))
         ),
@@ -476,8 +484,9 @@ def summary_rows(report: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
-    """The terminal summary: the per-source table, then the top failure categories."""
+def summary_lines(report: Mapping[str, Any], *, top: int = 5, verbose: bool = False) -> list[str]:
+    """The terminal summary: the per-source table, the top failure categories, the blocks
+    with notes (the first, or with ``verbose`` every one)."""
     summary = report["summary"]
     if not summary["blocks"]:
         warnings = list(report.get("warnings") or ()) or ["no block found"]
@@ -501,6 +510,7 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
         for name, count in categories:
             example = _example(report, name)
             lines.append(f"  {name.ljust(width)}  {count:>5}  e.g. {example}")
+    lines.extend(_note_lines(report, verbose=verbose))
     kinds = summary.get("block_categories") or {}
     if kinds:
         shown = ", ".join(
@@ -509,6 +519,19 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
         lines.append(f"block categories (passed/blocks): {shown}")
     lines.extend(dedup_lines(report.get("dedup")))
     lines.extend(f"warning: {warning}" for warning in report.get("warnings") or ())
+    return lines
+
+
+def _note_lines(report: Mapping[str, Any], *, verbose: bool) -> list[str]:
+    noted = [entry for entry in report["blocks"] if entry.get("notes")]
+    if not noted:
+        return []
+    count = len(noted)
+    lines = [f"notes: {count} block{'s' if count != 1 else ''} handled a refused probe"]
+    for entry in noted if verbose else noted[:1]:
+        lines.append(f"  {entry['id']}: {'; '.join(entry['notes'])}")
+    if not verbose and count > 1:
+        lines.append(f"  ... and {count - 1} more (verbose output and the report list them)")
     return lines
 
 

@@ -146,6 +146,10 @@ class ResultItem(NnragItem):
                 ("nnrag_cached", "true" if result.cached else "false"),
             ]
         )
+        if result.notes:  # junitxml; a pass shows them with -rP (a failure's text has them)
+            self.user_properties.append(("nnrag_notes", "\n".join(result.notes)))
+            if result.passed:
+                self.add_report_section("call", "nnrag notes", "\n".join(result.notes))
         self.ihook.pytest_nnrag_result(item=self, result=result)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

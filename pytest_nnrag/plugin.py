@@ -533,7 +533,8 @@ class NnragSession:
 
             terminalreporter.write_line(describe_layers(self.state.sandbox_layers))
         empty = not self.report["summary"]["blocks"]
-        for number, line in enumerate(summary_lines(self.report)):
+        verbose = self.config.get_verbosity() > 0
+        for number, line in enumerate(summary_lines(self.report, verbose=verbose)):
             terminalreporter.write_line(line, red=empty and number == 0, bold=empty)
         for line in baseline_lines(self.report.get("baseline")):
             terminalreporter.write_line(line)

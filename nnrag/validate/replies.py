@@ -6,6 +6,7 @@ import os
 import signal
 
 from nnrag.validate.frames import BlockReply, MalformedMessage, Message
+from nnrag.validate.refusals import note
 
 
 def _refusals(refused: list[str], shown: int = 3) -> str:
@@ -33,18 +34,40 @@ def summarize(
 
 
 def _summary(messages: list[Message], status: int | None, timed_out: bool, stderr: str) -> Message:
-    result: Message = {"stage_reached": None, "timings": {}, "harvest": []}
-    refused = [m["message"] for m in messages if m.get("kind") == "refused"]
-    if refused:  # only block code writing to the pipe makes these: a violation, whatever follows
+    """The reply's fields, the refusal policy applied (:mod:`nnrag.validate.refusals`)."""
+    refused = [m for m in messages if m.get("kind") == "refused"]
+    if any(not m.get("probe") for m in refused):  # an attack: a violation, whatever follows
         reached = [m["stage"] for m in messages if m.get("kind") == "stage"]
         running = [m["stage"] for m in messages if m.get("kind") == "running"]
         return {
-            **result,
             "stage_reached": reached[-1] if reached else None,
             "failed_stage": running[-1] if running else None,
             "category": "sandbox-violation",
-            "message": _refusals(refused),
+            "message": _refusals([str(m["message"]) for m in refused]),
         }
+    result = _verdict(messages, status, timed_out, stderr)
+    probes = [str(m["message"]) for m in refused] + _strings(result.pop("probes", []))
+    denied = result.pop("denied", False)
+    if not isinstance(denied, bool):
+        raise MalformedMessage(f"reply: denied is {type(denied).__name__}, expected bool")
+    if not probes:
+        return result
+    if denied and result.get("category") is not None:  # the block failed on the refusal
+        first = str(result.get("message") or "").strip().splitlines()
+        cause = f"; the block failed on it: {first[0]}" if first else ""
+        return {**result, "category": "sandbox-violation", "message": _refusals(probes) + cause}
+    return {**result, "notes": [note(what) for what in dict.fromkeys(probes)]}
+
+
+def _strings(value: object) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise MalformedMessage("reply: probes must be a list of strings")
+    return list(value)
+
+
+def _verdict(messages: list[Message], status: int | None, timed_out: bool, stderr: str) -> Message:
+    """The reply's fields from the block's own messages and its exit status."""
+    result: Message = {"stage_reached": None, "timings": {}, "harvest": []}
     for message in messages:
         if message.get("kind") == "stage":
             result["stage_reached"] = message["stage"]

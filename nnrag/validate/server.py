@@ -19,14 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nnrag.validate import isolation, syscalls
-from nnrag.validate.child import block_main
+from nnrag.validate.child import block_main, sender
 from nnrag.validate.frames import (
     BlockReply,
     BlockRequest,
     MalformedMessage,
     Message,
     _split_frames,
-    plain,
     read_frame,
     write_frame,
 )
@@ -216,14 +215,10 @@ def spawned_child(fd: int, memory_mb: int) -> None:
 
         start_torch()
         request = BlockRequest.from_plain(data)
-        violations = lock_down(Path(tmp), timeout_s=request.timeout_s, memory_mb=memory_mb)
+        violations, probes = lock_down(Path(tmp), timeout_s=request.timeout_s, memory_mb=memory_mb)
         from nnrag.validate.probe import runner as probe
 
-        probe.run_block(
-            request.to_plain(),
-            send=lambda message: write_frame(fd, plain(message)),
-            violations=violations,
-        )
+        probe.run_block(request.to_plain(), send=sender(fd, probes), violations=violations)
         exit_code = 0
     finally:
         os._exit(exit_code)
@@ -239,7 +234,8 @@ def _collect(
     """Read frames until the child exits or the deadline passes (then kill its group).
 
     Meanwhile answer the block's refused system calls on ``listener`` (its seccomp
-    notifications): each becomes a ``refused`` message naming the call.
+    notifications): each becomes a ``refused`` message naming the call (``probe``: whether
+    it is a probe, see :mod:`nnrag.validate.refusals`).
     """
     buffer = bytearray()
     messages: list[Message] = []
@@ -261,7 +257,8 @@ def _collect(
             if ready == listener and keeper is not None:
                 refused = keeper.answer(ready) if events & select.POLLIN else None
                 if refused:
-                    messages.append({"kind": "refused", "message": refused})
+                    what, probe = refused
+                    messages.append({"kind": "refused", "message": what, "probe": probe})
                 elif events & (select.POLLHUP | select.POLLERR):
                     poller.unregister(ready)
                 continue

@@ -43,7 +43,11 @@ CASES: dict[str, tuple[str | None, str]] = {
     "proc_fd_read": ("sandbox-violation", "system call openat on /proc/1/fd (another process)"),
     "symlink_out": ("sandbox-violation", "escape -> @CANARY@/keep.txt (a symbolic link)"),
     "setns_net": ("sandbox-violation", "system call setns"),
-    "native_socket": ("sandbox-violation", "system call socket (family AF_INET"),
+    "native_socket": (
+        "sandbox-violation",
+        "system call socket (family AF_INET; only unix sockets are allowed); "
+        "system call connect to 127.0.0.1:9 (a network address)",
+    ),
     "ptrace_server": ("sandbox-violation", "system call ptrace"),
     "fill_disk": ("runtime-error", "before the folder was full"),
     "fork_bomb": ("sandbox-violation", "more than 128 processes or threads"),
@@ -221,3 +225,39 @@ class _NoProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         return 0
+
+
+NATIVE_PROBE = HEADER + TRIVIAL.replace(
+    "return self.lin(x)",
+    "import ctypes, socket\n"
+    "        libc = ctypes.CDLL(None, use_errno=True)\n"
+    "        fd = libc.socket(socket.AF_INET6, socket.SOCK_DGRAM, 0)\n"
+    "        if fd < 0:\n"
+    "            @ESCAPE@\n"
+    "        return self.lin(x)",
+)
+NATIVE_REFUSED = "system call socket (family AF_INET6; only unix sockets are allowed)"
+
+
+def test_a_handled_native_socket_probe_passes_with_a_note(
+    sandbox: Sandbox, tmp_path: Path, machine: dict[str, Path]
+) -> None:
+    server, before = sandbox.pid, snapshot(machine)
+    code = NATIVE_PROBE.replace("@ESCAPE@", "assert ctypes.get_errno() == 1  # EPERM")
+    result = run_file(sandbox, tmp_path, code, "native_probe")
+    assert result.passed, result.message
+    assert result.notes == (f"refused: {NATIVE_REFUSED} (the block handled the refusal)",)
+    assert snapshot(machine) == before
+    assert sandbox.pid == server
+    assert sandbox.server_pid is not None
+    assert settled_descendants(sandbox.server_pid) == []
+
+
+def test_a_native_socket_probe_whose_refusal_escapes_is_a_violation(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    escape = "raise OSError(ctypes.get_errno(), 'no IPv6 socket')"
+    result = run_file(sandbox, tmp_path, NATIVE_PROBE.replace("@ESCAPE@", escape), "native_out")
+    assert (result.category, result.failed_stage) == ("sandbox-violation", "forward")
+    assert result.message.startswith(f"refused: {NATIVE_REFUSED}; the block failed on it: ")
+    assert "no IPv6 socket" in result.message
