@@ -248,6 +248,8 @@ class IndexStats:
     problems: tuple[Diagnostic, ...] = ()
     source_errors: tuple[str, ...] = ()
     """Sources that could not be materialized (message each); the others were indexed."""
+    unfetched: Mapping[str, str] = field(default_factory=dict)
+    """The same by source name: why each could not be fetched or read."""
     warnings: tuple[str, ...] = ()
     """Configuration that has no effect (an ``extern`` pattern matching nothing), one each."""
 

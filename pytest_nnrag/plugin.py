@@ -374,15 +374,12 @@ class NnragSession:
 
     def _count_unfetched(self, ident: str) -> None:
         """A source that could not be fetched: its blocks in the baseline (else 1) fail."""
-        from nnrag.report import source_of
+        from nnrag.baseline import unfetched_counts
         from pytest_nnrag.items import SOURCE_ERROR
 
         source, _, name = ident.rpartition(":")
-        if name != SOURCE_ERROR:
-            return
-        known = self.state.baseline.blocks if self.state.baseline is not None else {}
-        count = sum(1 for key in known if source_of(key) == source and ":<" not in key)
-        self.state.unfetched[source] = max(count, 1)
+        if name == SOURCE_ERROR:
+            self.state.unfetched.update(unfetched_counts([source], self.state.baseline))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the report and badge, also for a run that found no block (the controller)."""
