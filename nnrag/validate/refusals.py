@@ -5,7 +5,10 @@ answer it. What that means for the block's verdict depends on the operation:
 
 - A **probe** asks for a capability and learns it is missing; refusing it is the whole answer.
   Creating a socket of any family but ``AF_UNIX`` is one (``urllib3`` binds ``::1`` at import
-  to learn whether the machine has IPv6). A refused probe is recorded as a **note** on the
+  to learn whether the machine has IPv6); so is connecting natively to a unix socket outside
+  the block's folder (the C library asks ``nscd`` or ``sssd`` that way on its own; whatever
+  listens there, ``docker.sock`` included, never hears from the block). A refused probe is
+  recorded as a **note** on the
   result; the block passes or fails on its own merits. Only when the refusal is what makes
   the block fail (the ``EPERM`` escapes from the block's code, or is the cause or context of
   the exception that does) is the block a ``sandbox-violation`` naming the probe.
@@ -23,7 +26,8 @@ import errno
 PROBE_EVENTS = frozenset({"socket.__new__"})
 """Python audit events whose refusal is a probe (a socket of a non-unix family)."""
 PROBE_SYSCALLS = frozenset({"socket", "socketpair"})
-"""System calls whose refusal is a probe (the seccomp filter only stops non-unix families)."""
+"""System calls whose refusal is a probe (the seccomp filter only stops non-unix families);
+``connect``/``sendto`` to a unix socket outside the folder are probes too (the keeper says)."""
 REFUSED_ERRNO = errno.EPERM
 """What a refused operation fails with, from Python (``PermissionError``) or native code."""
 

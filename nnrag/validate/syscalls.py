@@ -12,10 +12,12 @@ when a symbolic link in the block's folder points out of it. Every ``open`` is a
 another process's ``/proc/<pid>`` entries (its descriptors, environment, memory) is refused
 and named. Signals (``kill``, ``tgkill``, ...) reach only the block's own processes: one aimed
 at the keeper or any other process is refused and named. ``connect`` and ``sendto`` with an
-address are asked: a network address is refused and named (a unix one goes on). New
+address are asked: a network address or a unix socket outside the block's folder is refused
+and named (the mounts do not stop a connect: as root, ``docker.sock`` would answer). New
 processes and threads are counted. Where the kernel has no user notification, the refused
 calls fail with ``EPERM`` directly and are not named. A refused non-unix ``socket`` is a probe
-(:mod:`nnrag.validate.refusals`): a note on the result unless the block fails on it.
+(:mod:`nnrag.validate.refusals`), and so is a unix socket outside the folder: a note on the
+result unless the block fails on it.
 """
 
 from __future__ import annotations
@@ -140,6 +142,7 @@ _GUARDED = frozenset(
 check refuses most of them: here they are named)."""
 _KERNEL_DECIDES = ("/dev/", "/proc/")  # devices and the block's own /proc entries
 _AT_FDCWD = -100
+_OUTSIDE_SOCKET = " (outside the block's folder)"
 MAX_TASKS = 128
 """Processes and threads one block may start (RLIMIT_NPROC does not bind uid 0, even inside a
 user namespace; this count does)."""
@@ -264,7 +267,8 @@ class Keeper:
         Writes by path below the block's folder go on, checked by the kernel as usual; so do
         opens of anything but another process's ``/proc`` entries, signals to the block's
         own processes and new processes and threads while fewer than :data:`MAX_TASKS` were
-        started, and ``connect``/``sendto`` to a unix address; anything else gets ``EPERM``
+        started, and ``connect``/``sendto`` to a unix socket in the block's folder (or an
+        abstract one); anything else gets ``EPERM``
         (``EACCES`` for ``/proc``, ``EAGAIN`` past the process count). What the block may write
         is enforced by the mounts and Landlock; the paths read from the block's memory here
         name what it tried.
@@ -285,7 +289,9 @@ class Keeper:
         reply = (ident, 0, 0, _CONTINUE) if refused is None else (ident, 0, -code, 0)
         with contextlib.suppress(OSError):
             fcntl.ioctl(listener, _IOCTL_SEND, bytearray(_NOTIF_RESP.pack(*reply)))
-        return None if refused is None else (refused, name in PROBE_SYSCALLS)
+        if refused is None:
+            return None
+        return refused, name in PROBE_SYSCALLS or refused.endswith(_OUTSIDE_SOCKET)
 
     def _judge(self, name: str, pid: int, args: list[int]) -> tuple[str | None, int]:
         """(what was refused or ``None``, the error number to answer with)."""
@@ -350,7 +356,12 @@ class Keeper:
         return None  # the block's own, or no such process (the kernel answers ESRCH)
 
     def _address(self, pid: int, name: str, address: int, length: int) -> str | None:
-        """What a ``connect``/``sendto`` aims at, unless it is a unix (or unspecified) address."""
+        """What a ``connect``/``sendto`` aims at, unless it is a unix socket in the block's
+        folder, an abstract or unnamed one (its network namespace's own) or ``AF_UNSPEC``.
+
+        A unix socket outside the folder is a probe (the C library asks ``nscd`` or ``sssd``
+        that way on its own); a network address is an attempt to reach the network.
+        """
         try:
             data = os.pread(self._memory_fd(pid), min(length & 0xFFFFFFFF, 128), address)
         except OSError:
@@ -358,9 +369,14 @@ class Keeper:
         if len(data) < 2:
             return f"system call {name} (address unreadable)"
         (family,) = struct.unpack("=H", data[:2])
-        if family in (socket.AF_UNIX, socket.AF_UNSPEC):
+        if family == socket.AF_UNSPEC or (family == socket.AF_UNIX and data[2:3] in (b"", b"\0")):
             return None
-        return f"system call {name} to {_network_address(family, data)} (a network address)"
+        if family != socket.AF_UNIX:
+            return f"system call {name} to {_network_address(family, data)} (a network address)"
+        path = self._path_of(pid, [address + 2], None, 0, follow=True)
+        if path is not None and (path == self.root or path.startswith(self.root + os.sep)):
+            return None
+        return f"system call {name} to unix socket {self._shown(path)}{_OUTSIDE_SOCKET}"
 
     def _outside(self, pid: int) -> bool:
         """``pid`` exists and is not one of the block's processes (the keeper's descendants)."""

@@ -261,3 +261,45 @@ def test_a_native_socket_probe_whose_refusal_escapes_is_a_violation(
     assert (result.category, result.failed_stage) == ("sandbox-violation", "forward")
     assert result.message.startswith(f"refused: {NATIVE_REFUSED}; the block failed on it: ")
     assert "no IPv6 socket" in result.message
+
+
+UNIX_SOCKETS = HEADER + TRIVIAL.replace(
+    "return self.lin(x)",
+    "import ctypes, socket, struct\n"
+    "        libc = ctypes.CDLL(None, use_errno=True)\n"
+    "        def address(path):\n"
+    "            return struct.pack('=H', socket.AF_UNIX) + path.encode() + b'\\0'\n"
+    "        own = libc.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0)\n"
+    "        here = address(os.path.join(os.getcwd(), 'own.sock'))\n"
+    "        assert libc.bind(own, here, len(here)) == 0, ctypes.get_errno()\n"
+    "        assert libc.listen(own, 1) == 0, ctypes.get_errno()\n"
+    "        mine = libc.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0)\n"
+    "        assert libc.connect(mine, here, len(here)) == 0, ctypes.get_errno()\n"
+    "        there = libc.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0)\n"
+    "        outside = address('@LISTENER@')\n"
+    "        if libc.connect(there, outside, len(outside)) == 0:\n"
+    "            libc.write(there, b'hello', 5)\n"
+    "        return self.lin(x)",
+)
+
+
+def test_a_unix_socket_outside_the_folder_is_refused_and_noted(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """As root a connect needs no write access the mounts could take away (docker.sock)."""
+    import socket
+
+    path = tmp_path / "listener.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+        listener.settimeout(0.5)
+        code = UNIX_SOCKETS.replace("@LISTENER@", str(path))
+        result = run_file(sandbox, tmp_path, code, "unix_sockets")
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    assert result.passed, result.message
+    assert result.notes == (
+        f"refused: system call connect to unix socket {path} (outside the block's folder) "
+        "(the block handled the refusal)",
+    )
