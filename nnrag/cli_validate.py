@@ -231,7 +231,8 @@ def _write_run_report(
         return
     from pathlib import Path
 
-    from nnrag.report import build_report, write_badge, write_report
+    from nnrag.badge import write_badge
+    from nnrag.report import build_report, write_report
 
     document = build_report(
         results, depth=depth, block_categories=block_categories, unfetched=unfetched

@@ -1,9 +1,9 @@
-"""The run report: one JSON document, its terminal summary table and the pass-rate badge.
+"""The run report: one JSON document and its terminal summary table (the badge: ``badge``).
 
 The pytest plugin and the CLI both build their report here, so a run reads the
 same everywhere. Everything is plain data: :func:`build_report` turns
 :class:`~nnrag.model.ValidationResult` objects into a JSON-ready ``dict``;
-:func:`summary_lines`, :func:`write_report` and :func:`write_badge` render it.
+:func:`summary_lines` and :func:`write_report` render it (:mod:`nnrag.badge` the badge).
 
 Every other rendering of a result or a diagnostic lives here too, so the pytest item, the
 CLI, the pre-commit hook and the JSON documents say the same thing: :func:`block_entry` (a
@@ -69,12 +69,6 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
         "closure": {...the same for the whole extracted closures...}
       }
     }
-
-The badge (``--nnrag-badge badge.svg``) reads ``nnrag | 87% (812/934)``, coloured by
-pass rate; beside it, ``badge.json`` (the SVG's name with a ``.json`` suffix) is a
-shields.io endpoint document
-(``{"schemaVersion": 1, "label", "message", "color"}``) for
-``https://img.shields.io/endpoint?url=...``.
 """
 
 from __future__ import annotations
@@ -106,16 +100,6 @@ BLOCK_KEYS = (
     "source_files",
     "linked_sources",
     "notes",
-)
-
-# Shields.io's named colours, by the lowest pass rate that earns them.
-_COLORS: tuple[tuple[float, str, str], ...] = (
-    (0.90, "brightgreen", "#4c1"),
-    (0.75, "green", "#97ca00"),
-    (0.60, "yellowgreen", "#a4a61d"),
-    (0.40, "yellow", "#dfb317"),
-    (0.20, "orange", "#fe7d37"),
-    (0.00, "red", "#e05d44"),
 )
 
 
@@ -494,7 +478,7 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5, verbose: bool = Fa
     rows = summary_rows(report)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
-        f"nnrag: {summary['passed']}/{_items(summary)} blocks reached "
+        f"nnrag: {summary['passed']}/{counted_items(summary)} blocks reached "
         f"{report['depth']} ({summary['pass_rate']:.1%})"
     ]
     for name, count in (summary.get("unfetched_sources") or {}).items():
@@ -568,56 +552,6 @@ def _example(report: Mapping[str, Any], category: str) -> str:
     return ""
 
 
-# --------------------------------------------------------------------------- badge
-
-
-def badge_message(report: Mapping[str, Any]) -> str:
-    """The badge's value, e.g. ``87% (812/934)``."""
-    summary = report["summary"]
-    return f"{summary['pass_rate']:.0%} ({summary['passed']}/{_items(summary)})"
-
-
-def _items(summary: Mapping[str, Any]) -> int:
+def counted_items(summary: Mapping[str, Any]) -> int:
     """What the pass rate divides by: the blocks and the failed items of unfetched sources."""
     return int(summary["blocks"]) + int(summary.get("unfetched") or 0)
-
-
-def badge_color(rate: float) -> tuple[str, str]:
-    """Shields colour name and hex code for a pass rate in ``[0, 1]``."""
-    for floor, name, code in _COLORS:
-        if rate >= floor:
-            return name, code
-    return _COLORS[-1][1], _COLORS[-1][2]
-
-
-def shields_endpoint(report: Mapping[str, Any], *, label: str = "nnrag") -> dict[str, Any]:
-    """The shields.io endpoint document for ``report``."""
-    name, _ = badge_color(float(report["summary"]["pass_rate"]))
-    return {"schemaVersion": 1, "label": label, "message": badge_message(report), "color": name}
-
-
-def badge_svg(report: Mapping[str, Any], *, label: str = "nnrag") -> str:
-    """The SVG badge ``label | 87% (812/934)`` (made by ``anybadge``)."""
-    import anybadge
-
-    _, code = badge_color(float(report["summary"]["pass_rate"]))
-    badge = anybadge.Badge(label=label, value=badge_message(report), default_color=code)
-    return str(badge.badge_svg_text)
-
-
-def write_badge(
-    report: Mapping[str, Any], path: Path, *, label: str = "nnrag"
-) -> tuple[Path, Path]:
-    """Write the SVG badge to ``path`` and the shields endpoint JSON beside it.
-
-    The endpoint file has the badge's name with a ``.json`` suffix (``badge.svg`` ->
-    ``badge.json``). Returns both paths.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(badge_svg(report, label=label), encoding="utf-8")
-    endpoint = path.with_suffix(".json")
-    if endpoint == path:  # the SVG itself was asked for as a .json path
-        endpoint = path.with_suffix(".endpoint.json")
-    text = json.dumps(shields_endpoint(report, label=label), indent=2) + "\n"
-    endpoint.write_text(text, encoding="utf-8")
-    return path, endpoint

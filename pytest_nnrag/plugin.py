@@ -385,7 +385,8 @@ class NnragSession:
         """Write the report and badge, also for a run that found no block (the controller)."""
         if _is_worker(self.config):
             return
-        from nnrag.report import build_report, write_badge, write_report
+        from nnrag.badge import write_badge
+        from nnrag.report import build_report, write_report
         from nnrag.validate.stages import complete_harvests
 
         complete_harvests(self.state.workspace, self.state.results)

@@ -1,4 +1,4 @@
-"""Tests for nnrag.report: report schema, stage counts, summary table, badge and endpoint JSON."""
+"""Tests for nnrag.report and nnrag.badge: report schema, stage counts, summary table, badge."""
 
 from __future__ import annotations
 
@@ -7,21 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from nnrag.badge import badge_color, badge_message, shields_endpoint, write_badge
 from nnrag.model import STAGES, ValidationResult
 from nnrag.report import (
     BLOCK_KEYS,
     REPORT_KEYS,
     ReportMergeError,
-    badge_color,
-    badge_message,
     build_report,
     dedup_lines,
     empty_run_reason,
     failed_stage_of,
     merge_reports,
-    shields_endpoint,
     summary_lines,
-    write_badge,
     write_report,
 )
 
