@@ -112,6 +112,8 @@ class _Walk:
         """Plain class -> a class it derives from or that derives from it (union-find)."""
         self.own: dict[UnitKey, set[str]] = {}
         """Family root -> attributes its classes read on ``self``/``cls``."""
+        self.tables: dict[UnitKey, int] = {}
+        """String tables (:mod:`nnrag.extract.tables`) -> how many prunable entries they have."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -131,6 +133,7 @@ class _Walk:
                 self.queue.append(key)
         self._drain()
         registrations = self._carry_registrations()
+        self._cut_tables()
         self._stand_ins()
         self._combine()
         order = self._order()
@@ -192,6 +195,24 @@ class _Walk:
             self.problems.setdefault(problem, key)
         return carrier.registrations()
 
+    def _cut_tables(self) -> None:
+        """Say which string tables hold only the entries whose keys the closure quotes."""
+        for key, total in self.tables.items():
+            dropped = sorted(self.pending.get(key, ()))
+            if not dropped:
+                continue
+            entry = self.units[key]
+            shown = ", ".join(repr(name) for name in dropped[:5])
+            more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+            problem: Located = (
+                "dynamic-registry",
+                f"{entry.info.path}:{entry.unit.start_line}:1",
+                f"string table {entry.unit.binds[0]} keeps {total - len(dropped)} of {total} "
+                "entries that name definitions: those whose keys the block's code quotes; "
+                f"a key computed from another word raises KeyError (left out: {shown}{more})",
+            )
+            self.problems.setdefault(problem, key)
+
     def _add_registration(self, registration: Registration, parent: UnitKey) -> bool:
         key = (registration.source, registration.module, registration.unit)
         if key in self.units:
@@ -243,6 +264,8 @@ class _Walk:
         for home, base in self.methods.internal_bases(entry.info, entry.unit):
             self._join(key, (home.source, home.module, base.index))
         self.pending[key] = {method.name: method for method in members.methods}
+        if members.table:
+            self.tables[key] = len(members.methods)
 
     def _root(self, key: UnitKey) -> UnitKey:
         family = self.family
