@@ -4,12 +4,16 @@
 names every definition it could hold, and including the unit used to include all of them
 (and what each reads). An entry is code only a key can reach, and a key is a string: the
 table is split like a plain class (:mod:`nnrag.extract.methods`), each entry a prunable
-member named by its key, kept when the closure quotes that key somewhere (a default
-``act="gelu"``, a config attribute ``hidden_act="gelu"``, a literal in any kept unit) or
-reads an attribute of that name. Entries whose values name no definition of the sources
-(constants, external classes) are always kept: they bring nothing. A key the block computes
-from a word it does not carry raises ``KeyError`` at run time; the closure says which
-tables it cut (``dynamic-registry``).
+member named by its key. A table is cut only when the closure gives one of its keys as a
+value (:func:`value_strings`: a default ``act="gelu"``, a config attribute, a keyword
+argument): then the block's own defaults and config choose the key, and an entry is kept
+when its key occurs in a word of the closure (a quoted string, an attribute, a name it
+defines: keys are often cut out of such words or assembled from them). A table none of
+whose keys is such a value is read with keys from outside the closure (a caller's config)
+and is carried whole. Entries whose values name no definition of the sources (constants,
+external classes) are always kept: they bring nothing. A key the block computes from a
+word it does not carry raises ``KeyError`` at run time; the closure says which tables it
+cut (``dynamic-registry``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from nnrag.model import ModuleInfo, Unit
 if TYPE_CHECKING:
     from nnrag.index.symbols import Symbols
 
-__all__ = ["drop_entries", "table_entries"]
+__all__ = ["drop_entries", "table_entries", "value_strings"]
 
 _SPREAD = 4096
 """Synthetic unit indexes, as :mod:`nnrag.extract.methods` numbers them."""
@@ -72,6 +76,25 @@ def table_entries(
         call_reads=tuple(c for c in unit.call_reads if c not in theirs),
     )
     return always, entries, plain
+
+
+def value_strings(tree: ast.AST) -> frozenset[str]:
+    """Strings ``tree`` gives as values: parameter defaults (``act="gelu"``), keyword
+    arguments (``Config(act="gelu")``, ``dict(type="BN")``) and assigned constants
+    (``hidden_act = "gelu"``) — where a key a table is read with comes from."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        values: list[ast.expr | None] = []
+        if isinstance(node, ast.arguments):
+            values += [*node.defaults, *node.kw_defaults]
+        elif isinstance(node, (ast.keyword, ast.Assign, ast.AnnAssign)):
+            values.append(node.value)
+        found.update(
+            value.value
+            for value in values
+            if isinstance(value, ast.Constant) and isinstance(value.value, str)
+        )
+    return frozenset(found)
 
 
 def _internal(symbols: Symbols, info: ModuleInfo, unit: Unit, chain: str) -> bool:

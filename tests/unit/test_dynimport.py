@@ -146,6 +146,32 @@ def test_string_table_keeps_the_quoted_keys_and_says_what_it_left_out() -> None:
     assert '"relu": nn.ReLU' in extracted.code  # an external class brings nothing: kept
     (problem,) = extracted.problems
     assert problem.category == "dynamic-registry"
-    assert "ACT2CLS keeps 2 of 5" in problem.message
-    assert "'gelu', 'gelu-table', 'swish'" in problem.message
+    assert "ACT2CLS keeps 3 of 5" in problem.message
+    assert "'gelu-table', 'swish'" in problem.message
+    assert "class GELUActivation" in extracted.code  # "gelu" occurs in "gelu_10"
     assert extracted.file_lines["src:pkg/activations.py"] < 40
+
+
+def test_string_table_whose_keys_the_block_never_mentions_is_carried_whole(
+    tmp_path: Path,
+) -> None:
+    """The key comes from the caller (a config the block does not carry): every entry."""
+    from nnrag.extract.block import extract
+    from nnrag.index.build import index_tree
+    from tests.unit.test_cases import target_block
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "acts.py").write_text(
+        "class Gelu:\n    pass\n\n\nclass Silu:\n    pass\n\n\n"
+        'TABLE = {"gelu": Gelu, "silu": Silu}\n'
+    )
+    (tmp_path / "pkg" / "block.py").write_text(
+        "from pkg.acts import TABLE\n\n\nclass Block:\n"
+        "    def __init__(self, config):\n        self.act = TABLE[config.act]()\n"
+    )
+    index = index_tree(tmp_path, source="src")
+    extracted = extract(index, target_block(index, "pkg.block:Block"))
+    assert "class Gelu" in extracted.code
+    assert "class Silu" in extracted.code
+    assert not extracted.problems
