@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING
 from nnrag.extract.syntax import dotted
 
 if TYPE_CHECKING:
+    from nnrag.extract.emit_cache import Entity
+    from nnrag.extract.needs import UnitScanner
     from nnrag.index.build import Index
     from nnrag.index.symbols import Symbols
-    from nnrag.model import ModuleInfo
+    from nnrag.model import ModuleInfo, Unit
 
 __all__ = [
     "SHIM",
@@ -30,7 +32,9 @@ __all__ = [
     "by_name",
     "import_by_name",
     "serve_imports",
+    "served_imports",
     "shim_chunk",
+    "shim_for",
     "shim_table",
 ]
 
@@ -142,6 +146,36 @@ def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
         text = lines[line - 1]
         lines[line - 1] = text[:start] + SHIM.encode() + text[end:]
     return b"".join(lines).decode()
+
+
+def served_imports(
+    index: Index, scanner: UnitScanner, info: ModuleInfo, unit: Unit
+) -> list[ByName]:
+    """The imports by name of source modules in ``unit`` the block file serves itself."""
+    if "import_module" not in scanner.text(info, unit):
+        return []
+    tree = scanner.tree(info, unit)
+    if tree is None:
+        return []
+    found = by_name(tree, lambda name: index.source_of_module(name) is not None)
+    return [spec for spec in found if spec.served]
+
+
+def shim_for(
+    index: Index, sources: Iterable[str], flat: Mapping[Entity, str], served: Iterable[ByName]
+) -> str:
+    """The shim chunk of a block file: ``flat`` names its definitions, ``sources`` are the
+    sources it inlines from, ``served`` the imports it serves."""
+    from nnrag.index.symbols import symbols_for
+
+    carried = {
+        (entity[1], entity[2]): name
+        for entity, name in flat.items()
+        if entity[0] == "def" and entity[2]  # "": a module used as an object
+    }
+    table = shim_table(index, symbols_for(index), carried, served)
+    packages = set().union(*(index.source_packages(source) for source in sources))
+    return shim_chunk(table, packages)
 
 
 def shim_table(

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 from nnrag.blockfile.header import body_digest, render_header
 from nnrag.diagnostics import diagnostic
 from nnrag.errors import ExtractionError, InternalError
-from nnrag.extract.dynimport import ByName, by_name, serve_imports, shim_chunk, shim_table
+from nnrag.extract.dynimport import ByName, serve_imports, served_imports, shim_for
 from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
 from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
-from nnrag.extract.needs import UnitScanner, scanner_for
+from nnrag.extract.needs import scanner_for
 from nnrag.extract.registries import registries_for
 from nnrag.extract.rewrite import Rewrite
 from nnrag.extract.tables import drop_entries
@@ -188,7 +188,7 @@ def _unit_chunks(
         inferred = registries.inferred_scope(info, unit) if unit.kind == "assign" else None
         if inferred is not None:
             chunk = _with_keyword(chunk, *inferred)
-        by_name = _served_imports(index, scanner, info, unit)
+        by_name = served_imports(index, scanner, info, unit)
         if by_name:
             served += by_name
             chunk = serve_imports(chunk, lambda name: index.source_of_module(name) is not None)
@@ -208,36 +208,9 @@ def _unit_chunks(
         chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     if served:  # before every unit: load-time code may import by name
-        chunks.insert(0, _shim(index, closure, plan, served))
+        sources = {closure.block.source} | {info.source for info, _ in plan.units}
+        chunks.insert(0, shim_for(index, sources, plan.flat, served))
     return chunks
-
-
-def _served_imports(
-    index: Index, scanner: UnitScanner, info: ModuleInfo, unit: Unit
-) -> list[ByName]:
-    """The imports by name of source modules in ``unit`` the block file serves itself."""
-    if "import_module" not in scanner.text(info, unit):
-        return []
-    tree = scanner.tree(info, unit)
-    if tree is None:
-        return []
-    found = by_name(tree, lambda name: index.source_of_module(name) is not None)
-    return [spec for spec in found if spec.served]
-
-
-def _shim(index: Index, closure: Closure, plan: _Plan, served: list[ByName]) -> str:
-    """The block-local ``import_module`` and its table (see :mod:`nnrag.extract.dynimport`)."""
-    from nnrag.index.symbols import symbols_for
-
-    carried = {
-        (entity[1], entity[2]): flat
-        for entity, flat in plan.flat.items()
-        if entity[0] == "def" and entity[2]  # "": a module used as an object
-    }
-    table = shim_table(index, symbols_for(index), carried, served)
-    sources = {closure.block.source} | {info.source for info, _ in plan.units}
-    packages = set().union(*(index.source_packages(source) for source in sources))
-    return shim_chunk(table, packages)
 
 
 def _with_keyword(chunk: str, name: str, value: str) -> str:
