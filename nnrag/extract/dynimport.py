@@ -21,10 +21,9 @@ from nnrag.extract.syntax import dotted
 
 if TYPE_CHECKING:
     from nnrag.extract.emit_cache import Entity
-    from nnrag.extract.needs import UnitScanner
     from nnrag.index.build import Index
     from nnrag.index.symbols import Symbols
-    from nnrag.model import ModuleInfo, Unit
+    from nnrag.model import ModuleInfo
 
 __all__ = [
     "SHIM",
@@ -149,16 +148,14 @@ def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
 
 
 def served_imports(
-    index: Index, scanner: UnitScanner, info: ModuleInfo, unit: Unit
+    text: str, tree: Callable[[], ast.Module | None], is_source: Callable[[str], bool]
 ) -> list[ByName]:
-    """The imports by name of source modules in ``unit`` the block file serves itself."""
-    if "import_module" not in scanner.text(info, unit):
+    """The imports by name of source modules in a unit (its ``text``, emitted or original,
+    and its ``tree``, parsed on demand) the block file serves itself."""
+    parsed = tree() if "import_module" in text else None
+    if parsed is None:
         return []
-    tree = scanner.tree(info, unit)
-    if tree is None:
-        return []
-    found = by_name(tree, lambda name: index.source_of_module(name) is not None)
-    return [spec for spec in found if spec.served]
+    return [spec for spec in by_name(parsed, is_source) if spec.served]
 
 
 def shim_for(

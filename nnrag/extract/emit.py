@@ -163,6 +163,10 @@ def _unit_chunks(
     registries = registries_for(index, scanner)
     stand_ins = set(closure.stand_ins)
     served: list[ByName] = []
+
+    def is_source(name: str) -> bool:
+        return index.source_of_module(name) is not None
+
     for position, (info, unit) in enumerate(plan.units):
         if namespaces:
             chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
@@ -188,10 +192,11 @@ def _unit_chunks(
         inferred = registries.inferred_scope(info, unit) if unit.kind == "assign" else None
         if inferred is not None:
             chunk = _with_keyword(chunk, *inferred)
-        by_name = served_imports(index, scanner, info, unit)
+        tree = functools.partial(scanner.tree, info, unit)
+        by_name = served_imports(chunk, tree, is_source)  # the chunk keeps the callee's name
         if by_name:
             served += by_name
-            chunk = serve_imports(chunk, lambda name: index.source_of_module(name) is not None)
+            chunk = serve_imports(chunk, is_source)
         if (info.source, info.module, unit.index) in stand_ins:
             stand_in = _stand_in(info, unit, plan)
             file = f"{info.source}:{info.path}"
