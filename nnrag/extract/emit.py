@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from nnrag.blockfile.header import body_digest
 from nnrag.diagnostics import diagnostic
 from nnrag.errors import ExtractionError, InternalError
-from nnrag.extract.dynimport import ByName, serve_imports, served_imports, shim_for
+from nnrag.extract.dynimport import SHIM, ByName, serve_imports, served_imports, shim_for
 from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
 from nnrag.extract.emit_header import (
     external_requirements,
@@ -201,7 +201,6 @@ def _unit_chunks(
         tree = functools.partial(scanner.tree, info, unit)
         by_name = served_imports(chunk, tree, is_source)  # the chunk keeps the callee's name
         if by_name:
-            served += by_name
             chunk = serve_imports(chunk, is_source)
         if (info.source, info.module, unit.index) in stand_ins:
             stand_in = _stand_in(info, unit, plan)
@@ -216,6 +215,8 @@ def _unit_chunks(
             file = f"{info.source}:{info.path}"
             plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - shorter.count("\n")
             chunk = shorter
+        if by_name and f"{SHIM}(" in chunk:  # not when the calls were in methods left out
+            served += by_name
         chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     if served:  # before every unit: load-time code may import by name
