@@ -119,7 +119,7 @@ def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
 
     Called only for units whose original text has a served call (:func:`by_name`); the
     chunk may spell names otherwise after renames, so calls are matched by form: a callee
-    ``import_module`` or ``<name>.import_module`` that imports a module of the sources
+    ``import_module[_N]`` or ``importlib[_N].import_module`` that imports a module of the sources
     (:func:`import_by_name`) is taken as the one found in the original.
     """
     try:
@@ -131,10 +131,11 @@ def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
         if not (isinstance(node, ast.Call) and node.args):
             continue
         func = node.func
-        named = (isinstance(func, ast.Name) and func.id == "import_module") or (
+        named = (isinstance(func, ast.Name) and func.id.startswith("import_module")) or (
             isinstance(func, ast.Attribute)
             and func.attr == "import_module"
             and isinstance(func.value, ast.Name)
+            and func.value.id.startswith("importlib")  # maybe renamed: ``importlib_2``
         )
         if named and _target(node, is_source) is not None and func.end_col_offset:
             spans.append((func.lineno, func.col_offset, func.end_col_offset))
