@@ -45,6 +45,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from nnrag.extract.tables import table_entries
 from nnrag.index.discover import torch_table
 from nnrag.model import ImportBinding, ModuleInfo, Unit
 
@@ -119,6 +120,8 @@ class Members:
     own: frozenset[str]
     """Attributes the always-kept part reads on ``self``/``cls``."""
     methods: tuple[Method, ...]
+    table: bool = False
+    """A string table (:mod:`nnrag.extract.tables`): the members are its entries, by key."""
 
 
 class MethodIndex:
@@ -143,6 +146,8 @@ class MethodIndex:
         found = None
         if unit.kind == "class" and not unit.type_checking and len(unit.classes) == 1:
             found = self._split(info, unit)
+        elif unit.kind == "assign" and not unit.type_checking:
+            found = self._table(info, unit)
         self._members[key] = found
         return found
 
@@ -226,12 +231,38 @@ class MethodIndex:
                 elif (
                     isinstance(inner, ast.Constant)
                     and isinstance(inner.value, str)
-                    and inner.value.isidentifier()
+                    and 0 < len(inner.value) <= 80
+                    and not any(c.isspace() for c in inner.value)
                 ):
-                    other.add(inner.value)
+                    other.add(inner.value)  # a method name, or a string table's key
         return other, own
 
     # -- splitting ---------------------------------------------------------------------------
+
+    def _table(self, info: ModuleInfo, unit: Unit) -> Members | None:
+        """A string table's entries as members named by their keys."""
+        tree = self.scanner.tree(info, unit) if "{" in self.scanner.text(info, unit) else None
+        found = None if tree is None else table_entries(info, unit, tree, self.symbols)
+        if found is None:
+            return None
+        always, entries, plain = found
+        methods = tuple(
+            Method(
+                name=name,
+                parts=(part,),
+                attributes=frozenset(self._read(info, unit, [node])[0]),
+                own=frozenset(),
+                spans=((part.start_line, part.end_line),),
+            )
+            for name, part, node in entries
+        )
+        return Members(
+            always=always,
+            attributes=frozenset(self._read(info, unit, plain)[0]),
+            own=frozenset(),
+            methods=methods,
+            table=True,
+        )
 
     def _find_bases(
         self, info: ModuleInfo, unit: Unit
