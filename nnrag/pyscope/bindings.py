@@ -9,7 +9,6 @@ from nnrag.model import ImportBinding
 from nnrag.pyscope.scopes import (
     CALL,
     LAZY,
-    Access,
     Assignment,
     Scope,
     ScopeTree,
@@ -100,24 +99,35 @@ class ModuleBindings:
         statements = self._statements
         imported = {(id(i.scope), i.name) for i in self.scopes.imports if i.scope is not module}
         for scope in module.walk():
-            for access in scope.accesses:
-                target = access.target
+            reads = scope.reads
+            if not reads:
+                continue
+            if scope.function_like:  # there the target depends on the name only
+                targets = dict.fromkeys(scope.bound - scope.nonlocals - scope.globals, scope)
+                targets.pop("__class__", None)  # a method's implicit cell: let the model say
+            for read in reads:
+                name, chain, _, order, top, time, annotation, _ = read
+                if scope is module:
+                    target = module
+                elif scope.kind == "class":
+                    target = scope.target(read)
+                else:
+                    found = targets.get(name)
+                    target = targets[name] = scope.resolve(name) if found is None else found
                 if target is module:
-                    facts = statements[access.top]
-                    chain = access.chain
-                    if access.annotation == LAZY:
+                    facts = statements[top]
+                    if annotation == LAZY:
                         facts.calls.add(chain)
                         facts.annotation_reads.add(chain)
-                    elif access.time == CALL:
+                    elif time == CALL:
                         facts.calls.add(chain)
                         facts.evaluated_calls.add(chain)
                     else:
                         facts.load.add(chain)
-                elif imported and (id(target), access.name) in imported:
-                    assert target is not None
-                    line = _import_line(target, access)
+                elif imported and (id(target), name) in imported:
+                    line = _import_line(target, name, order)
                     if line:
-                        statements[access.top].local_reads.add((access.chain, line))
+                        statements[top].local_reads.add((chain, line))
 
     # -- bindings --------------------------------------------------------------------------
 
@@ -248,17 +258,18 @@ class ModuleBindings:
             self._all.extend(names)
 
 
-def _import_line(scope: Scope, access: Access) -> int:
-    """Line of the local import binding the name ``access`` reads in ``scope`` (0: none).
+def _import_line(scope: Scope, name: str, order: int) -> int:
+    """Line of the local import binding ``name`` in ``scope`` that a read (at ``order``)
+    sees (0: none).
 
     In a function, the last import of the name anywhere in it; in a class body, the last
     one before the read.
     """
     line = 0
-    for assignment in scope.assignments[access.name]:
+    for assignment in scope.assignments[name]:
         if assignment.kind != "import" or assignment.lexical is not scope:
             continue
-        if scope.kind == "class" and assignment.order > access.order:
+        if scope.kind == "class" and assignment.order > order:
             break
         assert assignment.statement is not None
         line = assignment.statement.lineno
