@@ -67,14 +67,15 @@ class ModuleBindings:
     def __init__(self, *, module: str, is_package: bool, tree: ast.Module) -> None:
         self.module = module
         self.is_package = is_package
-        self.scopes: ScopeTree = build_scopes(tree, compiler=False)
-        self.future = list(self.scopes.future)
+        scopes = build_scopes(tree, compiler=False)
+        self.future = list(scopes.future)
         self.star_imports: list[str] = []
         self._all: list[str] | None = None
         self._all_dynamic = False
         self._statements = [UnitBindings() for _ in tree.body]
-        self._collect_reads()
-        self._collect_bindings()
+        self._collect_reads(scopes)
+        self._collect_bindings(scopes)
+        scopes.release()  # freed now, not by a later garbage collection
         self._collect_all(tree.body)
 
     def unit(self, first: int, last: int) -> UnitBindings:
@@ -94,10 +95,10 @@ class ModuleBindings:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def _collect_reads(self) -> None:
-        module = self.scopes.module
+    def _collect_reads(self, scopes: ScopeTree) -> None:
+        module = scopes.module
         statements = self._statements
-        imported = {(id(i.scope), i.name) for i in self.scopes.imports if i.scope is not module}
+        imported = {(id(i.scope), i.name) for i in scopes.imports if i.scope is not module}
         for scope in module.walk():
             reads = scope.reads
             if not reads:
@@ -131,8 +132,8 @@ class ModuleBindings:
 
     # -- bindings --------------------------------------------------------------------------
 
-    def _collect_bindings(self) -> None:
-        module = self.scopes.module
+    def _collect_bindings(self, scopes: ScopeTree) -> None:
+        module = scopes.module
         statements = self._statements
         for assignment in module.bindings:
             kind = assignment.kind
@@ -145,7 +146,7 @@ class ModuleBindings:
                 facts.classes.append(assignment.node)  # type: ignore[arg-type]  # kind "class": the ClassDef
         for facts in statements:
             facts.classes.sort(key=lambda node: (node.lineno, node.col_offset))
-        for assignment in self.scopes.imports:
+        for assignment in scopes.imports:
             self._import(assignment)
 
     def _import(self, assignment: Assignment) -> None:

@@ -105,6 +105,7 @@ def build_scopes(tree: ast.Module, *, compiler: bool = True) -> ScopeTree:
     for top, statement in enumerate(tree.body):
         walker.top = top
         walker.visit(statement)
+    walker.dispatch = {}  # its bound methods hold the walker (and so the tree) in a cycle
     module = walker.module
     if compiler:
         analyze(module, None, set())

@@ -56,7 +56,11 @@ def unresolved_names(tree: ast.Module, *, deltas: Sequence[int] | None = None) -
     has run. ``deltas``: how many lines each top-level statement's tree is behind the file
     (trees parsed piece by piece).
     """
-    return _NameChecker(tree, build_scopes(tree), deltas).run()
+    scopes = build_scopes(tree)
+    try:
+        return _NameChecker(tree, scopes, deltas).run()
+    finally:
+        scopes.release()  # freed now, not by a later garbage collection
 
 
 def _spans(statements: list[ast.stmt]) -> list[_Span]:

@@ -336,6 +336,27 @@ class ScopeTree:
             self._by_node = found
         return self._by_node.get(id(node))
 
+    def release(self) -> None:
+        """Break the tree's reference cycles (scope and parent, scope and its assignments,
+        accesses and memos) and empty it.
+
+        Without this a dropped tree, and the AST its reads point into, is freed only by the
+        cyclic garbage collector, whose passes then walk every tree built since the last one
+        (measured on timm's 304 files: half the index analysis' CPU). Callers that are done
+        with a tree release it; it is empty afterwards.
+        """
+        for scope in list(self.module.walk()):
+            scope.parent = None
+            scope.node = None
+            scope.children = []
+            scope.bindings = []
+            scope.reads = []
+            scope._accesses = None
+            scope._assignments = None
+            scope._targets = {}
+        self.imports = []
+        self._by_node = None
+
     def binds_module_name(self, node: ast.AST) -> bool:
         """Whether a binding node (a stored ``Name``, a def, an import alias) binds at module
         level."""
