@@ -207,9 +207,11 @@ class Walker:
         statement: ast.stmt | None = None,
         *,
         into: Scope | None = None,
+        record: bool = True,
     ) -> Assignment:
         """Record a binding written in the current scope, in the scope it binds in: ``into``
-        when given, else the current one as ``global``/``nonlocal`` redirect it."""
+        when given, else the current one as ``global``/``nonlocal`` redirect it. Without
+        ``record`` it binds no name (``from m import *``): in no scope's bindings."""
         lexical = self.scope
         if into is not None:
             scope = into
@@ -233,9 +235,10 @@ class Walker:
             self.conditional,
             self.type_checking,
         )
-        scope.bindings.append(assignment)
-        if scope.kind == "class" and kind != "annotation":
-            scope.earlier.add(name)  # reads later in the body see it
+        if record:
+            scope.bindings.append(assignment)
+            if scope.kind == "class" and kind != "annotation":
+                scope.earlier.add(name)  # reads later in the body see it
         return assignment
 
     def _binding_scope(self, lexical: Scope, name: str) -> Scope:
@@ -512,22 +515,8 @@ class Walker:
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         is_from = isinstance(node, ast.ImportFrom)
         for alias in node.names:
-            if is_from and alias.name == "*":  # binds no name: in no scope's bindings
-                lexical = self.scope
-                order = self.order
-                self.order = order + 1
-                star = Assignment(
-                    "*",
-                    alias,
-                    "import",
-                    lexical,
-                    lexical,
-                    node,
-                    order,
-                    self.top,
-                    self.conditional,
-                    self.type_checking,
-                )
+            if is_from and alias.name == "*":
+                star = self._bind("*", alias, "import", node, into=self.scope, record=False)
                 self.imports.append(star)
                 continue
             local = alias.asname or (alias.name if is_from else alias.name.partition(".")[0])
