@@ -4,7 +4,6 @@ from __future__ import annotations
 import __future__
 
 import ast
-import symtable
 import warnings
 from dataclasses import dataclass, field
 
@@ -15,8 +14,8 @@ __all__ = ["Compiled", "Unit", "compile_units", "parse_units", "statement_units"
 class Compiled:
     """What a run parsed and compiled cleanly so far, by the text of a top-level statement."""
 
-    tables: dict[tuple[int, str], symtable.SymbolTable] = field(default_factory=dict)
-    """``(compiler flags, text) -> symbol table`` of the statements compiled."""
+    statements: set[tuple[int, str]] = field(default_factory=set)
+    """``(compiler flags, text)`` of the statements compiled."""
     trees: dict[str, list[ast.stmt]] = field(default_factory=dict)
     """``text -> ast`` of the pieces parsed (see :func:`parse_units`)."""
 
@@ -88,9 +87,9 @@ def statement_units(code: str, tree: ast.Module) -> list[Unit] | None:
 
 def compile_units(
     code: str, units: list[Unit], filename: str, compiled: Compiled, *, relative: bool
-) -> list[tuple[symtable.SymbolTable, int]] | None:
+) -> list[int] | None:
     """Compile ``code`` (raises its ``SyntaxError``), skipping statements compiled before;
-    the symbol table of each top-level statement and its line offset (None: use the file's).
+    the line offset of each top-level statement (None: compiled as a whole file).
 
     Each top-level statement is compiled on its own, under the file's ``__future__`` flags,
     unless its text is in ``compiled``: what the compiler checks of a statement, and its
@@ -104,24 +103,20 @@ def compile_units(
         compile(code, filename, "exec", dont_inherit=True)
         return None
     texts = [(first, text) for first, text, nodes in units if nodes]
-    prefix = "from __future__ import annotations\n" if flags else ""
-    fresh = list(dict.fromkeys(text for _, text in texts if (flags, text) not in compiled.tables))
+    done = compiled.statements
+    fresh = list(dict.fromkeys(text for _, text in texts if (flags, text) not in done))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a warning: compile the whole file to show it
-            for text in fresh:
+            for text in fresh:  # compile() runs the symbol-table pass too (bad nonlocal ...)
                 compile(text, filename, "exec", flags, dont_inherit=True)
-            tables = [symtable.symtable(prefix + text, filename, "exec") for text in fresh]
     except (SyntaxError, ValueError, Warning):
         compile(code, filename, "exec", dont_inherit=True)
         return None
-    compiled.tables.update(
-        ((flags, text), table) for text, table in zip(fresh, tables, strict=True)
-    )
-    shift = 1 if prefix else 0  # the table's lines count the prefix
+    done.update((flags, text) for text in fresh)
     if relative:
-        return [(compiled.tables[flags, text], -shift) for _, text in texts]
-    return [(compiled.tables[flags, text], first - 1 - shift) for first, text in texts]
+        return [0 for _ in texts]
+    return [first - 1 for first, _ in texts]
 
 
 def _future_flags(units: list[Unit]) -> int | None:

@@ -51,9 +51,13 @@ def rewrite_unit(text: str, rewrite: Rewrite, *, stringify_annotations: bool = F
     ``stringify_annotations`` every annotation becomes the string PEP 563 would have stored.
     """
     tree = ast.parse(text)
-    editor = _Editor(text, rewrite, stringify_annotations, build_scopes(tree))
-    for statement in tree.body:
-        editor.visit(statement)
+    scopes = build_scopes(tree)
+    editor = _Editor(text, rewrite, stringify_annotations, scopes)
+    try:
+        for statement in tree.body:
+            editor.visit(statement)
+    finally:
+        scopes.release()  # freed now, not by a later garbage collection
     return editor.result()
 
 

@@ -9,7 +9,6 @@ from nnrag.model import ImportBinding
 from nnrag.pyscope.scopes import (
     CALL,
     LAZY,
-    Access,
     Assignment,
     Scope,
     ScopeTree,
@@ -68,14 +67,15 @@ class ModuleBindings:
     def __init__(self, *, module: str, is_package: bool, tree: ast.Module) -> None:
         self.module = module
         self.is_package = is_package
-        self.scopes: ScopeTree = build_scopes(tree, compiler=False)
-        self.future = list(self.scopes.future)
+        scopes = build_scopes(tree, compiler=False)
+        self.future = list(scopes.future)
         self.star_imports: list[str] = []
         self._all: list[str] | None = None
         self._all_dynamic = False
         self._statements = [UnitBindings() for _ in tree.body]
-        self._collect_reads()
-        self._collect_bindings()
+        self._collect_reads(scopes)
+        self._collect_bindings(scopes)
+        scopes.release()  # freed now, not by a later garbage collection
         self._collect_all(tree.body)
 
     def unit(self, first: int, last: int) -> UnitBindings:
@@ -95,34 +95,45 @@ class ModuleBindings:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def _collect_reads(self) -> None:
-        module = self.scopes.module
+    def _collect_reads(self, scopes: ScopeTree) -> None:
+        module = scopes.module
         statements = self._statements
-        imported = {(id(i.scope), i.name) for i in self.scopes.imports if i.scope is not module}
+        imported = {(id(i.scope), i.name) for i in scopes.imports if i.scope is not module}
         for scope in module.walk():
-            for access in scope.accesses:
-                target = access.target
+            reads = scope.reads
+            if not reads:
+                continue
+            if scope.function_like:  # there the target depends on the name only
+                targets = dict.fromkeys(scope.bound - scope.nonlocals - scope.globals, scope)
+                targets.pop("__class__", None)  # a method's implicit cell: let the model say
+            for read in reads:
+                name, chain, _, order, top, time, annotation, _ = read
+                if scope is module:
+                    target = module
+                elif scope.kind == "class":
+                    target = scope.target(read)
+                else:
+                    found = targets.get(name)
+                    target = targets[name] = scope.resolve(name) if found is None else found
                 if target is module:
-                    facts = statements[access.top]
-                    chain = access.chain
-                    if access.annotation == LAZY:
+                    facts = statements[top]
+                    if annotation == LAZY:
                         facts.calls.add(chain)
                         facts.annotation_reads.add(chain)
-                    elif access.time == CALL:
+                    elif time == CALL:
                         facts.calls.add(chain)
                         facts.evaluated_calls.add(chain)
                     else:
                         facts.load.add(chain)
-                elif imported and (id(target), access.name) in imported:
-                    assert target is not None
-                    line = _import_line(target, access)
+                elif imported and (id(target), name) in imported:
+                    line = _import_line(target, name, order)
                     if line:
-                        statements[access.top].local_reads.add((access.chain, line))
+                        statements[top].local_reads.add((chain, line))
 
     # -- bindings --------------------------------------------------------------------------
 
-    def _collect_bindings(self) -> None:
-        module = self.scopes.module
+    def _collect_bindings(self, scopes: ScopeTree) -> None:
+        module = scopes.module
         statements = self._statements
         for assignment in module.bindings:
             kind = assignment.kind
@@ -135,7 +146,7 @@ class ModuleBindings:
                 facts.classes.append(assignment.node)  # type: ignore[arg-type]  # kind "class": the ClassDef
         for facts in statements:
             facts.classes.sort(key=lambda node: (node.lineno, node.col_offset))
-        for assignment in self.scopes.imports:
+        for assignment in scopes.imports:
             self._import(assignment)
 
     def _import(self, assignment: Assignment) -> None:
@@ -248,17 +259,18 @@ class ModuleBindings:
             self._all.extend(names)
 
 
-def _import_line(scope: Scope, access: Access) -> int:
-    """Line of the local import binding the name ``access`` reads in ``scope`` (0: none).
+def _import_line(scope: Scope, name: str, order: int) -> int:
+    """Line of the local import binding ``name`` in ``scope`` that a read (at ``order``)
+    sees (0: none).
 
     In a function, the last import of the name anywhere in it; in a class body, the last
     one before the read.
     """
     line = 0
-    for assignment in scope.assignments[access.name]:
+    for assignment in scope.assignments[name]:
         if assignment.kind != "import" or assignment.lexical is not scope:
             continue
-        if scope.kind == "class" and assignment.order > access.order:
+        if scope.kind == "class" and assignment.order > order:
             break
         assert assignment.statement is not None
         line = assignment.statement.lineno

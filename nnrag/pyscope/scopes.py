@@ -45,11 +45,11 @@ from nnrag.pyscope.tree import (
     NOT_ANNOTATION,
     Access,
     Assignment,
+    Read,
     Scope,
     ScopeKind,
     ScopeTree,
     analyze,
-    binding_scope,
     dotted,
     dotted_root,
     is_type_checking,
@@ -68,6 +68,7 @@ __all__ = [
     "NOT_ANNOTATION",
     "Access",
     "Assignment",
+    "Read",
     "Scope",
     "ScopeTree",
     "Walker",
@@ -104,26 +105,10 @@ def build_scopes(tree: ast.Module, *, compiler: bool = True) -> ScopeTree:
     for top, statement in enumerate(tree.body):
         walker.top = top
         walker.visit(statement)
+    walker.dispatch = {}  # its bound methods hold the walker (and so the tree) in a cycle
     module = walker.module
     if compiler:
         analyze(module, None, set())
-    for scope in module.walk():
-        accesses = scope.accesses
-        if scope.kind == "module":
-            for access in accesses:
-                access.target = module
-        elif scope.kind == "class":
-            for access in accesses:
-                access.target = binding_scope(access, module)
-        else:  # in a function-like scope the target depends on the name only
-            targets: dict[str, Scope] = dict.fromkeys(
-                scope.bound - scope.nonlocals - scope.globals, scope
-            )
-            for access in accesses:
-                target = targets.get(access.name)
-                if target is None:
-                    target = targets[access.name] = binding_scope(access, module)
-                access.target = target
     return ScopeTree(module, walker.future, walker.imports)
 
 
@@ -206,27 +191,55 @@ class Walker:
         scope = self.scope
         order = self.order
         self.order = order + 1
-        scope.accesses.append(
-            Access(name, chain, node, scope, order, self.top, self.time, self.annotation)
+        scope.reads.append(
+            (name, chain, node, order, self.top, self.time, self.annotation, name in scope.earlier)
         )
         if self.compiler_sees:
             scope.used.add(name)
             if name == "super" and scope.kind in FUNCTION_LIKE:
                 scope.used.add("__class__")
 
-    def _bind(self, name: str, node: ast.AST, kind: str, statement: ast.stmt | None = None) -> None:
-        """Record a binding written in the current scope (redirected by global/nonlocal)."""
+    def _bind(
+        self,
+        name: str,
+        node: ast.AST,
+        kind: str,
+        statement: ast.stmt | None = None,
+        *,
+        into: Scope | None = None,
+        record: bool = True,
+    ) -> Assignment:
+        """Record a binding written in the current scope, in the scope it binds in: ``into``
+        when given, else the current one as ``global``/``nonlocal`` redirect it. Without
+        ``record`` it binds no name (``from m import *``): in no scope's bindings."""
         lexical = self.scope
-        lexical.bound.add(name)
-        if lexical.globals or lexical.nonlocals:
-            scope = self._binding_scope(lexical, name)
+        if into is not None:
+            scope = into
         else:
-            scope = lexical  # the common case: no declaration can redirect it
-        scope.bindings.append(
-            Assignment(
-                name, node, kind, scope=scope, lexical=lexical, walker=self, statement=statement
-            )
+            lexical.bound.add(name)
+            if lexical.globals or lexical.nonlocals:
+                scope = self._binding_scope(lexical, name)
+            else:
+                scope = lexical  # the common case: no declaration can redirect it
+        order = self.order
+        self.order = order + 1
+        assignment = Assignment(
+            name,
+            node,
+            kind,
+            scope,
+            lexical,
+            statement,
+            order,
+            self.top,
+            self.conditional,
+            self.type_checking,
         )
+        if record:
+            scope.bindings.append(assignment)
+            if scope.kind == "class" and kind != "annotation":
+                scope.earlier.add(name)  # reads later in the body see it
+        return assignment
 
     def _binding_scope(self, lexical: Scope, name: str) -> Scope:
         if name in lexical.globals:
@@ -239,22 +252,6 @@ class Walker:
                 scope = scope.parent
             return scope or self.module
         return lexical
-
-    def _assign_in(
-        self,
-        scope: Scope,
-        name: str,
-        node: ast.AST,
-        kind: str,
-        *,
-        lexical: Scope,
-        statement: ast.stmt | None = None,
-    ) -> Assignment:
-        assignment = Assignment(
-            name, node, kind, scope=scope, lexical=lexical, walker=self, statement=statement
-        )
-        scope.bindings.append(assignment)
-        return assignment
 
     def _enter(self, kind: ScopeKind, node: ast.AST, name: str, line: int) -> Scope:
         scope = Scope(kind, node, name, line, self.scope)
@@ -304,8 +301,9 @@ class Walker:
             scope = self.scope
             order = self.order
             self.order = order + 1
-            scope.accesses.append(
-                Access(name, name, node, scope, order, self.top, self.time, self.annotation)
+            earlier = name in scope.earlier
+            scope.reads.append(
+                (name, name, node, order, self.top, self.time, self.annotation, earlier)
             )
             if self.compiler_sees:
                 scope.used.add(name)
@@ -388,6 +386,30 @@ class Walker:
 
     # -- scopes ----------------------------------------------------------------------------
 
+    def _callable(
+        self,
+        kind: ScopeKind,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+        name: str,
+        body: list[ast.stmt] | list[ast.expr],
+    ) -> None:
+        """A def's or lambda's parameters and body: defaults (and a def's annotations) in the
+        enclosing scope, the parameters bound and the body walked in a scope of its own."""
+        is_def = kind == "function"
+        params = self._parameters(node.args, annotations=is_def)
+        if is_def:
+            self._annotation(node.returns, evaluated=True)  # type: ignore[union-attr]  # a def
+        outer = self._type_params(node) if is_def else None
+        scope = self._enter(kind, node, name, node.lineno)
+        saved = self.time, self.annotation, self.compiler_sees
+        self.time, self.annotation, self.compiler_sees = CALL, NOT_ANNOTATION, self.compiler
+        for param in params:
+            self._bind(param.arg, param, "param")
+        self._visit_all(body)
+        self.time, self.annotation, self.compiler_sees = saved
+        self._leave(scope)
+        self._leave_type_params(outer)
+
     def _parameters(self, args: ast.arguments, *, annotations: bool) -> list[ast.arg]:
         """Visit defaults (and annotations) in the enclosing scope; return the parameters."""
         visit = self.visit
@@ -408,33 +430,11 @@ class Walker:
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._visit_all(node.decorator_list)
-        params = self._parameters(node.args, annotations=True)
-        self._annotation(node.returns, evaluated=True)
-        outer = self._type_params(node)
-        self._body("function", node, node.name, params, node.body)
-        self._leave_type_params(outer)
+        self._callable("function", node, node.name, node.body)
         self._bind(node.name, node, "def")
 
     def _lambda(self, node: ast.Lambda) -> None:
-        params = self._parameters(node.args, annotations=False)
-        self._body("lambda", node, "lambda", params, [node.body])
-
-    def _body(
-        self,
-        kind: ScopeKind,
-        node: ast.AST,
-        name: str,
-        params: list[ast.arg],
-        body: list[ast.stmt] | list[ast.expr],
-    ) -> None:
-        scope = self._enter(kind, node, name, node.lineno)  # type: ignore[attr-defined]  # a def or lambda: positioned
-        saved = self.time, self.annotation, self.compiler_sees
-        self.time, self.annotation, self.compiler_sees = CALL, NOT_ANNOTATION, self.compiler
-        for param in params:
-            self._bind(param.arg, param, "param")
-        self._visit_all(body)
-        self.time, self.annotation, self.compiler_sees = saved
-        self._leave(scope)
+        self._callable("lambda", node, "lambda", [node.body])
 
     def _class(self, node: ast.ClassDef) -> None:
         self._visit_all(node.decorator_list)
@@ -500,8 +500,7 @@ class Walker:
         declared = target.kind == "module" or name in target.globals
         (current.globals if declared else current.nonlocals).add(name)
         target.bound.add(name)
-        scope = self._binding_scope(target, name)
-        self._assign_in(scope, name, node.target, "walrus", lexical=current)
+        self._bind(name, node.target, "walrus", into=self._binding_scope(target, name))
 
     def _global(self, node: ast.Global) -> None:
         scope = self.scope
@@ -517,26 +516,11 @@ class Walker:
         is_from = isinstance(node, ast.ImportFrom)
         for alias in node.names:
             if is_from and alias.name == "*":
-                lexical = self.scope
-                star = Assignment(
-                    "*",
-                    alias,
-                    "import",
-                    scope=lexical,
-                    lexical=lexical,
-                    walker=self,
-                    statement=node,
-                )
+                star = self._bind("*", alias, "import", node, into=self.scope, record=False)
                 self.imports.append(star)
                 continue
             local = alias.asname or (alias.name if is_from else alias.name.partition(".")[0])
-            lexical = self.scope
-            lexical.bound.add(local)
-            scope = self._binding_scope(lexical, local)
-            imported = self._assign_in(
-                scope, local, alias, "import", lexical=lexical, statement=node
-            )
-            self.imports.append(imported)
+            self.imports.append(self._bind(local, alias, "import", node))
 
     def _assign(self, node: ast.Assign) -> None:
         self.visit(node.value)

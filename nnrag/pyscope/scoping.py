@@ -14,8 +14,8 @@ from nnrag.pyscope.scopes import (
     GLOBAL_EXPLICIT,
     GLOBAL_IMPLICIT,
     LAZY,
-    Access,
     Assignment,
+    Read,
     Scope,
     ScopeTree,
     build_scopes,
@@ -56,7 +56,11 @@ def unresolved_names(tree: ast.Module, *, deltas: Sequence[int] | None = None) -
     has run. ``deltas``: how many lines each top-level statement's tree is behind the file
     (trees parsed piece by piece).
     """
-    return _NameChecker(tree, build_scopes(tree), deltas).run()
+    scopes = build_scopes(tree)
+    try:
+        return _NameChecker(tree, scopes, deltas).run()
+    finally:
+        scopes.release()  # freed now, not by a later garbage collection
 
 
 def _spans(statements: list[ast.stmt]) -> list[_Span]:
@@ -128,19 +132,17 @@ class _NameChecker:
     def run(self) -> list[Diagnostic]:
         skipped = [_type_checking_bodies([statement]) for statement in self.tree.body]
         self._module_namespace(skipped)
-        reads: list[list[Access]] = [[] for _ in self.tree.body]
+        reads: list[list[Read]] = [[] for _ in self.tree.body]
         for scope in self.scopes.scopes():
-            for access in scope.accesses:
-                if access.annotation != LAZY:  # annotations Python never evaluates
-                    reads[access.top].append(access)
-        for index, accesses in enumerate(reads):
+            self._candidates(scope, reads)
+        for index, candidates in enumerate(reads):
             bound, deleted = self._bindings[index]
             found = len(self.findings)
-            accesses.sort(key=lambda a: (a.node.lineno, a.node.col_offset))
+            candidates.sort(key=lambda read: (read[2].lineno, read[2].col_offset))
             spans = skipped[index]
-            for access in accesses:
-                if not (spans and _within(access.node, spans)):
-                    self._read(access, extra=bound)
+            for read in candidates:
+                if not (spans and _within(read[2], spans)):
+                    self._read(read, extra=bound)
             if self.deltas and self.deltas[index]:  # to the file's lines
                 delta = self.deltas[index]
                 self.findings[found:] = [
@@ -206,21 +208,36 @@ class _NameChecker:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def _read(self, access: Access, *, extra: set[str]) -> None:
-        name = access.name
-        scope = access.scope
-        if scope.kind != "module":
-            classified = scope.symbols.get(name)
-            if classified not in _GLOBAL:
-                return  # local, free or cell: bound in a function scope the compiler found
-            if scope.kind == "class" and name in _CLASS_DUNDERS:
-                return
-        if name in _BUILTINS or name in _MODULE_DUNDERS:
+    def _candidates(self, scope: Scope, reads: list[list[Read]]) -> None:
+        """The reads of ``scope`` that may be unresolved, by top-level statement.
+
+        Left out: annotations Python never evaluates, names the compiler finds in a function
+        scope (local, free or cell), builtins and module dunders, and call-time reads of
+        names the module binds once it has run (so most function bodies add nothing).
+        """
+        kind = scope.kind
+        symbols = scope.symbols
+        final = self.final
+        verdicts: dict[str, bool] = {}
+        for read in scope.reads:
+            name = read[0]
+            verdict = verdicts.get(name)
+            if verdict is None:
+                verdict = verdicts[name] = not (
+                    (kind != "module" and symbols.get(name) not in _GLOBAL)
+                    or (kind == "class" and name in _CLASS_DUNDERS)
+                    or name in _BUILTINS
+                    or name in _MODULE_DUNDERS
+                )
+            if verdict and read[6] != LAZY and not (read[5] == CALL and name in final):
+                reads[read[4]].append(read)
+
+    def _read(self, read: Read, *, extra: set[str]) -> None:
+        """Check one candidate read against the module namespace of its time."""
+        name, _, node, _, _, time, _, _ = read
+        call_time = time == CALL
+        if not call_time and (name in self.runtime or name in extra):
             return
-        call_time = access.time == CALL
-        if name in self.final if call_time else (name in self.runtime or name in extra):
-            return
-        node = access.node
         line, col = node.lineno, node.col_offset + 1
         if name in self.type_checking_only:
             found = diagnostic("NNR105", line=line, col=col, name=name)

@@ -819,7 +819,7 @@ def test_compile_findings_are_the_compilers_own() -> None:
             error = _compiler_error(text)
             expected = [] if error is None else [(f"does not compile: {error[0]}", *error[1:])]
             assert nnr002 == expected, name
-    assert any(text.startswith("import os\n") for _, text in compiled.tables)
+    assert any(text.startswith("import os\n") for _, text in compiled.statements)
 
 
 def test_compile_warnings_keep_their_file_lines() -> None:

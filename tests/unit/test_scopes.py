@@ -141,3 +141,47 @@ def test_dotted() -> None:
     assert found[1].id == "a"
     assert dotted(ast.parse("f().x", mode="eval").body) is None
     assert dotted(ast.parse("a[0].x", mode="eval").body) is None
+
+
+def test_reads_and_accesses_agree() -> None:
+    source = (
+        "import os\n"
+        "x = 1\n"
+        "class A:\n"
+        "    y = x\n"
+        "    x: int\n"
+        "    z = x\n"
+        "    x = 2\n"
+        "    w = [x for _ in os.sep]\n"
+        "    def m(self, a=x):\n"
+        "        from json import dumps\n"
+        "        return dumps(a), __class__, super()\n"
+    )
+    tree = build_scopes(ast.parse(source))
+    module = tree.module
+    klass = module.children[0]
+    method = klass.children[1]
+    for scope in tree.scopes():
+        assert len(scope.reads) == len(scope.accesses)
+        for read, access in zip(scope.reads, scope.accesses, strict=True):
+            assert (read[0], read[1], read[2], read[3]) == (
+                access.name,
+                access.chain,
+                access.node,
+                access.order,
+            )
+            assert access.target is scope.target(read)
+    in_class = [(a.chain, a.target) for a in klass.accesses]
+    # ``x: int`` binds nothing at run time: the second read of x still sees the module's;
+    # the default ``a=x`` runs in the body after ``x = 2``
+    assert in_class == [
+        ("x", module),
+        ("int", module),
+        ("x", module),
+        ("os.sep", module),
+        ("x", klass),
+    ]
+    comprehension = klass.children[0]
+    assert [a.target for a in comprehension.accesses] == [module]  # class names are invisible
+    in_method = {a.name: a.target for a in method.accesses}
+    assert in_method == {"dumps": method, "a": method, "__class__": klass, "super": module}
