@@ -51,11 +51,18 @@ class Ctor:
     kwargs: dict[str, object] = field(default_factory=dict)
     placeholders: list[str] = field(default_factory=list)
     profile: Profile | None = None
+    inputs: list[tuple[list[Any], dict[str, Any]]] = field(default_factory=list)
+    """Inputs to try before the synthesized ones (a docstring example's call); repairs apply."""
 
     def with_kwargs(self, changes: Mapping[str, object]) -> Ctor:
         """This candidate with ``changes`` merged into its keyword arguments."""
         return Ctor(
-            self.origin, self.args, {**self.kwargs, **changes}, self.placeholders, self.profile
+            self.origin,
+            self.args,
+            {**self.kwargs, **changes},
+            self.placeholders,
+            self.profile,
+            self.inputs,
         )
 
 

@@ -492,7 +492,8 @@ def called_class(ctor: Ctor, messages: list[str]) -> Ctor | None:
             except Exception:
                 continue
             kwargs = {**ctor.kwargs, name: instance}
-            return Ctor(ctor.origin, ctor.args, kwargs, ctor.placeholders, ctor.profile)
+            placeholders = ctor.placeholders
+            return Ctor(ctor.origin, ctor.args, kwargs, placeholders, ctor.profile, ctor.inputs)
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -9,9 +10,10 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from torch import nn
 
 from nnrag.validate.probe.args import Ctor, Synth, decode
+from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.graph import called_class
 from nnrag.validate.probe.harvest import Harvester
-from nnrag.validate.probe.inputs import input_candidates
+from nnrag.validate.probe.inputs import input_candidates, optional_inputs
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
     OutputError,
@@ -116,6 +118,10 @@ def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Itera
         except Exception:
             continue
         yield ctor, [(list(record["inputs"]), dict(record.get("input_kwargs", {})))]
+    for example in examples(cls, module):
+        inputs = [example.inputs] if example.inputs is not None else []
+        ctor = Ctor("synthesized", example.args, example.kwargs, profile=PROFILES[0], inputs=inputs)
+        yield ctor, None
     seen: list[str] = []
     for profile in PROFILES:
         synth = Synth(module, profile)
@@ -151,6 +157,23 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         *name_repairs(ctor, cls, error),
     )
     return [repaired for repaired in found if repaired is not None]
+
+
+def input_repairs(
+    message: str, block: nn.Module, args: list[Any], kwargs: dict[str, Any], profile: Profile
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    """The inputs to try after a forward error, best first: the shape repair (which changes
+    the first input and the inputs shaped like it), then the same repair of only the others
+    (the first input already passed the layers before: a cross-attention's memory beside its
+    queries); else the optional arguments forward used, given values. Empty: no idea."""
+    fixed = repair(message, args, profile)
+    if fixed is not None:
+        found = [(fixed, kwargs)]
+        if len(fixed) == len(args) and fixed[0] != args[0] and fixed[1:] != args[1:]:
+            found.append(([args[0], *fixed[1:]], kwargs))
+        return found
+    more = optional_inputs(message, block, args, kwargs, profile)
+    return [] if more is None else [more]
 
 
 class Search:
@@ -267,7 +290,9 @@ class Search:
         found = (
             given
             if given is not None
-            else input_candidates(block, profile, ctor.kwargs, runner.plugins)
+            else itertools.chain(
+                ctor.inputs, input_candidates(block, profile, ctor.kwargs, runner.plugins)
+            )
         )
         queue: list[tuple[list[Any], dict[str, Any], bool]] = [(a, k, False) for a, k in found]
         screen = runner.screen_for(self.cls, ctor, block) if given is None else None
@@ -283,7 +308,9 @@ class Search:
                 and not screened
                 and screen.worth(args, kwargs)
                 and screen.active
-                and self.screened(screen, queue, tried, (args, kwargs), profile)
+                and self.screened(
+                    screen, block, queue, tried=tried, candidate=(args, kwargs), profile=profile
+                )
             ):
                 continue
             tried.append(key)
@@ -298,13 +325,10 @@ class Search:
             except BaseException as error:
                 self.forward_error = error
                 messages.append(str(error))
-                fixed = (
-                    repair(f"{type(error).__name__}: {error}", args, profile)
-                    if given is None
-                    else None
-                )
-                if fixed is not None:
-                    queue.insert(0, (fixed, kwargs, False))
+                if given is None:
+                    message = f"{type(error).__name__}: {error}"
+                    fixes = input_repairs(message, block, args, kwargs, profile)
+                    queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
             runner.recipe.update(
                 inputs=args,
@@ -328,7 +352,9 @@ class Search:
     def screened(
         self,
         screen: MetaScreen,
+        block: nn.Module,
         queue: list[tuple[list[Any], dict[str, Any], bool]],
+        *,
         tried: list[str],
         candidate: tuple[list[Any], dict[str, Any]],
         profile: Profile,
@@ -339,9 +365,9 @@ class Search:
         rejected = self.runner.screened_out(screen, self.harvester, args, kwargs)
         if rejected is None:
             return False
-        fixed = repair(rejected, args, profile)
-        if fixed is not None:  # meta's message fixed it: no CPU run for this one
-            queue.insert(0, (fixed, kwargs, False))
+        fixes = input_repairs(rejected, block, args, kwargs, profile)
+        if fixes:  # meta's message fixed it: no CPU run for this one
+            queue[:0] = [(a, k, False) for a, k in fixes]
             tried.append(repr((args, kwargs)))
             self.screened_error = self.screened_error or RuntimeError(
                 f"{rejected} (on the meta device)"
