@@ -139,3 +139,53 @@ def test_a_repair_of_same_shaped_inputs_is_also_tried_on_all_but_the_first(
     x, memory = result.recipe.inputs
     assert x["shape"][-1] == 24
     assert memory["shape"][-1] == 6
+
+
+def test_a_config_read_by_nested_attributes_is_built_from_what_is_read(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, cfg):  # only a config path: cfg.MODEL.HEAD.NUM_CLASSES
+            super().__init__()
+            width = cfg.MODEL.STEM.WIDTH
+            self.lin = nn.Linear(width, cfg.MODEL.HEAD.NUM_CLASSES)
+            self.act = cfg.MODEL.HEAD.ACT
+
+        def forward(self, x):
+            return self.lin(x)
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.lossless
+    model = result.recipe.init_kwargs["cfg"]["kwargs"]["MODEL"]["kwargs"]
+    assert set(model) == {"STEM", "HEAD"}
+    assert model["HEAD"]["kwargs"] == {"ACT": "relu", "NUM_CLASSES": 10}
+
+
+def test_a_dict_config_read_by_nested_subscripts_is_built_through_aliases(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, extra):
+            super().__init__()
+            stage = extra["stage1"]
+            self.convs = nn.ModuleList(
+                nn.Conv2d(stage["num_channels"][i], stage["num_channels"][i], 3, padding=1)
+                for i in range(stage["num_branches"])
+            )
+            self.drop = nn.Dropout(extra["drop_rate"])
+
+        def forward(self, x):
+            return self.drop(self.convs[0](x))
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    extra = result.recipe.init_kwargs["extra"]["__dict__"]
+    assert extra["drop_rate"] == 0.0
+    stage = extra["stage1"]["__dict__"]
+    assert len(stage["num_channels"]) == 2
+    assert stage["num_branches"] == 2

@@ -15,8 +15,9 @@ from nnrag.validate.probe.values import encode
 
 _PROMPT = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
 _MAX_STATEMENTS = 60
-_MAX_ELEMENTS = 4_000_000
-"""Example tensors larger than this (elements) are not built: the example is skipped."""
+_MAX_ELEMENTS = 2**21
+"""An example whose call passes a tensor larger than this (elements, e.g. a 1024 x 1024 RGB
+image) is skipped: a full-size forward can take the block's whole time budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +72,12 @@ def examples(cls: type, module: Any) -> list[Example]:
             continue
         used = _instance_call(stmt, instance)
         if used is not None and found:
-            found[-1] = Example(
-                args=found[-1].args, kwargs=found[-1].kwargs, inputs=_inputs(used, namespace)
-            )
+            inputs = _inputs(used, namespace)
+            if inputs is _TOO_LARGE:  # a full-size run: not this example
+                found.pop()
+            else:
+                last = found[-1]
+                found[-1] = Example(args=last.args, kwargs=last.kwargs, inputs=inputs)
             instance = None
             continue
         if instance is not None and _reads(stmt, instance):
@@ -160,10 +164,12 @@ def _value(node: ast.expr, namespace: Mapping[str, Any]) -> object:
     )  # as _run
 
 
-def _inputs(
-    call: ast.Call, namespace: Mapping[str, Any]
-) -> tuple[list[Any], dict[str, Any]] | None:
-    """The instance call's arguments as input specs, when they are tensors or plain data."""
+_TOO_LARGE: Any = object()
+
+
+def _inputs(call: ast.Call, namespace: Mapping[str, Any]) -> Any:
+    """The instance call's arguments as input specs (positional, keyword), when they are
+    tensors or plain data; ``None`` when not; ``_TOO_LARGE`` past ``_MAX_ELEMENTS``."""
     try:
         args = [_value(a, namespace) for a in call.args if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: _value(k.value, namespace) for k in call.keywords if k.arg is not None}
@@ -173,7 +179,7 @@ def _inputs(
         return None
     values = [*args, *kwargs.values()]
     if any(isinstance(v, torch.Tensor) and v.numel() > _MAX_ELEMENTS for v in values):
-        return None
+        return _TOO_LARGE
     try:
         specs = encode([args, kwargs], strict=True)
     except TypeError:

@@ -11,7 +11,7 @@ from torch import nn
 
 from nnrag.validate.probe.args import Ctor, Synth, decode
 from nnrag.validate.probe.examples import examples
-from nnrag.validate.probe.graph import called_class
+from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import input_candidates, optional_inputs
 from nnrag.validate.probe.outcomes import (
@@ -95,8 +95,8 @@ _FATAL = (KeyboardInterrupt, SystemExit, MemoryError)
 
 def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Iterator[Candidate]:
     """Constructor candidates, best first: a replayed recipe alone, else the hints alone, else
-    the frozen harvest's calls, then synthesized ones for every size profile (defaulted depths
-    cut to one layer first)."""
+    the frozen harvest's calls, then the calls of the class's docstring examples, then
+    synthesized ones for every size profile (defaulted depths cut to one layer first)."""
     if request.get("replay") is not None:  # exactly the recorded constructor call and inputs
         recipe = request["replay"]
         yield (
@@ -172,6 +172,8 @@ def input_repairs(
         if len(fixed) == len(args) and fixed[0] != args[0] and fixed[1:] != args[1:]:
             found.append(([args[0], *fixed[1:]], kwargs))
         return found
+    if is_graph_spec(args):  # graph candidates list their optional arguments themselves
+        return []
     more = optional_inputs(message, block, args, kwargs, profile)
     return [] if more is None else [more]
 
