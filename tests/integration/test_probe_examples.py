@@ -189,3 +189,21 @@ def test_a_dict_config_read_by_nested_subscripts_is_built_through_aliases(
     stage = extra["stage1"]["__dict__"]
     assert len(stage["num_channels"]) == 2
     assert stage["num_branches"] == 2
+
+
+def test_a_required_mask_gets_a_mask_of_the_tokens(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, dim: int = 8):
+            super().__init__()
+            self.v = nn.Linear(dim, dim)
+
+        def forward(self, x, mask):  # a mask the block cannot run without
+            return self.v(x) * mask.unsqueeze(-1)
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    x, mask = result.recipe.inputs
+    assert mask["dtype"] == "bool"
+    assert mask["shape"] == x["shape"][:2]

@@ -15,9 +15,10 @@ from nnrag.validate.probe.values import encode
 
 _PROMPT = re.compile(r"^\s*(>>>|\.\.\.)(?: |$)(.*)$")
 _MAX_STATEMENTS = 60
-_MAX_ELEMENTS = 2**21
-"""An example whose call passes a tensor larger than this (elements, e.g. a 1024 x 1024 RGB
-image) is skipped: a full-size forward can take the block's whole time budget."""
+_MAX_ELEMENTS = 2**18
+"""An example whose call passes a tensor larger than this (elements: 64 channels of 64 x 64,
+not an RGB image of 512 x 512) is skipped: a full-size forward of a full-size model took a
+block's whole time budget (about 100 s on a busy machine)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -415,9 +415,10 @@ _LITERALS = (bool, int, float, str, type(None))
 def optional_inputs(
     message: str, module: nn.Module, args: list[Any], kwargs: dict[str, Any], profile: Profile
 ) -> tuple[list[Any], dict[str, Any]] | None:
-    """The inputs again with every ``None``-defaulted argument of ``forward`` given a value
-    (a tensor like the first input, a mask of its tokens, sizes by name), when the error says
-    forward used one of them as a value (``memory + pos``, ``mask.sigmoid()``).
+    """The inputs again with every ``None``-defaulted argument of ``forward`` (and every
+    argument given as ``None``, such as a required mask) given a value (a tensor like the
+    first input, a mask of its tokens, sizes by name), when the error says forward used one
+    of them as a value (``memory + pos``, ``mask.sigmoid()``).
 
     Positional after the given ones while every skipped argument has a literal default
     (kept), keyword arguments after that; ``None`` when nothing is left to give.
@@ -430,6 +431,10 @@ def optional_inputs(
     shape = list(first["shape"])
     params = [p for p in forward_params(module) if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     new_args, new_kwargs, positional, changed = list(args), dict(kwargs), True, False
+    for i, p in enumerate(params[: len(args)]):  # a required mask given as None
+        if args[i] is None and p.kind != p.KEYWORD_ONLY:
+            new_args[i] = optional_value(p.name, shape, p.annotation, profile)
+            changed = True
     for p in params[len(args) :]:
         if p.name in kwargs:
             positional = False

@@ -35,7 +35,7 @@ from nnrag.validate.probe.repair import (
 )
 from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
-from nnrag.validate.probe.signatures import shallow_defaults
+from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.values import seed_cpu
 
 if TYPE_CHECKING:
@@ -118,11 +118,8 @@ def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Itera
         except Exception:
             continue
         yield ctor, [(list(record["inputs"]), dict(record.get("input_kwargs", {})))]
-    for example in examples(cls, module):
-        inputs = [example.inputs] if example.inputs is not None else []
-        ctor = Ctor("synthesized", example.args, example.kwargs, profile=PROFILES[0], inputs=inputs)
-        yield ctor, None
     seen: list[str] = []
+    yield from _from_examples(module, cls, seen)
     for profile in PROFILES:
         synth = Synth(module, profile)
         try:
@@ -136,6 +133,29 @@ def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Itera
                 continue
             seen.append(key)
             yield Ctor("synthesized", args, candidate, synth.placeholders, profile), None
+
+
+def _from_examples(module: Any, cls: type, seen: list[str]) -> Iterator[Candidate]:
+    """The calls of the class's docstring examples, each first with its defaulted depths cut
+    to one layer (as synthesized calls: blocks stay small); their inputs are tried first."""
+    sig, _ = init_signature(cls)
+    positional = [
+        p.name
+        for p in (sig.parameters.values() if sig else ())
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    for example in examples(cls, module):
+        given = {*positional[: len(example.args)], *example.kwargs}
+        cut = {k: v for k, v in shallow_defaults(cls).items() if k not in given}
+        inputs = [example.inputs] if example.inputs is not None else []
+        for kwargs in ({**example.kwargs, **cut}, example.kwargs):
+            key = repr((example.args, kwargs))
+            if key not in seen:
+                seen.append(key)
+                yield (
+                    Ctor("synthesized", example.args, kwargs, profile=PROFILES[0], inputs=inputs),
+                    None,
+                )
 
 
 def _decoded(record: Mapping[str, Any], args: str, kwargs: str, origin: str) -> Ctor:
