@@ -183,19 +183,31 @@ def input_repairs(
     message: str, block: nn.Module, args: list[Any], kwargs: dict[str, Any], profile: Profile
 ) -> list[tuple[list[Any], dict[str, Any]]]:
     """The inputs to try after a forward error, best first: the shape repair (which changes
-    the first input and the inputs shaped like it), then the same repair of only the others
-    (the first input already passed the layers before: a cross-attention's memory beside its
-    queries); else the optional arguments forward used, given values. Empty: no idea."""
+    the first input and the inputs shaped like it), then, for a new width, the same repair of
+    only the others (the first input already passed the layers before: a cross-attention's
+    memory beside its queries); else the optional arguments forward used, given values.
+    Empty: no idea."""
     fixed = repair(message, args, profile)
     if fixed is not None:
         found = [(fixed, kwargs)]
-        if len(fixed) == len(args) and fixed[0] != args[0] and fixed[1:] != args[1:]:
+        if _width_only(args, fixed):
             found.append(([args[0], *fixed[1:]], kwargs))
         return found
     if is_graph_spec(args):  # graph candidates list their optional arguments themselves
         return []
     more = optional_inputs(message, block, args, kwargs, profile)
     return [] if more is None else [more]
+
+
+def _width_only(args: list[Any], fixed: list[Any]) -> bool:
+    """The repair gave the first input and others shaped like it another last dimension."""
+    if len(fixed) != len(args) or len(args) < 2 or fixed[1:] == args[1:]:
+        return False
+    old, new = args[0], fixed[0]
+    if not (isinstance(old, dict) and isinstance(new, dict) and "shape" in old and "shape" in new):
+        return False
+    before, after = list(old["shape"]), list(new["shape"])
+    return len(before) == len(after) and before[:-1] == after[:-1] and before[-1] != after[-1]
 
 
 class Search:
