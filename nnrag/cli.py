@@ -9,6 +9,7 @@ hook) and :mod:`nnrag.cli_runs` (report, results). They print through :mod:`nnra
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -50,6 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nnrag: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``nnrag list | head``): stop quietly, as ``cat`` would; point
+        # stdout at devnull so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

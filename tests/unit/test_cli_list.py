@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,19 @@ def test_categories_are_stored_per_module_and_recomputed_when_it_changes(
     rows = json.loads(capsys.readouterr().out)
     assert {row["id"]: row["category"] for row in rows} == EXPECTED
     assert len(list((tmp_path / "cache" / "categories").glob("*/*.json"))) == 2
+
+
+def test_list_into_a_closed_pipe_stops_quietly(repos: list[str]) -> None:
+    """``nnrag list | head``: the reader is gone; exit 141 as ``cat`` would, no traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first row is written
+    with os.fdopen(write_end, "wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "nnrag", "list", *repos],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == 141
+    assert "Traceback" not in done.stderr
