@@ -227,6 +227,17 @@ def baseline_from_report(report: Mapping[str, object]) -> Baseline:
     return updated(Baseline(depth=depth, blocks={}), results, depth=depth)
 
 
+def unfetched_counts(sources: Iterable[str], baseline: Baseline | None) -> dict[str, int]:
+    """The failed items each source that could not be fetched counts as in the pass rate:
+    its blocks in ``baseline`` (source-level problem ids aside), else 1."""
+    known = baseline.blocks if baseline is not None else {}
+    counts: dict[str, int] = {}
+    for source in sources:
+        blocks = sum(1 for key in known if key.split(":", 1)[0] == source and ":<" not in key)
+        counts[source] = max(blocks, 1)
+    return counts
+
+
 __all__ = [
     "Baseline",
     "Expected",
@@ -238,6 +249,7 @@ __all__ = [
     "expected_of",
     "explain",
     "load_baseline",
+    "unfetched_counts",
     "updated",
     "write_baseline",
 ]

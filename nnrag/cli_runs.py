@@ -67,13 +67,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _cmd_report_merge(args: argparse.Namespace) -> int:
     """``nnrag report merge A.json B.json --out report.json [--badge badge.svg]``."""
-    from nnrag.report import (
-        ReportMergeError,
-        merge_reports,
-        summary_lines,
-        write_badge,
-        write_report,
-    )
+    from nnrag.badge import write_badge
+    from nnrag.report import ReportMergeError, merge_reports, summary_lines, write_report
 
     reports = [(name, _read_json(Path(name))) for name in args.reports]
     try:

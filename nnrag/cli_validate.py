@@ -70,6 +70,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     """``nnrag validate ID|NAME... [--all] [--executor ray]``: exit 1 if any block fails."""
     import json
 
+    from nnrag.baseline import unfetched_counts
     from nnrag.errors import ConfigError
     from nnrag.model import RayOptions
     from nnrag.validate.executors import make_executor, validate_many
@@ -123,6 +124,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         executor.close()
     order = {block.id: position for position, block in enumerate(blocks)}
     results.sort(key=lambda r: order.get(r.block_id, len(order)))
+    # --all covers the configuration: a source that could not be fetched counts as failed
+    unfetched = unfetched_counts(workspace.unfetched(), None) if args.all else {}
     if args.json:
         print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
     else:
@@ -132,16 +135,24 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             from nnrag.validate.sandbox import describe_layers
 
             print(describe_layers(layers), file=sys.stderr)
-        print(f"nnrag validate: {passed} of {len(results)} passed", file=sys.stderr)
+        for name, why in workspace.unfetched().items() if unfetched else ():
+            print(f"nnrag validate: {why}; counted as {unfetched[name]} failed", file=sys.stderr)
+        items = len(results) + sum(unfetched.values())
+        print(f"nnrag validate: {passed} of {items} passed", file=sys.stderr)
     kinds = (
         {block.id: workspace.category(block) for block in blocks}
         if args.report or args.badge
         else None
     )
     _write_run_report(
-        results, settings.depth, report=args.report, badge=args.badge, block_categories=kinds
+        results,
+        settings.depth,
+        report=args.report,
+        badge=args.badge,
+        block_categories=kinds,
+        unfetched=unfetched,
     )
-    return 0 if all(r.passed for r in results) else 1
+    return 0 if all(r.passed for r in results) and not unfetched else 1
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -199,15 +210,20 @@ def _write_run_report(
     report: str | None,
     badge: str | None,
     block_categories: dict[str, str] | None = None,
+    unfetched: dict[str, int] | None = None,
 ) -> None:
-    """``--report`` / ``--badge``: the same JSON report and badge as the pytest plugin."""
+    """``--report`` / ``--badge``: the same JSON report and badge as the pytest plugin
+    (``unfetched``: failed items per source that could not be fetched)."""
     if report is None and badge is None:
         return
     from pathlib import Path
 
-    from nnrag.report import build_report, write_badge, write_report
+    from nnrag.badge import write_badge
+    from nnrag.report import build_report, write_report
 
-    document = build_report(results, depth=depth, block_categories=block_categories)
+    document = build_report(
+        results, depth=depth, block_categories=block_categories, unfetched=unfetched
+    )
     written = [write_report(document, Path(report))] if report is not None else []
     if badge is not None:
         written.extend(write_badge(document, Path(badge)))

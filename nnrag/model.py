@@ -248,6 +248,8 @@ class IndexStats:
     problems: tuple[Diagnostic, ...] = ()
     source_errors: tuple[str, ...] = ()
     """Sources that could not be materialized (message each); the others were indexed."""
+    unfetched: Mapping[str, str] = field(default_factory=dict)
+    """The same by source name: why each could not be fetched or read."""
     warnings: tuple[str, ...] = ()
     """Configuration that has no effect (an ``extern`` pattern matching nothing), one each."""
 
@@ -496,6 +498,9 @@ class ValidationResult:
     """Source files the block's closure inlines."""
     linked_sources: tuple[str, ...] = ()
     """Other sources whose code the block inlines (sharding keeps them together)."""
+    notes: tuple[str, ...] = ()
+    """What the sandbox refused the block and the block handled (a capability probe, e.g. a
+    network socket): shown in the report, no effect on the verdict."""
 
     @property
     def passed(self) -> bool:

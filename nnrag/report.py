@@ -1,9 +1,9 @@
-"""The run report: one JSON document, its terminal summary table and the pass-rate badge.
+"""The run report: one JSON document and its terminal summary table (the badge: ``badge``).
 
 The pytest plugin and the CLI both build their report here, so a run reads the
 same everywhere. Everything is plain data: :func:`build_report` turns
 :class:`~nnrag.model.ValidationResult` objects into a JSON-ready ``dict``;
-:func:`summary_lines`, :func:`write_report` and :func:`write_badge` render it.
+:func:`summary_lines` and :func:`write_report` render it (:mod:`nnrag.badge` the badge).
 
 Every other rendering of a result or a diagnostic lives here too, so the pytest item, the
 CLI, the pre-commit hook and the JSON documents say the same thing: :func:`block_entry` (a
@@ -26,6 +26,7 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
           ...                                      # failed: stopped at exactly this stage
         },
         "categories": {"unresolved-name": 40, ...},   # failure categories, most frequent first
+        "noted": 22,                         # blocks with notes (a refused probe they handled)
         "block_categories": {                # what the blocks are (retrieve.categorize), by name
           "attention": {"blocks": 120, "passed": 101}, ...   # blocks of unknown category: absent
         },
@@ -48,7 +49,9 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
          "extract_s": 0.004 | null,          # resolving + emitting the block file
          "lines": 212 | null,                # lines of the block file
          "source_files": 3 | null,           # source files its closure inlines
-         "linked_sources": []},              # other sources whose code it inlines
+         "linked_sources": [],               # other sources whose code it inlines
+         "notes": ["refused: socket.__new__ (family AF_INET6; ...) (the block handled the
+                   refusal)"]},              # what the sandbox refused and the block handled
         ...
       ],
       "warnings": ["source 'timm': 'paths' entry 'timm/nope' matches no .py file", ...],
@@ -66,12 +69,6 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
         "closure": {...the same for the whole extracted closures...}
       }
     }
-
-The badge (``--nnrag-badge badge.svg``) reads ``nnrag | 87% (812/934)``, coloured by
-pass rate; beside it, ``badge.json`` (the SVG's name with a ``.json`` suffix) is a
-shields.io endpoint document
-(``{"schemaVersion": 1, "label", "message", "color"}``) for
-``https://img.shields.io/endpoint?url=...``.
 """
 
 from __future__ import annotations
@@ -102,16 +99,7 @@ BLOCK_KEYS = (
     "lines",
     "source_files",
     "linked_sources",
-)
-
-# Shields.io's named colours, by the lowest pass rate that earns them.
-_COLORS: tuple[tuple[float, str, str], ...] = (
-    (0.90, "brightgreen", "#4c1"),
-    (0.75, "green", "#97ca00"),
-    (0.60, "yellowgreen", "#a4a61d"),
-    (0.40, "yellow", "#dfb317"),
-    (0.20, "orange", "#fe7d37"),
-    (0.00, "red", "#e05d44"),
+    "notes",
 )
 
 
@@ -158,6 +146,7 @@ def block_entry(result: ValidationResult, *, block_category: str | None = None) 
         "lines": result.lines,
         "source_files": result.source_files,
         "linked_sources": list(result.linked_sources),
+        "notes": list(result.notes),
     }
 
 
@@ -169,7 +158,8 @@ def verdict_line(result: ValidationResult) -> str:
     else:
         stopped, category = failed_stage_of(result), result.category or "uncategorized"
         line = f"FAIL {result.block_id} at {stopped} [{category}]: {result.message}"
-    return line + (" (cached)" if result.cached else "")
+    notes = "".join(f"; note: {note}" for note in result.notes)
+    return line + (" (cached)" if result.cached else "") + notes
 
 
 def format_result(
@@ -195,6 +185,7 @@ def format_result(
         earlier = f", {more} earlier: --tb=long" if more else ""
         lines.append(f"traceback (frames in the block file{earlier}):")
         lines.extend(f"  {frame}" for frame in frames)
+    lines.extend(f"note: {note}" for note in result.notes)
     if result.dependency_path:
         lines.append(f"dependency path: {' -> '.join(result.dependency_path)}")
     if result.recipe is not None and (result.recipe.origin != "none" or result.recipe.init_args):
@@ -278,6 +269,7 @@ def _summarize(entries: Sequence[Mapping[str, Any]], depth: Stage) -> dict[str, 
         "pass_rate": round(passed / len(entries), 4) if entries else 0.0,
         "stages": stages,
         "categories": categories,
+        "noted": sum(1 for entry in entries if entry.get("notes")),
         "block_categories": dict(
             sorted(kinds.items(), key=lambda item: (-item[1]["blocks"], item[0]))
         ),
@@ -476,8 +468,9 @@ def summary_rows(report: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
-    """The terminal summary: the per-source table, then the top failure categories."""
+def summary_lines(report: Mapping[str, Any], *, top: int = 5, verbose: bool = False) -> list[str]:
+    """The terminal summary: the per-source table, the top failure categories, the blocks
+    with notes (the first, or with ``verbose`` every one)."""
     summary = report["summary"]
     if not summary["blocks"]:
         warnings = list(report.get("warnings") or ()) or ["no block found"]
@@ -485,7 +478,7 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
     rows = summary_rows(report)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = [
-        f"nnrag: {summary['passed']}/{_items(summary)} blocks reached "
+        f"nnrag: {summary['passed']}/{counted_items(summary)} blocks reached "
         f"{report['depth']} ({summary['pass_rate']:.1%})"
     ]
     for name, count in (summary.get("unfetched_sources") or {}).items():
@@ -501,6 +494,7 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
         for name, count in categories:
             example = _example(report, name)
             lines.append(f"  {name.ljust(width)}  {count:>5}  e.g. {example}")
+    lines.extend(_note_lines(report, verbose=verbose))
     kinds = summary.get("block_categories") or {}
     if kinds:
         shown = ", ".join(
@@ -509,6 +503,19 @@ def summary_lines(report: Mapping[str, Any], *, top: int = 5) -> list[str]:
         lines.append(f"block categories (passed/blocks): {shown}")
     lines.extend(dedup_lines(report.get("dedup")))
     lines.extend(f"warning: {warning}" for warning in report.get("warnings") or ())
+    return lines
+
+
+def _note_lines(report: Mapping[str, Any], *, verbose: bool) -> list[str]:
+    noted = [entry for entry in report["blocks"] if entry.get("notes")]
+    if not noted:
+        return []
+    count = len(noted)
+    lines = [f"notes: {count} block{'s' if count != 1 else ''} handled a refused probe"]
+    for entry in noted if verbose else noted[:1]:
+        lines.append(f"  {entry['id']}: {'; '.join(entry['notes'])}")
+    if not verbose and count > 1:
+        lines.append(f"  ... and {count - 1} more (verbose output and the report list them)")
     return lines
 
 
@@ -545,56 +552,6 @@ def _example(report: Mapping[str, Any], category: str) -> str:
     return ""
 
 
-# --------------------------------------------------------------------------- badge
-
-
-def badge_message(report: Mapping[str, Any]) -> str:
-    """The badge's value, e.g. ``87% (812/934)``."""
-    summary = report["summary"]
-    return f"{summary['pass_rate']:.0%} ({summary['passed']}/{_items(summary)})"
-
-
-def _items(summary: Mapping[str, Any]) -> int:
+def counted_items(summary: Mapping[str, Any]) -> int:
     """What the pass rate divides by: the blocks and the failed items of unfetched sources."""
     return int(summary["blocks"]) + int(summary.get("unfetched") or 0)
-
-
-def badge_color(rate: float) -> tuple[str, str]:
-    """Shields colour name and hex code for a pass rate in ``[0, 1]``."""
-    for floor, name, code in _COLORS:
-        if rate >= floor:
-            return name, code
-    return _COLORS[-1][1], _COLORS[-1][2]
-
-
-def shields_endpoint(report: Mapping[str, Any], *, label: str = "nnrag") -> dict[str, Any]:
-    """The shields.io endpoint document for ``report``."""
-    name, _ = badge_color(float(report["summary"]["pass_rate"]))
-    return {"schemaVersion": 1, "label": label, "message": badge_message(report), "color": name}
-
-
-def badge_svg(report: Mapping[str, Any], *, label: str = "nnrag") -> str:
-    """The SVG badge ``label | 87% (812/934)`` (made by ``anybadge``)."""
-    import anybadge
-
-    _, code = badge_color(float(report["summary"]["pass_rate"]))
-    badge = anybadge.Badge(label=label, value=badge_message(report), default_color=code)
-    return str(badge.badge_svg_text)
-
-
-def write_badge(
-    report: Mapping[str, Any], path: Path, *, label: str = "nnrag"
-) -> tuple[Path, Path]:
-    """Write the SVG badge to ``path`` and the shields endpoint JSON beside it.
-
-    The endpoint file has the badge's name with a ``.json`` suffix (``badge.svg`` ->
-    ``badge.json``). Returns both paths.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(badge_svg(report, label=label), encoding="utf-8")
-    endpoint = path.with_suffix(".json")
-    if endpoint == path:  # the SVG itself was asked for as a .json path
-        endpoint = path.with_suffix(".endpoint.json")
-    text = json.dumps(shields_endpoint(report, label=label), indent=2) + "\n"
-    endpoint.write_text(text, encoding="utf-8")
-    return path, endpoint

@@ -30,6 +30,7 @@ class Workspace:
         self.settings = settings
         self._index: Index | None = None
         self._built = False
+        self._stats: IndexStats | None = None
         self._blocks: tuple[BlockRef, ...] | None = None
         self._categories: dict[str, str] | None = None
         self._extracted: dict[str, Extracted] = {}
@@ -47,6 +48,7 @@ class Workspace:
         stats, self._index = build_and_load(self.settings, progress=progress)
         self._blocks = None
         self._built = True
+        self._stats = stats
         return stats
 
     def index(self) -> Index:
@@ -55,10 +57,19 @@ class Workspace:
             from nnrag.index.build import build_and_load, load_index
 
             if not self._built:
-                _, self._index = build_and_load(self.settings)
+                self._stats, self._index = build_and_load(self.settings)
+                self._built = True
             if self._index is None:
                 self._index = load_index(self.settings)
         return self._index
+
+    def unfetched(self) -> dict[str, str]:
+        """Source name -> why it could not be fetched or read, for the sources of the last
+        build (built on first use); they count against the pass rate."""
+        if self._stats is None:
+            self.build()
+        assert self._stats is not None  # set by build
+        return dict(self._stats.unfetched)
 
     # -- discovery (owner: discover) ------------------------------------------------------
 

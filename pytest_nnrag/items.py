@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,6 +146,10 @@ class ResultItem(NnragItem):
                 ("nnrag_cached", "true" if result.cached else "false"),
             ]
         )
+        if result.notes:  # junitxml; a pass shows them with -rP (a failure's text has them)
+            self.user_properties.append(("nnrag_notes", "\n".join(result.notes)))
+            if result.passed:
+                self.add_report_section("call", "nnrag notes", "\n".join(result.notes))
         self.ihook.pytest_nnrag_result(item=self, result=result)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -309,7 +313,7 @@ class RepoFile(pytest.Collector):
         for message in stats.warnings:
             warnings.warn(pytest.PytestConfigWarning(f"nnrag: {message}"), stacklevel=1)
         blocks = workspace.blocks()
-        errors = _errors_by_source(stats.source_errors, [s.name for s in state.settings.sources])
+        errors = {name: [why] for name, why in stats.unfetched.items()}
         unmatched = {
             (source, entry)
             for source, entries in workspace.unmatched_paths().items()
@@ -363,15 +367,3 @@ def make_repo_file(session: pytest.Session, settings: Settings, path: Path) -> R
         path=path,
         nodeid=repos_node_id(path, session.config.rootpath),
     )
-
-
-def _errors_by_source(messages: Iterable[str], names: Sequence[str]) -> dict[str, list[str]]:
-    """Attribute each source-error message to the source it names (``source 'x'``)."""
-    found: dict[str, list[str]] = {}
-    for message in messages:
-        owner = next(
-            (name for name in names if f"source {name!r}" in message or f"{name}:" in message),
-            "<sources>",
-        )
-        found.setdefault(owner, []).append(message)
-    return found

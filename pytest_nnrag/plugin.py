@@ -374,21 +374,19 @@ class NnragSession:
 
     def _count_unfetched(self, ident: str) -> None:
         """A source that could not be fetched: its blocks in the baseline (else 1) fail."""
-        from nnrag.report import source_of
+        from nnrag.baseline import unfetched_counts
         from pytest_nnrag.items import SOURCE_ERROR
 
         source, _, name = ident.rpartition(":")
-        if name != SOURCE_ERROR:
-            return
-        known = self.state.baseline.blocks if self.state.baseline is not None else {}
-        count = sum(1 for key in known if source_of(key) == source and ":<" not in key)
-        self.state.unfetched[source] = max(count, 1)
+        if name == SOURCE_ERROR:
+            self.state.unfetched.update(unfetched_counts([source], self.state.baseline))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the report and badge, also for a run that found no block (the controller)."""
         if _is_worker(self.config):
             return
-        from nnrag.report import build_report, write_badge, write_report
+        from nnrag.badge import write_badge
+        from nnrag.report import build_report, write_report
         from nnrag.validate.stages import complete_harvests
 
         complete_harvests(self.state.workspace, self.state.results)
@@ -533,7 +531,8 @@ class NnragSession:
 
             terminalreporter.write_line(describe_layers(self.state.sandbox_layers))
         empty = not self.report["summary"]["blocks"]
-        for number, line in enumerate(summary_lines(self.report)):
+        verbose = self.config.get_verbosity() > 0
+        for number, line in enumerate(summary_lines(self.report, verbose=verbose)):
             terminalreporter.write_line(line, red=empty and number == 0, bold=empty)
         for line in baseline_lines(self.report.get("baseline")):
             terminalreporter.write_line(line)

@@ -20,22 +20,30 @@ import ast
 import functools
 import itertools
 import re
-import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nnrag.blockfile.header import body_digest, render_header
+from nnrag.blockfile.header import body_digest
 from nnrag.diagnostics import diagnostic
 from nnrag.errors import ExtractionError, InternalError
+from nnrag.extract.dynimport import SHIM, ByName, serve_imports, served_imports, shim_for
 from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
+from nnrag.extract.emit_header import (
+    external_requirements,
+    format_imports,
+    provenance_header,
+    source_packages,
+    source_roots,
+)
 from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
 from nnrag.extract.needs import scanner_for
 from nnrag.extract.registries import registries_for
 from nnrag.extract.rewrite import Rewrite
+from nnrag.extract.tables import drop_entries
 from nnrag.model import (
     Closure,
     Diagnostic,
@@ -89,7 +97,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
 
     chunks: list[str] = []
     future = "from __future__ import annotations\n" if all_lazy else ""
-    imports = "\n".join(part for part in (future, _format_imports(plan.imports, plan.flat)) if part)
+    imports = "\n".join(part for part in (future, format_imports(plan.imports, plan.flat)) if part)
     if imports:
         chunks.append(imports)
     chunks += _unit_chunks(index, closure, plan, rewrites, namespaces, lazy=lazy, all_lazy=all_lazy)
@@ -99,14 +107,14 @@ def emit(index: Index, closure: Closure) -> Extracted:
 
     requirements = external_requirements(
         [b for b in plan.imports.values() if not b.conditional],
-        exclude=_source_packages(index, closure, modules),
-        roots=_source_roots(index, block.source, modules),
+        exclude=source_packages(index, closure, modules),
+        roots=source_roots(index, block.source, modules),
     )
     files = sorted(
         {(info.source, info.path, info.sha1) for info in modules.values()},
         key=lambda item: (item[0] != block.source, item[0], item[1]),
     )
-    header = _header(
+    header = provenance_header(
         index=index,
         closure=closure,
         modules=modules,
@@ -157,8 +165,14 @@ def _unit_chunks(
     chunks: list[str] = []
     emitted: dict[str, set[int]] = {}
     cache = cache_for(index)
-    registries = registries_for(index, scanner_for(index))
+    scanner = scanner_for(index)
+    registries = registries_for(index, scanner)
     stand_ins = set(closure.stand_ins)
+    served: list[ByName] = []
+
+    def is_source(name: str) -> bool:
+        return index.source_of_module(name) is not None
+
     for position, (info, unit) in enumerate(plan.units):
         if namespaces:
             chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
@@ -184,6 +198,10 @@ def _unit_chunks(
         inferred = registries.inferred_scope(info, unit) if unit.kind == "assign" else None
         if inferred is not None:
             chunk = _with_keyword(chunk, *inferred)
+        tree = functools.partial(scanner.tree, info, unit)
+        by_name = served_imports(chunk, tree, is_source)  # the chunk keeps the callee's name
+        if by_name:
+            chunk = serve_imports(chunk, is_source)
         if (info.source, info.module, unit.index) in stand_ins:
             stand_in = _stand_in(info, unit, plan)
             file = f"{info.source}:{info.path}"
@@ -192,12 +210,18 @@ def _unit_chunks(
             continue
         dropped = closure.pruned.get((info.source, info.module, unit.index))
         if dropped:
-            shorter = drop_methods(chunk, frozenset(dropped))
+            cut = drop_entries if unit.kind == "assign" else drop_methods
+            shorter = cut(chunk, frozenset(dropped))
             file = f"{info.source}:{info.path}"
             plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - shorter.count("\n")
             chunk = shorter
+        if by_name and f"{SHIM}(" in chunk:  # not when the calls were in methods left out
+            served += by_name
         chunks.append(chunk)
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
+    if served:  # before every unit: load-time code may import by name
+        sources = {closure.block.source} | {info.source for info, _ in plan.units}
+        chunks.insert(0, shim_for(index, sources, plan.flat, served))
     return chunks
 
 
@@ -496,126 +520,6 @@ def _crossing_maps(
 def _normal(chunk: str) -> bool:
     """Whether ``chunk`` ends in exactly one newline (as the body joins chunks)."""
     return chunk.endswith("\n") and not chunk.endswith("\n\n")
-
-
-# --------------------------------------------------------------------------- imports
-
-
-def _section(module: str) -> int:
-    top = module.split(".", 1)[0]
-    return 0 if top in sys.stdlib_module_names else 1
-
-
-def _format_imports(entities: Mapping[Entity, ImportBinding], flat: Mapping[Entity, str]) -> str:
-    """PEP 8 groups (stdlib, third-party); in each, ``import x`` lines then ``from x import``."""
-    plain: list[set[str]] = [set(), set()]
-    froms: list[dict[str, set[str]]] = [{}, {}]
-    for entity, binding in entities.items():
-        section = _section(binding.module)
-        local = flat.get(entity, binding.name)
-        if binding.attr is None:
-            top = binding.module.split(".", 1)[0]
-            if local == binding.module or (local == top and binding.name == top):
-                plain[section].add(f"import {binding.module}")
-            else:
-                plain[section].add(f"import {binding.module} as {local}")
-        else:
-            names = froms[section].setdefault(binding.module, set())
-            names.add(binding.attr if local == binding.attr else f"{binding.attr} as {local}")
-    sections: list[str] = []
-    for section in (0, 1):
-        lines = sorted(plain[section], key=_import_line_key)
-        for module in sorted(froms[section], key=lambda m: (m.lower(), m)):
-            ordered = sorted(froms[section][module], key=lambda n: (n != "*", n.lower(), n))
-            line = f"from {module} import {', '.join(ordered)}"
-            if len(line) > 100:
-                inner = "".join(f"    {name},\n" for name in ordered)
-                line = f"from {module} import (\n{inner})"
-            lines.append(line)
-        if lines:
-            sections.append("\n".join(lines) + "\n")
-    return "\n".join(sections)
-
-
-def _import_line_key(line: str) -> tuple[str, str]:
-    return (line.lower(), line)
-
-
-# --------------------------------------------------------------------------- requirements
-
-
-def external_requirements(
-    bindings: Iterable[ImportBinding],
-    *,
-    exclude: frozenset[str] = frozenset(),
-    roots: Sequence[Path] = (),
-) -> tuple[str, ...]:
-    """PEP 508 strings for the third-party top-level modules ``bindings`` import.
-
-    Distribution names (``Pillow`` for ``PIL``), each with the version specifier the
-    sources at ``roots`` declare for it, if any (:mod:`nnrag.blockfile.requirements`).
-    Standard-library modules and ``exclude`` (the source packages) are left out.
-    """
-    from nnrag.blockfile.requirements import requirements_for
-
-    tops = {binding.module.split(".", 1)[0] for binding in bindings}
-    wanted = [
-        top
-        for top in tops
-        if top and top not in sys.stdlib_module_names and top not in exclude and top != "__future__"
-    ]
-    return requirements_for(sorted(wanted), roots)
-
-
-# --------------------------------------------------------------------------- header
-
-
-def _source_roots(index: Index, source: str, modules: Mapping[str, ModuleInfo]) -> tuple[Path, ...]:
-    """Checkout folders of the block's source first, then of the other sources it inlines."""
-    names = [source, *sorted({info.source for info in modules.values()} - {source})]
-    return tuple(index.checkouts[name].root for name in names if name in index.checkouts)
-
-
-def _source_packages(
-    index: Index, closure: Closure, modules: Mapping[str, ModuleInfo]
-) -> frozenset[str]:
-    sources = {closure.block.source} | {info.source for info in modules.values()}
-    packages: set[str] = set()
-    for source in sources:
-        packages |= index.source_packages(source)
-    return frozenset(packages)
-
-
-def _header(
-    *,
-    index: Index,
-    closure: Closure,
-    modules: Mapping[str, ModuleInfo],
-    files: Iterable[tuple[str, str, str]],
-    requirements: Sequence[str],
-    digest: str,
-) -> str:
-    block = closure.block
-    checkout = index.checkouts.get(block.source)
-    if checkout is None:
-        source, revision, license_ = f"{block.source} (unknown)", "unknown", None
-    else:
-        kind = checkout.spec.kind
-        if kind == "git":
-            source = f"{checkout.origin} @ {checkout.revision}"
-        else:
-            source = f"{checkout.origin} ({kind})"
-        revision, license_ = checkout.revision, checkout.license
-    return render_header(
-        block_id=block.id,
-        source=source,
-        revision=revision,
-        source_packages=_source_packages(index, closure, modules),
-        files=[(path, f"swh:1:cnt:{sha1}") for _, path, sha1 in files],
-        license=license_,
-        requires=requirements,
-        digest=digest,
-    )
 
 
 def _dependencies(plan: _Plan, module: str, name: str) -> tuple[str, ...]:

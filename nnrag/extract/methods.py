@@ -11,19 +11,42 @@ only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Pyt
 abstract methods, methods with decorators other than ``property``/``staticmethod``/
 ``classmethod``/setters, and methods the class body names are always kept.
 
-A class with other bases (``nn.Module``, ``logging.Logger``, ``json.JSONEncoder``: code
-outside the closure calls their methods by name) is kept whole, and so are the plain
-classes it derives from (:meth:`MethodIndex.internal_bases`).
+A *module class* (its bases are ``torch.nn`` classes, plain classes or module classes of the
+sources) gets the same treatment with what torch can call added to the always-kept part:
+methods whose names ``torch.nn.Module`` or its torch bases define or spell in their source
+(``forward``, ``extra_repr``, ``_load_from_state_dict``, ``reset_parameters`` of a conv: the
+table ``nnrag/data/torch_nn.json`` written by ``benchmarks/gen_torch_nn.py`` from the
+supported torch), and every decorated method (properties too) unless each decorator only
+wraps it: ``staticmethod``/``classmethod``, ``functools.wraps``, torch's grad modes, or a
+function of the sources that only calls, wraps or returns its argument (:func:`_only_wraps`).
+Torch's names count as read on ``self`` by the class's whole family, so a plain mixin keeps
+them too. A module class that looks itself up by a computed name (``getattr(self, n)`` with
+``n`` a parameter or a loop variable, ``dir(self)``, ``type(self).__dict__``) is kept whole;
+a name held in an attribute (``getattr(self, self.base_model_prefix)``) is not computed,
+since such attributes hold string literals of the closure, which count as spelled
+(:func:`_held_name`). The block class itself keeps every method (the resolver marks it
+whole). So ``from_pretrained``/``save_pretrained`` of a model base reach nothing unless the
+block spells them.
+
+A class with other bases (``logging.Logger``, ``json.JSONEncoder``, a base of a library that
+is not a source: code outside the closure calls their methods by name) is kept whole, and so
+are the classes of the sources it derives from (:meth:`MethodIndex.internal_bases`).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
 from typing import TYPE_CHECKING
 
+from nnrag.extract.tables import table_entries
+from nnrag.index.discover import torch_table
 from nnrag.model import ImportBinding, ModuleInfo, Unit
 
 if TYPE_CHECKING:
@@ -47,6 +70,28 @@ _QUOTED = re.compile(r"""(['"])([A-Za-z_]\w{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
 _SPREAD = 4096
 """Synthetic unit indexes: ``-(index * _SPREAD + part + 1)`` (never a real unit's index)."""
+_MODULE_DECORATORS = frozenset({"staticmethod", "classmethod", "overload"})
+"""Decorators that leave a method of a module class prunable, with :data:`_WRAPPERS` and the
+functions of the sources that only wrap (:func:`_only_wraps`)."""
+_WRAPPERS = frozenset(
+    {"functools.wraps", "torch.no_grad", "torch.enable_grad", "torch.inference_mode"}
+)
+"""External decorators that wrap a function and keep it nowhere (the standard library's
+``wraps``; torch's grad modes)."""
+
+
+@lru_cache(maxsize=1)
+def torch_names() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    """(names ``torch.nn.Module`` defines or spells, qualified torch class -> the names its
+    other torch bases add), from ``nnrag/data/torch_nn.json``."""
+    text = resources.files("nnrag").joinpath("data/torch_nn.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    module = frozenset(str(name) for name in data.get("module_names", ()))
+    classes = {
+        str(qualified): frozenset(str(name) for name in entry.get("names", ()))
+        for qualified, entry in data["classes"].items()
+    }
+    return module, classes
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +120,8 @@ class Members:
     own: frozenset[str]
     """Attributes the always-kept part reads on ``self``/``cls``."""
     methods: tuple[Method, ...]
+    table: bool = False
+    """A string table (:mod:`nnrag.extract.tables`): the members are its entries, by key."""
 
 
 class MethodIndex:
@@ -85,6 +132,9 @@ class MethodIndex:
         self.scanner = scanner
         self._members: dict[UnitKey, Members | None] = {}
         self._bases: dict[UnitKey, tuple[tuple[ModuleInfo, Unit], ...] | None] = {}
+        self._torch: dict[UnitKey, frozenset[str]] = {}
+        """Class -> the names its direct ``torch.nn`` bases can call it by (if it has any)."""
+        self._module: dict[UnitKey, frozenset[str] | None] = {}
         self._attributes: dict[UnitKey, frozenset[str]] = {}
 
     def members(self, info: ModuleInfo, unit: Unit) -> Members | None:
@@ -96,6 +146,8 @@ class MethodIndex:
         found = None
         if unit.kind == "class" and not unit.type_checking and len(unit.classes) == 1:
             found = self._split(info, unit)
+        elif unit.kind == "assign" and not unit.type_checking:
+            found = self._table(info, unit)
         self._members[key] = found
         return found
 
@@ -106,6 +158,22 @@ class MethodIndex:
         if key not in self._bases:
             self._bases[key] = self._find_bases(info, unit)
         return self._bases[key]
+
+    def module_names(self, info: ModuleInfo, unit: Unit) -> frozenset[str] | None:
+        """The names torch can call a method of ``unit``'s class by, when it derives from a
+        ``torch.nn`` class through bases :meth:`bases` accepts; ``None`` otherwise."""
+        key = (info.source, info.module, unit.index)
+        if key in self._module:
+            return self._module[key]
+        self._module[key] = None  # cycle guard
+        bases = self.bases(info, unit)
+        found = self._torch.get(key)
+        for home, base in bases or ():
+            inherited = self.module_names(home, base)
+            if inherited is not None:
+                found = inherited if found is None else found | inherited
+        self._module[key] = found
+        return found
 
     def internal_bases(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[ModuleInfo, Unit], ...]:
         """The class units of the sources ``unit``'s class derives from directly, whatever
@@ -163,12 +231,38 @@ class MethodIndex:
                 elif (
                     isinstance(inner, ast.Constant)
                     and isinstance(inner.value, str)
-                    and inner.value.isidentifier()
+                    and 0 < len(inner.value) <= 80
+                    and not any(c.isspace() for c in inner.value)
                 ):
-                    other.add(inner.value)
+                    other.add(inner.value)  # a method name, or a string table's key
         return other, own
 
     # -- splitting ---------------------------------------------------------------------------
+
+    def _table(self, info: ModuleInfo, unit: Unit) -> Members | None:
+        """A string table's entries as members named by their keys."""
+        tree = self.scanner.tree(info, unit) if "{" in self.scanner.text(info, unit) else None
+        found = None if tree is None else table_entries(info, unit, tree, self.symbols)
+        if found is None:
+            return None
+        always, entries, plain = found
+        methods = tuple(
+            Method(
+                name=name,
+                parts=(part,),
+                attributes=frozenset(self._read(info, unit, [node])[0]),
+                own=frozenset(),
+                spans=((part.start_line, part.end_line),),
+            )
+            for name, part, node in entries
+        )
+        return Members(
+            always=always,
+            attributes=frozenset(self._read(info, unit, plain)[0]),
+            own=frozenset(),
+            methods=methods,
+            table=True,
+        )
 
     def _find_bases(
         self, info: ModuleInfo, unit: Unit
@@ -196,8 +290,14 @@ class MethodIndex:
             if resolved.kind == "builtin":
                 continue
             if resolved.kind == "external":
-                if resolved.target.split(".", 1)[0] not in _PLAIN_MODULES:
+                if resolved.target.split(".", 1)[0] in _PLAIN_MODULES:
+                    continue
+                qualified = torch_table().qualify(resolved.target)
+                if qualified is None:
                     return None
+                module, extra = torch_names()
+                key = (info.source, info.module, unit.index)
+                self._torch[key] = self._torch.get(key, frozenset()) | module | extra[qualified]
                 continue
             home = resolved.module
             if resolved.kind != "definition" or home is None or len(resolved.units) != 1:
@@ -207,6 +307,41 @@ class MethodIndex:
             found.append((home, resolved.units[0]))
         return tuple(found)
 
+    def _registering(self, info: ModuleInfo, unit: Unit, node: ast.ClassDef) -> frozenset[str]:
+        """Methods of a module class whose decorators may do more than wrap them (register
+        them somewhere): kept. A decorator only wraps when it is one of ``_WRAPPERS`` or a
+        function of the sources that only calls, wraps (``functools.wraps``) or returns its
+        argument (:func:`_only_wraps`)."""
+        kept: set[str] = set()
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for decorator in stmt.decorator_list:
+                if not self._wraps(info, unit, decorator):
+                    kept.add(stmt.name)
+        return frozenset(kept)
+
+    def _wraps(self, info: ModuleInfo, unit: Unit, decorator: ast.expr) -> bool:
+        chain = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if chain is None:
+            return False
+        if chain in _MODULE_DECORATORS:
+            return True
+        resolved = self.symbols.lookup(info, chain, before=unit.start_line)
+        if resolved.kind == "external":
+            return resolved.target in _WRAPPERS
+        if (
+            isinstance(decorator, ast.Call)
+            or resolved.kind != "definition"
+            or resolved.module is None
+            or len(resolved.units) != 1
+            or resolved.units[0].kind != "def"
+        ):
+            return False
+        tree = self.scanner.tree(resolved.module, resolved.units[0])
+        body = tree.body if tree is not None else []
+        return len(body) == 1 and _only_wraps(body[0])
+
     def _split(self, info: ModuleInfo, unit: Unit) -> Members | None:
         bases = self.bases(info, unit)
         if bases is None or any(self.members(home, base) is None for home, base in bases):
@@ -215,9 +350,12 @@ class MethodIndex:
         assert tree is not None  # bases() parsed it
         node = tree.body[0]
         assert isinstance(node, ast.ClassDef)
-        if _looks_itself_up(node):
+        torch = self.module_names(info, unit)
+        if _looks_itself_up(node, module=torch is not None):
             return None
-        rest = [n for n in node.body if not _prunable(n)]
+        if torch is not None:
+            torch = torch | self._registering(info, unit, node)
+        rest = [n for n in node.body if not _prunable(n, torch)]
         rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
         always_chains = _chains(rest_nodes)
         named = {n.id for part in rest_nodes for n in ast.walk(part) if isinstance(n, ast.Name)}
@@ -225,12 +363,12 @@ class MethodIndex:
         for stmt in node.body:
             if (
                 isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and _prunable(stmt)
+                and _prunable(stmt, torch)
                 and stmt.name not in named
             ):
                 defs.setdefault(stmt.name, []).append(stmt)
-        if not defs:
-            return None
+        if not defs and torch is None:
+            return None  # a module class is split anyway: its family shares torch's names
         offset = unit.start_line - 1
         methods: list[Method] = []
         taken: set[str] = set()
@@ -269,6 +407,7 @@ class MethodIndex:
         own |= {
             stmt.name for stmt in rest if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
+        own |= torch or frozenset()  # what torch calls on a module, its mixins define too
         return Members(
             always=always,
             attributes=frozenset(other | named),
@@ -321,13 +460,17 @@ def _without(unit: Unit, index: int, spans: list[tuple[int, int]], theirs: set[s
     )
 
 
-def _prunable(stmt: ast.stmt) -> bool:
-    """A method only code that spells its name can call."""
+def _prunable(stmt: ast.stmt, torch: frozenset[str] | None = None) -> bool:
+    """A method only code that spells its name can call (``torch``: the names torch can call
+    a method of this module class by; ``None`` for a plain class)."""
     if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     name = stmt.name
     if name.startswith("_") and name.endswith("_"):
         return False  # __dunder__ and _sunder_: called by Python and the standard library
+    if torch is not None:
+        return name not in torch  # torch's names and methods with registering decorators
+
     for decorator in stmt.decorator_list:
         if isinstance(decorator, ast.Name) and decorator.id in _PLAIN_DECORATORS:
             continue
@@ -339,28 +482,176 @@ def _prunable(stmt: ast.stmt) -> bool:
     return True
 
 
-def _looks_itself_up(node: ast.ClassDef) -> bool:
+def _looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
     """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
-    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called."""
+    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called.
+
+    A name held in the closure's data is not computed (:func:`_held_name`): ``getattr(self,
+    self.base_model_prefix)``, ``name = getattr(self, "_embed_layer", "embed")`` then
+    ``getattr(self, name)``, ``getattr(type(self), MODES[mode])``: such attributes and tables
+    hold string literals of the closure, which count as spelled names anyway. In a module class
+    (``module``) ``cls.__dict__`` / ``type(self).__dict__`` list the methods (but for one
+    constant key); ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override
+    (it only sees names the class lacks, and a spelled name keeps its method) do not."""
+    parents = {child: inner for inner in ast.walk(node) for child in ast.iter_child_nodes(inner)}
     for inner in ast.walk(node):
         if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
             inner.name == "__getattribute__"
         ):
             return True
-        if not isinstance(inner, ast.Call) or not inner.args:
-            continue
-        func = _dotted(inner.func) or ""
-        if func.rsplit(".", 1)[-1] not in _ENUMERATE:
-            continue
-        target = inner.args[0]
-        if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
-            target = target.args[0]  # getattr(type(self), name)
-        if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
-            continue
-        name = inner.args[1] if len(inner.args) > 1 else None
-        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        if (
+            module
+            and isinstance(inner, ast.Attribute)
+            and inner.attr == "__dict__"
+            and _is_class_of(inner.value, node.name)
+            and not _constant_key(inner, parents)
+        ):
             return True
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    functions = [f for f in ast.walk(node) if isinstance(f, defs)]
+    body = [s for s in node.body if not isinstance(s, defs)]
+    for scope in [*functions, *body]:
+        assigned = _assignments(scope) if scope in functions else {}
+        for inner in ast.walk(scope):
+            if not isinstance(inner, ast.Call) or not inner.args:
+                continue
+            func = _dotted(inner.func) or ""
+            if func.rsplit(".", 1)[-1] not in _ENUMERATE:
+                continue
+            target = inner.args[0]
+            if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
+                target = target.args[0]  # getattr(type(self), name)
+            if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
+                continue
+            name = inner.args[1] if len(inner.args) > 1 else None
+            if name is None or not _held_name(name, assigned):
+                return True
     return False
+
+
+def _only_wraps(node: ast.stmt) -> bool:
+    """A decorator ``def d(fn)`` that only calls ``fn``, hands it to ``wraps``/
+    ``update_wrapper``, reads its attributes or returns it: it keeps ``fn`` nowhere, so the
+    method it decorates runs only when called by name."""
+    if not isinstance(node, ast.FunctionDef) or len(node.args.args) != 1:
+        return False
+    if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.decorator_list:
+        return False
+    name = node.args.args[0].arg
+    parents: dict[ast.AST, ast.AST] = {}
+    for inner in ast.walk(node):
+        for child in ast.iter_child_nodes(inner):
+            parents[child] = inner
+    for inner in ast.walk(node):
+        if not (isinstance(inner, ast.Name) and inner.id == name):
+            continue
+        if not isinstance(inner.ctx, ast.Load):
+            return False
+        parent = parents.get(inner)
+        if isinstance(parent, ast.Call) and parent.func is inner:
+            continue  # fn(...)
+        if isinstance(parent, ast.Attribute) and isinstance(parent.ctx, ast.Load):
+            continue  # fn.__name__ (``fn.marker = 1`` marks it for someone who looks)
+        if isinstance(parent, ast.Return):
+            continue
+        if isinstance(parent, ast.Call) and (_dotted(parent.func) or "").rsplit(".", 1)[-1] in (
+            "wraps",
+            "update_wrapper",
+        ):
+            continue
+        return False
+    return True
+
+
+def _is_class_of(value: ast.expr, name: str) -> bool:
+    """``cls``, ``Name``, ``type(x)`` or ``x.__class__``: an expression that is a class."""
+    if isinstance(value, ast.Name):
+        return value.id in ("cls", name)
+    if isinstance(value, ast.Attribute):
+        return value.attr == "__class__"
+    return isinstance(value, ast.Call) and _dotted(value.func) == "type"
+
+
+def _constant_key(node: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool:
+    """``cls.__dict__.get("name")`` or ``cls.__dict__["name"]``: one known key."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.Subscript):
+        return isinstance(parent.slice, ast.Constant)
+    call = parents.get(parent) if isinstance(parent, ast.Attribute) else None
+    return (
+        isinstance(parent, ast.Attribute)
+        and parent.attr == "get"
+        and isinstance(call, ast.Call)
+        and bool(call.args)
+        and isinstance(call.args[0], ast.Constant)
+    )
+
+
+def _held_name(
+    expr: ast.expr,
+    assigned: dict[str, list[ast.expr | None]] | None,
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """A constant string, or (``assigned``: the locals of a method) a name held in the closure's
+    data: an attribute of ``self``/``cls`` (``self.base_model_prefix``, ``getattr(self,
+    "_embed_layer", "embed")``), an entry of a table (``MODES[mode]``), or a local assigned
+    only such values. Such attributes and tables hold string literals of the closure, which
+    count as spelled names."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str)
+    if assigned is None:
+        return False
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.value, ast.Name) and expr.value.id in _SELF
+    if isinstance(expr, ast.Subscript):  # a table of names: TABLE[key], self.table[key]
+        return isinstance(expr.value, ast.Name) or _held_name(expr.value, assigned, seen)
+    if isinstance(expr, ast.Call) and _dotted(expr.func) == "getattr" and len(expr.args) >= 2:
+        owner, attr = expr.args[0], expr.args[1]
+        return (
+            isinstance(owner, ast.Name)
+            and owner.id in _SELF
+            and _held_name(attr, assigned, seen)
+            and all(
+                isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, str))
+                for d in expr.args[2:]
+            )
+        )
+    if isinstance(expr, ast.Name):
+        if expr.id in seen:
+            return True  # ``x = getattr(self, x)``: held if its other values are
+        values = assigned.get(expr.id)
+        inner = seen | {expr.id}
+        return bool(values) and all(
+            v is not None and _held_name(v, assigned, inner) for v in values or ()
+        )
+    return False
+
+
+def _assignments(scope: ast.AST) -> dict[str, list[ast.expr | None]]:
+    """Local name -> the values assigned to it in ``scope`` (``None``: bound otherwise: a
+    parameter, a loop target, an unpacking)."""
+    found: dict[str, list[ast.expr | None]] = {}
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = scope.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            found.setdefault(arg.arg, []).append(None)
+    for inner in ast.walk(scope):
+        if isinstance(inner, ast.Assign):
+            for target in inner.targets:
+                value = inner.value if isinstance(target, ast.Name) else None
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        found.setdefault(name.id, []).append(value)
+        elif isinstance(inner, (ast.NamedExpr, ast.AnnAssign, ast.AugAssign)):
+            if isinstance(inner.target, ast.Name):
+                value = inner.value if not isinstance(inner, ast.AugAssign) else None
+                found.setdefault(inner.target.id, []).append(value)
+        elif isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            bound = inner.target if not isinstance(inner, ast.withitem) else inner.optional_vars
+            for name in ast.walk(bound) if bound is not None else ():
+                if isinstance(name, ast.Name):
+                    found.setdefault(name.id, []).append(None)
+    return found
 
 
 def _chains(nodes: Sequence[ast.AST]) -> set[str]:
@@ -376,8 +667,9 @@ def _chains(nodes: Sequence[ast.AST]) -> set[str]:
 
 
 def drop_methods(chunk: str, names: frozenset[str]) -> str:
-    """``chunk`` (one class, maybe after a ``# from`` comment) without the methods ``names``;
-    a body left empty gets ``pass``. The chunk is returned unchanged if it does not parse."""
+    """``chunk`` (one class, maybe after a ``# from`` comment) without the methods ``names``,
+    and a comment above the class naming them; a body left empty gets ``pass``. The chunk is
+    returned unchanged if it does not parse."""
     try:
         tree = ast.parse(chunk)
     except SyntaxError:
@@ -406,8 +698,22 @@ def drop_methods(chunk: str, names: frozenset[str]) -> str:
         first = min(cut)
         cut.discard(first)
         lines[first] = f"{indent}pass\n"
+    head = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+    note = textwrap.wrap(
+        "nnrag: methods left out (neither this block, torch nor Python calls them by name): "
+        + ", ".join(sorted(n for n in names if n in _defined(node))),
+        width=96,
+        initial_indent="# ",
+        subsequent_indent="#   ",
+        break_on_hyphens=False,
+    )
+    lines[head] = "".join(f"{line}\n" for line in note) + lines[head]
     kept = [line for number, line in enumerate(lines) if number not in cut]
     return "".join(kept)
+
+
+def _defined(node: ast.ClassDef) -> set[str]:
+    return {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def _dotted(node: ast.expr) -> str | None:

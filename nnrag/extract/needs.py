@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nnrag.diagnostics import closure_problem
+from nnrag.extract.dynimport import SHIM, import_by_name
 from nnrag.extract.syntax import (
     dotted,
     is_empty_container,
@@ -474,25 +475,34 @@ class UnitScanner:
                 yield _registry_use(at(node, "dynamic-registry", ""), registries, node.value)
 
     def _dynamic_import(self, node: ast.Call, info: ModuleInfo, at: _At) -> Iterator[Finding]:
-        if not node.args:
+        found = import_by_name(node, lambda name: self.index.source_of_module(name) is not None)
+        if found is None:
             return
-        arg = node.args[0]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            if self.index.source_of_module(arg.value) is not None:
-                yield at(node, "source-import", f"imports {arg.value!r} of the source by name")
-            return
-        first = arg.values[0] if isinstance(arg, ast.JoinedStr) and arg.values else arg
-        if isinstance(arg, ast.BinOp):
-            first = arg.left
-        text = first.value if isinstance(first, ast.Constant) else None
-        if isinstance(text, str) and (
-            text.startswith(".")
-            or self.index.source_of_module(text.split(".")[0] or "_") is not None
-        ):
+        if not found.served:  # ``__import__``: kept as written
+            if found.exact:
+                yield at(node, "source-import", f"imports {found.module!r} of the source by name")
+            else:
+                yield at(
+                    node,
+                    "dynamic-registry",
+                    "imports a module of the source chosen at run time; it cannot be inlined",
+                )
+        elif found.exact:
             yield at(
                 node,
                 "dynamic-registry",
-                "imports a module of the source chosen at run time; it cannot be inlined",
+                f"imports {found.module!r} of the source by name: the block file resolves it "
+                f"to the definitions it carries ({SHIM}); a name it does not carry fails at "
+                "run time",
+            )
+        else:
+            yield at(
+                node,
+                "dynamic-registry",
+                "imports a module of the source chosen at run time"
+                + (f" ({found.module}*)" if found.module else "")
+                + f": the block file resolves it against the modules it carries ({SHIM}); "
+                "any other raises ModuleNotFoundError",
             )
 
     def _registry(

@@ -15,6 +15,7 @@ from nnrag.extract.methods import Method, MethodIndex
 from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
 from nnrag.extract.order import CallClosure, Components, runs_at_load, topological
 from nnrag.extract.registries import Carrier, registries_for
+from nnrag.extract.tables import value_strings
 from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
 from nnrag.model import (
     BlockRef,
@@ -64,6 +65,7 @@ class _Memo:
     )
     components: dict[UnitKey, Components] = field(default_factory=dict)
     function_locals: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
+    values: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
     methods: MethodIndex | None = None
 
 
@@ -112,6 +114,10 @@ class _Walk:
         """Plain class -> a class it derives from or that derives from it (union-find)."""
         self.own: dict[UnitKey, set[str]] = {}
         """Family root -> attributes its classes read on ``self``/``cls``."""
+        self._words: tuple[tuple[int, int], str] = ((-1, -1), "")
+        """(sizes it was built at, every word of the closure joined): see :meth:`_mentioned`."""
+        self.tables: dict[UnitKey, int] = {}
+        """String tables (:mod:`nnrag.extract.tables`) -> how many prunable entries they have."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -130,7 +136,10 @@ class _Walk:
                 self.units[key] = _Included(info=home, unit=unit, parent=None)
                 self.queue.append(key)
         self._drain()
+        self._tables_read_from_outside()
         registrations = self._carry_registrations()
+        self._tables_read_from_outside()
+        self._cut_tables()
         self._stand_ins()
         self._combine()
         order = self._order()
@@ -192,6 +201,64 @@ class _Walk:
             self.problems.setdefault(problem, key)
         return carrier.registrations()
 
+    def _tables_read_from_outside(self) -> None:
+        """A string table none of whose keys the closure gives as a value (a default, a
+        keyword argument, an assigned constant: :func:`~nnrag.extract.tables.value_strings`)
+        is read with keys from outside it (a caller's config): it is carried whole."""
+        while self.tables:
+            values: set[str] = set()
+            for key, entry in self.units.items():
+                values |= self._values(key, entry.info, entry.unit)
+            whole = [
+                key
+                for key in self.tables
+                if key not in self.whole and values.isdisjoint(self._keys(key))
+            ]
+            if not whole:
+                return
+            self.whole.update(whole)
+            self._drain()
+
+    def _keys(self, key: UnitKey) -> tuple[str, ...]:
+        entry = self.units[key]
+        members = self.methods.members(entry.info, entry.unit)
+        return () if members is None else tuple(m.name for m in members.methods)
+
+    def _values(self, key: UnitKey, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        found = self.memo.values.get(key)
+        if found is None:
+            tree = self.scanner.tree(info, unit)
+            found = self.memo.values[key] = frozenset() if tree is None else value_strings(tree)
+        return found
+
+    def _mentioned(self, name: str) -> bool:
+        """Whether ``name`` (a string table's key) occurs inside a word of the closure: an
+        attribute, a quoted string or a name it defines (keys are often cut out of such
+        words, ``re.findall(pattern, type(self).__name__)``, or assembled from them)."""
+        version = (len(self.attributes), len(self.units))
+        if self._words[0] != version:
+            names = {name for entry in self.units.values() for name in entry.unit.binds}
+            self._words = (version, "\0".join(self.attributes | names))
+        return name in self._words[1]
+
+    def _cut_tables(self) -> None:
+        """Say which string tables hold only the entries whose keys the closure mentions."""
+        for key, total in self.tables.items():
+            dropped = sorted(self.pending.get(key, ()))
+            if not dropped:
+                continue
+            entry = self.units[key]
+            shown = ", ".join(repr(name) for name in dropped[:5])
+            more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+            problem: Located = (
+                "dynamic-registry",
+                f"{entry.info.path}:{entry.unit.start_line}:1",
+                f"string table {entry.unit.binds[0]} keeps {total - len(dropped)} of {total} "
+                "entries that name definitions: those whose keys occur in the block's code; "
+                f"a key computed from another word raises KeyError (left out: {shown}{more})",
+            )
+            self.problems.setdefault(problem, key)
+
     def _add_registration(self, registration: Registration, parent: UnitKey) -> bool:
         key = (registration.source, registration.module, registration.unit)
         if key in self.units:
@@ -242,7 +309,11 @@ class _Walk:
         self._own(key).update(members.own)
         for home, base in self.methods.internal_bases(entry.info, entry.unit):
             self._join(key, (home.source, home.module, base.index))
+        if entry.parent is None:
+            self.whole.add(key)  # the block class keeps every method; its bases are pruned
         self.pending[key] = {method.name: method for method in members.methods}
+        if members.table:
+            self.tables[key] = len(members.methods)
 
     def _root(self, key: UnitKey) -> UnitKey:
         family = self.family
@@ -312,6 +383,8 @@ class _Walk:
         for key, waiting in self.pending.items():
             own = self._own(key)
             names = [n for n in waiting if key in self.whole or n in self.attributes or n in own]
+            if key in self.tables:
+                names += [n for n in waiting if n not in names and self._mentioned(n)]
             for name in names:
                 method = waiting.pop(name)
                 entry = self.units[key]

@@ -222,6 +222,9 @@ def build_and_load(
         seconds=time.perf_counter() - started,
         problems=tuple(sorted(problems, key=lambda p: (p.source, p.path, p.line, p.message))),
         source_errors=tuple(c.error for c in counts if c.error),
+        unfetched={
+            s.name: c.error for s, c in zip(settings.sources, counts, strict=True) if c.error
+        },
         warnings=tuple(summary.get("warnings", ())),
     )
     return stats, index

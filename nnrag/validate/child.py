@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,19 +41,28 @@ def block_main(
         isolation.apply_landlock(tmp)
     if rules is not None:
         syscalls.load(rules, channel)  # closes the channel
-    violations = lock_down(
+    violations, probes = lock_down(
         tmp,
         timeout_s=request.timeout_s,
         memory_mb=memory_mb,
         stderr_fd=stderr_fd,
     )
-
-    def send(message: Message) -> None:
-        write_frame(result_fd, plain(message))
-
     from nnrag.validate.probe import runner as probe
 
+    send = sender(result_fd, probes)
     probe.run_block(request.to_plain(), send=send, violations=violations)
 
 
-__all__ = ["block_main"]
+def sender(result_fd: int, probes: list[str]) -> Callable[[Message], None]:
+    """Frames to the server on ``result_fd``; the result carries the probes the audit hook
+    refused (the server decides whether they are notes or the block's violation)."""
+
+    def send(message: Message) -> None:
+        if message.get("kind") == "result":
+            message = {**message, "probes": list(dict.fromkeys(probes))}
+        write_frame(result_fd, plain(message))
+
+    return send
+
+
+__all__ = ["block_main", "sender"]

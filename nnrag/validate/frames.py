@@ -76,6 +76,8 @@ class BlockReply:
     harvest: tuple[Mapping[str, Any], ...] = ()
     recipe: Mapping[str, Any] | None = None
     frames: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Refused probes the block handled (:mod:`nnrag.validate.refusals`)."""
 
     def to_plain(self) -> Message:
         """The reply as plain data (for a frame)."""
@@ -93,11 +95,16 @@ class BlockReply:
         timings = found["timings"]
         if not all(isinstance(k, str) and _is_number(v) for k, v in timings.items()):
             raise MalformedMessage("reply: timings must map stage names to seconds")
-        if not all(isinstance(frame, str) for frame in found["frames"]):
-            raise MalformedMessage("reply: frames must be strings")
+        for key in ("frames", "notes"):
+            if not all(isinstance(text, str) for text in found[key]):
+                raise MalformedMessage(f"reply: {key} must be strings")
         if not all(isinstance(record, dict) for record in found["harvest"]):
             raise MalformedMessage("reply: harvest must be a list of records (dicts)")
-        found.update(harvest=tuple(found["harvest"]), frames=tuple(found["frames"]))
+        found.update(
+            harvest=tuple(found["harvest"]),
+            frames=tuple(found["frames"]),
+            notes=tuple(found["notes"]),
+        )
         return cls(**found)
 
     @classmethod
@@ -131,6 +138,7 @@ _REPLY_FIELDS: dict[str, tuple[type, ...]] = {
     "harvest": (list, tuple),
     "recipe": (dict, _NONE),
     "frames": (list, tuple),
+    "notes": (list, tuple),
 }
 
 

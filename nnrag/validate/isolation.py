@@ -28,6 +28,8 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 INSIDE_ID = 65534
 """The uid and gid a block has inside its user namespace (``nobody``, no capability)."""
+LAYERS = ("namespaces", "seccomp", "landlock")
+"""The kernel isolation layers, in the order the run summary names them."""
 
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 _MOUNT_ATTR_RDONLY, _MOUNT_ATTR_NOSUID = 0x1, 0x2
@@ -322,6 +324,7 @@ def probe_block_layers(
 
 __all__ = [
     "INSIDE_ID",
+    "LAYERS",
     "apply_landlock",
     "become_init",
     "close_inherited",

@@ -6,12 +6,14 @@ import contextlib
 import ctypes
 import os
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nnrag.validate.refusals import PROBE_EVENTS, REFUSED_ERRNO, family_name
 from nnrag.validate.syscalls import MAX_TASKS, guarded_proc_owner
 
 PR_SET_PDEATHSIG = 1
@@ -57,13 +59,14 @@ def prctl(option: int, value: int) -> None:
 
 def lock_down(
     tmp: Path, *, timeout_s: float, memory_mb: int, stderr_fd: int | None = None
-) -> list[str]:
-    """Lock this (child) process down inside ``tmp``; return the list the audit hook fills.
+) -> tuple[list[str], list[str]]:
+    """Lock this (child) process down inside ``tmp``; return the lists the audit hook fills.
 
     New session, parent-death signal, working folder and HOME in ``tmp``, an environment
     reduced to :data:`ENV_ALLOW`, stdio redirected (stderr to ``stderr_fd`` or
     ``tmp/stderr.txt``), rlimits, and an audit hook that refuses network, processes and writes
-    outside ``tmp`` (each refusal is appended to the list).
+    outside ``tmp``. Each refusal is appended to the first list (violations) or, for a probe
+    (:mod:`nnrag.validate.refusals`), to the second.
     """
     with contextlib.suppress(OSError):  # already a session leader when spawned
         os.setsid()
@@ -91,8 +94,9 @@ def lock_down(
     set_limits(timeout_s, memory_mb)
     sys.dont_write_bytecode = True
     violations: list[str] = []
-    sys.addaudithook(audit_hook(tmp, violations, os.getpid()))
-    return violations
+    probes: list[str] = []
+    sys.addaudithook(audit_hook(tmp, violations, os.getpid(), probes=probes))
+    return violations, probes
 
 
 def set_limits(timeout_s: float, memory_mb: int) -> None:
@@ -132,10 +136,15 @@ def set_limits(timeout_s: float, memory_mb: int) -> None:
 
 
 def audit_hook(
-    tmp: Path, violations: list[str], pid: int
+    tmp: Path, violations: list[str], pid: int, *, probes: list[str] | None = None
 ) -> Callable[[str, tuple[Any, ...]], None]:
-    """An audit hook refusing network, processes, signals to others and writes outside ``tmp``."""
+    """An audit hook refusing network, processes, signals to others and writes outside ``tmp``.
+
+    A refused operation raises ``PermissionError`` with ``EPERM`` (what the kernel answers)
+    and is appended to ``violations``, or to ``probes`` when it is a probe (a non-unix socket).
+    """
     root = str(tmp)
+    noted = violations if probes is None else probes
 
     def inside(path: object, dir_fd: object = None) -> bool:
         """Whether ``path`` (relative to ``dir_fd`` or the real working folder) is in ``tmp``."""
@@ -155,9 +164,9 @@ def audit_hook(
         real = os.path.realpath(text)
         return real in (os.devnull, root) or real.startswith(root + os.sep)
 
-    def refuse(what: str) -> None:
-        violations.append(what)
-        raise PermissionError(f"nnrag sandbox: {what} is not allowed")
+    def refuse(what: str, *, probe: bool = False) -> None:
+        (noted if probe else violations).append(what)
+        raise PermissionError(REFUSED_ERRNO, f"nnrag sandbox: {what} is not allowed")
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
@@ -182,9 +191,11 @@ def audit_hook(
         elif event in {"os.kill", "os.killpg"}:
             if args and args[0] not in (pid, 0):
                 refuse(f"{event}{args}")
-        elif (event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES)) and (
-            event != "socket.__new__" or not _is_local_pair(args)
-        ):
+        elif event in PROBE_EVENTS:
+            if len(args) > 1 and args[1] != getattr(socket, "AF_UNIX", -1):
+                family = family_name(args[1])
+                refuse(f"{event} (family {family}; only unix sockets are allowed)", probe=True)
+        elif event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES):
             refuse(event)
 
     return hook
@@ -195,10 +206,3 @@ def _other_process(path: str, pid: int) -> bool:
     other than the child itself (``/proc/1/cgroup`` is not guarded)."""
     owner = guarded_proc_owner(os.path.normpath(path))
     return owner is not None and owner != pid
-
-
-def _is_local_pair(args: tuple[Any, ...]) -> bool:
-    """``socket.socketpair`` (used by asyncio and multiprocessing internals) stays local."""
-    import socket
-
-    return len(args) > 1 and args[1] == getattr(socket, "AF_UNIX", -1)

@@ -81,6 +81,7 @@ def result_to_dict(result: ValidationResult) -> dict[str, Any]:
         "lines": result.lines,
         "source_files": result.source_files,
         "linked_sources": list(result.linked_sources),
+        "notes": list(result.notes),
     }
 
 
@@ -146,6 +147,7 @@ def result_from_dict(data: Mapping[str, Any]) -> ValidationResult:
         lines=_optional(data.get("lines"), int),
         source_files=_optional(data.get("source_files"), int),
         linked_sources=tuple(data.get("linked_sources") or ()),
+        notes=tuple(str(note) for note in data.get("notes") or ()),
     )
 
 

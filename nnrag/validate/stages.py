@@ -226,6 +226,7 @@ def result_from_reply(
         duration_s=time.perf_counter() - started,
         file=file,
         frames=reply.frames,
+        notes=reply.notes,
     )
 
 

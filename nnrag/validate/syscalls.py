@@ -11,9 +11,13 @@ elsewhere they are refused and named (the mounts and Landlock refuse them anyway
 when a symbolic link in the block's folder points out of it. Every ``open`` is asked: one of
 another process's ``/proc/<pid>`` entries (its descriptors, environment, memory) is refused
 and named. Signals (``kill``, ``tgkill``, ...) reach only the block's own processes: one aimed
-at the keeper or any other process is refused and named. New processes and threads are
-counted. Where the kernel has no user notification, the refused calls fail with ``EPERM``
-directly and are not named.
+at the keeper or any other process is refused and named. ``connect`` and ``sendto`` with an
+address are asked: a network address or a unix socket outside the block's folder is refused
+and named (the mounts do not stop a connect: as root, ``docker.sock`` would answer). New
+processes and threads are counted. Where the kernel has no user notification, the refused
+calls fail with ``EPERM`` directly and are not named. A refused non-unix ``socket`` is a probe
+(:mod:`nnrag.validate.refusals`), and so is a unix socket outside the folder: a note on the
+result unless the block fails on it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import select
 import socket
 import struct
 from typing import Any
+
+from nnrag.validate.refusals import PROBE_SYSCALLS, family_name
 
 REFUSED = (
     "execve",
@@ -136,6 +142,7 @@ _GUARDED = frozenset(
 check refuses most of them: here they are named)."""
 _KERNEL_DECIDES = ("/dev/", "/proc/")  # devices and the block's own /proc entries
 _AT_FDCWD = -100
+_OUTSIDE_SOCKET = " (outside the block's folder)"
 MAX_TASKS = 128
 """Processes and threads one block may start (RLIMIT_NPROC does not bind uid 0, even inside a
 user namespace; this count does)."""
@@ -172,6 +179,9 @@ def build_filter(*, notify: bool = True) -> Any:
             rules.add_rule(action, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     for name in ("socket", "socketpair"):
         rules.add_rule(action, name, seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+    if notify:  # the address is in memory: the server reads it (network addresses are refused)
+        rules.add_rule(action, "connect")
+        rules.add_rule(action, "sendto", seccomp.Arg(4, seccomp.NE, 0))  # with an address
     return rules
 
 
@@ -250,15 +260,18 @@ class Keeper:
                 os.close(fd)
         self._memory.clear()
 
-    def answer(self, listener: int) -> str | None:
-        """Answer one pending call; its description if refused, ``None`` if let through.
+    def answer(self, listener: int) -> tuple[str, bool] | None:
+        """Answer one pending call: ``(its description, whether it is a probe)`` if refused
+        (:mod:`nnrag.validate.refusals`), ``None`` if let through.
 
         Writes by path below the block's folder go on, checked by the kernel as usual; so do
         opens of anything but another process's ``/proc`` entries, signals to the block's
         own processes and new processes and threads while fewer than :data:`MAX_TASKS` were
-        started; anything else gets ``EPERM`` (``EACCES`` for ``/proc``, ``EAGAIN`` past the
-        process count). What the block may write is enforced by the mounts and Landlock; the
-        paths read from the block's memory here name what it tried.
+        started, and ``connect``/``sendto`` to a unix socket in the block's folder (or an
+        abstract one); anything else gets ``EPERM``
+        (``EACCES`` for ``/proc``, ``EAGAIN`` past the process count). What the block may write
+        is enforced by the mounts and Landlock; the paths read from the block's memory here
+        name what it tried.
         """
         import pyseccomp as seccomp
 
@@ -276,7 +289,9 @@ class Keeper:
         reply = (ident, 0, 0, _CONTINUE) if refused is None else (ident, 0, -code, 0)
         with contextlib.suppress(OSError):
             fcntl.ioctl(listener, _IOCTL_SEND, bytearray(_NOTIF_RESP.pack(*reply)))
-        return refused
+        if refused is None:
+            return None
+        return refused, name in PROBE_SYSCALLS or refused.endswith(_OUTSIDE_SOCKET)
 
     def _judge(self, name: str, pid: int, args: list[int]) -> tuple[str | None, int]:
         """(what was refused or ``None``, the error number to answer with)."""
@@ -289,6 +304,9 @@ class Keeper:
             return None, 0
         if name in _SIGNAL_CALLS:
             return self._signal(name, args), errno.EPERM
+        if name in {"connect", "sendto"}:
+            where = 1 if name == "connect" else 4
+            return self._address(pid, name, args[where], args[where + 1]), errno.EPERM
         if name in _OPEN_FLAGS_ARG and not self._writes(name, args):
             path = self._path_of(pid, args, *_PATH_CALLS[name][0], follow=True)
             owner = guarded_proc_owner(path) if path is not None else None
@@ -336,6 +354,29 @@ class Keeper:
             what = "the sandbox server" if process == self.keeper else "not a process of the block"
             return f"system call {name} of pid {target} ({what})"
         return None  # the block's own, or no such process (the kernel answers ESRCH)
+
+    def _address(self, pid: int, name: str, address: int, length: int) -> str | None:
+        """What a ``connect``/``sendto`` aims at, unless it is a unix socket in the block's
+        folder, an abstract or unnamed one (its network namespace's own) or ``AF_UNSPEC``.
+
+        A unix socket outside the folder is a probe (the C library asks ``nscd`` or ``sssd``
+        that way on its own); a network address is an attempt to reach the network.
+        """
+        try:
+            data = os.pread(self._memory_fd(pid), min(length & 0xFFFFFFFF, 128), address)
+        except OSError:
+            data = b""
+        if len(data) < 2:
+            return f"system call {name} (address unreadable)"
+        (family,) = struct.unpack("=H", data[:2])
+        if family == socket.AF_UNSPEC or (family == socket.AF_UNIX and data[2:3] in (b"", b"\0")):
+            return None
+        if family != socket.AF_UNIX:
+            return f"system call {name} to {_network_address(family, data)} (a network address)"
+        path = self._path_of(pid, [address + 2], None, 0, follow=True)
+        if path is not None and (path == self.root or path.startswith(self.root + os.sep)):
+            return None
+        return f"system call {name} to unix socket {self._shown(path)}{_OUTSIDE_SOCKET}"
 
     def _outside(self, pid: int) -> bool:
         """``pid`` exists and is not one of the block's processes (the keeper's descendants)."""
@@ -482,10 +523,20 @@ def _c_string(fd: int, address: int, limit: int = 4096) -> str | None:
     return None
 
 
+def _network_address(family: int, data: bytes) -> str:
+    """``127.0.0.1:9``, ``[::1]:443`` or the family's name, from a ``struct sockaddr``."""
+    with contextlib.suppress(OSError, ValueError, struct.error):
+        port = struct.unpack("!H", data[2:4])[0]
+        if family == socket.AF_INET:
+            return f"{socket.inet_ntop(socket.AF_INET, data[4:8])}:{port}"
+        if family == socket.AF_INET6:
+            return f"[{socket.inet_ntop(socket.AF_INET6, data[8:24])}]:{port}"
+    return family_name(family)
+
+
 def _describe(name: str, args: list[int]) -> str:
-    if name in {"socket", "socketpair"}:
-        families = {int(socket.AF_INET): "AF_INET", int(socket.AF_INET6): "AF_INET6"}
-        family = families.get(args[0], str(args[0]))
+    if name in PROBE_SYSCALLS:
+        family = family_name(_signed(args[0]))
         return f"system call {name} (family {family}; only unix sockets are allowed)"
     if name == "clone":
         return "system call clone with new namespaces"

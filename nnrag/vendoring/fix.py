@@ -337,7 +337,7 @@ def _declare(
     path: Path, text: str, header: Header, body: str, *, changes: tuple[str, ...]
 ) -> FixResult:
     """``text`` with a ``# requires:`` line for each installed, undeclared third-party import."""
-    from nnrag.extract.emit import external_requirements
+    from nnrag.extract.emit_header import external_requirements
 
     declared = declared_imports(header.requires)
     tops = {

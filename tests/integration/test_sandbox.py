@@ -344,3 +344,68 @@ def test_a_refusal_names_only_its_own_cause(sandbox: Sandbox, tmp_path: Path) ->
     result = run(sandbox, tmp_path, code, "refusal")
     assert result.category == "sandbox-violation", result.message
     assert result.message == f"refused: writing {target}"
+
+
+# A capability probe, as urllib3 makes one at import (``_has_ipv6``): refused, handled.
+IPV6_PROBE = """
+import socket
+try:
+    probe = socket.socket(socket.AF_INET6)
+    probe.bind(("::1", 0))
+    HAS_IPV6 = True
+except Exception:
+    HAS_IPV6 = False
+"""
+PROBE_REFUSED = "socket.__new__ (family AF_INET6; only unix sockets are allowed)"
+
+
+def test_a_handled_socket_probe_passes_with_a_note(sandbox: Sandbox, tmp_path: Path) -> None:
+    server = sandbox.pid
+    result = run(sandbox, tmp_path, HEADER + IPV6_PROBE + TRIVIAL, "ipv6_probe")
+    assert result.passed, result.message
+    assert result.notes == (f"refused: {PROBE_REFUSED} (the block handled the refusal)",)
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
+def test_a_socket_probe_whose_refusal_escapes_is_a_violation(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    unhandled = HEADER + "import socket\nsocket.socket(socket.AF_INET6)\n" + TRIVIAL
+    result = run(sandbox, tmp_path, unhandled, "ipv6_unhandled")
+    assert (result.category, result.failed_stage) == ("sandbox-violation", "import")
+    assert result.message.startswith(f"refused: {PROBE_REFUSED}; the block failed on it: ")
+    assert "PermissionError: [Errno 1]" in result.message
+    assert result.notes == ()
+
+
+def test_a_failure_raised_from_the_refusal_is_a_violation(sandbox: Sandbox, tmp_path: Path) -> None:
+    wrapped = forward_block(
+        "import socket\ntry:\n    socket.socket()\n"
+        "except OSError as error:\n    raise RuntimeError('needs the network') from error"
+    )
+    result = run(sandbox, tmp_path, wrapped, "ipv4_wrapped")
+    assert (result.category, result.failed_stage) == ("sandbox-violation", "forward")
+    assert "socket.__new__ (family AF_INET;" in result.message
+    assert "needs the network" in result.message
+
+
+def test_a_probe_then_an_unrelated_failure_keeps_its_category(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    failing = "raise ValueError('an unrelated problem')"
+    code = HEADER + IPV6_PROBE + TRIVIAL.replace("return self.lin(x)", failing)
+    result = run(sandbox, tmp_path, code, "ipv6_then_failure")
+    assert (result.category, result.failed_stage) == ("input-shape", "forward"), result.message
+    assert result.notes == (f"refused: {PROBE_REFUSED} (the block handled the refusal)",)
+
+
+def test_a_caught_network_attempt_stays_a_violation(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A lookup or a connect is an attempt to reach the network, not a probe."""
+    code = forward_block(
+        "import socket\nfor attempt in (lambda: socket.getaddrinfo('example.com', 80),\n"
+        "                lambda: socket.socket(socket.AF_UNIX).connect('/run/x.sock')):\n"
+        "    try:\n        attempt()\n    except OSError:\n        pass"
+    )
+    result = run(sandbox, tmp_path, code, "caught_network")
+    assert result.category == "sandbox-violation", result.message
+    assert result.message == "refused: socket.getaddrinfo; socket.connect"

@@ -43,7 +43,11 @@ CASES: dict[str, tuple[str | None, str]] = {
     "proc_fd_read": ("sandbox-violation", "system call openat on /proc/1/fd (another process)"),
     "symlink_out": ("sandbox-violation", "escape -> @CANARY@/keep.txt (a symbolic link)"),
     "setns_net": ("sandbox-violation", "system call setns"),
-    "native_socket": ("sandbox-violation", "system call socket (family AF_INET"),
+    "native_socket": (
+        "sandbox-violation",
+        "system call socket (family AF_INET; only unix sockets are allowed); "
+        "system call connect to 127.0.0.1:9 (a network address)",
+    ),
     "ptrace_server": ("sandbox-violation", "system call ptrace"),
     "fill_disk": ("runtime-error", "before the folder was full"),
     "fork_bomb": ("sandbox-violation", "more than 128 processes or threads"),
@@ -221,3 +225,81 @@ class _NoProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         return 0
+
+
+NATIVE_PROBE = HEADER + TRIVIAL.replace(
+    "return self.lin(x)",
+    "import ctypes, socket\n"
+    "        libc = ctypes.CDLL(None, use_errno=True)\n"
+    "        fd = libc.socket(socket.AF_INET6, socket.SOCK_DGRAM, 0)\n"
+    "        if fd < 0:\n"
+    "            @ESCAPE@\n"
+    "        return self.lin(x)",
+)
+NATIVE_REFUSED = "system call socket (family AF_INET6; only unix sockets are allowed)"
+
+
+def test_a_handled_native_socket_probe_passes_with_a_note(
+    sandbox: Sandbox, tmp_path: Path, machine: dict[str, Path]
+) -> None:
+    server, before = sandbox.pid, snapshot(machine)
+    code = NATIVE_PROBE.replace("@ESCAPE@", "assert ctypes.get_errno() == 1  # EPERM")
+    result = run_file(sandbox, tmp_path, code, "native_probe")
+    assert result.passed, result.message
+    assert result.notes == (f"refused: {NATIVE_REFUSED} (the block handled the refusal)",)
+    assert snapshot(machine) == before
+    assert sandbox.pid == server
+    assert sandbox.server_pid is not None
+    assert settled_descendants(sandbox.server_pid) == []
+
+
+def test_a_native_socket_probe_whose_refusal_escapes_is_a_violation(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    escape = "raise OSError(ctypes.get_errno(), 'no IPv6 socket')"
+    result = run_file(sandbox, tmp_path, NATIVE_PROBE.replace("@ESCAPE@", escape), "native_out")
+    assert (result.category, result.failed_stage) == ("sandbox-violation", "forward")
+    assert result.message.startswith(f"refused: {NATIVE_REFUSED}; the block failed on it: ")
+    assert "no IPv6 socket" in result.message
+
+
+UNIX_SOCKETS = HEADER + TRIVIAL.replace(
+    "return self.lin(x)",
+    "import ctypes, socket, struct\n"
+    "        libc = ctypes.CDLL(None, use_errno=True)\n"
+    "        def address(path):\n"
+    "            return struct.pack('=H', socket.AF_UNIX) + path.encode() + b'\\0'\n"
+    "        own = libc.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0)\n"
+    "        here = address(os.path.join(os.getcwd(), 'own.sock'))\n"
+    "        assert libc.bind(own, here, len(here)) == 0, ctypes.get_errno()\n"
+    "        assert libc.listen(own, 1) == 0, ctypes.get_errno()\n"
+    "        mine = libc.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0)\n"
+    "        assert libc.connect(mine, here, len(here)) == 0, ctypes.get_errno()\n"
+    "        there = libc.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0)\n"
+    "        outside = address('@LISTENER@')\n"
+    "        if libc.connect(there, outside, len(outside)) == 0:\n"
+    "            libc.write(there, b'hello', 5)\n"
+    "        return self.lin(x)",
+)
+
+
+def test_a_unix_socket_outside_the_folder_is_refused_and_noted(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """As root a connect needs no write access the mounts could take away (docker.sock)."""
+    import socket
+
+    path = tmp_path / "listener.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+        listener.settimeout(0.5)
+        code = UNIX_SOCKETS.replace("@LISTENER@", str(path))
+        result = run_file(sandbox, tmp_path, code, "unix_sockets")
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    assert result.passed, result.message
+    assert result.notes == (
+        f"refused: system call connect to unix socket {path} (outside the block's folder) "
+        "(the block handled the refusal)",
+    )

@@ -102,3 +102,51 @@ def test_an_unfetched_source_counts_its_blocks_in_the_baseline(
     summary = json.loads((pytester.path / "r.json").read_text())["summary"]
     assert summary["unfetched_sources"] == {"src": 2}
     assert (summary["blocks"], summary["passed"], summary["pass_rate"]) == (1, 1, 0.3333)
+
+
+PROBING = """\
+import socket
+
+from torch import nn
+
+try:  # what urllib3 does at import to learn whether the machine has IPv6
+    socket.socket(socket.AF_INET6).bind(("::1", 0))
+    HAS_IPV6 = True
+except Exception:
+    HAS_IPV6 = False
+
+
+class Tiny(nn.Module):
+    def forward(self, x):
+        return x + 1 if HAS_IPV6 else x - 1
+"""
+PROBE_NOTE = (
+    "refused: socket.__new__ (family AF_INET6; only unix sockets are allowed) "
+    "(the block handled the refusal)"
+)
+
+
+@pytest.mark.integration
+def test_a_handled_probe_passes_with_its_note_in_summary_output_and_report(
+    pytester: pytest.Pytester, project: Path, cli: Cli
+) -> None:
+    (pytester.path / "zoo_src/zoo/__init__.py").write_text(PROBING)
+    args = cli("--nnrag-report", "r.json", "-k", "Tiny", "-rP", "-v", depth="import")
+    result = pytester.runpytest_subprocess(*args, "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*::zoo::zoo.Tiny PASSED*",
+            "*- Captured nnrag notes call -*",
+            PROBE_NOTE,
+            "*nnrag summary*",
+            "notes: 1 block handled a refused probe",
+            f"  zoo:zoo:Tiny: {PROBE_NOTE}",
+        ]
+    )
+    report = json.loads((pytester.path / "r.json").read_text())
+    (entry,) = report["blocks"]
+    assert (entry["id"], entry["outcome"]) == ("zoo:zoo:Tiny", "passed")
+    assert entry["notes"] == [PROBE_NOTE]
+    assert report["summary"]["noted"] == 1
+    assert f'name="nnrag_notes" value="{PROBE_NOTE}"' in (pytester.path / "junit.xml").read_text()

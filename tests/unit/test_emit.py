@@ -10,7 +10,8 @@ import pytest
 
 from nnrag.blockfile.header import parse_header, split_header
 from nnrag.errors import InternalError
-from nnrag.extract.emit import _check_compiles, emit, external_requirements
+from nnrag.extract.emit import _check_compiles, emit
+from nnrag.extract.emit_header import external_requirements
 from nnrag.extract.rewrite import Rewrite, absolute_module, rewrite_unit
 from nnrag.index.build import Index, index_tree
 from nnrag.model import BlockRef, Closure, ImportBinding, UnitRef
@@ -343,8 +344,8 @@ def test_same_inputs_give_identical_bytes(two_mlps: Index, tmp_path: Path) -> No
 
 
 def test_long_from_import_is_wrapped() -> None:
-    from nnrag.extract.emit import _format_imports
     from nnrag.extract.emit_cache import import_entity
+    from nnrag.extract.emit_header import format_imports as _format_imports
 
     names = [f"name_number_{i}" for i in range(8)]
     bindings = [ImportBinding(name=n, module="somepkg.mod", attr=n) for n in names]

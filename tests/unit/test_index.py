@@ -211,6 +211,7 @@ def test_bad_inputs_are_reported_and_the_rest_indexed(tmp_path: Path) -> None:
     assert "source 'gone'" in stats.source_errors[0]
     assert "folder does not exist" in stats.source_errors[0]
     assert "no .py files" in stats.source_errors[1]
+    assert stats.unfetched == {"gone": stats.source_errors[0], "empty": stats.source_errors[1]}
     found = {p.path: p.message for p in stats.problems}
     assert set(found) == {"binary.py", "broken.py", "gen.py", "pkg/loop"}
     assert found["gen.py"].startswith("too large")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import ast
 
-from nnrag.extract.methods import _looks_itself_up, _prunable, drop_methods
+from nnrag.extract.methods import (
+    _looks_itself_up,
+    _only_wraps,
+    _prunable,
+    drop_methods,
+    torch_names,
+)
 
 
 def _class(text: str) -> ast.ClassDef:
@@ -27,7 +33,12 @@ def test_drop_methods_removes_defs_decorators_and_their_blank_lines() -> None:
         "        return 2\n"
     )
     result = drop_methods(chunk, frozenset({"size"}))
-    assert result == "# from pkg.m\nclass A:\n    x = 1\n\n    def keep(self):\n        return 2\n"
+    assert result == (
+        "# from pkg.m\n"
+        "# nnrag: methods left out (neither this block, torch nor Python calls them by name): "
+        "size\n"
+        "class A:\n    x = 1\n\n    def keep(self):\n        return 2\n"
+    )
     compile(result, "<chunk>", "exec")
 
 
@@ -36,7 +47,9 @@ def test_drop_every_method_leaves_pass() -> None:
         "class A:\n    def one(self):\n        return 1\n\n    def two(self):\n        return 2\n"
     )
     result = drop_methods(chunk, frozenset({"one", "two"}))
-    assert result == "class A:\n    pass\n"
+    assert result.splitlines()[-2:] == ["class A:", "    pass"]
+    assert result.startswith("# nnrag: methods left out")
+    assert "one, two" in result
     namespace: dict[str, object] = {}
     exec(compile(result, "<chunk>", "exec"), namespace)
     assert isinstance(namespace["A"], type)
@@ -79,6 +92,105 @@ def test_a_class_that_looks_its_own_attributes_up_is_not_plain() -> None:
     assert not _looks_itself_up(
         _class("class A:\n    def f(self, other, n):\n        return getattr(other, n)\n")
     )
+
+
+def test_the_comment_names_every_left_out_method_above_the_decorators() -> None:
+    chunk = "@dataclass\nclass A:\n" + "".join(
+        f"    def method_number_{i}(self):\n        return {i}\n\n" for i in range(12)
+    )
+    names = frozenset(f"method_number_{i}" for i in range(12)) | {"not_a_method_here"}
+    result = drop_methods(chunk, names)
+    comment = [line for line in result.splitlines() if line.startswith("#")]
+    assert len(comment) > 1
+    assert all(len(line) <= 96 for line in comment)
+    listed = " ".join(comment).split("by name): ", 1)[1].replace("#", " ")
+    assert sorted(n.strip() for n in listed.split(",")) == sorted(names - {"not_a_method_here"})
+    assert result.splitlines()[len(comment)] == "@dataclass"
+    compile(result, "<chunk>", "exec")
+
+
+def test_torch_names_come_from_the_generated_table() -> None:
+    module, classes = torch_names()
+    # nn.Module defines these and calls extra_repr / _load_from_state_dict by name
+    assert {"forward", "extra_repr", "_load_from_state_dict", "state_dict", "_apply"} <= module
+    assert not {"from_pretrained", "save_pretrained", "push_to_hub"} & module
+    # nn.Conv2d.__init__ calls reset_parameters, forward calls _conv_forward
+    assert {"reset_parameters", "_conv_forward"} <= classes["torch.nn.modules.conv.Conv2d"]
+
+
+def test_a_module_class_keeps_the_methods_torch_calls_by_name() -> None:
+    node = _class(
+        "class M(nn.Module):\n"
+        "    def forward(self, x): pass\n"
+        "    def extra_repr(self): pass\n"
+        "    @classmethod\n"
+        "    def from_pretrained(cls, name): pass\n"
+        "    def save_pretrained(self, path): pass\n"
+    )
+    module = frozenset({"forward", "extra_repr"})
+    names = {s.name for s in node.body if _prunable(s, module)}  # type: ignore[attr-defined]  # every statement of the class is a def
+    assert names == {"from_pretrained", "save_pretrained"}
+
+
+def _def(text: str) -> ast.stmt:
+    return ast.parse(text).body[0]
+
+
+def test_a_decorator_that_only_wraps_keeps_its_function_nowhere() -> None:
+    wraps = _def(
+        "def restore(func):\n"
+        "    @functools.wraps(func)\n"
+        "    def inner(*a, **k):\n"
+        "        print(func.__name__)\n"
+        "        return func(*a, **k)\n"
+        "    return inner\n"
+    )
+    assert _only_wraps(wraps)
+    assert _only_wraps(_def("def same(fn):\n    return fn\n"))
+    for registering in (
+        "def reg(fn):\n    HOOKS.append(fn)\n    return fn\n",
+        "def reg(fn):\n    TABLE[fn.__name__] = fn\n    return fn\n",
+        "def mark(fn):\n    fn._exported = True\n    return fn\n",
+        "def other(fn):\n    return helper(fn)\n",
+        "def factory(name, fn):\n    return fn\n",
+    ):
+        assert not _only_wraps(_def(registering)), registering
+
+
+def test_a_module_class_looks_itself_up_only_through_the_class_or_a_computed_name() -> None:
+    overrides = _class("class M:\n    def __getattr__(self, name):\n        return 1\n")
+    assert not _looks_itself_up(overrides, module=True)  # only sees names the class lacks
+    instance = _class("class M:\n    def f(self):\n        return self.__dict__['x']\n")
+    assert not _looks_itself_up(instance, module=True)  # instance attributes, no methods
+    klass = _class("class M:\n    def f(self):\n        return type(self).__dict__.items()\n")
+    assert _looks_itself_up(klass, module=True)
+    one = _class("class M:\n    def f(self):\n        return type(self).__dict__['x']\n")
+    assert not _looks_itself_up(one, module=True)  # one known key
+    assert _looks_itself_up(_class("class M:\n    def f(self):\n        return vars(self)\n"))
+
+
+def test_a_name_held_in_an_attribute_is_not_computed_in_a_module_class() -> None:
+    held = _class(
+        "class M:\n"
+        "    prefix = 'bert'\n"
+        "    def f(self):\n"
+        "        name = getattr(self, '_layer', 'embed')\n"
+        "        return getattr(self, self.prefix, self), getattr(self, name, None)\n"
+        "    def g(self, mode):\n"
+        "        base = getattr(self, 'prefix', None)\n"
+        "        base = getattr(self, base, None)\n"
+        "        return getattr(type(self), MODES[mode]), cls.__dict__.get('config')\n"
+    )
+    assert not _looks_itself_up(held, module=True)
+    assert not _looks_itself_up(held)  # the same for a plain class
+    for computed in (
+        "def f(self, name):\n        return getattr(self, name)\n",
+        "def f(self):\n        for name in self.names:\n            getattr(self, name)()\n",
+        "def f(self, i):\n        return getattr(self, f'layer{i}')\n",
+        "def f(self):\n        name = self.prefix + 'x'\n        return getattr(self, name)\n",
+        "def f(self, key):\n        return type(self).__dict__[key]\n",
+    ):
+        assert _looks_itself_up(_class(f"class M:\n    {computed}"), module=True), computed
 
 
 def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> None:

@@ -21,7 +21,7 @@ from nnrag.validate.frames import (
     read_frame,
     write_frame,
 )
-from nnrag.validate.sandbox import summarize
+from nnrag.validate.replies import summarize
 
 STAGED: list[dict[str, Any]] = [
     {"kind": "running", "stage": "import"},
@@ -211,3 +211,89 @@ def test_a_malformed_reply_from_the_server_is_an_internal_error(
         box._requests = None
     assert reply.category == "internal-error"
     assert reply.message == "the sandbox server sent a malformed reply: reply: unknown field 'x'"
+
+
+# --------------------------------------------------------------------------- refusal policy
+
+SOCKET = "system call socket (family AF_INET6; only unix sockets are allowed)"
+PASSED = {"kind": "result", "stage_reached": "forward", "category": None, "timings": {}}
+FAILED = {
+    "kind": "result",
+    "stage_reached": "import",
+    "failed_stage": "instantiate",
+    "category": "runtime-error",
+    "message": "OSError: [Errno 1] Operation not permitted",
+    "timings": {},
+}
+
+
+def test_a_handled_probe_is_a_note() -> None:
+    native = {"kind": "refused", "message": SOCKET, "probe": True}
+    python = {**PASSED, "probes": ["socket.__new__ (family AF_INET6; ...)"], "denied": False}
+    result = summarize([*STAGED, native, python], status=exited(0), timed_out=False)
+    assert result.category is None
+    assert result.stage_reached == "forward"
+    assert result.notes == (
+        f"refused: {SOCKET} (the block handled the refusal)",
+        "refused: socket.__new__ (family AF_INET6; ...) (the block handled the refusal)",
+    )
+
+
+def test_a_probe_the_block_fails_on_is_a_violation() -> None:
+    native = {"kind": "refused", "message": SOCKET, "probe": True}
+    result = summarize(
+        [*STAGED, native, {**FAILED, "denied": True}], status=exited(0), timed_out=False
+    )
+    assert (result.category, result.failed_stage) == ("sandbox-violation", "instantiate")
+    assert result.message == (
+        f"refused: {SOCKET}; the block failed on it: OSError: [Errno 1] Operation not permitted"
+    )
+    assert result.notes == ()
+
+
+def test_a_failure_for_another_reason_keeps_its_category_and_the_note() -> None:
+    python = {**FAILED, "probes": ["socket.__new__ (family AF_INET)"], "denied": False}
+    result = summarize([*STAGED, python], status=exited(0), timed_out=False)
+    assert result.category == "runtime-error"
+    note = "refused: socket.__new__ (family AF_INET) (the block handled the refusal)"
+    assert result.notes == (note,)
+
+
+def test_an_attack_is_a_violation_even_when_caught_and_names_every_refusal() -> None:
+    probe = {"kind": "refused", "message": SOCKET, "probe": True}
+    connect = "system call connect to 127.0.0.1:9 (a network address)"
+    attack = {"kind": "refused", "message": connect}
+    result = summarize([*STAGED, probe, attack, PASSED], status=exited(0), timed_out=False)
+    assert result.category == "sandbox-violation"
+    assert result.message == f"refused: {SOCKET}; {connect}"
+
+
+def test_malformed_probes_are_a_crash() -> None:
+    for bad in ({"probes": "socket"}, {"probes": [1]}, {"denied": "yes"}):
+        result = summarize([*STAGED, {**PASSED, **bad}], status=exited(0), timed_out=False)
+        assert result.category == "crash", bad
+        assert "malformed" in result.message
+
+
+def test_a_refusal_escapes_through_cause_and_context_only() -> None:
+    from nnrag.validate.refusals import escaped
+
+    refused = PermissionError(1, "refused")
+    assert escaped(refused)
+    assert escaped(_raised(refused, RuntimeError("no network"), cause=True))
+    assert escaped(_raised(refused, ValueError("while handling it"), cause=False))
+    assert not escaped(PermissionError(13, "denied"))  # EACCES: not a refusal of the sandbox
+    assert not escaped(ValueError("a shape problem"))
+    assert not escaped(None)
+
+
+def _raised(first: BaseException, second: BaseException, *, cause: bool) -> BaseException:
+    """``second`` as raised while handling ``first`` (``from first`` or ``from None``)."""
+    try:
+        try:
+            raise first
+        except BaseException as error:
+            raise second from (error if cause else None)
+    except BaseException as error:
+        return error
+    raise AssertionError("unreachable")

@@ -1,4 +1,4 @@
-"""Tests for nnrag.report: report schema, stage counts, summary table, badge and endpoint JSON."""
+"""Tests for nnrag.report and nnrag.badge: report schema, stage counts, summary table, badge."""
 
 from __future__ import annotations
 
@@ -7,21 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from nnrag.badge import badge_color, badge_message, shields_endpoint, write_badge
 from nnrag.model import STAGES, ValidationResult
 from nnrag.report import (
     BLOCK_KEYS,
     REPORT_KEYS,
     ReportMergeError,
-    badge_color,
-    badge_message,
     build_report,
     dedup_lines,
     empty_run_reason,
     failed_stage_of,
     merge_reports,
-    shields_endpoint,
     summary_lines,
-    write_badge,
     write_report,
 )
 
@@ -66,6 +63,7 @@ def test_report_has_exactly_the_documented_keys(results: list[ValidationResult])
         "pass_rate",
         "stages",
         "categories",
+        "noted",
         "block_categories",
         "sources",
         "unfetched",
@@ -396,3 +394,38 @@ def test_the_documented_table_is_the_registry() -> None:
             stage,
             origin,
         )
+
+
+NOTE = (
+    "refused: socket.__new__ (family AF_INET6; only unix sockets are allowed) "
+    "(the block handled the refusal)"
+)
+
+
+def test_notes_reach_the_report_the_summary_and_every_rendering(
+    results: list[ValidationResult],
+) -> None:
+    from dataclasses import replace
+
+    from nnrag.report import block_entry, format_result, verdict_line
+
+    noted = replace(results[1], notes=(NOTE,))
+    failing = replace(results[3], notes=(NOTE,))
+    mixed = [results[0], noted, failing, results[4]]
+    report = build_report(mixed, depth="forward", nnrag_version="0", torch_version=None)
+    entries = {entry["id"]: entry for entry in report["blocks"]}
+    assert entries["timm:timm.b:B"]["notes"] == [NOTE]
+    assert entries["timm:timm.b:B"]["outcome"] == "passed"
+    assert entries["timm:timm.a:A"]["notes"] == []
+    assert (report["summary"]["noted"], report["summary"]["sources"]["tv"]["noted"]) == (2, 1)
+    quiet = summary_lines(report)
+    assert "notes: 2 blocks handled a refused probe" in quiet
+    assert f"  timm:timm.b:B: {NOTE}" in quiet
+    assert any(line.startswith("  ... and 1 more") for line in quiet)
+    loud = summary_lines(report, verbose=True)
+    assert f"  tv:tv.d:D: {NOTE}" in loud
+    assert not any(line.startswith("  ... and") for line in loud)
+    assert verdict_line(noted) == f"PASS timm:timm.b:B (forward, 0.00 s); note: {NOTE}"
+    assert f"note: {NOTE}" in format_result(failing).splitlines()
+    assert block_entry(noted)["notes"] == [NOTE]
+    assert "notes:" not in "\n".join(summary_lines(build_report(results, depth="forward")))

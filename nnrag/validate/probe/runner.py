@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager, child_manager
+from nnrag.validate import refusals
 from nnrag.validate.probe.args import Ctor, encode
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs
@@ -142,6 +143,7 @@ class Runner:
                 "timings": self.timings,
                 "harvest": self.harvest,
                 "frames": block_frames(error, str(self.request.get("path", ""))),
+                "denied": refusals.escaped(error),  # a refused probe made it fail
             }
         )
 

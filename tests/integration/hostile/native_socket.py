@@ -1,5 +1,6 @@
 import ctypes
 import socket
+import struct
 
 from torch import nn
 
@@ -10,5 +11,10 @@ class Block(nn.Module):
         self.lin = nn.Linear(4, 4)
 
     def forward(self, x):
-        ctypes.CDLL(None).socket(socket.AF_INET, socket.SOCK_STREAM, 0)
+        libc = ctypes.CDLL(None)
+        fd = libc.socket(socket.AF_INET, socket.SOCK_STREAM, 0)
+        # sockaddr_in: family (host order), port, address: a listener on the host
+        address = struct.pack("=H", socket.AF_INET) + struct.pack("!H", 9)
+        address += socket.inet_aton("127.0.0.1") + bytes(8)
+        libc.connect(fd, address, len(address))
         return self.lin(x)

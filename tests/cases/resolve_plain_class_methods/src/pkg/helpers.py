@@ -68,7 +68,7 @@ class Tuned(Settings):
 
 
 class ShapeMixin:
-    """Derived from by a module: torch may call any of its methods, so it stays whole."""
+    """A plain mixin of the block: it keeps what the family reads on self or torch calls."""
 
     def describe(self):
         return read_file("shape.json")

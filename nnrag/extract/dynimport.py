@@ -1,0 +1,278 @@
+"""Imports by name of source modules (``importlib.import_module``), and the block-local shim.
+
+A source module imported by a computed name (``import_module(f".{name}", "pkg.models")``)
+or by a constant one (``import_module("pkg")``) cannot be inlined: the closure would have to
+carry every module the name could denote (for a lazy package, the whole source tree). The
+block file instead routes such calls through ``_nnrag_import_module``, written into the file:
+it resolves the absolute name at run time against the modules the file carries — a module
+object whose attributes are the file's own definitions of that module (and, for a package,
+the definitions it re-exports) — and raises ``ModuleNotFoundError`` naming the module for a
+module of the sources the file carries nothing of. Other modules import as usual.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nnrag.extract.syntax import dotted
+
+if TYPE_CHECKING:
+    from nnrag.extract.emit_cache import Entity
+    from nnrag.index.build import Index
+    from nnrag.index.symbols import Symbols
+    from nnrag.model import ModuleInfo
+
+__all__ = [
+    "SHIM",
+    "ByName",
+    "by_name",
+    "import_by_name",
+    "serve_imports",
+    "served_imports",
+    "shim_chunk",
+    "shim_for",
+    "shim_table",
+]
+
+SHIM = "_nnrag_import_module"
+"""The block-local ``importlib.import_module`` (a name no source is expected to use)."""
+_TABLE = "_NNRAG_MODULES"
+_SERVED = frozenset({"importlib.import_module", "import_module"})
+_CALLS = _SERVED | {"__import__"}
+
+
+@dataclass(frozen=True, slots=True)
+class ByName:
+    """One import by name of a module of the sources, found in a unit's syntax."""
+
+    call: ast.Call
+    module: str
+    """The absolute module name (``exact``), or the constant start of a computed one
+    (``pkg.models.``); empty when the start is unknown (a relative name with a computed
+    package)."""
+    exact: bool
+    served: bool
+    """Whether the block file routes the call through the shim (``import_module`` forms;
+    ``__import__`` returns the top package and is left as written)."""
+
+
+def by_name(tree: ast.AST, is_source: Callable[[str], bool]) -> Iterator[ByName]:
+    """Every import by name in ``tree`` of a module of the sources (see :func:`import_by_name`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            found = import_by_name(node, is_source)
+            if found is not None:
+                yield found
+
+
+def import_by_name(call: ast.Call, is_source: Callable[[str], bool]) -> ByName | None:
+    """``call`` as an import by name of a module ``is_source`` claims (a constant name), or
+    by a computed name that starts with a dot or with a source package; else ``None``."""
+    name = dotted(call.func)
+    if not call.args or name not in _CALLS:
+        return None
+    found = _target(call, is_source)
+    if found is None:
+        return None
+    return ByName(call=call, module=found[0], exact=found[1], served=name in _SERVED)
+
+
+def _target(call: ast.Call, is_source: Callable[[str], bool]) -> tuple[str, bool] | None:
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant):
+        if isinstance(arg.value, str) and is_source(arg.value):
+            return arg.value, True
+        return None
+    first: ast.expr = arg
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        first = arg.values[0]
+    elif isinstance(arg, ast.BinOp):
+        first = arg.left
+    text = first.value if isinstance(first, ast.Constant) else None
+    if not isinstance(text, str):
+        return None
+    if text.startswith("."):
+        return _relative(call, text), False
+    if is_source(text.split(".")[0] or "_"):
+        return text, False
+    return None
+
+
+def _relative(call: ast.Call, text: str) -> str:
+    """The absolute start of a relative computed name, when the package is a constant."""
+    package = call.args[1] if len(call.args) > 1 else None
+    for keyword in call.keywords:
+        if keyword.arg == "package":
+            package = keyword.value
+    if not (isinstance(package, ast.Constant) and isinstance(package.value, str)):
+        return ""
+    dots = len(text) - len(text.lstrip("."))
+    base = package.value.rsplit(".", dots - 1)[0] if dots > 1 else package.value
+    return f"{base}.{text[dots:]}"
+
+
+def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
+    """``chunk`` with the callee of every served import by name replaced by :data:`SHIM`.
+
+    Called only for units whose original text has a served call (:func:`by_name`); the
+    chunk may spell names otherwise after renames, so calls are matched by form: a callee
+    ``import_module[_N]`` or ``importlib[_N].import_module`` that imports a module of the sources
+    (:func:`import_by_name`) is taken as the one found in the original.
+    """
+    try:
+        tree = ast.parse(chunk)
+    except SyntaxError:
+        return chunk
+    spans: list[tuple[int, int, int]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        func = node.func
+        named = (isinstance(func, ast.Name) and func.id.startswith("import_module")) or (
+            isinstance(func, ast.Attribute)
+            and func.attr == "import_module"
+            and isinstance(func.value, ast.Name)
+            and func.value.id.startswith("importlib")  # maybe renamed: ``importlib_2``
+        )
+        if named and _target(node, is_source) is not None and func.end_col_offset:
+            spans.append((func.lineno, func.col_offset, func.end_col_offset))
+    if not spans:
+        return chunk
+    lines = [line.encode() for line in chunk.splitlines(keepends=True)]
+    for line, start, end in sorted(spans, reverse=True):
+        text = lines[line - 1]
+        lines[line - 1] = text[:start] + SHIM.encode() + text[end:]
+    return b"".join(lines).decode()
+
+
+def served_imports(
+    text: str, tree: Callable[[], ast.Module | None], is_source: Callable[[str], bool]
+) -> list[ByName]:
+    """The imports by name of source modules in a unit (its ``text``, emitted or original,
+    and its ``tree``, parsed on demand) the block file serves itself."""
+    parsed = tree() if "import_module" in text else None
+    if parsed is None:
+        return []
+    return [spec for spec in by_name(parsed, is_source) if spec.served]
+
+
+def shim_for(
+    index: Index, sources: Iterable[str], flat: Mapping[Entity, str], served: Iterable[ByName]
+) -> str:
+    """The shim chunk of a block file: ``flat`` names its definitions, ``sources`` are the
+    sources it inlines from, ``served`` the imports it serves."""
+    from nnrag.index.symbols import symbols_for
+
+    carried = {
+        (entity[1], entity[2]): name
+        for entity, name in flat.items()
+        if entity[0] == "def" and entity[2]  # "": a module used as an object
+    }
+    table = shim_table(index, symbols_for(index), carried, served)
+    packages = set().union(*(index.source_packages(source) for source in sources))
+    return shim_chunk(table, packages)
+
+
+def shim_table(
+    index: Index,
+    symbols: Symbols,
+    carried: Mapping[tuple[str, str], str],
+    wanted: Iterable[ByName],
+) -> dict[str, dict[str, str]]:
+    """Module -> {attribute: flat name in the block} for every module a served import may
+    name: a module the closure carries definitions of, or a package above one (with the
+    carried definitions it re-exports). ``carried``: (module, name) -> flat name."""
+    specs = list(wanted)
+    by_module: dict[str, list[tuple[str, str]]] = {}
+    for module, name in carried:
+        by_module.setdefault(module, []).append((name, carried[module, name]))
+    candidates: set[str] = set()
+    for module in by_module:
+        parts = module.split(".")
+        candidates.update(".".join(parts[:size]) for size in range(1, len(parts) + 1))
+    table: dict[str, dict[str, str]] = {}
+    for module in sorted(candidates):
+        if not any(_names(spec, module) for spec in specs):
+            continue
+        members = dict(by_module.get(module, ()))
+        info = index.module(module)
+        if info is not None and info.is_package:
+            members.update(_re_exports(symbols, info, carried))
+        if members:
+            table[module] = dict(sorted(members.items()))
+    return table
+
+
+def _names(spec: ByName, module: str) -> bool:
+    if spec.exact:
+        return module == spec.module
+    return module.startswith(spec.module)
+
+
+def _re_exports(
+    symbols: Symbols, info: ModuleInfo, carried: Mapping[tuple[str, str], str]
+) -> Iterator[tuple[str, str]]:
+    """The carried definitions of modules below package ``info`` that it exports by name."""
+    below = info.module + "."
+    for (module, name), flat in carried.items():
+        if module.startswith(below) and symbols.lookup(info, name).key == (module, name):
+            yield name, flat
+
+
+def shim_chunk(table: Mapping[str, Mapping[str, str]], sources: Iterable[str]) -> str:
+    """The text of the shim: the table, then ``_nnrag_import_module``."""
+    rows = "".join(f"    {module!r}: {dict(members)!r},\n" for module, members in table.items())
+    packages = tuple(sorted(set(sources)))
+    return f'''# nnrag: imports by name of the sources' modules resolve to what this file carries
+{_TABLE} = {{
+{rows}}}
+_NNRAG_SOURCES = {packages!r}
+_NNRAG_LOADED = {{}}
+
+
+def {SHIM}(name, package=None):
+    """``importlib.import_module`` of this block file (written by nnrag).
+
+    A module of the block's sources is a module object whose attributes are the definitions
+    this file carries from it; one the file carries nothing of raises ModuleNotFoundError.
+    Any other module is imported as usual.
+    """
+    import importlib
+    import importlib.util
+    import types
+
+    absolute = importlib.util.resolve_name(name, package) if name.startswith(".") else name
+    if absolute in _NNRAG_LOADED:
+        return _NNRAG_LOADED[absolute]
+    members = {_TABLE}.get(absolute)
+    if members is None and any(key.startswith(absolute + ".") for key in {_TABLE}):
+        members = {{}}  # a package above carried modules: its submodules are attributes
+    if members is None:
+        if absolute.partition(".")[0] in _NNRAG_SOURCES:
+            raise ModuleNotFoundError(
+                f"No module named {{absolute!r}} in this block file: nnrag carries only the "
+                "modules the block reaches",
+                name=absolute,
+            )
+        return importlib.import_module(absolute)
+    module = types.ModuleType(absolute)
+
+    def __getattr__(attr):
+        child = f"{{absolute}}.{{attr}}"
+        if child in {_TABLE} or any(key.startswith(child + ".") for key in {_TABLE}):
+            return {SHIM}(child)
+        flat = members.get(attr)
+        if flat is None or flat not in globals():
+            raise AttributeError(
+                f"module {{absolute!r}} has no attribute {{attr!r}} in this block file: nnrag "
+                "carries only the definitions the block reaches"
+            )
+        return globals()[flat]
+
+    module.__getattr__ = __getattr__
+    _NNRAG_LOADED[absolute] = module
+    return module
+'''

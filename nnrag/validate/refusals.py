@@ -1,0 +1,62 @@
+"""The refusal policy: which refused operations are capability probes and which are violations.
+
+Every operation the sandbox refuses fails inside the block with ``EPERM``, as the kernel would
+answer it. What that means for the block's verdict depends on the operation:
+
+- A **probe** asks for a capability and learns it is missing; refusing it is the whole answer.
+  Creating a socket of any family but ``AF_UNIX`` is one (``urllib3`` binds ``::1`` at import
+  to learn whether the machine has IPv6); so is connecting natively to a unix socket outside
+  the block's folder (the C library asks ``nscd`` or ``sssd`` that way on its own; whatever
+  listens there, ``docker.sock`` included, never hears from the block). A refused probe is
+  recorded as a **note** on the
+  result; the block passes or fails on its own merits. Only when the refusal is what makes
+  the block fail (the ``EPERM`` escapes from the block's code, or is the cause or context of
+  the exception that does) is the block a ``sandbox-violation`` naming the probe.
+- Everything else is an **attack in itself** and stays a ``sandbox-violation`` even when the
+  block catches the error: writes outside the block's folder, signals to other processes,
+  ``execve``, ``ptrace``, ``setns``, ``mount``, another process's ``/proc`` entries,
+  ``connect``/``sendto`` to a network address, name lookups, a fork bomb.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+
+PROBE_EVENTS = frozenset({"socket.__new__"})
+"""Python audit events whose refusal is a probe (a socket of a non-unix family)."""
+PROBE_SYSCALLS = frozenset({"socket", "socketpair"})
+"""System calls whose refusal is a probe (the seccomp filter only stops non-unix families);
+``connect``/``sendto`` to a unix socket outside the folder are probes too (the keeper says)."""
+REFUSED_ERRNO = errno.EPERM
+"""What a refused operation fails with, from Python (``PermissionError``) or native code."""
+
+
+def escaped(error: BaseException | None, *, limit: int = 32) -> bool:
+    """Whether a refusal made ``error``: it, or an exception it was raised from or while
+    handling, is an ``OSError`` with :data:`REFUSED_ERRNO`."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen and len(seen) < limit:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno == REFUSED_ERRNO:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def note(what: str) -> str:
+    """The note a handled probe leaves on the result."""
+    return f"refused: {what} (the block handled the refusal)"
+
+
+def family_name(family: object) -> str:
+    """``AF_INET6`` for a socket family number (the number where it has no name)."""
+    import socket
+
+    if isinstance(family, int):
+        with contextlib.suppress(ValueError):
+            return socket.AddressFamily(family).name
+    return str(family)
+
+
+__all__ = ["PROBE_EVENTS", "PROBE_SYSCALLS", "REFUSED_ERRNO", "escaped", "family_name", "note"]

@@ -1,0 +1,1 @@
+TABLE = list(range(1000))

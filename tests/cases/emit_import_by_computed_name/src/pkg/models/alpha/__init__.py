@@ -1,0 +1,2 @@
+from .config import AlphaConfig
+from .model import AlphaModel

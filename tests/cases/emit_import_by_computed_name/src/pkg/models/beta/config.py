@@ -1,0 +1,6 @@
+from pkg.heavy import TABLE
+
+
+class BetaConfig:
+    checkpoint = "beta-large"
+    sizes = TABLE

@@ -1,0 +1,180 @@
+"""Imports by name served by the block file, and string tables cut to the keys a block quotes."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from nnrag.extract.dynimport import SHIM, by_name, serve_imports, shim_chunk
+from nnrag.extract.tables import drop_entries
+from tests.unit.test_cases import run_case
+
+
+def _load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str) -> ModuleType:
+    path = tmp_path / "nnrag_block.py"
+    path.write_text(code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("nnrag_block", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "nnrag_block", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_block_file_serves_imports_by_name_from_what_it_carries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The golden case's block file, imported: the load-time decorator found the checkpoint
+    through the computed import, without importing the source package."""
+    monkeypatch.delitem(sys.modules, "pkg", raising=False)
+    block = _load(tmp_path, monkeypatch, run_case("emit_import_by_computed_name").code)
+    assert "pkg" not in sys.modules
+    assert block.AlphaModel.checkpoint == "alpha-base"
+    alpha = block._nnrag_import_module(".alpha", "pkg.models")
+    assert alpha.AlphaConfig is block.AlphaConfig
+    assert block._nnrag_import_module("pkg").models.alpha is alpha  # submodules as attributes
+    with pytest.raises(ModuleNotFoundError) as missing:
+        block.CONFIGS["beta"]  # a module of the source the block carries nothing of
+    assert missing.value.name == "pkg.models.beta"
+    with pytest.raises(KeyError):
+        block.CONFIGS["gamma"]  # as the original: the mapping has no such key
+    with pytest.raises(AttributeError, match="carries only the definitions"):
+        _ = alpha.Missing
+    assert not hasattr(block._nnrag_import_module("pkg"), "BetaConfig")
+    assert block._nnrag_import_module("json") is json  # other modules import as usual
+
+
+def _pkg(name: str) -> bool:
+    return name.split(".", maxsplit=1)[0] == "pkg"
+
+
+def _call(text: str) -> ast.Call:
+    node = ast.parse(text, mode="eval").body
+    assert isinstance(node, ast.Call)
+    return node
+
+
+@pytest.mark.parametrize(
+    ("text", "module", "exact", "served"),
+    [
+        ('importlib.import_module("pkg.sub")', "pkg.sub", True, True),
+        ('import_module(f".{name}", "pkg.models")', "pkg.models.", False, True),
+        ('importlib.import_module("..x" + name, package="pkg.a.b")', "pkg.a.x", False, True),
+        ('import_module(f"pkg.layers.{name}")', "pkg.layers.", False, True),
+        ('import_module(f".{name}", __package__)', "", False, True),
+        ('__import__("pkg")', "pkg", True, False),
+    ],
+)
+def test_imports_by_name_of_source_modules(
+    text: str, module: str, exact: bool, served: bool
+) -> None:
+    found = list(by_name(_call(text), _pkg))
+    assert [(f.module, f.exact, f.served) for f in found] == [(module, exact, served)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'importlib.import_module("json")',  # not a source module
+        "importlib.import_module(name)",  # nothing known of the name
+        'import_module(f"{scope}.registry")',  # starts with a computed part
+    ],
+)
+def test_other_imports_by_name_are_left_alone(text: str) -> None:
+    assert not list(by_name(_call(text), _pkg))
+    assert serve_imports(text + "\n", _pkg) == text + "\n"
+
+
+def test_serve_imports_replaces_only_the_callee() -> None:
+    chunk = (
+        "# from pkg.auto\n"
+        "def load(key):\n"
+        '    first = importlib.import_module(f".{key}", "pkg.models")  # é\n'
+        '    return first, import_module("pkg"), self.import_module("pkg.b")\n'
+    )
+    served = serve_imports(chunk, _pkg)
+    assert served == (
+        "# from pkg.auto\n"
+        "def load(key):\n"
+        f'    first = {SHIM}(f".{{key}}", "pkg.models")  # é\n'
+        f'    return first, {SHIM}("pkg"), self.import_module("pkg.b")\n'
+    )
+    assert 'self.import_module("pkg.b")' in served  # a method of that name is not importlib's
+
+
+def test_shim_without_a_carried_module_refuses_source_modules() -> None:
+    namespace: dict[str, object] = {}
+    exec(compile(shim_chunk({}, ["pkg"]), "<shim>", "exec"), namespace)
+    shim = namespace[SHIM]
+    assert callable(shim)
+    with pytest.raises(ModuleNotFoundError, match="in this block file"):
+        shim("pkg.anything")
+
+
+@pytest.mark.parametrize(
+    ("chunk", "drop", "expected"),
+    [
+        (
+            'T = {\n    "a": A,  # first\n    "b": B,\n    "c": C,\n}\n',
+            {"b"},
+            'T = {\n    "a": A,  # first\n    "c": C,\n}\n',
+        ),
+        ('T = {"a": A, "b": B, "c": C}\n', {"b"}, 'T = {"a": A, "c": C}\n'),
+        ('T = {"a": A, "b": B, "c": C}\n', {"c"}, 'T = {"a": A, "b": B}\n'),
+        ('T = {"a": A, "b": B, "c": C}\n', {"b", "c"}, 'T = {"a": A}\n'),
+        (
+            'T = {\n    "a": (\n        A,\n        1,\n    ),\n    "b": B,\n}\n',
+            {"a"},
+            'T = {\n    "b": B,\n}\n',
+        ),
+    ],
+)
+def test_drop_entries(chunk: str, drop: set[str], expected: str) -> None:
+    assert drop_entries(chunk, frozenset(drop)) == expected
+    ast.parse(expected)
+
+
+def test_string_table_keeps_the_quoted_keys_and_says_what_it_left_out() -> None:
+    extracted = run_case("resolve_string_table_entries")
+    assert "class TableGELU" not in extracted.code
+    assert "erf_table" not in extracted.code  # read only by a left-out entry's class
+    assert "class ClippedGELU" in extracted.code
+    assert '"relu": nn.ReLU' in extracted.code  # an external class brings nothing: kept
+    (problem,) = extracted.problems
+    assert problem.category == "dynamic-registry"
+    assert "ACT2CLS keeps 3 of 5" in problem.message
+    assert "'gelu-table', 'swish'" in problem.message
+    assert "class GELUActivation" in extracted.code  # "gelu" occurs in "gelu_10"
+    assert extracted.file_lines["src:pkg/activations.py"] < 40
+
+
+def test_string_table_whose_keys_the_block_never_mentions_is_carried_whole(
+    tmp_path: Path,
+) -> None:
+    """The key comes from the caller (a config the block does not carry): every entry."""
+    from nnrag.extract.block import extract
+    from nnrag.index.build import index_tree
+    from tests.unit.test_cases import target_block
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "acts.py").write_text(
+        "class Gelu:\n    pass\n\n\nclass Silu:\n    pass\n\n\n"
+        'TABLE = {"gelu": Gelu, "silu": Silu}\n'
+    )
+    (tmp_path / "pkg" / "block.py").write_text(
+        "from pkg.acts import TABLE\n\n\nclass Block:\n"
+        "    def __init__(self, config):\n        self.act = TABLE[config.act]()\n"
+    )
+    index = index_tree(tmp_path, source="src")
+    extracted = extract(index, target_block(index, "pkg.block:Block"))
+    assert "class Gelu" in extracted.code
+    assert "class Silu" in extracted.code
+    assert not extracted.problems
