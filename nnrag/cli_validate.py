@@ -109,7 +109,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     results = []
     try:
         if args.all:
-            _harvest_first(workspace, blocks, executor)
+            from nnrag.validate.harvesting import harvest_with
+
+            harvest_with(workspace, blocks, executor)
         for result in validate_many(workspace, blocks, executor=executor):
             results.append(result)
             if bar is not None:
@@ -151,21 +153,6 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         unfetched=unfetched,
     )
     return 0 if all(r.passed for r in results) and not unfetched else 1
-
-
-def _harvest_first(workspace: Any, blocks: list[Any], executor: Any) -> None:
-    """``--all``: a harvest pass over every block first (results cached, nothing printed),
-    so each block's verdict afterwards uses the complete harvest, whatever the order."""
-    from nnrag.validate.executors import validate_many
-    from nnrag.validate.stages import complete_harvests
-
-    state = workspace.extraction_state()
-    results = workspace.results()
-    if all(results.harvest_complete(source, state) for source in {b.source for b in blocks}):
-        return
-    for _ in validate_many(workspace, blocks, executor=executor):
-        pass
-    complete_harvests(workspace, [b.id for b in blocks])
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from nnrag.model import BlockRef
+from nnrag.validate.executors import Executor, validate_many
 from nnrag.validate.stages import BlockSource, complete_harvests
 
 POLL_S = 0.5
@@ -40,6 +41,25 @@ def pending_sources(workspace: BlockSource, selected: Iterable[BlockRef]) -> lis
         for source, ids in by_source.items()
         if all(i in chosen for i in ids) and not cache.harvest_complete(source, state)
     )
+
+
+def harvest_with(
+    workspace: BlockSource, selected: Sequence[BlockRef], executor: Executor
+) -> HarvestPass:
+    """The whole harvest pass in this process, its blocks run through ``executor`` (in
+    parallel, locally or on Ray), then freeze: what ``nnrag validate --all`` runs first.
+
+    Results and harvest go to the cache, so the verdicts that follow are cache hits for blocks
+    without harvested parts; nothing is reported here.
+    """
+    sources = pending_sources(workspace, selected)
+    if not sources:
+        return HarvestPass()
+    blocks = sorted((b for b in selected if b.source in sources), key=lambda b: b.id)
+    for _ in validate_many(workspace, blocks, executor=executor):
+        pass
+    frozen = complete_harvests(workspace, [b.id for b in blocks])
+    return HarvestPass(frozen=tuple(frozen), ran=frozenset(b.id for b in blocks))
 
 
 def harvest_first(

@@ -221,3 +221,58 @@ def test_harvest_is_used_only_once_final_and_keys_the_result(tmp_path: Path) -> 
         assert validate_block(workspace, "Block").cached  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
     finally:
         workspace.close()
+
+
+HARVESTED_PART = textwrap.dedent(
+    """
+    from torch import nn
+
+
+    class Part(nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
+            self.lin = nn.Linear(rows, cols)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Whole(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.part = Part("3x5")
+
+        def forward(self, x):
+            return self.part(x)
+    """
+)
+
+
+def test_cli_validate_all_runs_the_library_harvest_pass_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nnrag validate --all``: the first run already gives Part its harvested call (the
+    pass is :func:`nnrag.validate.harvesting.harvest_with`, shared with the library)."""
+    import json
+
+    from nnrag.cli import main
+
+    (tmp_path / "hv").mkdir()
+    (tmp_path / "hv" / "__init__.py").write_text("")
+    (tmp_path / "hv" / "parts.py").write_text(HARVESTED_PART)
+    (tmp_path / "repos.json").write_text(
+        json.dumps({"sources": [{"name": "hv", "path": ".", "paths": ["hv"]}]})
+    )
+    args = ["validate", "--all", "--repos", str(tmp_path / "repos.json"), "--json"]
+    args += ["--cache", str(tmp_path / "cache"), "--timeout", "60"]
+    assert main(args) == 0
+    rows = {row["block_id"].rsplit(":", 1)[1]: row for row in json.loads(capsys.readouterr().out)}
+    assert {name: row["passed"] for name, row in rows.items()} == {"Part": True, "Whole": True}
+    assert rows["Part"]["recipe"]["origin"] == "harvested"
+    assert main(args) == 0  # frozen: the second run has no pass and the same verdicts
+    again = json.loads(capsys.readouterr().out)
+    assert [(row["block_id"], row["cached"]) for row in again] == [
+        ("hv:hv.parts:Part", True),
+        ("hv:hv.parts:Whole", True),
+    ]

@@ -20,12 +20,15 @@ from nnrag.validate.probe import values as probe_values
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
+    Access,
+    access_tree,
     class_with_attributes,
     classes_setting,
     concrete_modules,
     config_class_for,
     init_signature,
     is_abstract_module,
+    is_nested,
     parameter_usage,
     required_count,
     stage_lengths,
@@ -51,11 +54,18 @@ class Ctor:
     kwargs: dict[str, object] = field(default_factory=dict)
     placeholders: list[str] = field(default_factory=list)
     profile: Profile | None = None
+    inputs: list[tuple[list[Any], dict[str, Any]]] = field(default_factory=list)
+    """Inputs to try before the synthesized ones (a docstring example's call); repairs apply."""
 
     def with_kwargs(self, changes: Mapping[str, object]) -> Ctor:
         """This candidate with ``changes`` merged into its keyword arguments."""
         return Ctor(
-            self.origin, self.args, {**self.kwargs, **changes}, self.placeholders, self.profile
+            self.origin,
+            self.args,
+            {**self.kwargs, **changes},
+            self.placeholders,
+            self.profile,
+            self.inputs,
         )
 
 
@@ -373,6 +383,9 @@ class Synth:
             value = self.registry_dict(name, builds)
             if value is not MISSING:
                 return value
+        tree = access_tree(cls, name)
+        if is_nested(tree) and self.depth < 2:  # ``extra["stage1"]["num_channels"][i]``
+            return self.structure(name, tree)
         holder = class_with_attributes(self.module, reads)
         if holder is not None:  # ``block.expansion``: a class of the file is what is passed
             return holder
@@ -387,6 +400,24 @@ class Synth:
         if reads and _CONFIG_NAMES.search(name.lower()):
             return self.namespace(sorted(reads))
         return self.value(name, inspect.Parameter.empty)
+
+    def structure(self, name: str, tree: Access) -> object:
+        """A value with what the code reads from it (a tree of :func:`access_tree`): string
+        keys make a dict, attributes a namespace (recorded as its call), indexes a list of
+        two; every leaf a config field by its name."""
+        if not tree:
+            return self.field(name)
+        kinds = {kind for kind, _ in tree}
+        if "item" in kinds:
+            item = tree[("item", "")]
+            return [self.structure(name, item) for _ in range(2)]
+        fields = {key: self.structure(key, sub) for (kind, key), sub in tree.items()}
+        if kinds == {"attr"}:
+            fields = {k: v for k, v in fields.items() if not k.startswith("_")}
+            return remember(
+                types.SimpleNamespace(**fields), call(types.SimpleNamespace, (), fields)
+            )
+        return fields
 
     def module_setting(self, reads: set[str]) -> object:
         """A module of the file, built with synthesized arguments, that has every attribute

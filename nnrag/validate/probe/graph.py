@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -14,6 +14,7 @@ import torch
 from nnrag.hookspecs import hookimpl
 from nnrag.validate.probe.args import Ctor, decode, tensor_spec
 from nnrag.validate.probe.profiles import Profile
+from nnrag.validate.probe.rules import NO_MATCH, Rules
 
 NODES, EDGES = 10, 30
 """Nodes and edges of the probe graph (edges drop to ``NODES`` when the layer has no edge index)."""
@@ -333,28 +334,33 @@ def graph_repair(message: str, args: list[Any]) -> list[Any] | None:
         for i, a in enumerate(args)
         if isinstance(a, dict) and "shape" in a and a["dtype"] == "float32"
     }
-    for rule in _GRAPH_RULES:  # the first rule whose message matches decides
-        found = rule(message, args, floats)
-        if found is not _NO_MATCH:
-            return cast(list[Any] | None, found)
-    return None
+    found = GRAPH_RULES.first(message, _Tried(args, floats))
+    return None if found is NO_MATCH else cast(list[Any] | None, found)
 
 
-_NO_MATCH = object()
-"""A rule's answer when the message is not its kind (``None``: its kind, but no fix)."""
+@dataclass(frozen=True, slots=True)
+class _Tried:
+    """What a graph rule sees: the inputs tried, and the float feature inputs by position
+    with their shapes."""
 
-GraphRule = Callable[[str, list[Any], dict[int, list[int]]], object]
+    args: list[Any]
+    floats: dict[int, list[int]]
+
+
+GRAPH_RULES: Rules[_Tried] = Rules()
+"""Graph-input error rules, in the order the messages are recognized: a rule answers a new
+input list, ``None`` (its kind, no fix) or ``NO_MATCH``."""
+_rule = GRAPH_RULES.rule
 
 
 def _replaced(args: list[Any], i: int, spec: dict[str, Any]) -> list[Any]:
     return [spec if j == i else a for j, a in enumerate(args)]
 
 
-def _widths(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
+@_rule(_MATMUL.pattern)
+def _widths(m: re.Match[str], t: _Tried) -> object:
     """A matrix product's widths: change the input of that width (nearest row count)."""
-    m = _MATMUL.search(message)
-    if m is None:
-        return _NO_MATCH
+    args, floats = t.args, t.floats
     rows, got, want = int(m.group(1)), int(m.group(2)), int(m.group(3))
     hits = [i for i, shape in floats.items() if shape[-1] == got]
     exact = [i for i in hits if math.prod(floats[i][:-1]) == rows]
@@ -369,93 +375,70 @@ def _widths(message: str, args: list[Any], floats: dict[int, list[int]]) -> obje
     return None
 
 
-def _channels(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    m = re.search(
-        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton"
-        r" dimension 1",
-        message,
-    )
-    if m is None:
-        return _NO_MATCH
+@_rule(
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton"
+    r" dimension 1"
+)
+def _channels(m: re.Match[str], t: _Tried) -> object:
+    args = t.args
     want, got = int(m.group(1)), int(m.group(2))
-    hits = [i for i, shape in floats.items() if shape[-1] == got and len(shape) == 2]
+    hits = [i for i, shape in t.floats.items() if shape[-1] == got and len(shape) == 2]
     for i in hits[:1]:
         return _replaced(args, i, dict(args[i], shape=[args[i]["shape"][0], want], fixed="locked"))
     return None
 
 
-def _tail(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    m = re.search(
-        r"expected input with shape \[\*, (\d+)\], but got input of size\s*\[([\d, ]+)\]", message
-    )
-    if m is None:
-        return _NO_MATCH
+@_rule(r"expected input with shape \[\*, (\d+)\], but got input of size\s*\[([\d, ]+)\]")
+def _tail(m: re.Match[str], t: _Tried) -> object:
     width, seen = int(m.group(1)), [int(v) for v in m.group(2).split(",")]
-    hits = [i for i, shape in floats.items() if shape == seen]
+    hits = [i for i, shape in t.floats.items() if shape == seen]
     for i in hits[:1]:
-        return _replaced(args, i, dict(args[i], shape=[*seen[:-1], width], fixed="locked"))
+        return _replaced(t.args, i, dict(t.args[i], shape=[*seen[:-1], width], fixed="locked"))
     return None
 
 
-def _pairs(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    m = re.search(r"shape must be \[(\w+(?:, \w+)+)\]", message)
-    if m is None:
-        return _NO_MATCH
+@_rule(r"shape must be \[(\w+(?:, \w+)+)\]")
+def _pairs(m: re.Match[str], t: _Tried) -> object:
     rank = len(m.group(1).split(","))
-    for i in list(floats)[:1]:
-        shape = list(args[i]["shape"])
+    for i in list(t.floats)[:1]:
+        shape = list(t.args[i]["shape"])
         if len(shape) == rank - 1:
-            return _replaced(args, i, dict(args[i], shape=[*shape[:-1], 2, shape[-1]]))
+            return _replaced(t.args, i, dict(t.args[i], shape=[*shape[:-1], 2, shape[-1]]))
     return None
 
 
-def _row_counts(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    m = _ROWS.search(message)
-    if m is None:
-        return _NO_MATCH
+@_rule(_ROWS.pattern)
+def _row_counts(m: re.Match[str], t: _Tried) -> object:
     sizes = {int(v) for v in m.groups() if v}
     if len(sizes) != 2:
         return None
     small, large = sorted(sizes)
-    fixed = [_rows(a, large, small) for a in args]
-    return fixed if fixed != args else None
+    fixed = [_rows(a, large, small) for a in t.args]
+    return fixed if fixed != t.args else None
 
 
-def _index_bound(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    m = re.search(r"Found indices in '(\w+)' that are larger than (\d+)", message)
-    if m is None:
-        return _NO_MATCH
+@_rule(r"Found indices in '(\w+)' that are larger than (\d+)")
+def _index_bound(m: re.Match[str], t: _Tried) -> object:
     high = int(m.group(2)) + 1
     fixed = [
         dict(a, high=min(high, a.get("high", high)))
         if isinstance(a, dict) and a.get("dtype") == "int64" and "shape" in a
         else a
-        for a in args
+        for a in t.args
     ]
-    return fixed if fixed != args else None
+    return fixed if fixed != t.args else None
 
 
-def _long_indices(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    if not re.search(
-        r"tensors used as indices must be long|Long, Int|Expected tensor for argument #1"
-        r" 'indices'",
-        message,
-    ):
-        return _NO_MATCH
-    for i in floats:
-        spec = dict(args[i], shape=args[i]["shape"][:1], dtype="int64", high=4)
-        return _replaced(args, i, spec)
+@_rule(r"tensors used as indices must be long|Long, Int|Expected tensor for argument #1 'indices'")
+def _long_indices(m: re.Match[str], t: _Tried) -> object:
+    for i in t.floats:
+        spec = dict(t.args[i], shape=t.args[i]["shape"][:1], dtype="int64", high=4)
+        return _replaced(t.args, i, spec)
     return None
 
 
-def _out_of_range(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    m = re.search(
-        r"index out of range in self|index (\d+) is out of bounds for dimension 0"
-        r" with size (\d+)",
-        message,
-    )
-    if m is None:
-        return _NO_MATCH
+@_rule(r"index out of range in self|index (\d+) is out of bounds for dimension 0 with size (\d+)")
+def _out_of_range(m: re.Match[str], t: _Tried) -> object:
     high = int(m.group(2)) if m.group(2) else 2
     fixed = [
         dict(a, high=high)
@@ -465,32 +448,17 @@ def _out_of_range(message: str, args: list[Any], floats: dict[int, list[int]]) -
         and a.get("high", 0) > high
         and not str(a.get("role", "")).endswith("index")
         else a
-        for a in args
+        for a in t.args
     ]
-    return fixed if fixed != args else None
+    return fixed if fixed != t.args else None
 
 
-def _index_rank(message: str, args: list[Any], floats: dict[int, list[int]]) -> object:
-    if "too many indices for tensor of dimension 1" not in message:
-        return _NO_MATCH
-    for i, a in enumerate(args):
+@_rule(r"too many indices for tensor of dimension 1")
+def _index_rank(m: re.Match[str], t: _Tried) -> object:
+    for i, a in enumerate(t.args):
         if isinstance(a, dict) and "shape" in a and a["dtype"] == "int64" and len(a["shape"]) == 1:
-            return _replaced(args, i, dict(a, shape=[*a["shape"], 2]))
+            return _replaced(t.args, i, dict(a, shape=[*a["shape"], 2]))
     return None
-
-
-_GRAPH_RULES: tuple[GraphRule, ...] = (
-    _widths,
-    _channels,
-    _tail,
-    _pairs,
-    _row_counts,
-    _index_bound,
-    _long_indices,
-    _out_of_range,
-    _index_rank,
-)
-"""Graph-input error rules, in the order the messages are recognized."""
 
 
 def _rows(value: Any, large: int, small: int) -> Any:
@@ -524,7 +492,8 @@ def called_class(ctor: Ctor, messages: list[str]) -> Ctor | None:
             except Exception:
                 continue
             kwargs = {**ctor.kwargs, name: instance}
-            return Ctor(ctor.origin, ctor.args, kwargs, ctor.placeholders, ctor.profile)
+            placeholders = ctor.placeholders
+            return Ctor(ctor.origin, ctor.args, kwargs, placeholders, ctor.profile, ctor.inputs)
     return None
 
 

@@ -402,3 +402,68 @@ def build_inputs(
         return decode(value)
 
     return [build(a) for a in args], {k: build(v) for k, v in kwargs.items()}
+
+
+_NONE_USED = re.compile(
+    r"'NoneType' object (has no attribute|is not subscriptable|is not iterable)"
+    r"|unsupported operand type\(s\) for .*'NoneType'|not NoneType|NoneType' and"
+)
+"""forward used an argument left at its ``None`` default as a value."""
+_LITERALS = (bool, int, float, str, type(None))
+
+
+def optional_inputs(
+    message: str, module: nn.Module, args: list[Any], kwargs: dict[str, Any], profile: Profile
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The inputs again with every ``None``-defaulted argument of ``forward`` (and every
+    argument given as ``None``, such as a required mask) given a value (a tensor like the
+    first input, a mask of its tokens, sizes by name), when the error says forward used one
+    of them as a value (``memory + pos``, ``mask.sigmoid()``).
+
+    Positional after the given ones while every skipped argument has a literal default
+    (kept), keyword arguments after that; ``None`` when nothing is left to give.
+    """
+    if not _NONE_USED.search(message):
+        return None
+    first = next((a for a in args if isinstance(a, dict) and "shape" in a), None)
+    if first is None:
+        return None
+    shape = list(first["shape"])
+    params = [p for p in forward_params(module) if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    new_args, new_kwargs, positional, changed = list(args), dict(kwargs), True, False
+    for i, p in enumerate(params[: len(args)]):  # a required mask given as None
+        if args[i] is None and p.kind != p.KEYWORD_ONLY:
+            new_args[i] = optional_value(p.name, shape, p.annotation, profile)
+            changed = True
+    for p in params[len(args) :]:
+        if p.name in kwargs:
+            positional = False
+            continue
+        if p.default is None:
+            value = optional_value(p.name, shape, p.annotation, profile)
+            changed = True
+        elif positional and isinstance(p.default, _LITERALS) and p.kind != p.KEYWORD_ONLY:
+            value = p.default
+        else:
+            positional = False
+            continue
+        if positional and p.kind != p.KEYWORD_ONLY:
+            new_args.append(value)
+        elif p.default is None:
+            new_kwargs[p.name] = value
+    return (new_args, new_kwargs) if changed else None
+
+
+def optional_value(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
+    """A value for an optional ``forward`` argument: masks keep every token (``True``) of the
+    first input (``(B, N)`` for tokens, ``(B, H, W)`` for images), the rest as :func:`secondary`."""
+    if "mask" in name.lower():
+        return tensor_spec(mask_shape(shape), "bool")
+    return secondary(name, shape, annotation, profile)
+
+
+def mask_shape(shape: list[int]) -> list[int]:
+    """The shape of a mask over the first input's positions (tokens or pixels)."""
+    if len(shape) == 4:
+        return [shape[0], *shape[2:]]
+    return list(shape[:2]) if len(shape) >= 2 else list(shape)

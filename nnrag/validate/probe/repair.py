@@ -85,6 +85,7 @@ def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         {**ctor.kwargs, **filled},
         [*ctor.placeholders, *synth.placeholders],
         ctor.profile,
+        ctor.inputs,
     )
 
 

@@ -40,6 +40,7 @@ def _with(
         {**ctor.kwargs, **changed},
         [*kept, *(placeholders or [])],
         ctor.profile,
+        ctor.inputs,
     )
 
 
@@ -74,6 +75,42 @@ def add_missing(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         if name not in ctor.kwargs and (name in params or _takes_kwargs(sig))
     }
     return _with(ctor, added, synth.placeholders) if added else None
+
+
+def add_key(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: ``KeyError: 'drop_path_rate'`` of a plain dict argument (a nested config read
+    by subscript, ``extra['drop_path_rate']``) adds the key, synthesized by its name, to the
+    dict arguments that lack it (not to ``dict(type=...)`` configs: their keys go to a class)."""
+    if not (isinstance(error, KeyError) and error.args and isinstance(error.args[0], str)):
+        return None
+    key = error.args[0]
+    if not key.isidentifier() or key in _strings([ctor.args, ctor.kwargs]):
+        return None  # a value the call gave, looked up in a table: not a missing key
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    value = synth.by_name(key)
+
+    def added(v: object) -> object:
+        if type(v) is dict and key not in v and "type" not in v:
+            return {**v, key: value}
+        return v
+
+    args = tuple(added(a) for a in ctor.args)
+    kwargs = {k: added(v) for k, v in ctor.kwargs.items()}
+    if args == ctor.args and kwargs == ctor.kwargs:
+        return None
+    placeholders = [*ctor.placeholders, *synth.placeholders]
+    return Ctor(ctor.origin, args, kwargs, placeholders, ctor.profile, ctor.inputs)
+
+
+def _strings(value: object) -> set[str]:
+    """The strings inside nested lists, tuples and dict values."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return {s for item in value for s in _strings(item)}
+    return set()
 
 
 def fill_mentioned(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
@@ -488,6 +525,7 @@ def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         whole_floats(ctor, error),
         unpack_items(ctor, error),
         add_missing(ctor, cls, error),
+        add_key(ctor, cls, error),
         fill_mentioned(ctor, cls, error),
         choose_option(ctor, cls, error),
         resize(ctor, error),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from nnrag.validate.probe.args import tensor_spec
 from nnrag.validate.probe.graph import graph_repair, is_graph_spec
 from nnrag.validate.probe.profiles import Profile
+from nnrag.validate.probe.rules import NO_MATCH, Rules
 
 SHAPE_WORDS = re.compile(
     r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index"
@@ -41,11 +41,7 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         and re.search(r"index|target|type Long", message, re.I)
     ):  # class-index targets of a loss: one per sample, below the number of classes
         return [spec, tensor_spec([shape[0]], "int64", shape[1]), *args[2:]]
-    found: object = _NO_MATCH
-    for rule in _RULES:  # the first rule whose message matches decides
-        found = rule(message, args, spec, shape, profile)
-        if found is not _NO_MATCH:
-            break
+    found = SHAPE_RULES.first(message, _Tried(args, spec, shape, profile))
     if isinstance(found, _Args):
         return found.args
     new = found if isinstance(found, list) else None
@@ -91,22 +87,31 @@ class _Args:
     args: list[Any]
 
 
-_NO_MATCH = object()
-"""A rule's answer when the message is not its kind (``None``: its kind, but no fix)."""
+@dataclass(frozen=True, slots=True)
+class _Tried:
+    """What a shape rule sees: the inputs tried, the first one's spec (a rule may change it)
+    and shape, and the size profile."""
 
-Rule = Callable[[str, list[Any], dict[str, Any], list[int], Profile], object]
+    args: list[Any]
+    spec: dict[str, Any]
+    shape: list[int]
+    profile: Profile
 
 
-def _channels(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"to have (\d+) channels, but got (\d+) channels", message)
-    if m is None:
-        return _NO_MATCH
+SHAPE_RULES: Rules[_Tried] = Rules()
+"""Shape-error rules, in the order the messages are recognized. A rule answers a new shape
+for the first input (and the inputs shaped like it), a whole new input list (``_Args``),
+``None`` (its kind, no fix) or ``NO_MATCH``."""
+_rule = SHAPE_RULES.rule
+
+
+@_rule(r"to have (\d+) channels, but got (\d+) channels")
+def _channels(m: re.Match[str], t: _Tried) -> object:
     want, got = int(m.group(1)), int(m.group(2))
-    several = several_channels(message, args, want, got)
+    several = several_channels(m.string, t.args, want, got)
     if several is not None:
         return _Args(several)
+    shape = t.shape
     new = [shape[0], want, *shape[2:]] if len(shape) > 1 else None
     ratio = got // shape[1] if len(shape) == 4 and shape[1] and got % shape[1] == 0 else 1
     if new is not None and ratio > 1 and want % ratio == 0:  # space-to-depth multiplied C
@@ -114,116 +119,80 @@ def _channels(
     return new
 
 
-def _matmul(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(
-        r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
-        r"|same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]",  # meta's words
-        message,
-    )
-    if m is None:
-        return _NO_MATCH
+@_rule(
+    r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"
+    r"|same reduction dim, but got \[(\d+), (\d+)\] X \[(\d+), (\d+)\]"  # meta's words
+)
+def _matmul(m: re.Match[str], t: _Tried) -> object:
     want = int(m.group(3) or m.group(7))
-    return [*shape[:-1], want] if shape[-1] != want else None
+    return [*t.shape[:-1], want] if t.shape[-1] != want else None
 
 
-def _input_size(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"must be equal to input_size\. Expected (\d+), got (\d+)", message)
-    if m is None:
-        return _NO_MATCH
-    return [*shape[:-1], int(m.group(1))] if shape[-1] == int(m.group(2)) else None
+@_rule(r"must be equal to input_size\. Expected (\d+), got (\d+)")
+def _input_size(m: re.Match[str], t: _Tried) -> object:
+    return [*t.shape[:-1], int(m.group(1))] if t.shape[-1] == int(m.group(2)) else None
 
 
-def _expected_tail(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"expected input with shape \[\*, ([\d, ]+)\]", message)
-    if m is None:
-        return _NO_MATCH
+@_rule(r"expected input with shape \[\*, ([\d, ]+)\]")
+def _expected_tail(m: re.Match[str], t: _Tried) -> object:
+    shape = t.shape
     tail = [int(v) for v in m.group(1).split(",")]
     if len(shape) == 4 and tail == [shape[1]]:  # a channels-last norm: B C H W -> B H W C
         return [shape[0], shape[2], shape[3], shape[1]]
     return [shape[0], *shape[1 : max(1, len(shape) - len(tail))], *tail]
 
 
-def _view(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)", message)
-    if m is None:
-        return _NO_MATCH
-    return view_mismatch(shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
+@_rule(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)")
+def _view(m: re.Match[str], t: _Tried) -> object:
+    return view_mismatch(t.shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
 
 
-def _assertion(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    if not (message.startswith("AssertionError") and len(args) > 1 and isinstance(args[1], dict)):
-        return _NO_MATCH
-    return class_token(shape, args[1])
+@_rule(r"^AssertionError")
+def _assertion(m: re.Match[str], t: _Tried) -> object:
+    if not (len(t.args) > 1 and isinstance(t.args[1], dict)):
+        return NO_MATCH
+    return class_token(t.shape, t.args[1])
 
 
-def _unbatched(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"\d+D \(unbatched\) or (\d+)D \(batched\)", message)
-    return _NO_MATCH if m is None else reshape_rank(shape, int(m.group(1)), profile)
+@_rule(r"\d+D \(unbatched\) or (\d+)D \(batched\)")
+def _unbatched(m: re.Match[str], t: _Tried) -> object:
+    return reshape_rank(t.shape, int(m.group(1)), t.profile)
 
 
-def _rank(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(
-        r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
-        r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)",
-        message,
-    )
-    if m is None:
-        return _NO_MATCH
-    return reshape_rank(shape, int(next(g for g in m.groups() if g)), profile)
+@_rule(
+    r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
+    r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)"
+)
+def _rank(m: re.Match[str], t: _Tried) -> object:
+    return reshape_rank(t.shape, int(next(g for g in m.groups() if g)), t.profile)
 
 
-def _broadcast(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(
-        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
-        r" at non-singleton dimension (\d+)",
-        message,
-    )
-    if m is None:
-        return _NO_MATCH
+@_rule(
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+    r" at non-singleton dimension (\d+)"
+)
+def _broadcast(m: re.Match[str], t: _Tried) -> object:
+    shape = t.shape
     a, b, dim = (int(g) for g in m.groups())
     if not (dim < len(shape) and shape[dim] in (a, b)):
         return token_count(shape, a, b)
     new = list(shape)
     new[dim] = b if shape[dim] == a else a
-    if dim == 1 and sum(_is_image_spec(x) and x["shape"] == shape for x in args) > 1:
-        spec["shape"] = new  # channels of the first image only (h beside x)
-        return _Args([spec, *args[1:]])
+    if dim == 1 and sum(_is_image_spec(x) and x["shape"] == shape for x in t.args) > 1:
+        t.spec["shape"] = new  # channels of the first image only (h beside x)
+        return _Args([t.spec, *t.args[1:]])
     return new
 
 
-def _model_size(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"doesn't match model \((\d+)", message)
-    if m is None:
-        return _NO_MATCH
+@_rule(r"doesn't match model \((\d+)")
+def _model_size(m: re.Match[str], t: _Tried) -> object:
     want = int(m.group(1))
-    return [*shape[:-2], want, want] if len(shape) == 4 else None
+    return [*t.shape[:-2], want, want] if len(t.shape) == 4 else None
 
 
-def _divisible(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"divisible by (\d+)", message)
-    if m is None:
-        return _NO_MATCH
-    step = int(m.group(1))
+@_rule(r"divisible by (\d+)")
+def _divisible(m: re.Match[str], t: _Tried) -> object:
+    shape, step = t.shape, int(m.group(1))
     if not (len(shape) == 4 and 1 < step <= 64):
         return None
     side = -(-shape[-1] // step) * step
@@ -231,90 +200,53 @@ def _divisible(
     return [*shape[:-2], side, side]
 
 
-def _dim_range(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)", message)
-    if m is None:
-        return _NO_MATCH
+@_rule(r"in range of \[-(\d+), (\d+)\], but got (-?\d+)")
+def _dim_range(m: re.Match[str], t: _Tried) -> object:
     got = int(m.group(3))
-    return reshape_rank(shape, got + 1 if got >= 0 else -got, profile)
+    return reshape_rank(t.shape, got + 1 if got >= 0 else -got, t.profile)
 
 
-def _permitted(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    m = re.search(r"permitted channel values are \[([\d, ]+)\], but found (\d+)", message)
-    if m is None:
-        return _NO_MATCH
+@_rule(r"permitted channel values are \[([\d, ]+)\], but found (\d+)")
+def _permitted(m: re.Match[str], t: _Tried) -> object:
+    shape = t.shape
     allowed = [int(v) for v in m.group(1).split(",")]
     if len(shape) >= 3 and shape[-3] == int(m.group(2)):
         return [*shape[:-3], allowed[-1], *shape[-2:]]
     return None
 
 
-def _unpack(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    if m := re.search(r"not enough values to unpack \(expected (\d+), got (\d+)\)", message):
-        if int(m.group(2)) == len(shape):
-            return reshape_rank(shape, int(m.group(1)), profile)
-        if int(m.group(1)) == len(shape) == int(m.group(2)) + 1:  # forward iterated the tensor
-            return _Args([[spec, dict(spec)], *args[1:]])
-        return None
-    if m := re.search(r"too many values to unpack \(expected (\d+)\)", message):
-        return (
-            reshape_rank(shape, int(m.group(1)), profile) if len(shape) > int(m.group(1)) else None
-        )
-    return _NO_MATCH
-
-
-def _too_small(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    if not re.search(
-        r"Kernel size can't be greater|Output size is too small|smaller than|too small"
-        r"|Padding size should be less",
-        message,
-    ):
-        return _NO_MATCH
-    if len(shape) >= 3 and shape[-1] < 224:
-        return [*shape[:-2], *(s * 4 for s in shape[-2:])]
+@_rule(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
+def _unpack_short(m: re.Match[str], t: _Tried) -> object:
+    if int(m.group(2)) == len(t.shape):
+        return reshape_rank(t.shape, int(m.group(1)), t.profile)
+    if int(m.group(1)) == len(t.shape) == int(m.group(2)) + 1:  # forward iterated the tensor
+        return _Args([[t.spec, dict(t.spec)], *t.args[1:]])
     return None
 
 
-def _indices(
-    message: str, args: list[Any], spec: dict[str, Any], shape: list[int], profile: Profile
-) -> object:
-    if not re.search(
-        r"Long, Int|scalar type Long|expected scalar type Long"
-        r"|Expected tensor for argument #1 'indices'",
-        message,
-    ):
-        return _NO_MATCH
-    spec.update(dtype="int64", high=10)
-    return _Args([spec, *args[1:]])
+@_rule(r"too many values to unpack \(expected (\d+)\)")
+def _unpack_long(m: re.Match[str], t: _Tried) -> object:
+    rank = int(m.group(1))
+    return reshape_rank(t.shape, rank, t.profile) if len(t.shape) > rank else None
 
 
-_RULES: tuple[Rule, ...] = (
-    _channels,
-    _matmul,
-    _input_size,
-    _expected_tail,
-    _view,
-    _assertion,
-    _unbatched,
-    _rank,
-    _broadcast,
-    _model_size,
-    _divisible,
-    _dim_range,
-    _permitted,
-    _unpack,
-    _too_small,
-    _indices,
+@_rule(
+    r"Kernel size can't be greater|Output size is too small|smaller than|too small"
+    r"|Padding size should be less"
 )
-"""Shape-error rules, in the order the messages are recognized."""
+def _too_small(m: re.Match[str], t: _Tried) -> object:
+    if len(t.shape) >= 3 and t.shape[-1] < 224:
+        return [*t.shape[:-2], *(s * 4 for s in t.shape[-2:])]
+    return None
+
+
+@_rule(
+    r"Long, Int|scalar type Long|expected scalar type Long"
+    r"|Expected tensor for argument #1 'indices'"
+)
+def _indices(m: re.Match[str], t: _Tried) -> object:
+    t.spec.update(dtype="int64", high=10)
+    return _Args([t.spec, *t.args[1:]])
 
 
 def token_count(shape: list[int], got: int, want: int) -> list[int] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -9,9 +10,10 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from torch import nn
 
 from nnrag.validate.probe.args import Ctor, Synth, decode
-from nnrag.validate.probe.graph import called_class
+from nnrag.validate.probe.examples import examples
+from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
-from nnrag.validate.probe.inputs import input_candidates
+from nnrag.validate.probe.inputs import input_candidates, optional_inputs
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
     OutputError,
@@ -33,7 +35,7 @@ from nnrag.validate.probe.repair import (
 )
 from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
-from nnrag.validate.probe.signatures import shallow_defaults
+from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.values import seed_cpu
 
 if TYPE_CHECKING:
@@ -93,8 +95,8 @@ _FATAL = (KeyboardInterrupt, SystemExit, MemoryError)
 
 def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Iterator[Candidate]:
     """Constructor candidates, best first: a replayed recipe alone, else the hints alone, else
-    the frozen harvest's calls, then synthesized ones for every size profile (defaulted depths
-    cut to one layer first)."""
+    the frozen harvest's calls, then the calls of the class's docstring examples, then
+    synthesized ones for every size profile (defaulted depths cut to one layer first)."""
     if request.get("replay") is not None:  # exactly the recorded constructor call and inputs
         recipe = request["replay"]
         yield (
@@ -117,6 +119,7 @@ def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Itera
             continue
         yield ctor, [(list(record["inputs"]), dict(record.get("input_kwargs", {})))]
     seen: list[str] = []
+    yield from _from_examples(module, cls, seen)
     for profile in PROFILES:
         synth = Synth(module, profile)
         try:
@@ -130,6 +133,29 @@ def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Itera
                 continue
             seen.append(key)
             yield Ctor("synthesized", args, candidate, synth.placeholders, profile), None
+
+
+def _from_examples(module: Any, cls: type, seen: list[str]) -> Iterator[Candidate]:
+    """The calls of the class's docstring examples, each first with its defaulted depths cut
+    to one layer (as synthesized calls: blocks stay small); their inputs are tried first."""
+    sig, _ = init_signature(cls)
+    positional = [
+        p.name
+        for p in (sig.parameters.values() if sig else ())
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    for example in examples(cls, module):
+        given = {*positional[: len(example.args)], *example.kwargs}
+        cut = {k: v for k, v in shallow_defaults(cls).items() if k not in given}
+        inputs = [example.inputs] if example.inputs is not None else []
+        for kwargs in ({**example.kwargs, **cut}, example.kwargs):
+            key = repr((example.args, kwargs))
+            if key not in seen:
+                seen.append(key)
+                yield (
+                    Ctor("synthesized", example.args, kwargs, profile=PROFILES[0], inputs=inputs),
+                    None,
+                )
 
 
 def _decoded(record: Mapping[str, Any], args: str, kwargs: str, origin: str) -> Ctor:
@@ -151,6 +177,37 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         *name_repairs(ctor, cls, error),
     )
     return [repaired for repaired in found if repaired is not None]
+
+
+def input_repairs(
+    message: str, block: nn.Module, args: list[Any], kwargs: dict[str, Any], profile: Profile
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    """The inputs to try after a forward error, best first: the shape repair (which changes
+    the first input and the inputs shaped like it), then, for a new width, the same repair of
+    only the others (the first input already passed the layers before: a cross-attention's
+    memory beside its queries); else the optional arguments forward used, given values.
+    Empty: no idea."""
+    fixed = repair(message, args, profile)
+    if fixed is not None:
+        found = [(fixed, kwargs)]
+        if _width_only(args, fixed):
+            found.append(([args[0], *fixed[1:]], kwargs))
+        return found
+    if is_graph_spec(args):  # graph candidates list their optional arguments themselves
+        return []
+    more = optional_inputs(message, block, args, kwargs, profile)
+    return [] if more is None else [more]
+
+
+def _width_only(args: list[Any], fixed: list[Any]) -> bool:
+    """The repair gave the first input and others shaped like it another last dimension."""
+    if len(fixed) != len(args) or len(args) < 2 or fixed[1:] == args[1:]:
+        return False
+    old, new = args[0], fixed[0]
+    if not (isinstance(old, dict) and isinstance(new, dict) and "shape" in old and "shape" in new):
+        return False
+    before, after = list(old["shape"]), list(new["shape"])
+    return len(before) == len(after) and before[:-1] == after[:-1] and before[-1] != after[-1]
 
 
 class Search:
@@ -267,7 +324,9 @@ class Search:
         found = (
             given
             if given is not None
-            else input_candidates(block, profile, ctor.kwargs, runner.plugins)
+            else itertools.chain(
+                ctor.inputs, input_candidates(block, profile, ctor.kwargs, runner.plugins)
+            )
         )
         queue: list[tuple[list[Any], dict[str, Any], bool]] = [(a, k, False) for a, k in found]
         screen = runner.screen_for(self.cls, ctor, block) if given is None else None
@@ -283,7 +342,9 @@ class Search:
                 and not screened
                 and screen.worth(args, kwargs)
                 and screen.active
-                and self.screened(screen, queue, tried, (args, kwargs), profile)
+                and self.screened(
+                    screen, block, queue, tried=tried, candidate=(args, kwargs), profile=profile
+                )
             ):
                 continue
             tried.append(key)
@@ -298,13 +359,10 @@ class Search:
             except BaseException as error:
                 self.forward_error = error
                 messages.append(str(error))
-                fixed = (
-                    repair(f"{type(error).__name__}: {error}", args, profile)
-                    if given is None
-                    else None
-                )
-                if fixed is not None:
-                    queue.insert(0, (fixed, kwargs, False))
+                if given is None:
+                    message = f"{type(error).__name__}: {error}"
+                    fixes = input_repairs(message, block, args, kwargs, profile)
+                    queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
             runner.recipe.update(
                 inputs=args,
@@ -328,7 +386,9 @@ class Search:
     def screened(
         self,
         screen: MetaScreen,
+        block: nn.Module,
         queue: list[tuple[list[Any], dict[str, Any], bool]],
+        *,
         tried: list[str],
         candidate: tuple[list[Any], dict[str, Any]],
         profile: Profile,
@@ -339,9 +399,9 @@ class Search:
         rejected = self.runner.screened_out(screen, self.harvester, args, kwargs)
         if rejected is None:
             return False
-        fixed = repair(rejected, args, profile)
-        if fixed is not None:  # meta's message fixed it: no CPU run for this one
-            queue.insert(0, (fixed, kwargs, False))
+        fixes = input_repairs(rejected, block, args, kwargs, profile)
+        if fixes:  # meta's message fixed it: no CPU run for this one
+            queue[:0] = [(a, k, False) for a, k in fixes]
             tried.append(repr((args, kwargs)))
             self.screened_error = self.screened_error or RuntimeError(
                 f"{rejected} (on the meta device)"

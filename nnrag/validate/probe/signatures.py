@@ -516,3 +516,59 @@ def shallow_defaults(cls: Any) -> dict[str, object]:
         ):
             out[name] = tuple(1 for _ in default)
     return out
+
+
+Access = dict[tuple[str, str], "Access"]
+"""What code reads under a parameter: ``("attr", "MODEL")``, ``("key", "stage1")`` or
+``("item", "")`` (an index) to what it reads under that."""
+
+
+def access_tree(cls: Any, name: str) -> Access:
+    """The attribute, string-key and index chains ``__init__`` (of ``cls`` and its bases)
+    reads from parameter ``name``, merged into a tree, through local aliases
+    (``stage = extra["stage1"]`` then ``stage["num_channels"][i]``)."""
+    tree: Access = {}
+    for klass in getattr(cls, "__mro__", ())[:4]:
+        init = vars(klass).get("__init__")
+        if init is None or _foreign(klass):
+            continue
+        found = _parsed(inspect.unwrap(init))
+        if found is None:
+            continue
+        roots: dict[str, list[tuple[str, str]]] = {name: []}
+        for _ in range(3):  # aliases of aliases
+            for node in ast.walk(found):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target, chain = node.targets[0], _chain(node.value, roots)
+                    if isinstance(target, ast.Name) and chain and target.id not in roots:
+                        roots[target.id] = chain
+        for node in ast.walk(found):
+            chain = _chain(node, roots) if isinstance(node, (ast.Attribute, ast.Subscript)) else []
+            level = tree
+            for step in chain:
+                level = level.setdefault(step, {})
+    return tree
+
+
+def _chain(node: ast.AST, roots: Mapping[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    """The steps from a root parameter (or an alias of one) to ``node``; empty if none."""
+    steps: list[tuple[str, str]] = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            steps.append(("attr", node.attr))
+        elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            steps.append(("key", node.slice.value))
+        elif isinstance(node.slice, ast.Slice):
+            return []
+        else:
+            steps.append(("item", ""))
+        node = node.value
+    if not (isinstance(node, ast.Name) and node.id in roots):
+        return []
+    return [*roots[node.id], *reversed(steps)] if steps else list(roots[node.id])
+
+
+def is_nested(tree: Access) -> bool:
+    """A structure worth building from its reads: string keys or indexes anywhere, or
+    attributes of attributes (``cfg.MODEL.WIDTH``); not one level of attributes."""
+    return any(kind != "attr" or bool(sub) for (kind, _), sub in tree.items())
