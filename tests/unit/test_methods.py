@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from nnrag.extract.methods import (
-    _looks_itself_up,
-    _only_wraps,
-    _prunable,
-    drop_methods,
-    torch_names,
-)
+from nnrag.extract.lookups import looks_itself_up, only_wraps, prunable
+from nnrag.extract.methods import drop_methods, torch_names
 
 
 def _class(text: str) -> ast.ClassDef:
@@ -74,22 +69,22 @@ def test_prunable_methods_exclude_dunders_sunders_abstract_and_registering_decor
         "    @size.setter\n"
         "    def size(self, v): pass\n"
     )
-    names = {stmt.name for stmt in node.body if _prunable(stmt)}  # type: ignore[attr-defined]  # every statement of the class is a def
+    names = {stmt.name for stmt in node.body if prunable(stmt)}  # type: ignore[attr-defined]  # every statement of the class is a def
     assert names == {"plain", "size"}
 
 
 def test_a_class_that_looks_its_own_attributes_up_is_not_plain() -> None:
-    assert _looks_itself_up(
+    assert looks_itself_up(
         _class("class A:\n    def f(self, n):\n        return getattr(self, n)\n")
     )
-    assert _looks_itself_up(_class("class A:\n    def f(self):\n        return dir(self)\n"))
-    assert _looks_itself_up(
+    assert looks_itself_up(_class("class A:\n    def f(self):\n        return dir(self)\n"))
+    assert looks_itself_up(
         _class("class A:\n    def f(self, n):\n        return getattr(type(self), n)\n")
     )
-    assert not _looks_itself_up(
+    assert not looks_itself_up(
         _class("class A:\n    def f(self):\n        return getattr(self, 'g')()\n")
     )
-    assert not _looks_itself_up(
+    assert not looks_itself_up(
         _class("class A:\n    def f(self, other, n):\n        return getattr(other, n)\n")
     )
 
@@ -128,7 +123,7 @@ def test_a_module_class_keeps_the_methods_torch_calls_by_name() -> None:
         "    def save_pretrained(self, path): pass\n"
     )
     module = frozenset({"forward", "extra_repr"})
-    names = {s.name for s in node.body if _prunable(s, module)}  # type: ignore[attr-defined]  # every statement of the class is a def
+    names = {s.name for s in node.body if prunable(s, module)}  # type: ignore[attr-defined]  # every statement of the class is a def
     assert names == {"from_pretrained", "save_pretrained"}
 
 
@@ -145,8 +140,8 @@ def test_a_decorator_that_only_wraps_keeps_its_function_nowhere() -> None:
         "        return func(*a, **k)\n"
         "    return inner\n"
     )
-    assert _only_wraps(wraps)
-    assert _only_wraps(_def("def same(fn):\n    return fn\n"))
+    assert only_wraps(wraps)
+    assert only_wraps(_def("def same(fn):\n    return fn\n"))
     for registering in (
         "def reg(fn):\n    HOOKS.append(fn)\n    return fn\n",
         "def reg(fn):\n    TABLE[fn.__name__] = fn\n    return fn\n",
@@ -154,19 +149,19 @@ def test_a_decorator_that_only_wraps_keeps_its_function_nowhere() -> None:
         "def other(fn):\n    return helper(fn)\n",
         "def factory(name, fn):\n    return fn\n",
     ):
-        assert not _only_wraps(_def(registering)), registering
+        assert not only_wraps(_def(registering)), registering
 
 
 def test_a_module_class_looks_itself_up_only_through_the_class_or_a_computed_name() -> None:
     overrides = _class("class M:\n    def __getattr__(self, name):\n        return 1\n")
-    assert not _looks_itself_up(overrides, module=True)  # only sees names the class lacks
+    assert not looks_itself_up(overrides, module=True)  # only sees names the class lacks
     instance = _class("class M:\n    def f(self):\n        return self.__dict__['x']\n")
-    assert not _looks_itself_up(instance, module=True)  # instance attributes, no methods
+    assert not looks_itself_up(instance, module=True)  # instance attributes, no methods
     klass = _class("class M:\n    def f(self):\n        return type(self).__dict__.items()\n")
-    assert _looks_itself_up(klass, module=True)
+    assert looks_itself_up(klass, module=True)
     one = _class("class M:\n    def f(self):\n        return type(self).__dict__['x']\n")
-    assert not _looks_itself_up(one, module=True)  # one known key
-    assert _looks_itself_up(_class("class M:\n    def f(self):\n        return vars(self)\n"))
+    assert not looks_itself_up(one, module=True)  # one known key
+    assert looks_itself_up(_class("class M:\n    def f(self):\n        return vars(self)\n"))
 
 
 def test_a_name_held_in_an_attribute_is_not_computed_in_a_module_class() -> None:
@@ -181,8 +176,8 @@ def test_a_name_held_in_an_attribute_is_not_computed_in_a_module_class() -> None
         "        base = getattr(self, base, None)\n"
         "        return getattr(type(self), MODES[mode]), cls.__dict__.get('config')\n"
     )
-    assert not _looks_itself_up(held, module=True)
-    assert not _looks_itself_up(held)  # the same for a plain class
+    assert not looks_itself_up(held, module=True)
+    assert not looks_itself_up(held)  # the same for a plain class
     for computed in (
         "def f(self, name):\n        return getattr(self, name)\n",
         "def f(self):\n        for name in self.names:\n            getattr(self, name)()\n",
@@ -190,7 +185,7 @@ def test_a_name_held_in_an_attribute_is_not_computed_in_a_module_class() -> None
         "def f(self):\n        name = self.prefix + 'x'\n        return getattr(self, name)\n",
         "def f(self, key):\n        return type(self).__dict__[key]\n",
     ):
-        assert _looks_itself_up(_class(f"class M:\n    {computed}"), module=True), computed
+        assert looks_itself_up(_class(f"class M:\n    {computed}"), module=True), computed
 
 
 def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> None:

@@ -1,0 +1,230 @@
+"""Which methods a class body lets a closure leave out: ``ast`` predicates on one class.
+
+A method is prunable when nothing outside the closure can call it by name
+(:func:`prunable`); a class that looks itself up by a computed name keeps every method
+(:func:`looks_itself_up`); a decorator that only wraps its function does not keep a method
+(:func:`only_wraps`); :func:`read_chains` lists the dotted names a class body reads. Used by
+:mod:`nnrag.extract.methods`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from nnrag.pyscope.scopes import dotted as _dotted
+
+__all__ = ["looks_itself_up", "only_wraps", "prunable", "read_chains"]
+
+_PLAIN_DECORATORS = frozenset(
+    {"property", "staticmethod", "classmethod", "cached_property", "overload"}
+)
+_ACCESSORS = frozenset({"setter", "getter", "deleter"})
+_SELF = frozenset({"self", "cls"})
+_ENUMERATE = frozenset({"dir", "vars", "getmembers", "getattr", "hasattr", "setattr"})
+
+
+def prunable(stmt: ast.stmt, torch: frozenset[str] | None = None) -> bool:
+    """A method only code that spells its name can call (``torch``: the names torch can call
+    a method of this module class by; ``None`` for a plain class)."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    name = stmt.name
+    if name.startswith("_") and name.endswith("_"):
+        return False  # __dunder__ and _sunder_: called by Python and the standard library
+    if torch is not None:
+        return name not in torch  # torch's names and methods with registering decorators
+
+    for decorator in stmt.decorator_list:
+        if isinstance(decorator, ast.Name) and decorator.id in _PLAIN_DECORATORS:
+            continue
+        if isinstance(decorator, ast.Attribute) and (
+            decorator.attr in _ACCESSORS or decorator.attr in _PLAIN_DECORATORS
+        ):
+            continue
+        return False  # a decorator may register the method somewhere
+    return True
+
+
+def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
+    """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
+    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called.
+
+    A name held in the closure's data is not computed (:func:`_held_name`): ``getattr(self,
+    self.base_model_prefix)``, ``name = getattr(self, "_embed_layer", "embed")`` then
+    ``getattr(self, name)``, ``getattr(type(self), MODES[mode])``: such attributes and tables
+    hold string literals of the closure, which count as spelled names anyway. In a module class
+    (``module``) ``cls.__dict__`` / ``type(self).__dict__`` list the methods (but for one
+    constant key); ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override
+    (it only sees names the class lacks, and a spelled name keeps its method) do not."""
+    parents = {child: inner for inner in ast.walk(node) for child in ast.iter_child_nodes(inner)}
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            inner.name == "__getattribute__"
+        ):
+            return True
+        if (
+            module
+            and isinstance(inner, ast.Attribute)
+            and inner.attr == "__dict__"
+            and _is_class_of(inner.value, node.name)
+            and not _constant_key(inner, parents)
+        ):
+            return True
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    functions = [f for f in ast.walk(node) if isinstance(f, defs)]
+    body = [s for s in node.body if not isinstance(s, defs)]
+    for scope in [*functions, *body]:
+        assigned = _assignments(scope) if scope in functions else {}
+        for inner in ast.walk(scope):
+            if not isinstance(inner, ast.Call) or not inner.args:
+                continue
+            func = _dotted(inner.func) or ""
+            if func.rsplit(".", 1)[-1] not in _ENUMERATE:
+                continue
+            target = inner.args[0]
+            if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
+                target = target.args[0]  # getattr(type(self), name)
+            if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
+                continue
+            name = inner.args[1] if len(inner.args) > 1 else None
+            if name is None or not _held_name(name, assigned):
+                return True
+    return False
+
+
+def only_wraps(node: ast.stmt) -> bool:
+    """A decorator ``def d(fn)`` that only calls ``fn``, hands it to ``wraps``/
+    ``update_wrapper``, reads its attributes or returns it: it keeps ``fn`` nowhere, so the
+    method it decorates runs only when called by name."""
+    if not isinstance(node, ast.FunctionDef) or len(node.args.args) != 1:
+        return False
+    if node.args.vararg or node.args.kwarg or node.args.kwonlyargs or node.decorator_list:
+        return False
+    name = node.args.args[0].arg
+    parents: dict[ast.AST, ast.AST] = {}
+    for inner in ast.walk(node):
+        for child in ast.iter_child_nodes(inner):
+            parents[child] = inner
+    for inner in ast.walk(node):
+        if not (isinstance(inner, ast.Name) and inner.id == name):
+            continue
+        if not isinstance(inner.ctx, ast.Load):
+            return False
+        parent = parents.get(inner)
+        if isinstance(parent, ast.Call) and parent.func is inner:
+            continue  # fn(...)
+        if isinstance(parent, ast.Attribute) and isinstance(parent.ctx, ast.Load):
+            continue  # fn.__name__ (``fn.marker = 1`` marks it for someone who looks)
+        if isinstance(parent, ast.Return):
+            continue
+        if isinstance(parent, ast.Call) and (_dotted(parent.func) or "").rsplit(".", 1)[-1] in (
+            "wraps",
+            "update_wrapper",
+        ):
+            continue
+        return False
+    return True
+
+
+def _is_class_of(value: ast.expr, name: str) -> bool:
+    """``cls``, ``Name``, ``type(x)`` or ``x.__class__``: an expression that is a class."""
+    if isinstance(value, ast.Name):
+        return value.id in ("cls", name)
+    if isinstance(value, ast.Attribute):
+        return value.attr == "__class__"
+    return isinstance(value, ast.Call) and _dotted(value.func) == "type"
+
+
+def _constant_key(node: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool:
+    """``cls.__dict__.get("name")`` or ``cls.__dict__["name"]``: one known key."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.Subscript):
+        return isinstance(parent.slice, ast.Constant)
+    call = parents.get(parent) if isinstance(parent, ast.Attribute) else None
+    return (
+        isinstance(parent, ast.Attribute)
+        and parent.attr == "get"
+        and isinstance(call, ast.Call)
+        and bool(call.args)
+        and isinstance(call.args[0], ast.Constant)
+    )
+
+
+def _held_name(
+    expr: ast.expr,
+    assigned: dict[str, list[ast.expr | None]] | None,
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """A constant string, or (``assigned``: the locals of a method) a name held in the closure's
+    data: an attribute of ``self``/``cls`` (``self.base_model_prefix``, ``getattr(self,
+    "_embed_layer", "embed")``), an entry of a table (``MODES[mode]``), or a local assigned
+    only such values. Such attributes and tables hold string literals of the closure, which
+    count as spelled names."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str)
+    if assigned is None:
+        return False
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.value, ast.Name) and expr.value.id in _SELF
+    if isinstance(expr, ast.Subscript):  # a table of names: TABLE[key], self.table[key]
+        return isinstance(expr.value, ast.Name) or _held_name(expr.value, assigned, seen)
+    if isinstance(expr, ast.Call) and _dotted(expr.func) == "getattr" and len(expr.args) >= 2:
+        owner, attr = expr.args[0], expr.args[1]
+        return (
+            isinstance(owner, ast.Name)
+            and owner.id in _SELF
+            and _held_name(attr, assigned, seen)
+            and all(
+                isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, str))
+                for d in expr.args[2:]
+            )
+        )
+    if isinstance(expr, ast.Name):
+        if expr.id in seen:
+            return True  # ``x = getattr(self, x)``: held if its other values are
+        values = assigned.get(expr.id)
+        inner = seen | {expr.id}
+        return bool(values) and all(
+            v is not None and _held_name(v, assigned, inner) for v in values or ()
+        )
+    return False
+
+
+def _assignments(scope: ast.AST) -> dict[str, list[ast.expr | None]]:
+    """Local name -> the values assigned to it in ``scope`` (``None``: bound otherwise: a
+    parameter, a loop target, an unpacking)."""
+    found: dict[str, list[ast.expr | None]] = {}
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = scope.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            found.setdefault(arg.arg, []).append(None)
+    for inner in ast.walk(scope):
+        if isinstance(inner, ast.Assign):
+            for target in inner.targets:
+                value = inner.value if isinstance(target, ast.Name) else None
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        found.setdefault(name.id, []).append(value)
+        elif isinstance(inner, (ast.NamedExpr, ast.AnnAssign, ast.AugAssign)):
+            if isinstance(inner.target, ast.Name):
+                value = inner.value if not isinstance(inner, ast.AugAssign) else None
+                found.setdefault(inner.target.id, []).append(value)
+        elif isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            bound = inner.target if not isinstance(inner, ast.withitem) else inner.optional_vars
+            for name in ast.walk(bound) if bound is not None else ():
+                if isinstance(name, ast.Name):
+                    found.setdefault(name.id, []).append(None)
+    return found
+
+
+def read_chains(nodes: Sequence[ast.AST]) -> set[str]:
+    """Every dotted chain (and its prefixes) written in ``nodes``."""
+    found: set[str] = set()
+    for node in nodes:
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.Name, ast.Attribute)):
+                chain = _dotted(inner)
+                if chain is not None:
+                    found.add(chain)
+    return found
