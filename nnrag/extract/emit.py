@@ -82,7 +82,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     _assign_flat_names(index, symbols, closure, plan, modules)
     claim_namespaces(closure, plan.flat, plan.imports)
     rewrites = _plan_rewrites(index, symbols, closure, plan)
-    plan.units = _load_order(cache_for(index), symbols, plan.units)
+    plan.units = _load_order(cache_for(index), symbols, plan.units, set(closure.stand_ins))
     namespaces = place_namespaces(
         closure, plan.flat, plan.units, lambda m, n: _member_flat(index, symbols, plan, m, n)
     )
@@ -437,13 +437,25 @@ def _member_flat(index: Index, symbols: Symbols, plan: _Plan, module: str, name:
 
 
 def _load_order(
-    cache: IndexCache, symbols: Symbols, units: list[tuple[ModuleInfo, Unit]]
+    cache: IndexCache,
+    symbols: Symbols,
+    units: list[tuple[ModuleInfo, Unit]],
+    stand_ins: set[tuple[str, str, int]],
 ) -> list[tuple[ModuleInfo, Unit]]:
     """``units`` in closure order, except that a unit never precedes one it reads at load time.
 
     Resolve already orders by load-time edges; this keeps the emitted file importable even
     if it did not (a stable topological sort; units on a load-time cycle keep their order).
+    A stand-in (an empty class, ``Closure.stand_ins``) reads nothing at load time: the bases
+    and decorators of the class it replaces are not emitted, so they must not pull units
+    ahead of what those units' own calls need (a decorator's helpers).
     """
+
+    def load_defs(info: ModuleInfo, unit: Unit) -> Iterable[tuple[str, str]]:
+        if (info.source, info.module, unit.index) in stand_ins:
+            return ()
+        return cache.load_defs(symbols, info, unit)
+
     by_name: dict[tuple[str, str], list[int]] = {}
     for n, (info, unit) in enumerate(units):
         for name in unit.binds:
@@ -451,7 +463,7 @@ def _load_order(
     later = any(
         m > n
         for n, (info, unit) in enumerate(units)
-        for defined in cache.load_defs(symbols, info, unit)
+        for defined in load_defs(info, unit)
         for m in by_name.get(defined, ())
     )
     if not later:
@@ -459,7 +471,7 @@ def _load_order(
     needs: list[set[int]] = []
     for n, (info, unit) in enumerate(units):
         found: set[int] = set()
-        for defined in cache.load_defs(symbols, info, unit):
+        for defined in load_defs(info, unit):
             found.update(m for m in by_name.get(defined, ()) if m != n)
         needs.append(found)
     order: list[int] = []

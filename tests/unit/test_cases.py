@@ -214,3 +214,14 @@ def test_deterministic(name: str) -> None:
 
 def test_there_are_enough_cases() -> None:
     assert len(CASES) >= 15
+
+
+def test_stand_in_does_not_pull_a_decorated_class_ahead_of_its_decorator_helpers() -> None:
+    """The emitted file of a closure with a stand-in runs: its decorated classes come after
+    the helpers their decorator calls at class creation (a NameError before the fix)."""
+    code = run_case("emit_stand_in_before_decorator_helpers").code
+    namespace: dict[str, object] = {"__name__": "block"}
+    exec(compile(code, "block.py", "exec"), namespace)
+    block = namespace["Block"]
+    assert "(documented)" in (namespace["PreBase"].__doc__ or "")  # type: ignore[attr-defined]  # a class of the executed file
+    assert block().forward(1) == 2  # type: ignore[operator]  # the executed file's class
