@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import ast
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,11 +11,12 @@ from nnrag.diagnostics import closure_problem
 from nnrag.errors import ExtractionError
 from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
 from nnrag.extract.methods import Method, MethodIndex
-from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner, scanner_for
+from nnrag.extract.needs import UnitKey, UnitScanner, scanner_for
 from nnrag.extract.order import CallClosure, Components, runs_at_load, topological
 from nnrag.extract.registries import Carrier, registries_for
+from nnrag.extract.renames import planner_for
 from nnrag.extract.tables import value_strings
-from nnrag.index.symbols import BUILTINS, Symbols, symbols_for
+from nnrag.index.symbols import Symbols, symbols_for
 from nnrag.model import (
     BlockRef,
     Closure,
@@ -57,14 +57,8 @@ class _Memo:
 
     effects: dict[UnitKey, Effect] = field(default_factory=dict)
     needs: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
-    same: dict[UnitKey, dict[str, object]] = field(default_factory=dict)
     previous: dict[UnitKey, frozenset[UnitKey]] = field(default_factory=dict)
-    identities: dict[int, tuple[ImportBinding, object]] = field(default_factory=dict)
-    wants: dict[UnitKey, tuple[tuple[tuple[str, str], str, object], ...]] = field(
-        default_factory=dict
-    )
     components: dict[UnitKey, Components] = field(default_factory=dict)
-    function_locals: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
     values: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
     methods: MethodIndex | None = None
 
@@ -143,7 +137,9 @@ class _Walk:
         self._stand_ins()
         self._combine()
         order = self._order()
-        renames = self._renames(order)
+        renames = planner_for(self.index, self.symbols, self.scanner).renames(
+            self.block, order, self.units, builtins=self.builtins, imports=self.imports
+        )
         imports = tuple(
             binding
             for _, (_, binding) in sorted(
@@ -548,130 +544,6 @@ class _Walk:
 
     def _sort_key(self, key: UnitKey) -> SortKey:
         return _effect(self.units[key]).sort_key
-
-    # -- renames -----------------------------------------------------------------------------
-
-    def _renames(self, order: list[UnitKey]) -> dict[tuple[str, str], str]:
-        """Flat names for colliding bindings: target, builtins, imports keep theirs first."""
-        claims: dict[str, object] = {}
-        wanted: list[tuple[tuple[str, str], str, object]] = []
-        target = ("def", self.block.module, self.block.name)
-        claims[self.block.name] = target
-        for module, name in sorted(self.builtins):
-            owner = claims.setdefault(name, ("builtin", name))
-            del module, owner
-        identities = self.memo.identities
-        for (module, local), (_, binding) in sorted(self.imports.items()):
-            known = identities.get(id(binding))
-            if known is None:  # keyed by id: the binding lives in the index, as the memo
-                known = identities[id(binding)] = (binding, _import_identity(binding))
-            wanted.append(((module, local), local, known[1]))
-        wants = self.memo.wants
-        for key in order:
-            found = wants.get(key)
-            if found is None:
-                entry = self.units[key]
-                same = self._same_objects(key, entry) if entry.unit.kind in COMPOUND else {}
-                found = wants[key] = tuple(
-                    ((key[1], name), name, same.get(name, ("def", key[1], name)))
-                    for name in entry.unit.binds
-                    if not (name.startswith("__") and name.endswith("__"))
-                )
-            wanted.extend(found)
-        renames: dict[tuple[str, str], str] = {}
-        taken = set(claims) | {name for _, name, _ in wanted}
-        shadowed = self._shadowed(order)
-        for (module, name), local, identity in wanted:
-            owner = claims.setdefault(local, identity)
-            if owner == identity and (module, name) not in shadowed:
-                continue
-            new = _fresh(module, local, taken)
-            taken.add(new)
-            claims[new] = identity
-            renames[(module, name)] = new
-        return renames
-
-    def _shadowed(self, order: list[UnitKey]) -> set[tuple[str, str]]:
-        """Definitions a unit reads through a chain inside a function that binds their name.
-
-        ``use = backend.use`` in a method would become ``use = use`` (an unbound local) with
-        the flat name, so such a definition takes a fresh one.
-        """
-        shadowed: set[tuple[str, str]] = set()
-        for key in order:
-            references = _effect(self.units[key]).references
-            for (_, prefix), (home, name) in references:
-                if name and prefix != name and name in self._function_locals(key):
-                    shadowed.add((home, name))
-        return shadowed
-
-    def _function_locals(self, key: UnitKey) -> frozenset[str]:
-        found = self.memo.function_locals.get(key)
-        if found is None:
-            entry = self.units[key]
-            tree = self.scanner.tree(entry.info, entry.unit)
-            found = frozenset(_function_locals(tree) if tree is not None else ())
-            self.memo.function_locals[key] = found
-        return found
-
-    def _same_objects(self, key: UnitKey, entry: _Included) -> dict[str, object]:
-        """Names a conditional unit binds by importing an inlined definition of the same name
-        (``try: from .fast import fused``): one object, so one flat name, not a collision."""
-        found = self.memo.same.get(key)
-        if found is not None:
-            return found
-        found = self.memo.same[key] = {}
-        for binding in entry.unit.imports:
-            if binding.type_checking or binding.attr in (None, "*"):
-                continue
-            target = self.symbols.follow(entry.info, binding, binding.name, ())
-            if (
-                target.kind == "definition"
-                and target.module is not None
-                and target.name == binding.name
-            ):
-                found[binding.name] = ("def", target.module.module, target.name)
-        return found
-
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _function_locals(tree: ast.Module) -> Iterator[str]:
-    """Names bound inside the functions of ``tree`` (parameters, assignments, imports, defs)."""
-    for function in ast.walk(tree):
-        if not isinstance(function, _FUNCTIONS):
-            continue
-        yield from (a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg))
-        for node in ast.walk(function):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                yield node.id
-            elif isinstance(node, ast.alias):
-                yield node.asname or node.name.split(".")[0]
-            elif isinstance(node, _DEFINITIONS) and node is not function:
-                yield node.name
-
-
-def _fresh(module: str, name: str, taken: set[str]) -> str:
-    """``<module_last>_<name>`` (leading underscores kept in front), then ``_2``, ``_3``..."""
-    stripped = name.lstrip("_")
-    prefix = name[: len(name) - len(stripped)]
-    last = module.rsplit(".", 1)[-1].strip("_") or "mod"
-    base = f"{prefix}{last}_{stripped}"
-    candidate, number = base, 1
-    while candidate in taken or candidate in BUILTINS:
-        number += 1
-        candidate = f"{base}_{number}"
-    return candidate
-
-
-def _import_identity(binding: ImportBinding) -> object:
-    """The object an import binds, whatever its form (``from torch import nn`` = ``torch.nn``)."""
-    if binding.attr is None:
-        top = binding.module.split(".", 1)[0]
-        return ("import", top if binding.name == top else binding.module)
-    return ("import", f"{binding.module}.{binding.attr}")
 
 
 def _label(unit: Unit) -> str:
