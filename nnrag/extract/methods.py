@@ -40,15 +40,16 @@ import json
 import re
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
 from nnrag.extract.lookups import looks_itself_up, only_wraps, prunable, read_chains
+from nnrag.extract.parts import part_index, part_of, rest_of
 from nnrag.extract.tables import table_entries
 from nnrag.index.discover import torch_table
-from nnrag.model import ImportBinding, ModuleInfo, Unit
+from nnrag.model import ModuleInfo, Unit
 from nnrag.pyscope.scopes import dotted as _dotted
 
 if TYPE_CHECKING:
@@ -65,8 +66,6 @@ _SELF = frozenset({"self", "cls"})
 _ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_]\w*)")
 _QUOTED = re.compile(r"""(['"])([A-Za-z_]\w{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
-_SPREAD = 4096
-"""Synthetic unit indexes: ``-(index * _SPREAD + part + 1)`` (never a real unit's index)."""
 _MODULE_DECORATORS = frozenset({"staticmethod", "classmethod", "overload"})
 """Decorators that leave a method of a module class prunable, with :data:`_WRAPPERS` and the
 functions of the sources that only wrap (:func:`only_wraps`)."""
@@ -381,9 +380,7 @@ class MethodIndex:
                 spans.append(span)
                 chains = read_chains([def_node])
                 part += 1
-                parts.append(
-                    _part(unit, -(unit.index * _SPREAD + part + 1), span, chains, always_chains)
-                )
+                parts.append(part_of(unit, part_index(unit, part), span, chains - always_chains))
                 other, mine = self._read(info, unit, [def_node])
                 attributes |= other
                 own |= mine
@@ -398,7 +395,7 @@ class MethodIndex:
                 )
             )
         dropped = [span for method in methods for span in method.spans]
-        always = _without(unit, -(unit.index * _SPREAD + 1), dropped, taken - always_chains)
+        always = rest_of(unit, part_index(unit, 0), dropped, taken - always_chains)
         other, own = self._read(info, unit, rest_nodes)
         # an always-kept method (abstract, dunder) is overridden in the family: kept there too
         own |= {
@@ -411,50 +408,6 @@ class MethodIndex:
             own=frozenset(own),
             methods=tuple(methods),
         )
-
-
-def _part(
-    unit: Unit, index: int, span: tuple[int, int], chains: set[str], always: set[str]
-) -> Unit:
-    """The synthetic unit of one method: its reads (those the rest of the class does not
-    read too) and its local imports, on its own lines."""
-    mine = chains - always
-
-    def inside(binding: ImportBinding) -> bool:
-        return span[0] <= binding.line <= span[1]
-
-    return replace(
-        unit,
-        index=index,
-        kind="def",
-        start_line=span[0],
-        end_line=span[1],
-        binds=(),
-        load_reads=tuple(c for c in unit.load_reads if c in mine),
-        call_reads=tuple(c for c in unit.call_reads if c in mine),
-        annotation_reads=tuple(c for c in unit.annotation_reads if c in mine),
-        imports=(),
-        classes=(),
-        local_imports=tuple(b for b in unit.local_imports if inside(b)),
-        local_reads=tuple(r for r in unit.local_reads if span[0] <= r[1] <= span[1]),
-    )
-
-
-def _without(unit: Unit, index: int, spans: list[tuple[int, int]], theirs: set[str]) -> Unit:
-    """The class unit without the reads only its prunable methods make."""
-
-    def outside(line: int) -> bool:
-        return not any(first <= line <= last for first, last in spans)
-
-    return replace(
-        unit,
-        index=index,
-        load_reads=tuple(c for c in unit.load_reads if c not in theirs),
-        call_reads=tuple(c for c in unit.call_reads if c not in theirs),
-        annotation_reads=tuple(c for c in unit.annotation_reads if c not in theirs),
-        local_imports=tuple(b for b in unit.local_imports if outside(b.line)),
-        local_reads=tuple(r for r in unit.local_reads if outside(r[1])),
-    )
 
 
 def drop_methods(chunk: str, names: frozenset[str]) -> str:

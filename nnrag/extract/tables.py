@@ -19,18 +19,16 @@ cut (``dynamic-registry``).
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from nnrag.extract.lookups import read_chains
+from nnrag.extract.parts import part_index, part_of, rest_of
 from nnrag.model import ModuleInfo, Unit
 
 if TYPE_CHECKING:
     from nnrag.index.symbols import Symbols
 
 __all__ = ["drop_entries", "table_entries", "value_strings"]
-
-_SPREAD = 4096
-"""Synthetic unit indexes, as :mod:`nnrag.extract.methods` numbers them."""
 
 
 def table_entries(
@@ -57,23 +55,23 @@ def table_entries(
     others: set[str] = set()
     plain: list[ast.expr] = []
     for number, (key, node) in enumerate(zip(keys, value.values, strict=True)):
-        chains = _chains(node)
+        chains = read_chains([node])
         if not any(_internal(symbols, info, unit, chain) for chain in chains):
             others |= chains  # constants, external classes: nothing to carry
             plain.append(node)
             continue
         span = (key.lineno + offset, (node.end_lineno or node.lineno) + offset)
-        part = _entry(unit, -(unit.index * _SPREAD + number + 2), span, chains)
+        part = part_of(unit, part_index(unit, number + 1), span, chains)
         entries.append((str(key.value), part, node))
         taken |= chains
     if not entries:
         return None
     theirs = taken - others
-    always = replace(
+    always = rest_of(
         unit,
-        index=-(unit.index * _SPREAD + 1),
-        load_reads=tuple(c for c in unit.load_reads if c not in theirs),
-        call_reads=tuple(c for c in unit.call_reads if c not in theirs),
+        part_index(unit, 0),
+        [(part.start_line, part.end_line) for _, part, _ in entries],
+        theirs,
     )
     return always, entries, plain
 
@@ -101,40 +99,6 @@ def _internal(symbols: Symbols, info: ModuleInfo, unit: Unit, chain: str) -> boo
     if chain not in unit.load_reads:
         return False
     return symbols.lookup(info, chain, before=unit.start_line).kind == "definition"
-
-
-def _entry(unit: Unit, index: int, span: tuple[int, int], chains: set[str]) -> Unit:
-    return replace(
-        unit,
-        index=index,
-        kind="def",
-        start_line=span[0],
-        end_line=span[1],
-        binds=(),
-        load_reads=tuple(c for c in unit.load_reads if c in chains),
-        call_reads=(),
-        annotation_reads=(),
-        imports=(),
-        classes=(),
-        local_imports=(),
-        local_reads=(),
-    )
-
-
-def _chains(node: ast.expr) -> set[str]:
-    """Every dotted chain (and its prefixes) written in ``node``."""
-    found: set[str] = set()
-    for inner in ast.walk(node):
-        parts: list[str] = []
-        root = inner
-        while isinstance(root, ast.Attribute):
-            parts.append(root.attr)
-            root = root.value
-        if isinstance(root, ast.Name):
-            parts.append(root.id)
-            parts.reverse()
-            found.update(".".join(parts[:size]) for size in range(1, len(parts) + 1))
-    return found
 
 
 def drop_entries(chunk: str, keys: frozenset[str]) -> str:
