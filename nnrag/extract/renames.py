@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from nnrag.extract.needs import COMPOUND, UnitKey, UnitScanner
 from nnrag.index.symbols import BUILTINS, Symbols
 from nnrag.model import BlockRef, ImportBinding, ModuleInfo, Unit
+from nnrag.pyscope.scopes import build_scopes
 
 if TYPE_CHECKING:
     from nnrag.extract.effects import Effect
@@ -118,7 +119,7 @@ class RenamePlanner:
         found = self.function_locals.get(key)
         if found is None:
             tree = self.scanner.tree(entry.info, entry.unit)
-            found = frozenset(_function_locals(tree) if tree is not None else ())
+            found = frozenset() if tree is None else _function_locals(tree)
             self.function_locals[key] = found
         return found
 
@@ -142,23 +143,20 @@ class RenamePlanner:
         return found
 
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _function_locals(tree: ast.Module) -> Iterator[str]:
-    """Names bound inside the functions of ``tree`` (parameters, assignments, imports, defs)."""
-    for function in ast.walk(tree):
-        if not isinstance(function, _FUNCTIONS):
-            continue
-        yield from (a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg))
-        for node in ast.walk(function):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                yield node.id
-            elif isinstance(node, ast.alias):
-                yield node.asname or node.name.split(".")[0]
-            elif isinstance(node, _DEFINITIONS) and node is not function:
-                yield node.name
+def _function_locals(tree: ast.Module) -> frozenset[str]:
+    """Names bound by code inside the functions of ``tree`` (parameters, assignments, imports,
+    defs, ``except``/``match`` targets; under ``global`` too): the scope model's bindings
+    written in a function or lambda scope, or in a class or comprehension inside one."""
+    scopes = build_scopes(tree, compiler=False)
+    try:
+        return frozenset(
+            assignment.name
+            for scope in scopes.scopes()
+            for assignment in scope.bindings
+            if assignment.lexical.in_function()
+        )
+    finally:
+        scopes.release()  # freed now, not by a later garbage collection
 
 
 def _fresh(module: str, name: str, taken: set[str]) -> str:

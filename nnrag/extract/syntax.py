@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
+from nnrag.pyscope.scopes import dotted as _dotted
+
 __all__ = [
     "dotted",
     "is_empty_container",
@@ -42,20 +44,23 @@ def mutates(stmt: ast.stmt, names: set[str]) -> bool:
 
 
 def dotted(node: ast.expr) -> str | None:
+    """:func:`nnrag.pyscope.scopes.dotted` (the one chain helper), and a chain on
+    ``sys.modules[name]`` too (``sys.modules[__name__].x``: a module's own namespace)."""
+    found = _dotted(node)
+    if found is not None:
+        return found
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, ast.Subscript):
-        inner = dotted(node.value)
-        if inner == "sys.modules" and isinstance(node.slice, ast.Name):
-            parts.append(f"sys.modules[{node.slice.id}]")
-            return ".".join(reversed(parts))
-        return None
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Name)
+        and _dotted(node.value) == "sys.modules"
+    ):
+        parts.append(f"sys.modules[{node.slice.id}]")
+        return ".".join(reversed(parts))
+    return None
 
 
 def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] | None:

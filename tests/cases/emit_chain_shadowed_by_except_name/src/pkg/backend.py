@@ -1,0 +1,2 @@
+def fused(x):
+    return x * 2
