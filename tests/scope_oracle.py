@@ -21,16 +21,18 @@ def _compiler_symbols(table: symtable.SymbolTable) -> dict[str, int]:
     }
 
 
-def mismatches(source: str, filename: str = "<case>") -> list[str]:
+def mismatches(source: str, filename: str = "<case>", *, deferred: bool = False) -> list[str]:
     """Every difference between the model and symtable, one line each ([] when they agree).
 
     Each function, lambda, comprehension and class scope is paired with the symtable table
     of the same name and line (in order), and the compiler's scope of every name it lists
-    (local, cell, free, global explicit/implicit) must be the model's.
+    (local, cell, free, global explicit/implicit) must be the model's. ``deferred``: the
+    model walks the bodies of load-time defs last (as the check does, keeping them all).
     """
     tree = ast.parse(source, filename)
     table = symtable.symtable(source, filename, "exec")
-    model = build_scopes(tree)
+    keep_all = lambda tree: lambda top, node: False  # noqa: E731  # every deferred body walked
+    model = build_scopes(tree, bodies=keep_all if deferred else None)
     problems: list[str] = []
     _compare(model.module, table, problems, filename, "")
     return problems

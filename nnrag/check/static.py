@@ -43,7 +43,13 @@ from pathlib import Path
 from typing import Protocol
 
 from nnrag.blockfile.header import body_digest, header_issues, parse_header, split_header
-from nnrag.check.pieces import Compiled, compile_units, parse_units, statement_units
+from nnrag.check.pieces import (
+    Compiled,
+    compile_units,
+    function_reads,
+    parse_units,
+    statement_units,
+)
 from nnrag.diagnostics import CODES as _ALL_CODES
 from nnrag.diagnostics import diagnostic
 from nnrag.model import Category, Diagnostic, Stage, ValidationResult
@@ -187,9 +193,10 @@ def _check_all(
     compile_error: SyntaxError | None = None
     if units is not None:
         try:  # None: the file was compiled whole (fine), the error: its compile error
-            parts = compile_units(code, units, filename, compiled, relative=True)
+            parts = compile_units(code, units, filename, compiled)
         except SyntaxError as error:
             compile_error = error
+    reads = None if parts is None or units is None else function_reads(units, parts)
     deltas = None if units is None else [first - 1 for first, _, nodes in units if nodes]
     if parts is None:  # the whole file, as one
         deltas = None
@@ -204,7 +211,7 @@ def _check_all(
                 raise compile_error
             tree_units = None if units is not None else statement_units(code, tree)
             if tree_units is not None:
-                parts = compile_units(code, tree_units, filename, compiled, relative=False)
+                parts = compile_units(code, tree_units, filename, compiled)
             elif units is None:
                 compile(code, filename, "exec", dont_inherit=True)
             if not parts:  # errors only the symbol table finds (e.g. a bad nonlocal)
@@ -223,7 +230,7 @@ def _check_all(
     findings += _check_imports(
         tree, source_packages=source_packages, declared=declared, probes=probes, deltas=deltas
     )
-    findings += unresolved_names(tree, deltas=deltas)
+    findings += unresolved_names(tree, deltas=deltas, reads=reads)
     located = (replace(f, path=filename) if f.path != filename else f for f in findings)
     return tuple(sorted(located, key=position)), probes
 

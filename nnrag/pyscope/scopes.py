@@ -2,21 +2,7 @@
 
 Shaped like LibCST's ``ScopeProvider`` (a scope tree per module, each scope with its
 assignments and accesses) but built on :mod:`ast` in one walk, for speed. Python's
-visibility rules are written here once:
-
-- function, lambda and comprehension scopes: a name bound anywhere in them is local to
-  all of them; ``global``/``nonlocal`` redirect the binding; parameters are local;
-- defaults, decorators, bases, class keywords, a comprehension's first iterable and
-  (unless ``from __future__ import annotations``) signature annotations are evaluated in
-  the enclosing scope;
-- class bodies: functions and comprehensions nested in a class do not see its names; a
-  read in the body itself sees the names the body bound before it (``LOAD_NAME``), the
-  compiler calls every name the body binds local;
-- a walrus in a comprehension binds in the nearest enclosing non-comprehension scope;
-- ``except ... as``, ``match`` captures, ``import``, ``del``, ``for``/``with`` targets bind;
-- a method reading ``super`` uses the class's implicit ``__class__`` cell;
-- annotations Python never evaluates (PEP 563, local variable annotations) are accesses
-  marked as such.
+visibility rules (listed in :mod:`nnrag.pyscope.tree`) are written here and there once.
 
 Two views of a name follow from the tree: the compiler's classification per scope
 (:attr:`Scope.symbols`: local, cell, free, global explicit or implicit; computed with the
@@ -45,10 +31,12 @@ from nnrag.pyscope.tree import (
     NOT_ANNOTATION,
     Access,
     Assignment,
+    BodyFilter,
     Read,
     Scope,
     ScopeKind,
     ScopeTree,
+    SkipBody,
     analyze,
     dotted,
     dotted_root,
@@ -68,9 +56,11 @@ __all__ = [
     "NOT_ANNOTATION",
     "Access",
     "Assignment",
+    "BodyFilter",
     "Read",
     "Scope",
     "ScopeTree",
+    "SkipBody",
     "Walker",
     "build_scopes",
     "dotted",
@@ -84,6 +74,7 @@ _SKIP_FIELDS = frozenset(
     | {"arg", "attr", "id", "level", "module", "is_async", "simple", "conversion", "kind"}
     | {"kwd_attrs"}
 )
+_Deferred = tuple["ast.FunctionDef | ast.AsyncFunctionDef", list[ast.arg], Scope, int, bool, bool]
 _TYPE_ALIAS: type[ast.AST] | None = getattr(ast, "TypeAlias", None)  # Python >= 3.12
 _TRY_STAR: type[ast.AST] | None = getattr(ast, "TryStar", None)  # Python >= 3.11
 _Load, _Store, _Name, _Attribute = ast.Load, ast.Store, ast.Name, ast.Attribute
@@ -95,18 +86,25 @@ _COMPREHENSION_NAMES: dict[type[ast.AST], str] = {
 }
 
 
-def build_scopes(tree: ast.Module, *, compiler: bool = True) -> ScopeTree:
+def build_scopes(
+    tree: ast.Module, *, compiler: bool = True, bodies: BodyFilter | None = None
+) -> ScopeTree:
     """The scope tree of a parsed module.
 
     With ``compiler``, each scope's :attr:`Scope.symbols` (the compiler's classification)
     is computed too; without, it stays empty (the index needs only run-time bindings).
+    With ``bodies``, the bodies of the defs that run at load time (top-level functions,
+    methods) are walked last, and ``bodies(the tree without them)`` says which to leave out
+    (no scope for them; their decorators, defaults, annotations and names are walked).
     """
-    walker = Walker(tree, compiler=compiler)
+    walker = Walker(tree, compiler=compiler, defer=bodies is not None)
     for top, statement in enumerate(tree.body):
         walker.top = top
         walker.visit(statement)
-    walker.dispatch = {}  # its bound methods hold the walker (and so the tree) in a cycle
     module = walker.module
+    if bodies is not None:
+        walker.walk_deferred(bodies(ScopeTree(module, walker.future, walker.imports)))
+    walker.dispatch = {}  # its bound methods hold the walker (and so the tree) in a cycle
     if compiler:
         analyze(module, None, set())
     return ScopeTree(module, walker.future, walker.imports)
@@ -118,8 +116,10 @@ def build_scopes(tree: ast.Module, *, compiler: bool = True) -> ScopeTree:
 class Walker:
     """One walk of a module in execution order, building the scope tree."""
 
-    def __init__(self, tree: ast.Module, *, compiler: bool) -> None:
+    def __init__(self, tree: ast.Module, *, compiler: bool, defer: bool = False) -> None:
         self.compiler = compiler
+        self.deferred: list[_Deferred] | None = [] if defer else None
+        """Defs whose bodies wait for :meth:`walk_deferred` (with ``defer``)."""
         self.future: list[str] = []
         for statement in tree.body:
             if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
@@ -141,45 +141,33 @@ class Walker:
             ast.Name: self._name,
             ast.Attribute: self._attribute,
             ast.Constant: self._nothing,
-            ast.FunctionDef: self._function,
-            ast.AsyncFunctionDef: self._function,
             ast.Lambda: self._lambda,
             ast.ClassDef: self._class,
-            ast.ListComp: self._comprehension,
-            ast.SetComp: self._comprehension,
-            ast.GeneratorExp: self._comprehension,
-            ast.DictComp: self._comprehension,
             ast.NamedExpr: self._namedexpr,
             ast.Global: self._global,
             ast.Nonlocal: self._nonlocal,
-            ast.Import: self._import,
-            ast.ImportFrom: self._import,
             ast.Assign: self._assign,
             ast.AnnAssign: self._annassign,
             ast.AugAssign: self._augassign,
-            ast.For: self._for,
-            ast.AsyncFor: self._for,
             ast.If: self._if,
-            ast.While: self._conditional,
-            ast.With: self._conditional,
-            ast.AsyncWith: self._conditional,
-            ast.Try: self._conditional,
-            ast.Match: self._conditional,
             ast.ExceptHandler: self._handler,
-            ast.MatchAs: self._match_capture,
-            ast.MatchStar: self._match_capture,
             ast.MatchMapping: self._match_mapping,
             ast.BinOp: self._binop,
             ast.Call: self._call,
-            ast.Expr: self._value,
-            ast.Return: self._value,
-            ast.Starred: self._value,
-            ast.Tuple: self._elements,
-            ast.List: self._elements,
-            ast.Set: self._elements,
             ast.Subscript: self._subscript,
             ast.Compare: self._compare,
         }
+        for kinds, handler in (
+            ((ast.FunctionDef, ast.AsyncFunctionDef), self._function),
+            (tuple(_COMPREHENSION_NAMES), self._comprehension),
+            ((ast.Import, ast.ImportFrom), self._import),
+            ((ast.For, ast.AsyncFor), self._for),
+            ((ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match), self._conditional),
+            ((ast.MatchAs, ast.MatchStar), self._match_capture),
+            ((ast.Expr, ast.Return, ast.Starred), self._value),
+            ((ast.Tuple, ast.List, ast.Set), self._elements),
+        ):
+            self.dispatch.update(dict.fromkeys(kinds, handler))
         if _TRY_STAR is not None:
             self.dispatch[_TRY_STAR] = self._conditional
         if _TYPE_ALIAS is not None:
@@ -400,6 +388,21 @@ class Walker:
         if is_def:
             self._annotation(node.returns, evaluated=True)  # type: ignore[union-attr]  # a def
         outer = self._type_params(node) if is_def else None
+        if is_def and self.deferred is not None and self.time == LOAD:
+            deferred = (node, params, self.scope, self.top, self.conditional, self.type_checking)
+            self.deferred.append(deferred)  # type: ignore[arg-type]  # a def
+        else:
+            self._body(kind, node, name, body, params)
+        self._leave_type_params(outer)
+
+    def _body(
+        self,
+        kind: ScopeKind,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+        name: str,
+        body: list[ast.stmt] | list[ast.expr],
+        params: list[ast.arg],
+    ) -> None:
         scope = self._enter(kind, node, name, node.lineno)
         saved = self.time, self.annotation, self.compiler_sees
         self.time, self.annotation, self.compiler_sees = CALL, NOT_ANNOTATION, self.compiler
@@ -408,7 +411,15 @@ class Walker:
         self._visit_all(body)
         self.time, self.annotation, self.compiler_sees = saved
         self._leave(scope)
-        self._leave_type_params(outer)
+
+    def walk_deferred(self, skip: SkipBody) -> None:
+        """Walk the deferred bodies ``skip`` keeps, each where its def is."""
+        for node, params, parent, top, conditional, type_checking in self.deferred or ():
+            if not skip(top, node):
+                self.scope, self.top = parent, top
+                self.conditional, self.type_checking = conditional, type_checking
+                self._body("function", node, node.name, node.body, params)
+        self.scope, self.deferred = self.module, None
 
     def _parameters(self, args: ast.arguments, *, annotations: bool) -> list[ast.arg]:
         """Visit defaults (and annotations) in the enclosing scope; return the parameters."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 
 from nnrag.diagnostics import diagnostic
@@ -15,14 +15,21 @@ from nnrag.pyscope.scopes import (
     GLOBAL_IMPLICIT,
     LAZY,
     Assignment,
+    BodyFilter,
     Read,
     Scope,
     ScopeTree,
+    SkipBody,
     build_scopes,
     is_type_checking,
 )
 
-__all__ = ["unresolved_names"]
+__all__ = ["FunctionNode", "FunctionReads", "unresolved_names"]
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+FunctionReads = Callable[[int, FunctionNode, Container[str]], bool]
+"""``(top-level statement index, def, known names) ->`` whether the def's body (nested scopes
+included) may read from the module a name not among the known ones (True when unsure)."""
 
 _BUILTINS = frozenset(dir(builtins))
 _MODULE_DUNDERS = frozenset(
@@ -47,7 +54,9 @@ _BODIES = ("body", "handlers", "orelse", "finalbody", "cases")
 _Span = tuple[tuple[int, int], tuple[int, int]]
 
 
-def unresolved_names(tree: ast.Module, *, deltas: Sequence[int] | None = None) -> list[Diagnostic]:
+def unresolved_names(
+    tree: ast.Module, *, deltas: Sequence[int] | None = None, reads: FunctionReads | None = None
+) -> list[Diagnostic]:
     """NNR101-NNR105 issues of a parsed file.
 
     A name is resolved as the compiler resolves it (the scope model's classification, which
@@ -55,12 +64,36 @@ def unresolved_names(tree: ast.Module, *, deltas: Sequence[int] | None = None) -
     by an earlier statement (or the statement itself), one at call time by the module once it
     has run. ``deltas``: how many lines each top-level statement's tree is behind the file
     (trees parsed piece by piece).
+
+    ``reads`` (the check passes the compiler's names, :func:`nnrag.check.pieces.function_reads`)
+    saves the walk of function bodies that cannot hold an issue: a body reads at call time,
+    when every name the module binds is bound, so one whose every possible module read is a
+    name the module binds (outside function bodies), a builtin or a module dunder has none.
+    The walk leaves the bodies of load-time defs for last; the module's names bound by the
+    rest decide which it leaves out. The issues are the same as without ``reads``.
     """
-    scopes = build_scopes(tree)
+    spans = [_type_checking_bodies([statement]) for statement in tree.body]
+    bodies = None if reads is None else _quiet_bodies(tree, deltas, reads, spans)
+    scopes = build_scopes(tree, bodies=bodies)
     try:
-        return _NameChecker(tree, scopes, deltas).run()
+        checker = _NameChecker(tree, scopes, deltas, partial=bodies is not None, spans=spans)
+        return checker.run()
     finally:
         scopes.release()  # freed now, not by a later garbage collection
+
+
+def _quiet_bodies(
+    tree: ast.Module, deltas: Sequence[int] | None, reads: FunctionReads, spans: list[list[_Span]]
+) -> BodyFilter:
+    """Which function bodies can hold no unresolved name (see :func:`unresolved_names`)."""
+
+    def bodies(outline: ScopeTree) -> SkipBody:
+        namespace = _NameChecker(tree, outline, deltas, spans=spans)
+        namespace.module_namespace()
+        known = namespace.final | _BUILTINS | _MODULE_DUNDERS
+        return lambda top, node: not reads(top, node, known)
+
+    return bodies
 
 
 def _spans(statements: list[ast.stmt]) -> list[_Span]:
@@ -126,12 +159,16 @@ class _NameChecker:
     computed on the first NNR101."""
     star_modules: list[tuple[str, int, int]] = field(default_factory=list)
     star_dependents: list[str] = field(default_factory=list)
+    partial: bool = False
+    """Some function bodies were left out of :attr:`scopes` (see :func:`_quiet_bodies`)."""
     _bindings: list[tuple[set[str], set[str]]] = field(default_factory=list)
     """What each top-level statement binds and deletes."""
+    spans: list[list[_Span]] = field(default_factory=list)
+    """Per top-level statement, its ``if TYPE_CHECKING:`` bodies."""
 
     def run(self) -> list[Diagnostic]:
-        skipped = [_type_checking_bodies([statement]) for statement in self.tree.body]
-        self._module_namespace(skipped)
+        self.module_namespace()
+        skipped = self.spans
         reads: list[list[Read]] = [[] for _ in self.tree.body]
         for scope in self.scopes.scopes():
             self._candidates(scope, reads)
@@ -161,8 +198,11 @@ class _NameChecker:
 
     # -- namespace -------------------------------------------------------------------------
 
-    def _module_namespace(self, skipped: list[list[_Span]]) -> None:
+    def module_namespace(self) -> None:
         """What each top-level statement binds in the module (and deletes), in order."""
+        if not self.spans:
+            self.spans = [_type_checking_bodies([s]) for s in self.tree.body]
+        skipped = self.spans
         module = self.scopes.module
         per_statement: list[list[Assignment]] = [[] for _ in self.tree.body]
         for assignment in module.bindings:
@@ -198,13 +238,18 @@ class _NameChecker:
 
     def _class_names(self) -> set[str]:
         """Names assigned in any class body, at any depth."""
-        return {
-            assignment.name
-            for scope in self.scopes.scopes()
-            if scope.kind == "class"
-            for assignment in scope.bindings
-            if assignment.kind != "import"
-        }
+        scopes = build_scopes(self.tree, compiler=False) if self.partial else self.scopes
+        try:
+            return {
+                assignment.name
+                for scope in scopes.scopes()
+                if scope.kind == "class"
+                for assignment in scope.bindings
+                if assignment.kind != "import"
+            }
+        finally:
+            if scopes is not self.scopes:
+                scopes.release()
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -1,12 +1,27 @@
 """The scope tree's data (scopes, assignments, accesses) and Python's visibility rules on it.
 
-Built by :func:`nnrag.pyscope.scopes.build_scopes`; see that module for the rules.
+Built by :func:`nnrag.pyscope.scopes.build_scopes` (the walk); the rules, written once
+between the walk and the resolution here:
+
+- function, lambda and comprehension scopes: a name bound anywhere in them is local to
+  all of them; ``global``/``nonlocal`` redirect the binding; parameters are local;
+- defaults, decorators, bases, class keywords, a comprehension's first iterable and
+  (unless ``from __future__ import annotations``) signature annotations are evaluated in
+  the enclosing scope;
+- class bodies: functions and comprehensions nested in a class do not see its names; a
+  read in the body itself sees the names the body bound before it (``LOAD_NAME``), the
+  compiler calls every name the body binds local;
+- a walrus in a comprehension binds in the nearest enclosing non-comprehension scope;
+- ``except ... as``, ``match`` captures, ``import``, ``del``, ``for``/``with`` targets bind;
+- a method reading ``super`` uses the class's implicit ``__class__`` cell;
+- annotations Python never evaluates (PEP 563, local variable annotations) are accesses
+  marked as such.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Literal
 
 __all__ = [
@@ -23,10 +38,12 @@ __all__ = [
     "NOT_ANNOTATION",
     "Access",
     "Assignment",
+    "BodyFilter",
     "Read",
     "Scope",
     "ScopeKind",
     "ScopeTree",
+    "SkipBody",
     "analyze",
     "dotted",
     "dotted_root",
@@ -50,6 +67,11 @@ Read = tuple[str, str, ast.Name, int, int, int, int, bool]
 """One read as the walk records it: ``(name, chain, node, order, top, time, annotation,
 earlier)`` (the fields of :class:`Access`; ``earlier``: in a class body, the body bound the
 name before the read). A tuple, not an object: a module has a read per ``Name`` load."""
+
+SkipBody = Callable[[int, "ast.FunctionDef | ast.AsyncFunctionDef"], bool]
+"""``(top-level statement index, def) -> whether to leave its body out``."""
+BodyFilter = Callable[["ScopeTree"], SkipBody]
+"""The bodies a walk leaves out, from the tree without them (see ``build_scopes``)."""
 
 
 def dotted(node: ast.expr) -> str | None:

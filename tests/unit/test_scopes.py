@@ -38,6 +38,13 @@ def test_model_agrees_with_symtable_on_tricky_files(path: Path) -> None:
     assert mismatches(path.read_text(encoding="utf-8"), str(path)) == []
 
 
+@needs_311
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_deferred_bodies_agree_with_symtable(path: Path) -> None:
+    """Bodies of load-time defs walked last (``build_scopes(bodies=...)``): the same model."""
+    assert mismatches(path.read_text(encoding="utf-8"), str(path), deferred=True) == []
+
+
 def _scope(source: str, *names: str) -> Scope:
     scope = build_scopes(ast.parse(source)).module
     for name in names:

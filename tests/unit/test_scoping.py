@@ -186,6 +186,112 @@ def test_trees_parsed_piece_by_piece_give_the_same_issues(name: str) -> None:
     assert unresolved_names(module, deltas=deltas) == expected
 
 
+QUIET_BODIES = {
+    "attribute_named_like_nothing": (
+        """
+        class C:
+            def __init__(self, size):
+                self.size = size
+
+            def grow(self):
+                return self.size + self.missing
+        """,
+        [],
+        2,
+    ),
+    "self_documenting_fstring": (
+        """
+        def show():
+            return f"{missing=}"
+        """,
+        [("NNR101", 3)],
+        0,
+    ),
+    "read_after_keyword": (
+        """
+        import os
+
+        def join(*parts):
+            return os.path.join(*parts, sep=missing)
+        """,
+        [("NNR101", 5)],
+        0,
+    ),
+    "class_hint_from_a_quiet_function": (
+        """
+        def make():
+            class Inner:
+                size = 3
+            return Inner
+
+        class C:
+            def area(self):
+                return size
+        """,
+        [("NNR101", 9)],
+        1,
+    ),
+    "global_store_in_a_function": (
+        """
+        def setup():
+            global ready
+            ready = True
+
+        def use():
+            return ready
+        """,
+        [],
+        None,
+    ),
+}
+
+
+def _checked_piece_by_piece(code: str) -> tuple[list[Diagnostic], int]:
+    """The check's way: pieces parsed and compiled alone, function bodies left out where the
+    compiler's names allow; the issues and how many bodies were left out."""
+    from nnrag.check.pieces import Compiled, compile_units, function_reads, parse_units
+
+    compiled = Compiled()
+    pieces = parse_units(code, "b.py", compiled)
+    assert pieces is not None
+    codes = compile_units(code, pieces, "b.py", compiled)
+    assert codes is not None
+    reads = function_reads(pieces, codes)
+    quiet = 0
+
+    def counted(top: int, node: ast.FunctionDef | ast.AsyncFunctionDef, known: object) -> bool:
+        nonlocal quiet
+        found = reads(top, node, known)  # type: ignore[arg-type]  # a set of names
+        quiet += not found
+        return found
+
+    body = [node for _, _, nodes in pieces for node in nodes]
+    deltas = [first - 1 for first, _, nodes in pieces if nodes]
+    module = ast.Module(body=body, type_ignores=[])
+    return unresolved_names(module, deltas=deltas, reads=counted), quiet
+
+
+@pytest.mark.parametrize("name", sorted(SNIPPETS))
+def test_bodies_left_out_change_no_issue(name: str) -> None:
+    code = textwrap.dedent(SNIPPETS[name])
+    assert _checked_piece_by_piece(code)[0] == unresolved_names(ast.parse(code))
+
+
+@pytest.mark.parametrize("name", sorted(QUIET_BODIES))
+def test_bodies_the_compiler_clears_are_left_out(name: str) -> None:
+    """A body is left out only when no name it may read (the compiler's names, spelled as
+    names in its text: not ``.attr``, not ``keyword=``, but ``{x=}``) is unbound."""
+    snippet, expected, quiet = QUIET_BODIES[name]
+    code = textwrap.dedent(snippet)
+    issues, left_out = _checked_piece_by_piece(code)
+    assert issues == unresolved_names(ast.parse(code))
+    assert [(d.code, d.line) for d in issues] == expected
+    if quiet is not None:
+        assert left_out == quiet
+    if name == "class_hint_from_a_quiet_function":
+        assert "use self.size or ClassName.size" in issues[0].message
+
+
 def test_duplicate_statements_are_each_reported() -> None:
     issues = _issues(SNIPPETS["duplicate_statements"])
     assert [(d.code, d.line) for d in issues] == [("NNR101", 7), ("NNR101", 12)]
