@@ -17,9 +17,9 @@ process and records, per run, the wall time, the child's CPU time (user+sys) and
 Also runs the check in a child that asserts torch was never imported, and times the
 in-process `check_file` calls alone (no cache).
 
-    python benchmarks/check_bench.py [--runs 7] [--blocks 20]
+    python benchmarks/check_bench.py [--runs 7] [--blocks 20] [--baseline REV ...]
 
-Writes benchmarks/results/check_bench.json and .md.
+Writes benchmarks/results/check_bench.json and .md (``--out NAME``: NAME.json and .md).
 """
 
 from __future__ import annotations
@@ -142,14 +142,25 @@ def baseline_variants(
     )
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
     command = [sys.executable, "-m", "nnrag.cli", "check", *map(str, files)]
+    # a revision with a check cache gets a fresh one per run, as the cold rows do (without
+    # it, every run after the first would read the findings from the user's cache)
+    usage = subprocess.run(
+        [sys.executable, "-m", "nnrag.cli", "check", "--help"],
+        env={**bytecode, "PYTHONPATH": str(folder)},
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    fresh = "--cache" in usage.stdout
     return [
-        (f"baseline {revision}", command, {**bytecode, "PYTHONPATH": str(folder)}, folder, False),
+        (f"baseline {revision}", command, {**bytecode, "PYTHONPATH": str(folder)}, folder, fresh),
         (
             f"baseline {revision}, no bytecode",
             command,
             {**no_bytecode, "PYTHONPATH": str(folder)},
             folder,
-            False,
+            fresh,
         ),
     ]
 
@@ -159,7 +170,14 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument(
-        "--baseline", metavar="REV", help="also time `nnrag check` of this git revision"
+        "--baseline",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also time `nnrag check` of this git revision (repeatable)",
+    )
+    parser.add_argument(
+        "--out", default="check_bench", help="results/OUT.json and .md (default check_bench)"
     )
     parser.add_argument("--vendor-only", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -194,9 +212,11 @@ def main() -> None:
         ("cold", command, bytecode, None, True),
         ("cold, no bytecode", command, no_bytecode, None, True),
     ]
-    if args.baseline:
-        variants += baseline_variants(args.baseline, files, bytecode, no_bytecode)
-        run_child(variants[2][1], variants[2][2], variants[2][3])  # its bytecode, not timed
+    for revision in args.baseline:
+        added = baseline_variants(revision, files, bytecode, no_bytecode)
+        _, base_command, env, cwd, fresh = added[0]
+        run_child([*base_command, *(["--no-cache"] if fresh else [])], env, cwd)  # bytecode
+        variants += added
     measured = interleaved(variants, args.runs)
     cold, cold_source = measured["cold"], measured["cold, no bytecode"]
     with tempfile.TemporaryDirectory() as cache:
@@ -239,13 +259,13 @@ def main() -> None:
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus (shared)",
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "check_bench.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2) + "\n")
 
-    write_markdown(result)
+    write_markdown(result, args.out)
 
 
-def write_markdown(result: dict[str, Any]) -> None:
-    """``results/check_bench.md`` from what :func:`main` measured."""
+def write_markdown(result: dict[str, Any], out: str = "check_bench") -> None:
+    """``results/<out>.md`` from what :func:`main` measured."""
     alone = result["in_process_check_s"]
     blocks, lines = result["blocks"], result["lines"]
 
@@ -276,8 +296,8 @@ time, the child's CPU time (user+sys) and peak RSS from `os.wait4`; medians (min
 - cold and warm rows: nnrag's modules from a bytecode cache (as after `pip install`); the
   "no bytecode" rows compile them from source at every start, as this sandbox's environment
   does. The cold rows (and the baseline rows, if any: `--baseline REV` runs the `nnrag/` of
-  that git revision, which had no check cache) are interleaved run by run, so they share
-  the load; the load average is the same for all of them.
+  that git revision, with a fresh check cache per run when it has one) are interleaved run
+  by run, so they share the load; the load average is the same for all of them.
 - checks alone, in process (`check_files`, one process, no cache): {alone["wall"]:.3f} s wall, \
 {alone["cpu"]:.3f} s CPU; findings: {result["findings"]}.
 - torch imported by the check: {result["torch_imported"]}.
@@ -287,7 +307,7 @@ time, the child's CPU time (user+sys) and peak RSS from `os.wait4`; medians (min
 Machine: {result["machine"]}, Python {result["python"]}; other engineers' jobs were running
 (see the load averages): CPU time is the steadier measure.
 """
-    (RESULTS / "check_bench.md").write_text(md)
+    (RESULTS / f"{out}.md").write_text(md)
     print(md)
 
 
