@@ -41,7 +41,7 @@ from nnrag.extract.emit_header import (
 from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
 from nnrag.extract.needs import scanner_for
-from nnrag.extract.registries import registries_for
+from nnrag.extract.registries import RegistryIndex, registries_for
 from nnrag.extract.rewrite import Rewrite
 from nnrag.extract.tables import drop_entries
 from nnrag.model import (
@@ -192,12 +192,7 @@ def _unit_chunks(
             rewrites.get(id(unit)),
             stringify=(info.module in lazy and not all_lazy),
         )
-        if registries.family((info.source, info.module, unit.index)) is not None:
-            for located in registries.locations(info, unit):
-                chunk = chunk.replace(located, "[__name__]", 1)
-        inferred = registries.inferred_scope(info, unit) if unit.kind == "assign" else None
-        if inferred is not None:
-            chunk = _with_keyword(chunk, *inferred)
+        chunk = _registry_fixed(registries, info, unit, chunk)
         tree = functools.partial(scanner.tree, info, unit)
         by_name = served_imports(chunk, tree, is_source)  # the chunk keeps the callee's name
         if by_name:
@@ -208,13 +203,7 @@ def _unit_chunks(
             plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - stand_in.count("\n")
             chunks.append(stand_in)
             continue
-        dropped = closure.pruned.get((info.source, info.module, unit.index))
-        if dropped:
-            cut = drop_entries if unit.kind == "assign" else drop_methods
-            shorter = cut(chunk, frozenset(dropped))
-            file = f"{info.source}:{info.path}"
-            plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - shorter.count("\n")
-            chunk = shorter
+        chunk = _without_pruned(closure, plan, info, unit, chunk)
         if by_name and f"{SHIM}(" in chunk:  # not when the calls were in methods left out
             served += by_name
         chunks.append(chunk)
@@ -223,6 +212,30 @@ def _unit_chunks(
         sources = {closure.block.source} | {info.source for info, _ in plan.units}
         chunks.insert(0, shim_for(index, sources, plan.flat, served))
     return chunks
+
+
+def _registry_fixed(registries: RegistryIndex, info: ModuleInfo, unit: Unit, chunk: str) -> str:
+    """A registry's chunk with ``[__name__]`` for the source modules it imports by name, and
+    the scope its class would infer from the caller's module given (see :func:`_unit_chunks`)."""
+    if registries.family((info.source, info.module, unit.index)) is not None:
+        for located in registries.locations(info, unit):
+            chunk = chunk.replace(located, "[__name__]", 1)
+    inferred = registries.inferred_scope(info, unit) if unit.kind == "assign" else None
+    if inferred is not None:
+        chunk = _with_keyword(chunk, *inferred)
+    return chunk
+
+
+def _without_pruned(closure: Closure, plan: _Plan, info: ModuleInfo, unit: Unit, chunk: str) -> str:
+    """``chunk`` without the methods (or table entries) the closure pruned, counted as cut."""
+    dropped = closure.pruned.get((info.source, info.module, unit.index))
+    if not dropped:
+        return chunk
+    cut = drop_entries if unit.kind == "assign" else drop_methods
+    shorter = cut(chunk, frozenset(dropped))
+    file = f"{info.source}:{info.path}"
+    plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - shorter.count("\n")
+    return shorter
 
 
 def _with_keyword(chunk: str, name: str, value: str) -> str:
