@@ -21,8 +21,10 @@ pytestmark = [
 ]
 
 
+@pytest.mark.parametrize("deferred", [False, True], ids=["walk", "deferred-bodies"])
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)
-def test_scope_model_agrees_with_symtable_on_corpus(distribution: str) -> None:
+def test_scope_model_agrees_with_symtable_on_corpus(distribution: str, deferred: bool) -> None:
+    """``deferred``: the walk the check makes, the bodies of load-time defs last."""
     root = CORPORA / distribution / "unpacked"
     if not root.is_dir():
         pytest.skip(f"{root} is not unpacked (set NNRAG_CORPORA)")
@@ -34,6 +36,6 @@ def test_scope_model_agrees_with_symtable_on_corpus(distribution: str) -> None:
         except (SyntaxError, ValueError):
             continue  # symtable cannot read it either
         checked += 1
-        problems += mismatches(source, str(path))
+        problems += mismatches(source, str(path), deferred=deferred)
     assert checked > 100
     assert problems == []
