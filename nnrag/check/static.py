@@ -24,9 +24,9 @@ normalized, plus a few well-known aliases such as ``PIL`` -> ``pillow``).
 runs (the pre-commit hook): keyed by the file's bytes, the checks' code and the Python
 version, and re-checking on every hit whether the third-party modules looked up are still
 (not) installed. :mod:`nnrag.check.files` checks many files (``check_file``, ``check_files``).
-Within a run, a top-level statement shared by several files is parsed, compiled and its
-scopes analyzed once (:mod:`nnrag.check.pieces`), and function bodies are walked only when
-the symbol tables leave a name unresolved.
+Within a run, a top-level statement shared by several files is parsed and compiled once
+(:mod:`nnrag.check.pieces`), and the name pass walks only the function bodies whose code
+(the compiler's names) may read a name the module does not bind.
 """
 
 from __future__ import annotations

@@ -95,7 +95,8 @@ def build_scopes(
     is computed too; without, it stays empty (the index needs only run-time bindings).
     With ``bodies``, the bodies of the defs that run at load time (top-level functions,
     methods) are walked last, and ``bodies(the tree without them)`` says which to leave out
-    (no scope for them; their decorators, defaults, annotations and names are walked).
+    (no scope for them; their decorators, defaults, annotations and names are walked); it
+    must not release that tree, which the walk then completes.
     """
     walker = Walker(tree, compiler=compiler, defer=bodies is not None)
     for top, statement in enumerate(tree.body):
