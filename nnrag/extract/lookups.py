@@ -57,6 +57,8 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
     (``module``) ``cls.__dict__`` / ``type(self).__dict__`` list the methods (but for one
     constant key); ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override
     (it only sees names the class lacks, and a spelled name keeps its method) do not."""
+    if not _may_look_up(node):
+        return False
     parents = {child: inner for inner in ast.walk(node) for child in ast.iter_child_nodes(inner)}
     for inner in ast.walk(node):
         if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
@@ -90,6 +92,23 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
             name = inner.args[1] if len(inner.args) > 1 else None
             if name is None or not _held_name(name, assigned):
                 return True
+    return False
+
+
+def _may_look_up(node: ast.ClassDef) -> bool:
+    """Whether ``node`` spells any name :func:`looks_itself_up` reacts to (one cheap walk: most
+    classes spell none)."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            name = inner.id
+        elif isinstance(inner, ast.Attribute):
+            name = inner.attr
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = inner.name
+        else:
+            continue
+        if name in _ENUMERATE or name in ("__dict__", "__getattribute__"):
+            return True
     return False
 
 

@@ -93,17 +93,25 @@ def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] |
 
 
 def type_tests(tree: ast.Module) -> frozenset[str]:
-    """See :meth:`nnrag.extract.needs.UnitScanner.type_tests`."""
+    """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one breadth-first walk: a
+    parent is seen before its children, so what it marks is known when they come)."""
     tests: set[int] = set()
-    fields = {  # a class body's annotations are fields (dataclass, NamedTuple): built too
-        id(item)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef)
-        for item in node.body
-        if isinstance(item, ast.AnnAssign)
-    }
+    fields: set[int] = set()  # a class body's annotations are fields (dataclass, NamedTuple)
+    inner: set[int] = set()  # the value of an attribute: part of a longer chain
+    weak: set[str] = set()
+    strong: set[str] = set()
     for node in ast.walk(tree):
-        if (
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            if isinstance(node, ast.Attribute):
+                inner.add(id(node.value))
+            if id(node) in inner:
+                continue
+            chain = dotted(node)
+            if chain is not None:
+                (weak if id(node) in tests else strong).add(chain)
+        elif isinstance(node, ast.ClassDef):
+            fields.update(id(item) for item in node.body if isinstance(item, ast.AnnAssign))
+        elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id in ("isinstance", "issubclass")
@@ -113,26 +121,13 @@ def type_tests(tree: ast.Module) -> frozenset[str]:
             tests.update(id(e) for e in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
         # a parameter's annotation is not a type test: it says what callers pass in, and
         # whoever builds the block (a user, the prober) needs the real class for it
-        annotations: list[ast.expr | None] = []
+        annotation: ast.expr | None = None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            annotations.append(node.returns)
+            annotation = node.returns
         elif isinstance(node, ast.AnnAssign) and id(node) not in fields:
-            annotations.append(node.annotation)
-        for annotation in annotations:
-            if annotation is not None:
-                tests.update(id(inner) for inner in ast.walk(annotation))
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    weak: set[str] = set()
-    strong: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Name, ast.Attribute)):
-            continue
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.value is node:
-            continue  # part of a longer chain
-        chain = dotted(node)
-        if chain is not None:
-            (weak if id(node) in tests else strong).add(chain)
+            annotation = node.annotation
+        if annotation is not None:
+            tests.update(id(part) for part in ast.walk(annotation))
     return frozenset(weak - strong)
 
 
