@@ -11,7 +11,8 @@ from nnrag.model import STAGES
 from nnrag.report import verdict_line
 
 if TYPE_CHECKING:
-    from nnrag.model import Stage, ValidationResult
+    from nnrag.model import BlockRef, Stage, ValidationResult
+    from nnrag.workspace import Workspace
 
 
 def add_validate_commands(commands: Any) -> None:
@@ -72,17 +73,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     from nnrag.baseline import unfetched_counts
     from nnrag.errors import ConfigError
-    from nnrag.model import RayOptions
-    from nnrag.validate.executors import make_executor, validate_many
     from nnrag.validate.results import result_to_dict
     from nnrag.workspace import Workspace
 
-    if args.executor != "ray" and (args.ray_address or args.ray_cpus_per_actor is not None):
-        raise ConfigError(
-            "--ray-address and --ray-cpus-per-actor need --executor ray", key="executor"
-        )
-    if args.ray_cpus_per_actor is not None and args.ray_cpus_per_actor <= 0:
-        raise ConfigError("--ray-cpus-per-actor must be a positive number of CPUs", key="executor")
+    _check_executor_options(args)
     settings = sources(
         args,
         depth=args.depth,
@@ -97,6 +91,49 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         blocks = [workspace.find(query) for query in args.blocks]
     else:
         raise ConfigError("name blocks to validate (ID or class name), or pass --all", key="blocks")
+    results = _validate_blocks(args, workspace, blocks)
+    # --all covers the configuration: a source that could not be fetched counts as failed
+    unfetched = unfetched_counts(workspace.unfetched(), None) if args.all else {}
+    if args.json:
+        print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
+    else:
+        _print_summary(workspace, results, unfetched)
+    kinds = (
+        {block.id: workspace.category(block) for block in blocks}
+        if args.report or args.badge
+        else None
+    )
+    _write_run_report(
+        results,
+        settings.depth,
+        report=args.report,
+        badge=args.badge,
+        block_categories=kinds,
+        unfetched=unfetched,
+    )
+    return 0 if all(r.passed for r in results) and not unfetched else 1
+
+
+def _check_executor_options(args: argparse.Namespace) -> None:
+    """The Ray options make sense only with ``--executor ray`` and a positive CPU count."""
+    from nnrag.errors import ConfigError
+
+    if args.executor != "ray" and (args.ray_address or args.ray_cpus_per_actor is not None):
+        raise ConfigError(
+            "--ray-address and --ray-cpus-per-actor need --executor ray", key="executor"
+        )
+    if args.ray_cpus_per_actor is not None and args.ray_cpus_per_actor <= 0:
+        raise ConfigError("--ray-cpus-per-actor must be a positive number of CPUs", key="executor")
+
+
+def _validate_blocks(
+    args: argparse.Namespace, workspace: Workspace, blocks: list[BlockRef]
+) -> list[ValidationResult]:
+    """Validate ``blocks`` on the chosen executor (a harvest pass first with ``--all``),
+    one verdict line each as they come (a progress bar on a terminal); in ``blocks`` order."""
+    from nnrag.model import RayOptions
+    from nnrag.validate.executors import make_executor, validate_many
+
     options = RayOptions(address=args.ray_address, cpus_per_actor=args.ray_cpus_per_actor or 1.0)
     # Created before extraction starts: Ray actors warm their sandboxes meanwhile.
     executor = make_executor(args.executor, workspace, ray=options)
@@ -124,35 +161,23 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         executor.close()
     order = {block.id: position for position, block in enumerate(blocks)}
     results.sort(key=lambda r: order.get(r.block_id, len(order)))
-    # --all covers the configuration: a source that could not be fetched counts as failed
-    unfetched = unfetched_counts(workspace.unfetched(), None) if args.all else {}
-    if args.json:
-        print(json.dumps([result_to_dict(r) for r in results], indent=2, default=repr))
-    else:
-        passed = sum(r.passed for r in results)
-        layers = workspace.sandbox_layers()
-        if layers is not None:
-            from nnrag.validate.sandbox import describe_layers
+    return results
 
-            print(describe_layers(layers), file=sys.stderr)
-        for name, why in workspace.unfetched().items() if unfetched else ():
-            print(f"nnrag validate: {why}; counted as {unfetched[name]} failed", file=sys.stderr)
-        items = len(results) + sum(unfetched.values())
-        print(f"nnrag validate: {passed} of {items} passed", file=sys.stderr)
-    kinds = (
-        {block.id: workspace.category(block) for block in blocks}
-        if args.report or args.badge
-        else None
-    )
-    _write_run_report(
-        results,
-        settings.depth,
-        report=args.report,
-        badge=args.badge,
-        block_categories=kinds,
-        unfetched=unfetched,
-    )
-    return 0 if all(r.passed for r in results) and not unfetched else 1
+
+def _print_summary(
+    workspace: Workspace, results: list[ValidationResult], unfetched: dict[str, int]
+) -> None:
+    """The sandbox's layers, the sources that could not be fetched, and the pass count."""
+    passed = sum(r.passed for r in results)
+    layers = workspace.sandbox_layers()
+    if layers is not None:
+        from nnrag.validate.sandbox import describe_layers
+
+        print(describe_layers(layers), file=sys.stderr)
+    for name, why in workspace.unfetched().items() if unfetched else ():
+        print(f"nnrag validate: {why}; counted as {unfetched[name]} failed", file=sys.stderr)
+    items = len(results) + sum(unfetched.values())
+    print(f"nnrag validate: {passed} of {items} passed", file=sys.stderr)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
