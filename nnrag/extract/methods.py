@@ -45,7 +45,13 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from nnrag.extract.lookups import looks_itself_up, only_wraps, prunable, read_chains
+from nnrag.extract.lookups import (
+    keeps_argument,
+    looks_itself_up,
+    only_wraps,
+    prunable,
+    read_chains,
+)
 from nnrag.extract.tables import table_entries
 from nnrag.index.discover import torch_table
 from nnrag.model import ImportBinding, ModuleInfo, Unit
@@ -62,6 +68,7 @@ _PLAIN_MODULES = frozenset({"abc", "typing", "typing_extensions", "builtins"})
 """Decorators that register a method nowhere. ``abstractmethod`` is not one of them: an
 abstract method left out would let an incomplete subclass be built."""
 _SELF = frozenset({"self", "cls"})
+_ACCESSORS = frozenset({"setter", "getter", "deleter"})
 _ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_]\w*)")
 _QUOTED = re.compile(r"""(['"])([A-Za-z_]\w{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
@@ -305,39 +312,53 @@ class MethodIndex:
         return tuple(found)
 
     def _registering(self, info: ModuleInfo, unit: Unit, node: ast.ClassDef) -> frozenset[str]:
-        """Methods of a module class whose decorators may do more than wrap them (register
-        them somewhere): kept. A decorator only wraps when it is one of ``_WRAPPERS`` or a
-        function of the sources that only calls, wraps (``functools.wraps``) or returns its
-        argument (:func:`only_wraps`)."""
+        """Methods whose decorators may keep them somewhere code finds them without their
+        name (:meth:`_registers`): kept. Every other decorated method is reachable only
+        through its name, like an undecorated one."""
         kept: set[str] = set()
         for stmt in node.body:
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for decorator in stmt.decorator_list:
-                if not self._wraps(info, unit, decorator):
+                if self._registers(info, unit, decorator):
                     kept.add(stmt.name)
         return frozenset(kept)
 
-    def _wraps(self, info: ModuleInfo, unit: Unit, decorator: ast.expr) -> bool:
+    def _registers(self, info: ModuleInfo, unit: Unit, decorator: ast.expr) -> bool:
+        """Whether ``decorator`` may keep its method where code finds it without its name.
+
+        Builtins, ``staticmethod``/``classmethod``, property accessors (``x.setter``) and
+        :data:`_WRAPPERS` do not. An external decorator does not unless its name says it
+        registers (``register_hook``, ``registry.register``): library decorators on methods
+        wrap them (argument checks, docstrings, caching, grad modes). A decorator of the
+        sources, or the factory a decorator call comes from, registers when its code keeps
+        its argument (:func:`keeps_argument`). Anything else (a computed decorator, a class,
+        an instance) may register."""
         chain = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
         if chain is None:
-            return False
-        if chain in _MODULE_DECORATORS:
             return True
+        last = chain.rsplit(".", 1)[-1]
+        if chain in _MODULE_DECORATORS or (chain != last and last in _ACCESSORS):
+            return False
         resolved = self.symbols.lookup(info, chain, before=unit.start_line)
+        if resolved.kind == "builtin":
+            return False
         if resolved.kind == "external":
-            return resolved.target in _WRAPPERS
+            return resolved.target not in _WRAPPERS and "regist" in last.lower()
         if (
-            isinstance(decorator, ast.Call)
-            or resolved.kind != "definition"
+            resolved.kind != "definition"
             or resolved.module is None
             or len(resolved.units) != 1
             or resolved.units[0].kind != "def"
         ):
-            return False
+            return True
         tree = self.scanner.tree(resolved.module, resolved.units[0])
         body = tree.body if tree is not None else []
-        return len(body) == 1 and only_wraps(body[0])
+        if len(body) != 1:
+            return True
+        if not isinstance(decorator, ast.Call) and only_wraps(body[0]):
+            return False
+        return keeps_argument(body[0])
 
     def _split(self, info: ModuleInfo, unit: Unit) -> Members | None:
         bases = self.bases(info, unit)
@@ -350,9 +371,10 @@ class MethodIndex:
         torch = self.module_names(info, unit)
         if looks_itself_up(node, module=torch is not None):
             return None
+        registering = self._registering(info, unit, node)
         if torch is not None:
-            torch = torch | self._registering(info, unit, node)
-        rest = [n for n in node.body if not prunable(n, torch)]
+            torch = torch | registering
+        rest = [n for n in node.body if not prunable(n, torch, registering)]
         rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
         always_chains = read_chains(rest_nodes)
         named = {n.id for part in rest_nodes for n in ast.walk(part) if isinstance(n, ast.Name)}
@@ -360,7 +382,7 @@ class MethodIndex:
         for stmt in node.body:
             if (
                 isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and prunable(stmt, torch)
+                and prunable(stmt, torch, registering)
                 and stmt.name not in named
             ):
                 defs.setdefault(stmt.name, []).append(stmt)
