@@ -24,6 +24,8 @@ _SELF = frozenset({"self", "cls"})
 _ENUMERATE = frozenset({"dir", "vars", "getmembers", "getattr", "hasattr", "setattr"})
 _LOOKUP_HOOKS = frozenset({"__getattribute__", "__getattr__", "__setattr__", "__delattr__"})
 """Methods Python calls with an attribute name the caller spelled (``obj.name``)."""
+_READ_HOOKS = frozenset({"__getattribute__", "__getattr__"})
+"""The hooks that read an attribute (and so may call a method) when called directly."""
 _STORES = frozenset({"append", "add", "insert", "extend", "setdefault", "update", "setattr"})
 """Calls that put an argument into a container or an object that outlives the call."""
 _METADATA = frozenset(
@@ -100,8 +102,9 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
         for inner in ast.walk(scope):
             if not isinstance(inner, ast.Call) or not inner.args:
                 continue
-            if isinstance(inner.func, ast.Attribute) and inner.func.attr in _LOOKUP_HOOKS:
-                if not _held_name(inner.args[-1 if len(inner.args) < 3 else 1], assigned):
+            if isinstance(inner.func, ast.Attribute) and inner.func.attr in _READ_HOOKS:
+                name = _hook_name(inner)
+                if name is not None and not _held_name(name, assigned):
                     return True  # ``super().__getattribute__(f"get_{key}")``
                 continue
             func = _dotted(inner.func) or ""
@@ -188,8 +191,12 @@ def keeps_argument(node: ast.stmt) -> bool:
                 root = root.value
             if not isinstance(root, ast.Name) or root.id not in local:
                 return True  # stored on a module-level or external object
-            shallow = isinstance(target, ast.Attribute) and target.value is root
-            if root.id in outer and not (shallow and target.attr in _METADATA):
+            metadata = (
+                isinstance(target, ast.Attribute)
+                and target.value is root
+                and target.attr in _METADATA
+            )
+            if root.id in outer and not metadata:
                 return True  # a mark on the function, or an entry of a factory's argument
         if isinstance(inner, ast.Call):
             called = (_dotted(inner.func) or "").rsplit(".", 1)[-1]
@@ -212,6 +219,20 @@ def keeps_argument(node: ast.stmt) -> bool:
             if kept and any(isinstance(v, ast.Name) and v.id in holders for v in values):
                 return True
     return False
+
+
+def _hook_name(call: ast.Call) -> ast.expr | None:
+    """The name argument of ``super().__getattribute__(name)``, ``self.__getattr__(name)`` or
+    ``object.__setattr__(self, name, value)``; ``None`` when the call looks up another object."""
+    assert isinstance(call.func, ast.Attribute)
+    receiver = call.func.value
+    first = call.args[0]
+    if isinstance(first, ast.Name) and first.id in _SELF and len(call.args) > 1:
+        return call.args[1]  # unbound: the class's method called with the instance
+    bound = (isinstance(receiver, ast.Name) and receiver.id in _SELF) or (
+        isinstance(receiver, ast.Call) and _dotted(receiver.func) == "super"
+    )
+    return first if bound else None
 
 
 def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

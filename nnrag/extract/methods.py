@@ -8,17 +8,18 @@ attributes up by a computed name) only code that spells a method's name calls it
 part of the closure reads an attribute of that name (or quotes it), or reads it on
 ``self``/``cls`` in a plain class of the same family (bases and subclasses); its reads count
 only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Python itself),
-abstract methods, methods with decorators other than ``property``/``staticmethod``/
-``classmethod``/setters, and methods the class body names are always kept.
+abstract methods, methods whose decorators may keep them somewhere (``_registers``:
+a decorator of the sources whose code stores its argument, :func:`keeps_argument`, or an
+external one named like ``register``) and methods the class body names are always kept. A
+decorator that wraps (``validate_hf_hub_args``, a docstring factory) leaves its method
+reachable only through its name, like an undecorated one.
 
 A *module class* (its bases are ``torch.nn`` classes, plain classes or module classes of the
 sources) gets the same treatment with what torch can call added to the always-kept part:
 methods whose names ``torch.nn.Module`` or its torch bases define or spell in their source
 (``forward``, ``extra_repr``, ``_load_from_state_dict``, ``reset_parameters`` of a conv: the
 table ``nnrag/data/torch_nn.json`` written by ``benchmarks/gen_torch_nn.py`` from the
-supported torch), and every decorated method (properties too) unless each decorator only
-wraps it: ``staticmethod``/``classmethod``, ``functools.wraps``, torch's grad modes, or a
-function of the sources that only calls, wraps or returns its argument (:func:`only_wraps`).
+supported torch), and its properties.
 Torch's names count as read on ``self`` by the class's whole family, so a plain mixin keeps
 them too. A module class that looks itself up by a computed name (``getattr(self, n)`` with
 ``n`` a parameter or a loop variable, ``dir(self)``, ``type(self).__dict__``) is kept whole;
@@ -311,7 +312,9 @@ class MethodIndex:
             found.append((home, resolved.units[0]))
         return tuple(found)
 
-    def _registering(self, info: ModuleInfo, unit: Unit, node: ast.ClassDef) -> frozenset[str]:
+    def _registering(
+        self, info: ModuleInfo, unit: Unit, node: ast.ClassDef, *, module: bool
+    ) -> frozenset[str]:
         """Methods whose decorators may keep them somewhere code finds them without their
         name (:meth:`_registers`): kept. Every other decorated method is reachable only
         through its name, like an undecorated one."""
@@ -320,17 +323,21 @@ class MethodIndex:
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for decorator in stmt.decorator_list:
-                if self._registers(info, unit, decorator):
+                if self._registers(info, unit, decorator, module=module):
                     kept.add(stmt.name)
         return frozenset(kept)
 
-    def _registers(self, info: ModuleInfo, unit: Unit, decorator: ast.expr) -> bool:
+    def _registers(
+        self, info: ModuleInfo, unit: Unit, decorator: ast.expr, *, module: bool
+    ) -> bool:
         """Whether ``decorator`` may keep its method where code finds it without its name.
 
-        Builtins, ``staticmethod``/``classmethod``, property accessors (``x.setter``) and
-        :data:`_WRAPPERS` do not. An external decorator does not unless its name says it
-        registers (``register_hook``, ``registry.register``): library decorators on methods
-        wrap them (argument checks, docstrings, caching, grad modes). A decorator of the
+        ``staticmethod``/``classmethod``, property accessors (``x.setter``) and
+        :data:`_WRAPPERS` do not; ``property`` does not in a plain class and keeps the
+        method of a module class (``module``), as before. An external decorator does not
+        unless its name says it registers (``register_hook``, ``registry.register``):
+        library decorators on methods wrap them (argument checks, docstrings, caching,
+        grad modes). A decorator of the
         sources, or the factory a decorator call comes from, registers when its code keeps
         its argument (:func:`keeps_argument`). Anything else (a computed decorator, a class,
         an instance) may register."""
@@ -341,9 +348,11 @@ class MethodIndex:
         if chain in _MODULE_DECORATORS or (chain != last and last in _ACCESSORS):
             return False
         resolved = self.symbols.lookup(info, chain, before=unit.start_line)
-        if resolved.kind == "builtin":
-            return False
+        if resolved.kind == "builtin":  # property: a module class keeps it (probes read them)
+            return module
         if resolved.kind == "external":
+            if resolved.target.rsplit(".", 1)[-1] == "cached_property":
+                return module
             return resolved.target not in _WRAPPERS and "regist" in last.lower()
         if (
             resolved.kind != "definition"
@@ -371,7 +380,7 @@ class MethodIndex:
         torch = self.module_names(info, unit)
         if looks_itself_up(node, module=torch is not None):
             return None
-        registering = self._registering(info, unit, node)
+        registering = self._registering(info, unit, node, module=torch is not None)
         if torch is not None:
             torch = torch | registering
         rest = [n for n in node.body if not prunable(n, torch, registering)]
