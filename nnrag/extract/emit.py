@@ -498,22 +498,30 @@ def _load_order(
         for defined in load_defs(info, unit):
             found.update(m for m in by_name.get(defined, ()) if m != n)
         needs.append(found)
+    # A unit that reads a later one waits for it (the units in between keep their place):
+    # pulling the later unit ahead instead would pull it ahead of what its functions call
+    # when it runs, which resolve ordered before it. Units left waiting (a load-time cycle)
+    # come last, in closure order.
     order: list[int] = []
     placed: set[int] = set()
-    visiting: set[int] = set()
+    waiting: dict[int, list[int]] = {}
+    missing = [set(found) for found in needs]
 
-    def place(n: int) -> None:
-        if n in placed or n in visiting:
-            return  # placed already, or a load-time cycle: keep closure order
-        visiting.add(n)
-        for m in sorted(needs[n]):
-            place(m)
-        visiting.discard(n)
-        placed.add(n)
-        order.append(n)
+    def wait_or_place(n: int) -> None:
+        todo = [n]
+        while todo:
+            ready = todo.pop(0)
+            missing[ready] -= placed
+            if missing[ready]:
+                waiting.setdefault(min(missing[ready]), []).append(ready)
+                continue
+            placed.add(ready)
+            order.append(ready)
+            todo += sorted(waiting.pop(ready, []))
 
     for n in range(len(units)):
-        place(n)
+        wait_or_place(n)
+    order += [n for n in range(len(units)) if n not in placed]
     return [units[n] for n in order]
 
 
