@@ -38,6 +38,7 @@ from nnrag.extract.emit_header import (
     source_packages,
     source_roots,
 )
+from nnrag.extract.guards import Guards, plan_guards, under_guard
 from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
 from nnrag.extract.needs import scanner_for
@@ -69,6 +70,8 @@ class _Plan:
     problems: list[Diagnostic] = field(default_factory=list)
     cut: dict[str, int] = field(default_factory=dict)
     """Per source file (``source:path``): lines of methods left out of plain classes."""
+    guards: Guards = field(default_factory=Guards)
+    """Modules imported only under a guard: their imports and load-time units stay guarded."""
 
 
 def emit(index: Index, closure: Closure) -> Extracted:
@@ -81,8 +84,18 @@ def emit(index: Index, closure: Closure) -> Extracted:
     symbols = symbols_for(index)
     _assign_flat_names(index, symbols, closure, plan, modules)
     claim_namespaces(closure, plan.flat, plan.imports)
-    rewrites = _plan_rewrites(index, symbols, closure, plan)
     plan.units = _load_order(cache_for(index), symbols, plan.units, set(closure.stand_ins))
+    plan.guards = plan_guards(
+        index,
+        symbols,
+        cache_for(index),
+        block_module=block.module,
+        units=plan.units,
+        modules=modules,
+        imports=plan.imports,
+        taken=plan.flat.values(),
+    )
+    rewrites = _plan_rewrites(index, symbols, closure, plan)
     namespaces = place_namespaces(
         closure, plan.flat, plan.units, lambda m, n: _member_flat(index, symbols, plan, m, n)
     )
@@ -100,6 +113,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
     imports = "\n".join(part for part in (future, format_imports(plan.imports, plan.flat)) if part)
     if imports:
         chunks.append(imports)
+    chunks += plan.guards.chunks(plan.flat)
     chunks += _unit_chunks(index, closure, plan, rewrites, namespaces, lazy=lazy, all_lazy=all_lazy)
     chunks.append(f"__all__ = [{block.name!r}]\n".replace("'", '"'))
     body = "\n\n".join(chunk if _normal(chunk) else chunk.rstrip("\n") + "\n" for chunk in chunks)
@@ -206,7 +220,8 @@ def _unit_chunks(
         chunk = _without_pruned(closure, plan, info, unit, chunk)
         if by_name and f"{SHIM}(" in chunk:  # not when the calls were in methods left out
             served += by_name
-        chunks.append(chunk)
+        flag = plan.guards.wrapped.get(id(unit))
+        chunks.append(chunk if flag is None else under_guard(chunk, flag))
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
     if served:  # before every unit: load-time code may import by name
         sources = {closure.block.source} | {info.source for info, _ in plan.units}
@@ -419,10 +434,14 @@ def _plan_rewrites(
         else:
             load, call = _chain_maps(closure, plan, info, cache.reads(symbols, info, unit))
         imported: dict[tuple[str, str], str] = {}
+        raises: dict[str, str] = {}
         for inner, target in cache.inner_imports(symbols, info, unit):
             named = None if target is None else plan.flat.get(target)
-            if named is not None:
+            if named is not None and target is not None:
                 imported[inner] = named
+                guard = plan.guards.flags.get(target[1]) if target[0] == "def" else None
+                if guard is not None:
+                    raises[named] = guard
         renamed = defs.get(info.module, empty)
         if load or call or imported or any(name in renamed for name in unit.binds):
             if renamed:
@@ -433,7 +452,12 @@ def _plan_rewrites(
                 }
             package = info.module if info.is_package else info.module.rpartition(".")[0]
             rewrites[id(unit)] = Rewrite(
-                load=load, call=call, defs=renamed, imported=imported, package=package
+                load=load,
+                call=call,
+                defs=renamed,
+                imported=imported,
+                package=package,
+                raises=raises,
             )
     return rewrites
 
@@ -487,22 +511,30 @@ def _load_order(
         for defined in load_defs(info, unit):
             found.update(m for m in by_name.get(defined, ()) if m != n)
         needs.append(found)
+    # A unit that reads a later one waits for it (the units in between keep their place):
+    # pulling the later unit ahead instead would pull it ahead of what its functions call
+    # when it runs, which resolve ordered before it. Units left waiting (a load-time cycle)
+    # come last, in closure order.
     order: list[int] = []
     placed: set[int] = set()
-    visiting: set[int] = set()
+    waiting: dict[int, list[int]] = {}
+    missing = [set(found) for found in needs]
 
-    def place(n: int) -> None:
-        if n in placed or n in visiting:
-            return  # placed already, or a load-time cycle: keep closure order
-        visiting.add(n)
-        for m in sorted(needs[n]):
-            place(m)
-        visiting.discard(n)
-        placed.add(n)
-        order.append(n)
+    def wait_or_place(n: int) -> None:
+        todo = [n]
+        while todo:
+            ready = todo.pop(0)
+            missing[ready] -= placed
+            if missing[ready]:
+                waiting.setdefault(min(missing[ready]), []).append(ready)
+                continue
+            placed.add(ready)
+            order.append(ready)
+            todo += sorted(waiting.pop(ready, []))
 
     for n in range(len(units)):
-        place(n)
+        wait_or_place(n)
+    order += [n for n in range(len(units)) if n not in placed]
     return [units[n] for n in order]
 
 

@@ -295,14 +295,16 @@ _RewriteKey = tuple[tuple[tuple[str, str], ...], ...]
 def _rewrite_key(rewrite: Rewrite) -> tuple[_RewriteKey, str]:
     imported = tuple((f"{m}\0{n}", flat) for (m, n), flat in sorted(rewrite.imported.items()))
     maps = (rewrite.load, rewrite.call, rewrite.defs)
-    return (*(tuple(sorted(m.items())) for m in maps), imported), rewrite.package
+    raises = tuple(sorted(rewrite.raises.items()))
+    return (*(tuple(sorted(m.items())) for m in maps), imported, raises), rewrite.package
 
 
 @functools.lru_cache(maxsize=4096)
 def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) -> str:
     """:func:`rewrite_unit`, memoized: many blocks share the same rewritten unit."""
-    (load, call, defs, imported), package = key
+    (load, call, defs, imported, raises), package = key
     rewrite = Rewrite(
+        raises=dict(raises),
         load=dict(load),
         call=dict(call),
         defs=dict(defs),

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "external_requirements",
     "format_imports",
+    "import_section",
     "provenance_header",
     "source_packages",
     "source_roots",
@@ -26,7 +27,8 @@ __all__ = [
 # --------------------------------------------------------------------------- imports
 
 
-def _section(module: str) -> int:
+def import_section(module: str) -> int:
+    """0 for the standard library, 1 for any other import."""
     top = module.split(".", 1)[0]
     return 0 if top in sys.stdlib_module_names else 1
 
@@ -36,7 +38,7 @@ def format_imports(entities: Mapping[Entity, ImportBinding], flat: Mapping[Entit
     plain: list[set[str]] = [set(), set()]
     froms: list[dict[str, set[str]]] = [{}, {}]
     for entity, binding in entities.items():
-        section = _section(binding.module)
+        section = import_section(binding.module)
         local = flat.get(entity, binding.name)
         if binding.attr is None:
             top = binding.module.split(".", 1)[0]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from nnrag.pyscope.scopes import dotted as _dotted
 
-__all__ = ["looks_itself_up", "only_wraps", "prunable", "read_chains"]
+__all__ = ["keeps_argument", "looks_itself_up", "only_wraps", "prunable", "read_chains"]
 
 _PLAIN_DECORATORS = frozenset(
     {"property", "staticmethod", "classmethod", "cached_property", "overload"}
@@ -22,18 +22,38 @@ _PLAIN_DECORATORS = frozenset(
 _ACCESSORS = frozenset({"setter", "getter", "deleter"})
 _SELF = frozenset({"self", "cls"})
 _ENUMERATE = frozenset({"dir", "vars", "getmembers", "getattr", "hasattr", "setattr"})
+_LOOKUP_HOOKS = frozenset({"__getattribute__", "__getattr__", "__setattr__", "__delattr__"})
+"""Methods Python calls with an attribute name the caller spelled (``obj.name``)."""
+_READ_HOOKS = frozenset({"__getattribute__", "__getattr__"})
+"""The hooks that read an attribute (and so may call a method) when called directly."""
+_STORES = frozenset({"append", "add", "insert", "extend", "setdefault", "update", "setattr"})
+"""Calls that put an argument into a container or an object that outlives the call."""
+_METADATA = frozenset(
+    {"__doc__", "__name__", "__qualname__", "__signature__", "__wrapped__", "__module__"}
+)
+"""Attributes of a function Python itself keeps (help, wraps): setting them keeps it nowhere."""
 
 
-def prunable(stmt: ast.stmt, torch: frozenset[str] | None = None) -> bool:
+def prunable(
+    stmt: ast.stmt,
+    torch: frozenset[str] | None = None,
+    registering: frozenset[str] | None = None,
+) -> bool:
     """A method only code that spells its name can call (``torch``: the names torch can call
-    a method of this module class by; ``None`` for a plain class)."""
+    a method of this module class by, ``None`` for a plain class; ``registering``: the
+    methods whose decorators may keep them somewhere, when the caller looked the decorators
+    up, ``None`` to judge them here by name)."""
     if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     name = stmt.name
     if name.startswith("_") and name.endswith("_"):
         return False  # __dunder__ and _sunder_: called by Python and the standard library
+    if any((_dotted(d) or "").rsplit(".", 1)[-1] == "abstractmethod" for d in stmt.decorator_list):
+        return False  # left out, it would let an incomplete subclass be built
     if torch is not None:
         return name not in torch  # torch's names and methods with registering decorators
+    if registering is not None:
+        return name not in registering
 
     for decorator in stmt.decorator_list:
         if isinstance(decorator, ast.Name) and decorator.id in _PLAIN_DECORATORS:
@@ -48,7 +68,9 @@ def prunable(stmt: ast.stmt, torch: frozenset[str] | None = None) -> bool:
 
 def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
     """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
-    ``inspect.getmembers(self)``, or ``__getattribute__``: any method may be called.
+    ``inspect.getmembers(self)``, ``super().__getattribute__(computed)``: any method may be
+    called. Overriding ``__getattribute__``/``__getattr__``/``__setattr__`` is not: Python
+    calls them with the name the caller spelled, which keeps its method anyway.
 
     A name held in the closure's data is not computed (:func:`_held_name`): ``getattr(self,
     self.base_model_prefix)``, ``name = getattr(self, "_embed_layer", "embed")`` then
@@ -61,10 +83,6 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
         return False
     parents = {child: inner for inner in ast.walk(node) for child in ast.iter_child_nodes(inner)}
     for inner in ast.walk(node):
-        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-            inner.name == "__getattribute__"
-        ):
-            return True
         if (
             module
             and isinstance(inner, ast.Attribute)
@@ -78,8 +96,18 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
     body = [s for s in node.body if not isinstance(s, defs)]
     for scope in [*functions, *body]:
         assigned = _assignments(scope) if scope in functions else {}
+        if isinstance(scope, defs) and scope.name in _LOOKUP_HOOKS and len(scope.args.args) > 1:
+            # ``__getattribute__(self, name)``: ``name`` is what the caller spelled
+            values = assigned.setdefault(scope.args.args[1].arg, [])
+            at = values.index(None) if None in values else len(values)
+            values[at : at + 1] = [ast.Constant(value="")]
         for inner in ast.walk(scope):
             if not isinstance(inner, ast.Call) or not inner.args:
+                continue
+            if isinstance(inner.func, ast.Attribute) and inner.func.attr in _READ_HOOKS:
+                name = _hook_name(inner)
+                if name is not None and not _held_name(name, assigned):
+                    return True  # ``super().__getattribute__(f"get_{key}")``
                 continue
             func = _dotted(inner.func) or ""
             if func.rsplit(".", 1)[-1] not in _ENUMERATE:
@@ -146,6 +174,92 @@ def only_wraps(node: ast.stmt) -> bool:
     return True
 
 
+def keeps_argument(node: ast.stmt) -> bool:
+    """Whether a decorator (or a decorator factory) of the sources may keep the function it
+    decorates where code finds it without its name: a ``global``/``nonlocal`` store, an item
+    or attribute stored on an object it does not make itself (``TABLE[key] = fn``,
+    ``REGISTRY.last = fn``), a parameter handed to ``append``/``add``/``setattr``/a
+    ``register...`` call, or a mark on a parameter other than Python's own metadata
+    (``fn._exported = True``; ``fn.__doc__ = ...`` keeps it nowhere). Calling, wrapping,
+    rewriting the docstring of and returning it keep it nowhere."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    functions = [
+        f for f in ast.walk(node) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    params = {name for f in functions for name in _parameters(f)}
+    outer = _parameters(node)  # the decorated function, or a factory's arguments: they outlive
+    local = (
+        params
+        | {f.name for f in functions}
+        | {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    )
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Global, ast.Nonlocal)):
+            return True
+        targets: list[ast.expr] = []
+        if isinstance(inner, ast.Assign):
+            targets = inner.targets
+        elif isinstance(inner, (ast.AnnAssign, ast.AugAssign)):
+            targets = [inner.target]
+        for target in targets:
+            if not isinstance(target, (ast.Attribute, ast.Subscript)):
+                continue
+            root = target.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if not isinstance(root, ast.Name) or root.id not in local:
+                return True  # stored on a module-level or external object
+            metadata = (
+                isinstance(target, ast.Attribute)
+                and target.value is root
+                and target.attr in _METADATA
+            )
+            if root.id in outer and not metadata:
+                return True  # a mark on the function, or an entry of a factory's argument
+        if isinstance(inner, ast.Call):
+            called = (_dotted(inner.func) or "").rsplit(".", 1)[-1]
+            if called not in _STORES and "regist" not in called.lower():
+                continue
+            values = [*inner.args, *(k.value for k in inner.keywords)]
+            receiver: ast.expr | None = (
+                inner.func.value if isinstance(inner.func, ast.Attribute) else None
+            )
+            if called == "setattr" and inner.args:
+                receiver, values = inner.args[0], values[1:]
+            while isinstance(receiver, (ast.Attribute, ast.Subscript)):
+                receiver = receiver.value
+            kept = (
+                not isinstance(receiver, ast.Name)
+                or receiver.id not in local
+                or receiver.id in outer
+            )
+            holders = params | {f.name for f in functions}
+            if kept and any(isinstance(v, ast.Name) and v.id in holders for v in values):
+                return True
+    return False
+
+
+def _hook_name(call: ast.Call) -> ast.expr | None:
+    """The name argument of ``super().__getattribute__(name)``, ``self.__getattr__(name)`` or
+    ``object.__setattr__(self, name, value)``; ``None`` when the call looks up another object."""
+    assert isinstance(call.func, ast.Attribute)
+    receiver = call.func.value
+    first = call.args[0]
+    if isinstance(first, ast.Name) and first.id in _SELF and len(call.args) > 1:
+        return call.args[1]  # unbound: the class's method called with the instance
+    bound = (isinstance(receiver, ast.Name) and receiver.id in _SELF) or (
+        isinstance(receiver, ast.Call) and _dotted(receiver.func) == "super"
+    )
+    return first if bound else None
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    arguments = node.args
+    named = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    return {a.arg for a in (*named, arguments.vararg, arguments.kwarg) if a is not None}
+
+
 def _is_class_of(value: ast.expr, name: str) -> bool:
     """``cls``, ``Name``, ``type(x)`` or ``x.__class__``: an expression that is a class."""
     if isinstance(value, ast.Name):
@@ -188,6 +302,13 @@ def _held_name(
         return isinstance(expr.value, ast.Name) and expr.value.id in _SELF
     if isinstance(expr, ast.Subscript):  # a table of names: TABLE[key], self.table[key]
         return isinstance(expr.value, ast.Name) or _held_name(expr.value, assigned, seen)
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "__getattribute__"
+        and expr.args
+    ):  # ``super().__getattribute__("attribute_map")``, ``object.__getattribute__(self, n)``
+        return _held_name(expr.args[-1], assigned, seen)
     if isinstance(expr, ast.Call) and _dotted(expr.func) == "getattr" and len(expr.args) >= 2:
         owner, attr = expr.args[0], expr.args[1]
         return (

@@ -8,17 +8,18 @@ attributes up by a computed name) only code that spells a method's name calls it
 part of the closure reads an attribute of that name (or quotes it), or reads it on
 ``self``/``cls`` in a plain class of the same family (bases and subclasses); its reads count
 only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Python itself),
-abstract methods, methods with decorators other than ``property``/``staticmethod``/
-``classmethod``/setters, and methods the class body names are always kept.
+abstract methods, methods whose decorators may keep them somewhere (``_registers``:
+a decorator of the sources whose code stores its argument, :func:`keeps_argument`, or an
+external one named like ``register``) and methods the class body names are always kept. A
+decorator that wraps (``validate_hf_hub_args``, a docstring factory) leaves its method
+reachable only through its name, like an undecorated one.
 
 A *module class* (its bases are ``torch.nn`` classes, plain classes or module classes of the
 sources) gets the same treatment with what torch can call added to the always-kept part:
 methods whose names ``torch.nn.Module`` or its torch bases define or spell in their source
 (``forward``, ``extra_repr``, ``_load_from_state_dict``, ``reset_parameters`` of a conv: the
 table ``nnrag/data/torch_nn.json`` written by ``benchmarks/gen_torch_nn.py`` from the
-supported torch), and every decorated method (properties too) unless each decorator only
-wraps it: ``staticmethod``/``classmethod``, ``functools.wraps``, torch's grad modes, or a
-function of the sources that only calls, wraps or returns its argument (:func:`only_wraps`).
+supported torch), and its properties.
 Torch's names count as read on ``self`` by the class's whole family, so a plain mixin keeps
 them too. A module class that looks itself up by a computed name (``getattr(self, n)`` with
 ``n`` a parameter or a loop variable, ``dir(self)``, ``type(self).__dict__``) is kept whole;
@@ -45,7 +46,13 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from nnrag.extract.lookups import looks_itself_up, only_wraps, prunable, read_chains
+from nnrag.extract.lookups import (
+    keeps_argument,
+    looks_itself_up,
+    only_wraps,
+    prunable,
+    read_chains,
+)
 from nnrag.extract.parts import part_index, part_of, rest_of
 from nnrag.extract.tables import table_entries
 from nnrag.index.discover import torch_table
@@ -63,6 +70,7 @@ _PLAIN_MODULES = frozenset({"abc", "typing", "typing_extensions", "builtins"})
 """Decorators that register a method nowhere. ``abstractmethod`` is not one of them: an
 abstract method left out would let an incomplete subclass be built."""
 _SELF = frozenset({"self", "cls"})
+_ACCESSORS = frozenset({"setter", "getter", "deleter"})
 _ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_]\w*)")
 _QUOTED = re.compile(r"""(['"])([A-Za-z_]\w{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
@@ -303,40 +311,62 @@ class MethodIndex:
             found.append((home, resolved.units[0]))
         return tuple(found)
 
-    def _registering(self, info: ModuleInfo, unit: Unit, node: ast.ClassDef) -> frozenset[str]:
-        """Methods of a module class whose decorators may do more than wrap them (register
-        them somewhere): kept. A decorator only wraps when it is one of ``_WRAPPERS`` or a
-        function of the sources that only calls, wraps (``functools.wraps``) or returns its
-        argument (:func:`only_wraps`)."""
+    def _registering(
+        self, info: ModuleInfo, unit: Unit, node: ast.ClassDef, *, module: bool
+    ) -> frozenset[str]:
+        """Methods whose decorators may keep them somewhere code finds them without their
+        name (:meth:`_registers`): kept. Every other decorated method is reachable only
+        through its name, like an undecorated one."""
         kept: set[str] = set()
         for stmt in node.body:
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for decorator in stmt.decorator_list:
-                if not self._wraps(info, unit, decorator):
+                if self._registers(info, unit, decorator, module=module):
                     kept.add(stmt.name)
         return frozenset(kept)
 
-    def _wraps(self, info: ModuleInfo, unit: Unit, decorator: ast.expr) -> bool:
+    def _registers(
+        self, info: ModuleInfo, unit: Unit, decorator: ast.expr, *, module: bool
+    ) -> bool:
+        """Whether ``decorator`` may keep its method where code finds it without its name.
+
+        ``staticmethod``/``classmethod``, property accessors (``x.setter``) and
+        :data:`_WRAPPERS` do not; ``property`` does not in a plain class and keeps the
+        method of a module class (``module``), as before. An external decorator does not
+        unless its name says it registers (``register_hook``, ``registry.register``):
+        library decorators on methods wrap them (argument checks, docstrings, caching,
+        grad modes). A decorator of the
+        sources, or the factory a decorator call comes from, registers when its code keeps
+        its argument (:func:`keeps_argument`). Anything else (a computed decorator, a class,
+        an instance) may register."""
         chain = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
         if chain is None:
-            return False
-        if chain in _MODULE_DECORATORS:
             return True
+        last = chain.rsplit(".", 1)[-1]
+        if chain in _MODULE_DECORATORS or (chain != last and last in _ACCESSORS):
+            return False
         resolved = self.symbols.lookup(info, chain, before=unit.start_line)
+        if resolved.kind == "builtin":  # property: a module class keeps it (probes read them)
+            return module
         if resolved.kind == "external":
-            return resolved.target in _WRAPPERS
+            if resolved.target.rsplit(".", 1)[-1] == "cached_property":
+                return module
+            return resolved.target not in _WRAPPERS and "regist" in last.lower()
         if (
-            isinstance(decorator, ast.Call)
-            or resolved.kind != "definition"
+            resolved.kind != "definition"
             or resolved.module is None
             or len(resolved.units) != 1
             or resolved.units[0].kind != "def"
         ):
-            return False
+            return True
         tree = self.scanner.tree(resolved.module, resolved.units[0])
         body = tree.body if tree is not None else []
-        return len(body) == 1 and only_wraps(body[0])
+        if len(body) != 1:
+            return True
+        if not isinstance(decorator, ast.Call) and only_wraps(body[0]):
+            return False
+        return keeps_argument(body[0])
 
     def _split(self, info: ModuleInfo, unit: Unit) -> Members | None:
         bases = self.bases(info, unit)
@@ -349,9 +379,10 @@ class MethodIndex:
         torch = self.module_names(info, unit)
         if looks_itself_up(node, module=torch is not None):
             return None
+        registering = self._registering(info, unit, node, module=torch is not None)
         if torch is not None:
-            torch = torch | self._registering(info, unit, node)
-        rest = [n for n in node.body if not prunable(n, torch)]
+            torch = torch | registering
+        rest = [n for n in node.body if not prunable(n, torch, registering)]
         rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
         always_chains = read_chains(rest_nodes)
         named = {n.id for part in rest_nodes for n in ast.walk(part) if isinstance(n, ast.Name)}
@@ -359,7 +390,7 @@ class MethodIndex:
         for stmt in node.body:
             if (
                 isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and prunable(stmt, torch)
+                and prunable(stmt, torch, registering)
                 and stmt.name not in named
             ):
                 defs.setdefault(stmt.name, []).append(stmt)

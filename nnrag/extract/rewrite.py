@@ -36,6 +36,10 @@ class Rewrite:
     (``"import a.b"``, local name) of an ``import a.b [as m]`` there -> a namespace's flat name."""
     package: str = ""
     """Package of the unit's module, to make relative imports absolute."""
+    raises: Mapping[str, str] = field(default_factory=dict)
+    """Flat name of a definition of a guarded module (:mod:`nnrag.extract.guards`) -> the
+    guard variable holding the ``ImportError`` of that module's imports (``None``: none):
+    an internal import of it inside the unit raises that error first, as the import did."""
 
     def __bool__(self) -> bool:
         return bool(self.load or self.call or self.defs or self.imported)
@@ -302,6 +306,7 @@ class _Editor:
             module = absolute_module(self.rewrite.package, node.level, node.module)
         keep: list[ast.alias] = []
         assigns: list[str] = []
+        raised: list[str] = []
         renamed = False
         for alias in node.names:
             local = alias.asname or alias.name.split(".")[0]
@@ -313,6 +318,9 @@ class _Editor:
             key = (f"import {alias.name}", local) if module is None else (module, alias.name)
             flat = self.rewrite.imported.get(key)
             if flat is not None:
+                guard = self.rewrite.raises.get(flat)
+                if guard is not None and guard not in raised:
+                    raised.append(guard)
                 if target != flat:
                     assigns.append(f"{target} = {flat}")
                 continue
@@ -333,4 +341,14 @@ class _Editor:
                 statement = ast.Import(names=keep)
             parts.append(ast.unparse(statement))
         parts += assigns
-        self.replace(node, "; ".join(parts) or "pass")
+        start = self.span(node)[0]
+        indent = self.text[self.text.rfind("\n", 0, start) + 1 : start]
+        raising = (
+            ""
+            if indent.strip()
+            else f"\n{indent}".join(
+                f"if {guard} is not None:\n{indent}    raise {guard}" for guard in raised
+            )
+        )  # an import sharing its line with another statement: left as it was
+        joined = "; ".join(parts) or "pass"
+        self.replace(node, f"{raising}\n{indent}{joined}" if raising else joined)

@@ -225,3 +225,18 @@ def test_stand_in_does_not_pull_a_decorated_class_ahead_of_its_decorator_helpers
     block = namespace["Block"]
     assert "(documented)" in (namespace["PreBase"].__doc__ or "")  # type: ignore[attr-defined]  # a class of the executed file
     assert block().forward(1) == 2  # type: ignore[operator]  # the executed file's class
+
+
+def test_a_guarded_module_keeps_its_imports_guarded_in_the_emitted_file() -> None:
+    """The block file of a closure that inlines modules the original imports only under a
+    guard imports without their package, as the original does, and is not required to have
+    it; the ``try`` that imported the module still falls back (an ImportError, not a
+    NameError, at the original import)."""
+    extracted = run_case("emit_guarded_module_imports")
+    assert "fastlib" not in " ".join(extracted.requirements)
+    namespace: dict[str, object] = {"__name__": "block"}
+    exec(compile(extracted.code, "block.py", "exec"), namespace)
+    assert namespace["fused_2"] is None  # the try's fallback ran
+    assert isinstance(namespace["_guard_pkg_quant"], ImportError)
+    assert "KINDS" not in namespace  # read the absent package at load time: under the guard
+    assert namespace["Block"]().forward(3) == 6  # type: ignore[operator]  # the executed file's class

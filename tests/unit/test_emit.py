@@ -409,3 +409,27 @@ def test_memos_shared_by_blocks_do_not_leak_renames(two_mlps: Index, tmp_path: P
     assert "class Mlp_2(nn.Module):" in shared[0]
     assert "class Mlp_2" not in shared[1]
     assert "self.b = Mlp_2()" in shared[3]
+
+
+def test_a_unit_reading_a_later_one_waits_for_it_instead_of_pulling_it_ahead() -> None:
+    """Closure order ``[a, helper, b, user]`` where ``user`` (placed early by an earlier
+    reader) must follow ``b``: emission moves the early reader after ``b``; it does not pull
+    ``b`` ahead of ``helper`` (which ``b``'s functions call when ``b`` runs at load)."""
+    from types import SimpleNamespace
+
+    from nnrag.extract.emit import _load_order
+
+    def unit(module: str, name: str, index: int) -> tuple[object, object]:
+        return SimpleNamespace(source="s", module=module), SimpleNamespace(
+            binds=(name,), index=index
+        )
+
+    reads = {"early": [("m", "b")], "b": []}
+    units = [unit("m", "early", 0), unit("m", "helper", 1), unit("m", "b", 2), unit("m", "z", 3)]
+
+    class Cache:
+        def load_defs(self, symbols: object, info: object, u: SimpleNamespace) -> list[object]:
+            return reads.get(u.binds[0], [])
+
+    ordered = _load_order(Cache(), None, units, set())  # type: ignore[arg-type]  # duck-typed cache and units: only load_defs and binds are read
+    assert [u.binds[0] for _, u in ordered] == ["helper", "b", "early", "z"]  # type: ignore[attr-defined]  # the SimpleNamespace units above

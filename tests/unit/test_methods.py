@@ -204,3 +204,76 @@ def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> No
     )
     # a class-body annotation is a field (dataclass, NamedTuple): built, not a type test
     assert type_tests(fields) == frozenset({"Local"})
+
+
+def test_a_decorator_keeps_its_argument_only_where_code_finds_it_without_its_name() -> None:
+    from nnrag.extract.lookups import keeps_argument
+
+    for wrapping in (
+        "def doc(fn):\n    fn.__doc__ = (fn.__doc__ or '') + 'x'\n    return fn\n",
+        "def check(fn):\n"
+        "    @wraps(fn)\n"
+        "    def inner(*args, **kwargs):\n"
+        "        kwargs['token'] = kwargs.pop('use_auth_token', None)\n"
+        "        kwargs.update(extra=1)\n"
+        "        return fn(*args, **kwargs)\n"
+        "    return inner\n",
+        "def deprecate(old, new=None):\n"
+        "    def decorator(func):\n"
+        "        def wrapped(*args, **kwargs):\n"
+        "            return func(*args, **kwargs)\n"
+        "        wrapped.__wrapped__ = func\n"
+        "        return wrapped\n"
+        "    return decorator\n",
+    ):
+        assert not keeps_argument(_def(wrapping)), wrapping
+    for keeping in (
+        "def reg(fn):\n    HOOKS.append(fn)\n    return fn\n",
+        "def reg(fn):\n    TABLE[fn.__name__] = fn\n    return fn\n",
+        "def mark(fn):\n    fn._exported = True\n    return fn\n",
+        "def into(table):\n    def deco(fn):\n        table[fn.__name__] = fn\n"
+        "        return fn\n    return deco\n",
+        "def last(fn):\n    global LAST\n    LAST = fn\n    return fn\n",
+        "def hook(fn):\n    REGISTRY.register_hook(fn)\n    return fn\n",
+        "def attach(fn):\n    setattr(HOLDER, 'f', fn)\n    return fn\n",
+    ):
+        assert keeps_argument(_def(keeping)), keeping
+
+
+def test_a_method_with_a_wrapping_decorator_is_prunable_when_the_caller_says_so() -> None:
+    node = _class(
+        "class A:\n"
+        "    @classmethod\n"
+        "    @validate_args\n"
+        "    def from_pretrained(cls, name): pass\n"
+        "    @hooks.register('x')\n"
+        "    def hooked(self): pass\n"
+        "    @abc.abstractmethod\n"
+        "    def must(self): pass\n"
+    )
+    names = {s.name for s in node.body if prunable(s, None, frozenset({"hooked"}))}  # type: ignore[attr-defined]  # every statement of the class is a def
+    assert names == {"from_pretrained"}
+
+
+def test_an_attribute_hook_override_sees_only_spelled_names() -> None:
+    mapped = _class(
+        "class C:\n"
+        "    def __getattribute__(self, key):\n"
+        "        if key in super().__getattribute__('attribute_map'):\n"
+        "            key = super().__getattribute__('attribute_map')[key]\n"
+        "        return super().__getattribute__(key)\n"
+        "    def __setattr__(self, key, value):\n"
+        "        super().__setattr__(key, value)\n"
+    )
+    assert not looks_itself_up(mapped)
+    assert not looks_itself_up(mapped, module=True)
+    computed = _class(
+        "class C:\n"
+        "    def __getattribute__(self, key):\n"
+        "        return super().__getattribute__(f'get_{key}')\n"
+    )
+    assert looks_itself_up(computed)
+    unbound = _class(
+        "class C:\n    def f(self, n):\n        return object.__getattribute__(self, n)\n"
+    )
+    assert looks_itself_up(unbound)

@@ -1,0 +1,5 @@
+import importlib.util
+
+
+def has_fastlib():
+    return importlib.util.find_spec("fastlib_absent") is not None

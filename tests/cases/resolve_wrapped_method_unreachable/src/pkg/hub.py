@@ -1,0 +1,3 @@
+def download(name):
+    with open(name) as handle:
+        return handle.read()
