@@ -1,0 +1,125 @@
+"""Sandbox child: config objects' fields (keys of tables, sizes in lists, fields a class lacks)."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nnrag.validate.probe.profiles import Profile, int_for
+
+__all__ = ["fill_missing", "give_keys", "key_fields", "shrink", "shrink_list"]
+
+_KEYS: dict[int, tuple[Any, dict[str, str]]] = {}
+
+
+def key_fields(module: Any) -> dict[str, str]:
+    """Fields the block file uses as the key of a table (``TABLE[config.attn_impl]``), each
+    with the string to give it where it is ``None`` (a ``None`` key fails the lookup): the
+    string the code compares it unequal with (``if config.attn_impl != "eager":
+    TABLE[config.attn_impl]``: the path the code takes by default), else the table's first
+    string key (``CLASSES = {"eager": ..., "sdpa": ...}``)."""
+    if module is None:
+        return {}
+    known = _KEYS.get(id(module))
+    if known is not None and known[0] is module:
+        return known[1]
+    found: dict[str, str] = {}
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        tree = None
+    if tree is not None:
+        unequal: dict[str, str] = {}
+        tables: dict[str, str] = {}
+        scope = vars(module)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute):
+                (op, *_), (right, *_) = node.ops, node.comparators
+                text = right.value if isinstance(right, ast.Constant) else None
+                if isinstance(op, ast.NotEq) and isinstance(text, str) and text:
+                    unequal.setdefault(node.left.attr, text)
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.value, ast.Name)
+                and isinstance(node.slice, ast.Attribute)
+            ):
+                table = scope.get(node.value.id)
+                keys = list(table) if isinstance(table, Mapping) else []
+                first = next((k for k in keys if isinstance(k, str) and k), "")
+                tables.setdefault(node.slice.attr, first)
+        for attr, first in tables.items():
+            value = unequal.get(attr) or first
+            if value:
+                found[attr] = value
+    _KEYS[id(module)] = (module, found)
+    return found
+
+
+def give_keys(config: object, module: Any) -> None:
+    """Give each ``None`` field of ``config`` that the block file uses as a table key the
+    string :func:`key_fields` chose for it."""
+    for attr, value in key_fields(module).items():
+        with contextlib.suppress(Exception):
+            if getattr(config, attr, None) is None:
+                setattr(config, attr, value)
+
+
+def fill_missing(config: object, reads: set[str], field: Callable[[str], object]) -> None:
+    """Set each public attribute of ``reads`` that ``config`` lacks to ``field(name)``."""
+    for attr in sorted(reads):
+        if attr.startswith("_") or hasattr(config, attr):
+            continue
+        with contextlib.suppress(Exception):
+            setattr(config, attr, field(attr))
+
+
+def shrink_list(name: str, value: list[Any] | tuple[Any, ...], profile: Profile) -> object:
+    """A list of sizes with the length kept: per-stage heads, depths and layer counts
+    (``num_heads=[3, 6, 12, 24]``: they divide per-stage widths) each reduced to the
+    profile's size for the name, other items reduced like a single size (only those over 8,
+    so strides and kernel sizes stay); ``value`` when nothing changes."""
+    if not value or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return value
+    size = int_for(re.sub(r"s$", "", name), profile)
+    if not isinstance(size, int) or size <= 0:
+        return value
+    floor = 0 if _PER_STAGE.search(name.lower()) else 8
+    if all(v <= max(size, floor) for v in value):
+        return value
+    return type(value)(v if v <= max(size, floor) else size for v in value)
+
+
+_PER_STAGE = re.compile(r"heads?$|depths?$|layers$|blocks$")
+
+
+def shrink(config: object, profile: Profile) -> dict[str, object]:
+    """Reduce big size-like integer attributes of a config object (and lists of them) to the
+    profile's sizes; return the attributes changed (set after the constructor call)."""
+    try:
+        items = dict(vars(config))
+    except TypeError:
+        return {}
+    before = dict(items)
+    for name, value in items.items():
+        new: object = value
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            size = int_for(name, profile)  # dim_in = -1: "set me" sizes
+            if isinstance(size, int) and size > 0:
+                new = size
+        elif isinstance(value, int) and not isinstance(value, bool) and value > 8:
+            size = int_for(name, profile)
+            if isinstance(size, int) and size < value:
+                new = size
+        elif isinstance(value, int) and re.search(r"layers|depth|blocks", name) and value > 2:
+            new = 2
+        elif isinstance(value, (list, tuple)):
+            new = shrink_list(name, value, profile)
+        if new is not value:
+            with contextlib.suppress(Exception):
+                setattr(config, name, new)
+    after = getattr(config, "__dict__", {})
+    return {k: after[k] for k in before if k in after and after[k] != before[k]}

@@ -1,0 +1,239 @@
+"""Config objects' fields: table keys, per-stage size lists, base configs, deep reads."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nnrag.model import ValidationResult
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
+
+pytestmark = pytest.mark.integration
+
+HEAD = "import torch\nfrom torch import nn\n\n"
+
+
+def probe(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "Block") -> ValidationResult:
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    result, _ = run_validation(path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox)
+    return result
+
+
+def config_of(result: ValidationResult) -> dict[str, Any]:
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.lossless, result.recipe.lossy
+    config = result.recipe.init_kwargs["config"]
+    assert isinstance(config, dict)
+    return config
+
+
+def test_a_none_field_used_as_a_table_key_gets_the_tables_first_key(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Settings:
+        def __init__(self, width=64, kind=None):  # the caller (a model) sets ``kind``
+            self.width = width
+            self.kind = kind
+
+
+    class Plain(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.lin = nn.Linear(config.width, config.width)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    KINDS = {"plain": Plain, "other": Plain}
+
+
+    class Block(nn.Module):
+        def __init__(self, config: Settings):
+            super().__init__()
+            self.inner = KINDS[config.kind](config)
+
+        def forward(self, x):
+            return self.inner(x)
+    """
+    config = config_of(probe(sandbox, tmp_path, code))
+    assert config["__call__"] == {"__ref__": "nnrag_block:Settings"}
+    assert config["__set__"]["kind"] == "plain"
+
+
+def test_a_key_compared_unequal_is_the_default_path(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class FusedTable(dict):
+        \"\"\"A registry of alternatives: the default ("plain") is not one of its keys.\"\"\"
+
+
+    FUSED = FusedTable(fast=None)
+
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.lin = nn.Linear(config.hidden_size, config.hidden_size)
+
+        def forward(self, x):
+            if self.config._impl != "plain":
+                return FUSED[self.config._impl](x)
+            return self.lin(x)
+    """
+    config = config_of(probe(sandbox, tmp_path, code))
+    assert config["__call__"] == {"__ref__": "types:SimpleNamespace"}
+    assert config["kwargs"]["_impl"] == "plain"  # private, but read as a key: given
+
+
+def test_a_base_config_with_some_fields_gets_the_others_by_name(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class BaseConfig:
+        \"\"\"Shared fields of every model's config; the width is the model's own.\"\"\"
+
+        def __init__(self, chunk_size=0, is_decoder=False):
+            self.chunk_size = chunk_size
+            self.is_decoder = is_decoder
+
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.chunk_size = config.chunk_size  # 0: no chunking; a width here would fail
+            self.lin = nn.Linear(config.hidden_size, config.hidden_size)
+            self.eps = config.layer_norm_eps
+
+        def forward(self, x):
+            if self.chunk_size:
+                assert x.shape[1] % self.chunk_size == 0, "not a multiple of the chunk size"
+            return self.lin(x)
+    """
+    config = config_of(probe(sandbox, tmp_path, code))
+    assert config["__call__"] == {"__ref__": "nnrag_block:BaseConfig"}
+    assert set(config["__set__"]) == {"hidden_size", "layer_norm_eps"}
+
+
+def test_per_stage_heads_and_depths_are_shrunk_keeping_their_length(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class StagesConfig:
+        def __init__(self, embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24)):
+            self.embed_dim = embed_dim
+            self.depths = list(depths)
+            self.num_heads = list(num_heads)
+
+
+    class Block(nn.Module):
+        def __init__(self, config: StagesConfig):
+            super().__init__()
+            stages = []
+            for i, (depth, heads) in enumerate(zip(config.depths, config.num_heads)):
+                width = config.embed_dim * 2**i
+                if width % heads:
+                    raise ValueError(f"width {width} is not a multiple of {heads} heads")
+                stages += [nn.Linear(width, width) for _ in range(depth)]
+                stages.append(nn.Linear(width, 2 * width))
+            self.stages = nn.Sequential(*stages[:-1])
+
+        def forward(self, x):
+            return self.stages(x)
+    """
+    shrunk = config_of(probe(sandbox, tmp_path, code))["__set__"]
+    assert shrunk["depths"] == [1, 1, 1, 1]
+    assert len(shrunk["num_heads"]) == 4
+    assert all(shrunk["embed_dim"] % h == 0 for h in shrunk["num_heads"])
+
+
+def test_reads_are_followed_through_a_table_call_and_deep_hand_overs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Leaf(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.lin = nn.Linear(config.hidden_size, config.leaf_size)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    LEAVES = {"eager": Leaf}
+
+
+    class Attention(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.impl = LEAVES[config.impl](config)  # a call through a table
+
+        def forward(self, x):
+            return self.impl(x)
+
+
+    class Layer(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.attn = Attention(config)
+
+        def forward(self, x):
+            return self.attn(x)
+
+
+    class Stage(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.layer = Layer(config)
+
+        def forward(self, x):
+            return self.layer(x)
+
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.stage = Stage(config)  # Block > Stage > Layer > Attention > Leaf
+
+        def forward(self, x):
+            return self.stage(x)
+    """
+    fields = config_of(probe(sandbox, tmp_path, code))["kwargs"]
+    assert {"hidden_size", "leaf_size", "impl"} <= set(fields)
+    assert fields["impl"] == "eager"
+
+
+def test_an_indexed_config_field_is_a_list_beside_the_fields_parts_read(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Part(nn.Module):
+        def __init__(self, config, width):
+            super().__init__()
+            self.lin = nn.Linear(width, width)
+            self.scale = config.out_scale
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.parts = nn.Sequential(
+                *(Part(config, config.widths[0]) for _ in range(len(config.widths)))
+            )
+
+        def forward(self, x):
+            return self.parts(x)
+    """
+    fields = config_of(probe(sandbox, tmp_path, code))["kwargs"]
+    assert isinstance(fields["widths"], list)
+    assert "out_scale" in fields  # read by a part the config is handed to
