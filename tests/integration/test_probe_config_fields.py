@@ -1,4 +1,4 @@
-"""Config objects' fields: table keys, per-stage size lists, base configs, deep reads."""
+"""Config fields (table keys, size lists, base configs, parts, deep reads); named inputs."""
 
 from __future__ import annotations
 
@@ -237,3 +237,62 @@ def test_an_indexed_config_field_is_a_list_beside_the_fields_parts_read(
     fields = config_of(probe(sandbox, tmp_path, code))["kwargs"]
     assert isinstance(fields["widths"], list)
     assert "out_scale" in fields  # read by a part the config is handed to
+
+
+def test_config_parts_are_rebuilt_small(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class PartConfig:
+        def __init__(self, hidden_size=768, num_layers=12):
+            self.hidden_size = hidden_size
+            self.num_layers = num_layers
+
+
+    class WholeConfig:
+        def __init__(self, part=None, projection_dim=512):
+            self.part = PartConfig(**(part or {}))
+            self.projection_dim = projection_dim
+
+
+    class Block(nn.Module):
+        def __init__(self, config: WholeConfig):
+            super().__init__()
+            part = config.part
+            self.layers = nn.Sequential(
+                *(nn.Linear(part.hidden_size, part.hidden_size) for _ in range(part.num_layers))
+            )
+            self.proj = nn.Linear(part.hidden_size, config.projection_dim)
+
+        def forward(self, x):
+            return self.proj(self.layers(x))
+    """
+    config = config_of(probe(sandbox, tmp_path, code))
+    part = config["__set__"]["part"]
+    assert part["__call__"] == {"__ref__": "nnrag_block:PartConfig"}
+    assert part["__set__"]["hidden_size"] < 768
+    assert part["__set__"]["num_layers"] <= 2
+
+
+def test_an_optional_input_the_blocks_error_names_is_given(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, vocab_size: int = 100, width: int = 8):
+            super().__init__()
+            self.embed = nn.Embedding(vocab_size, width)
+            self.patch = nn.Conv2d(3, width, 4, stride=4)
+
+        def forward(self, input_ids=None, pixel_values=None, labels=None):
+            if pixel_values is None:
+                raise ValueError("You have to specify pixel_values")
+            text = self.embed(input_ids).mean(1)
+            image = self.patch(pixel_values).flatten(2).mean(2)
+            return text * image
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    pixels = result.recipe.input_kwargs["pixel_values"]
+    assert isinstance(pixels, dict)
+    assert pixels["shape"][1] == 3  # an image, not a copy of the token ids
+    assert "labels" not in result.recipe.input_kwargs  # only what the error names

@@ -16,7 +16,14 @@ import torch
 from torch import nn
 
 from nnrag.validate.probe import values as probe_values
-from nnrag.validate.probe.configs import fill_missing, give_keys, key_fields, shrink
+from nnrag.validate.probe.configs import (
+    fill_missing,
+    give_keys,
+    key_fields,
+    shrink,
+    shrink_parts,
+)
+from nnrag.validate.probe.factories import factory_for, none_accepted
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
@@ -373,6 +380,7 @@ class Synth:
                 built = cls(*args, **kwargs)
                 before = dict(vars(built))
                 shrink(built, self.profile)
+                shrink_parts(built, self.profile, self.module)
                 fill_missing(built, reads or set(), self.field_in(tree or {}))
                 give_keys(built, self.module)
                 after = dict(vars(built))
@@ -412,6 +420,11 @@ class Synth:
             config = config_class_for(self.module, reads)
             if config is not None:
                 return self.config(name, config, reads)
+        factory = None if reads else factory_for(self.module, cls, name)
+        if factory is not None:  # ``downsample(resolution, dim=dim)``: a class built inside
+            return factory
+        if not reads and none_accepted(cls, name):  # ``if downsample is not None: ...``
+            return None
         if configish:
             config = config_class_for(self.module, reads, share=0.0, named=_CONFIG_CLASSES)
             if config is not None and self.depth < 2:  # a base config that has some of them

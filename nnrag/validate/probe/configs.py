@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nnrag.validate.probe.profiles import Profile, int_for
+from nnrag.validate.probe.signatures import required_count
+from nnrag.validate.probe.values import call, encode, remember
 
-__all__ = ["fill_missing", "give_keys", "key_fields", "shrink", "shrink_list"]
+__all__ = ["fill_missing", "give_keys", "key_fields", "shrink", "shrink_list", "shrink_parts"]
 
 _KEYS: dict[int, tuple[Any, dict[str, str]]] = {}
 
@@ -123,3 +125,31 @@ def shrink(config: object, profile: Profile) -> dict[str, object]:
                 setattr(config, name, new)
     after = getattr(config, "__dict__", {})
     return {k: after[k] for k in before if k in after and after[k] != before[k]}
+
+
+def shrink_parts(config: object, profile: Profile, module: Any) -> None:
+    """Replace each config object held by ``config`` (``vision_config``, ``text_config``: a
+    class of the same module that builds from defaults) with a fresh one, shrunk and given
+    its table keys, recorded as its constructor call: a composite config stays small."""
+    try:
+        items = dict(vars(config))
+    except TypeError:
+        return
+    home = type(config).__module__
+    for name, value in items.items():
+        kind = type(value)
+        if kind.__module__ != home or not hasattr(value, "__dict__") or required_count(kind):
+            continue
+        try:
+            fresh = kind()
+            before = dict(vars(fresh))
+            shrink(fresh, profile)
+            give_keys(fresh, module)
+            after = dict(vars(fresh))
+            expression = call(kind)
+            changed = {k: v for k, v in after.items() if k not in before or before[k] != v}
+            if changed:
+                expression["__set__"] = {k: encode(v) for k, v in changed.items()}
+            setattr(config, name, remember(fresh, expression))
+        except Exception:  # a part that does not rebuild keeps its value
+            continue
