@@ -33,6 +33,11 @@ def config_of(result: ValidationResult) -> dict[str, Any]:
     return config
 
 
+def sizes(expression: dict[str, Any]) -> dict[str, Any]:
+    """The fields a recorded config call sets: through its constructor, or after it."""
+    return {**expression.get("kwargs", {}), **expression.get("__set__", {})}
+
+
 def test_a_none_field_used_as_a_table_key_gets_the_tables_first_key(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -148,7 +153,7 @@ def test_per_stage_heads_and_depths_are_shrunk_keeping_their_length(
         def forward(self, x):
             return self.stages(x)
     """
-    shrunk = config_of(probe(sandbox, tmp_path, code))["__set__"]
+    shrunk = sizes(config_of(probe(sandbox, tmp_path, code)))
     assert shrunk["depths"] == [1, 1, 1, 1]
     assert len(shrunk["num_heads"]) == 4
     assert all(shrunk["embed_dim"] % h == 0 for h in shrunk["num_heads"])
@@ -268,8 +273,8 @@ def test_config_parts_are_rebuilt_small(sandbox: Sandbox, tmp_path: Path) -> Non
     config = config_of(probe(sandbox, tmp_path, code))
     part = config["__set__"]["part"]
     assert part["__call__"] == {"__ref__": "nnrag_block:PartConfig"}
-    assert part["__set__"]["hidden_size"] < 768
-    assert part["__set__"]["num_layers"] <= 2
+    assert sizes(part)["hidden_size"] < 768
+    assert sizes(part)["num_layers"] <= 2
 
 
 def test_an_optional_input_the_blocks_error_names_is_given(
@@ -296,3 +301,63 @@ def test_an_optional_input_the_blocks_error_names_is_given(
     assert isinstance(pixels, dict)
     assert pixels["shape"][1] == 3  # an image, not a copy of the token ids
     assert "labels" not in result.recipe.input_kwargs  # only what the error names
+
+
+def test_sizes_go_through_the_constructor_so_derived_fields_follow(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class PyramidConfig:
+        def __init__(self, embed_dim=96, depths=(2, 2, 6, 2)):
+            self.embed_dim = embed_dim
+            self.depths = list(depths)
+            self.num_layers = len(self.depths)  # derived: stays consistent with depths
+            self.hidden_size = embed_dim * 2 ** (self.num_layers - 1)
+
+
+    class Block(nn.Module):
+        def __init__(self, config: PyramidConfig):
+            super().__init__()
+            widths = [config.embed_dim * 2**i for i in range(config.num_layers)]
+            self.stages = nn.Sequential(
+                *(nn.Linear(w, 2 * w if i < len(widths) - 1 else w) for i, w in enumerate(widths))
+            )
+            self.norm = nn.LayerNorm(config.hidden_size)
+
+        def forward(self, x):
+            return self.norm(self.stages(x))
+    """
+    config = config_of(probe(sandbox, tmp_path, code))
+    assert config["kwargs"]["embed_dim"] < 96  # through the constructor
+    assert "num_layers" not in config.get("__set__", {})
+    assert "hidden_size" not in config.get("__set__", {})
+
+
+def test_a_configs_image_size_is_kept_for_its_windows(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class WindowConfig:
+        def __init__(self, image_size=64, patch_size=4, window_size=4, stages=3, embed_dim=96):
+            self.image_size = image_size
+            self.patch_size = patch_size
+            self.window_size = window_size
+            self.stages = stages
+            self.embed_dim = embed_dim
+
+
+    class Block(nn.Module):
+        def __init__(self, config: WindowConfig):
+            super().__init__()
+            self.config = config
+            self.patch = nn.Conv2d(3, config.embed_dim, config.patch_size, config.patch_size)
+
+        def forward(self, pixel_values):
+            x = self.patch(pixel_values)
+            for _ in range(self.config.stages):  # every stage must hold a whole window
+                if min(x.shape[-2:]) < self.config.window_size:
+                    raise ValueError("a stage is smaller than the attention window")
+                x = nn.functional.avg_pool2d(x, 2)
+            return x
+    """
+    config = config_of(probe(sandbox, tmp_path, code))
+    assert "image_size" not in sizes(config)  # 64: 16, 8, 4 patches, each >= the window
+    assert sizes(config)["embed_dim"] < 96

@@ -17,10 +17,10 @@ from torch import nn
 
 from nnrag.validate.probe import values as probe_values
 from nnrag.validate.probe.configs import (
+    build_small,
     fill_missing,
     give_keys,
     key_fields,
-    shrink,
     shrink_parts,
 )
 from nnrag.validate.probe.factories import factory_for, none_accepted
@@ -78,6 +78,8 @@ class Ctor:
 
 _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
 """Config fields that are numbers even where their name also says a kind (``layer_norm_eps``)."""
+_SWITCH_FIELDS = re.compile(r"^(add|output|return|tie|use|is|has|with|do)_")
+"""Config fields that switch a feature on (off when synthesized: the plain path)."""
 _CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
 _LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
@@ -377,11 +379,10 @@ class Synth:
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(cls)
-                built = cls(*args, **kwargs)
-                before = dict(vars(built))
-                shrink(built, self.profile)
+                built, kwargs, before = build_small(cls, args, kwargs, self.profile)
                 shrink_parts(built, self.profile, self.module)
-                fill_missing(built, reads or set(), self.field_in(tree or {}))
+                scratch = Synth(self.module, self.profile, self.depth + 1)  # data only
+                fill_missing(built, reads or set(), scratch.field_in(tree or {}))
                 give_keys(built, self.module)
                 after = dict(vars(built))
             except Exception:
@@ -477,12 +478,18 @@ class Synth:
         return lambda attr: self.structure(attr, tree.get(("attr", attr)) or {})
 
     def field(self, name: str) -> object:
-        """A config field: plain data (an activation by its name, ``"relu"``, not a class)."""
+        """A config field: plain data (an activation by its name, ``"relu"``, not a class;
+        switches such as ``add_cross_attention``/``output_attentions`` off; a chunk size
+        0, no chunking)."""
         low = name.lower()
         if _FLOAT_FIELDS.search(low):
             return float_for(name)
         if re.search(r"(^|_)(act|activation)(_fn|_func|_function)?$", low):
             return self.string_for("act")
+        if _SWITCH_FIELDS.search(low):
+            return False
+        if re.search(r"(^|_)chunks?(_|$)", low):
+            return 0
         return self.by_name(name)
 
     def registry_dict(self, name: str, builds: list[str]) -> object:

@@ -10,10 +10,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nnrag.validate.probe.profiles import Profile, int_for
-from nnrag.validate.probe.signatures import required_count
+from nnrag.validate.probe.signatures import init_signature, required_count
 from nnrag.validate.probe.values import call, encode, remember
 
-__all__ = ["fill_missing", "give_keys", "key_fields", "shrink", "shrink_list", "shrink_parts"]
+__all__ = [
+    "build_small",
+    "fill_missing",
+    "give_keys",
+    "key_fields",
+    "shrink",
+    "shrink_list",
+    "shrink_parts",
+]
 
 _KEYS: dict[int, tuple[Any, dict[str, str]]] = {}
 
@@ -71,42 +79,89 @@ def give_keys(config: object, module: Any) -> None:
 
 
 def fill_missing(config: object, reads: set[str], field: Callable[[str], object]) -> None:
-    """Set each public attribute of ``reads`` that ``config`` lacks to ``field(name)``."""
+    """Set each public attribute of ``reads`` that ``config`` lacks to ``field(name)`` where
+    that is plain data (a placeholder object would not survive the config's own code: its
+    ``repr`` writes JSON)."""
     for attr in sorted(reads):
         if attr.startswith("_") or hasattr(config, attr):
             continue
         with contextlib.suppress(Exception):
-            setattr(config, attr, field(attr))
+            value = field(attr)
+            if _plain(value):
+                setattr(config, attr, value)
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return isinstance(value, (bool, int, float, str))
 
 
 def shrink_list(name: str, value: list[Any] | tuple[Any, ...], profile: Profile) -> object:
     """A list of sizes with the length kept: per-stage heads, depths and layer counts
-    (``num_heads=[3, 6, 12, 24]``: they divide per-stage widths) each reduced to the
-    profile's size for the name, other items reduced like a single size (only those over 8,
-    so strides and kernel sizes stay); ``value`` when nothing changes."""
+    (``num_heads=[3, 6, 12, 24]``: they divide per-stage widths) all set to the profile's
+    size for the name, other items reduced like a single size (only those over 8, so
+    strides and kernel sizes stay); ``value`` when nothing changes."""
     if not value or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return value
     size = int_for(re.sub(r"s$", "", name), profile)
     if not isinstance(size, int) or size <= 0:
         return value
-    floor = 0 if _PER_STAGE.search(name.lower()) else 8
-    if all(v <= max(size, floor) for v in value):
+    if _PER_STAGE.search(name.lower()):  # one size for every stage: heads divide widths
+        return value if all(v == size for v in value) else type(value)([size] * len(value))
+    if all(v <= max(size, 8) for v in value):
         return value
-    return type(value)(v if v <= max(size, floor) else size for v in value)
+    return type(value)(v if v <= max(size, 8) else size for v in value)
 
 
 _PER_STAGE = re.compile(r"heads?$|depths?$|layers$|blocks$")
 
 
+def build_small(
+    cls: type, args: tuple[object, ...], kwargs: dict[str, object], profile: Profile
+) -> tuple[object, dict[str, object], dict[str, object]]:
+    """``cls(*args, **kwargs)`` shrunk: the sizes its constructor takes are passed to it (so
+    the fields it derives from them follow: ``hidden_size = embed_dim * 2 ** (stages - 1)``,
+    ``num_layers = len(depths)``, and are left as derived); a constructor that takes none of
+    them gets its fields shrunk after the call. Returns the instance, the keyword
+    arguments of its constructor call, and its fields right after that call (what later
+    changes are recorded against)."""
+    built = cls(*args, **kwargs)
+    before = dict(vars(built))
+    wanted = shrink(built, profile)
+    sig, _ = init_signature(cls)
+    named = {
+        p.name
+        for p in (sig.parameters.values() if sig else ())
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    through = {k: v for k, v in wanted.items() if k in named and k not in kwargs}
+    if not through:
+        return built, kwargs, before
+    default = cls(*args, **kwargs)
+    try:
+        rebuilt = cls(*args, **{**kwargs, **through})
+    except Exception:
+        return built, kwargs, dict(vars(default))
+    return rebuilt, {**kwargs, **through}, dict(vars(rebuilt))
+
+
+_SPATIAL = re.compile(r"img|image|resolution|input_size")
+"""Input sizes a config keeps: a model's patches, windows and stages are laid out for its
+image size (a smaller one leaves a stage smaller than its attention window)."""
+
+
 def shrink(config: object, profile: Profile) -> dict[str, object]:
     """Reduce big size-like integer attributes of a config object (and lists of them) to the
-    profile's sizes; return the attributes changed (set after the constructor call)."""
+    profile's sizes, except input sizes (:data:`_SPATIAL`); return the attributes changed."""
     try:
         items = dict(vars(config))
     except TypeError:
         return {}
     before = dict(items)
     for name, value in items.items():
+        if _SPATIAL.search(name.lower()):
+            continue
         new: object = value
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:
             size = int_for(name, profile)  # dim_in = -1: "set me" sizes
@@ -141,12 +196,10 @@ def shrink_parts(config: object, profile: Profile, module: Any) -> None:
         if kind.__module__ != home or not hasattr(value, "__dict__") or required_count(kind):
             continue
         try:
-            fresh = kind()
-            before = dict(vars(fresh))
-            shrink(fresh, profile)
+            fresh, kwargs, before = build_small(kind, (), {}, profile)
             give_keys(fresh, module)
             after = dict(vars(fresh))
-            expression = call(kind)
+            expression = call(kind, (), kwargs)
             changed = {k: v for k, v in after.items() if k not in before or before[k] != v}
             if changed:
                 expression["__set__"] = {k: encode(v) for k, v in changed.items()}

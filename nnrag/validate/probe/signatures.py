@@ -148,7 +148,7 @@ def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
     of the block file), ``self.config = config`` (``self.config.x`` in any method)."""
     usage = _Usage()
     usage.of_class(cls, name, 0)
-    return usage.reads, usage.builds
+    return usage.reads - usage.optional, usage.builds
 
 
 _FOLLOW_DEPTH = 6
@@ -161,6 +161,8 @@ class _Usage:
 
     def __init__(self) -> None:
         self.reads: set[str] = set()
+        self.optional: set[str] = set()
+        """Attributes only read where ``hasattr`` says they are there."""
         self.builds: list[str] = []
         self.seen: set[tuple[int, str]] = set()
 
@@ -208,10 +210,12 @@ class _Usage:
         passed = [*node.args, *(k.value for k in node.keywords)]
         if not any(_is_name(a, name) for a in passed):
             return
-        if called == "getattr" and len(node.args) == 2:  # with a default: absent is fine
-            key = node.args[1]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                self.reads.add(key.value)
+        key = node.args[1] if len(node.args) == 2 else None
+        text = key.value if isinstance(key, ast.Constant) else None
+        if called == "getattr" and isinstance(text, str):  # with a default: absent is fine
+            self.reads.add(text)
+        elif called == "hasattr" and isinstance(text, str):
+            self.optional.add(text)
         elif "build" in called.lower() and _is_config_argument(node, name):
             if depth == 0:
                 self.builds.append(called)
@@ -245,6 +249,17 @@ class _Usage:
                 and _is_name(node.value.value, "self")
             ):
                 self.reads.add(node.attr)
+            elif (  # ``hasattr(self.config, "x") and self.config.x``: optional
+                isinstance(node, ast.Call)
+                and _is_name(node.func, "hasattr")
+                and len(node.args) == 2
+                and isinstance(node.args[0], ast.Attribute)
+                and node.args[0].attr in held
+                and _is_name(node.args[0].value, "self")
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                self.optional.add(node.args[1].value)
 
 
 def _called(func: ast.expr, scope: Mapping[str, Any]) -> list[Any]:
