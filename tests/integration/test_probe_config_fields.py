@@ -361,3 +361,28 @@ def test_a_configs_image_size_is_kept_for_its_windows(sandbox: Sandbox, tmp_path
     config = config_of(probe(sandbox, tmp_path, code))
     assert "image_size" not in sizes(config)  # 64: 16, 8, 4 patches, each >= the window
     assert sizes(config)["embed_dim"] < 96
+
+
+def test_a_base_config_sharing_only_methods_is_not_taken(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = """
+    class FileConfig:
+        \"\"\"A config file reader: its ``get`` is a method, not a field of the block's.\"\"\"
+
+        def __init__(self, filename=None):
+            self.filename = filename
+
+        def get(self, key, default=None):
+            return default
+
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.lin = nn.Linear(config.hidden_size, config.hidden_size)
+            self.get = config.get
+
+        def forward(self, x):
+            return self.lin(x)
+    """
+    config = config_of(probe(sandbox, tmp_path, code))
+    assert config["__call__"] == {"__ref__": "types:SimpleNamespace"}

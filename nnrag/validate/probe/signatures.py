@@ -348,8 +348,9 @@ def config_class_for(
     module: Any, reads: set[str], *, share: float = 0.5, named: re.Pattern[str] | None = None
 ) -> type | None:
     """The block file's class whose default instance has most of the attributes ``reads``
-    (at least ``share`` of them, and one): a config class built from its defaults, by what
-    is read; ``named``: only classes whose name it matches."""
+    as data (at least ``share`` of them, and one; methods do not count): a config class
+    built from its defaults, by what is read; ``named``: only classes whose name it
+    matches."""
     if module is None:
         return None
     best: tuple[int, str, type] | None = None
@@ -364,7 +365,9 @@ def config_class_for(
             continue
         try:
             instance = value()
-            names = set(dir(instance))
+            names = {  # the fields it sets, not its methods (``cfg.get``)
+                n for n in set(dir(instance)) & reads if not callable(getattr(instance, n, None))
+            }
         except Exception:
             continue
         score = len(reads & names)
