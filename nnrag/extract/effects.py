@@ -80,6 +80,7 @@ class UnitEffect:
         self.references: list[tuple[tuple[str, str], tuple[str, str]]] = []
         self.members: list[tuple[str, str, tuple[str, str] | None]] = []
         self.problems: list[Located] = []
+        self._words: frozenset[str] | None = None
         self.escaped: set[str] = set()
         """Modules whose object escapes (``vars(m)``): all their public names are members."""
 
@@ -204,9 +205,8 @@ class UnitEffect:
         lookups = self.scanner.lookups(self.info, self.unit, chain)
         if lookups is not None:  # only ``getattr(m, name)``/``hasattr(m, name)``: no escape
             names, dynamic = lookups
-            if dynamic:  # a computed name: the names the unit's own strings give it
-                words = self.scanner.words(self.info, self.unit)
-                keyed = sorted(words & self.symbols.namespace(module))
+            if dynamic:  # a computed name: the names the strings the unit reads give it
+                keyed = sorted(self.symbols.attributes(module, self._key_words()))
                 names, dynamic = (*names, *keyed), not keyed
             for name in dict.fromkeys(names):
                 self._member(where, module, name, (), load=load, escape=False)
@@ -222,6 +222,17 @@ class UnitEffect:
         self.escaped.add(module.module)
         for name in sorted(self.symbols.namespace(module)):
             self._member(where, module, name, (), load=load, escape=True)
+
+    def _key_words(self) -> frozenset[str]:
+        """The strings a computed name can come from: the unit's own, and those of the
+        module-level tables it reads (``getattr(m, TABLE[key][0])``)."""
+        if self._words is None:
+            words = set(self.scanner.words(self.info, self.unit))
+            for _, info, unit in self.deps:
+                if unit.kind == "assign":
+                    words |= self.scanner.words(info, unit)
+            self._words = frozenset(words)
+        return self._words
 
     def _member(
         self,

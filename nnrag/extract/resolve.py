@@ -13,6 +13,7 @@ from nnrag.extract.effects import Effect, Located, SortKey, UnitEffect
 from nnrag.extract.methods import Method, MethodIndex
 from nnrag.extract.needs import UnitKey, UnitScanner, scanner_for
 from nnrag.extract.order import CallClosure, Components, runs_at_load, topological
+from nnrag.extract.patches import PatchIndex
 from nnrag.extract.registries import Carrier, registries_for
 from nnrag.extract.renames import planner_for
 from nnrag.extract.tables import value_strings
@@ -61,6 +62,7 @@ class _Memo:
     components: dict[UnitKey, Components] = field(default_factory=dict)
     values: dict[UnitKey, frozenset[str]] = field(default_factory=dict)
     methods: MethodIndex | None = None
+    patches: PatchIndex | None = None
 
 
 def _memo_for(index: Index) -> _Memo:
@@ -130,8 +132,10 @@ class _Walk:
                 self.units[key] = _Included(info=home, unit=unit, parent=None)
                 self.queue.append(key)
         self._drain()
+        self._carry_patches()
         self._tables_read_from_outside()
         registrations = self._carry_registrations()
+        self._carry_patches()
         self._tables_read_from_outside()
         self._cut_tables()
         self._stand_ins()
@@ -196,6 +200,34 @@ class _Walk:
             )
             self.problems.setdefault(problem, key)
         return carrier.registrations()
+
+    def _carry_patches(self) -> None:
+        """Add, to a fixed point, each patch (``logging.Logger.warning_once = f``,
+        :mod:`nnrag.extract.patches`) of a module the closure carries units of, whose
+        attribute the closure reads and whose receiver is external or already carried."""
+        if self.memo.patches is None:
+            self.memo.patches = PatchIndex(self.symbols, self.scanner)
+        patches = self.memo.patches
+        while True:
+            modules: dict[tuple[str, str], tuple[UnitKey, ModuleInfo]] = {}
+            for key, entry in self.units.items():
+                modules.setdefault((key[0], key[1]), (key, entry.info))
+            added = False
+            for parent, info in modules.values():
+                for patch in patches.of(info):
+                    key = (info.source, info.module, patch.unit.index)
+                    if (
+                        key in self.units
+                        or self.attributes.isdisjoint(patch.attributes)
+                        or not patch.receivers <= self.units.keys()
+                    ):
+                        continue
+                    self.units[key] = _Included(info=info, unit=patch.unit, parent=parent)
+                    self.queue.append(key)
+                    added = True
+            if not added:
+                return
+            self._drain()
 
     def _tables_read_from_outside(self) -> None:
         """A string table none of whose keys the closure gives as a value (a default, a

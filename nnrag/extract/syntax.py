@@ -13,6 +13,7 @@ __all__ = [
     "lookups_only",
     "may_find",
     "mutates",
+    "patched_attributes",
     "reads_namespace",
     "type_tests",
     "writes",
@@ -41,6 +42,26 @@ def mutates(stmt: ast.stmt, names: set[str]) -> bool:
         if func is not root and isinstance(root, ast.Name) and root.id in names:
             return True
     return False
+
+
+def patched_attributes(tree: ast.Module) -> tuple[tuple[str, str], ...]:
+    """``(receiver, attribute)`` of each ``receiver.attribute = value`` when every statement
+    of a module-level unit is such an assignment (``logging.Logger.warning_once = f``: a
+    patch importing the module applies to an object); empty otherwise."""
+    found: list[tuple[str, str]] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            targets = stmt.targets
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets = [stmt.target]
+        else:
+            return ()
+        for target in targets:
+            receiver = dotted(target.value) if isinstance(target, ast.Attribute) else None
+            if receiver is None or not isinstance(target, ast.Attribute):
+                return ()
+            found.append((receiver, target.attr))
+    return tuple(found)
 
 
 def dotted(node: ast.expr) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -160,6 +160,27 @@ class Symbols:
                 )
             self._namespaces[key] = cached
         return cached
+
+    def attributes(self, info: ModuleInfo, words: Iterable[str]) -> frozenset[str]:
+        """Those of ``words`` that ``getattr(m, word)`` finds on the module object of ``info``.
+
+        Any name the module binds at run time (``getattr`` is not limited to ``__all__`` or
+        public names), the names it enumerates (:meth:`namespace`), and, for a package, its
+        submodules (``getattr(auto, "processing_auto")``).
+        """
+        bound = self.binders(info)
+        namespace = self.namespace(info)
+
+        def found(word: str) -> bool:
+            if word in namespace or any(not u.type_checking for u in bound.get(word, ())):
+                return True
+            return (
+                info.is_package
+                and word.isidentifier()
+                and self._is_module_name(f"{info.module}.{word}", info.source)
+            )
+
+        return frozenset(word for word in words if found(word))
 
     # -- lookup ------------------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ def test_unannotated_config_is_the_class_whose_attributes_are_read(
     """
     settings = kwargs(probe(sandbox, tmp_path, code))["settings"]
     assert settings["__call__"] == {"__ref__": "nnrag_block:Hyper"}
-    shrunk = settings["__set__"]
+    shrunk = {**settings.get("kwargs", {}), **settings.get("__set__", {})}
     assert shrunk["hidden_size"] < 768
     assert shrunk["vocab_size"] < 30000
 
@@ -81,7 +81,7 @@ def test_dataclass_config_built_from_defaults_and_shrunk(sandbox: Sandbox, tmp_p
     """
     options = kwargs(probe(sandbox, tmp_path, code))["options"]
     assert options["__call__"] == {"__ref__": "nnrag_block:Options"}
-    assert options["__set__"]["width"] < 512
+    assert {**options.get("kwargs", {}), **options.get("__set__", {})}["width"] < 512
 
 
 REGISTRY = """

@@ -173,6 +173,13 @@ def _mutated(stmt: ast.stmt) -> set[str]:
     return roots
 
 
+def _patched(stmt: ast.stmt) -> set[str]:
+    """Attributes a module-level ``obj.attr = value`` sets (empty for other statements)."""
+    if not isinstance(stmt, ast.Assign):
+        return set()
+    return {t.attr for t in stmt.targets if isinstance(t, ast.Attribute)}
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_no_bloat(name: str) -> None:
     """Every top-level definition of the emitted file is reachable from the target by reads
@@ -192,14 +199,18 @@ def test_no_bloat(name: str) -> None:
     todo = list(binders.get(extracted.block.name, []))
     assert todo, f"target {extracted.block.name} is not defined in the emitted file"
     while todo:
-        position = todo.pop()
-        if position in reached:
-            continue
-        reached.add(position)
-        for read in _reads(units[position]):
-            todo.extend(binders.get(read, []))
-        names = _bound(units[position])  # registrations into a reached object come with it
-        todo.extend(p for p, stmt in enumerate(units) if _mutated(stmt) & names)
+        while todo:
+            position = todo.pop()
+            if position in reached:
+                continue
+            reached.add(position)
+            for read in _reads(units[position]):
+                todo.extend(binders.get(read, []))
+            names = _bound(units[position])  # registrations into a reached object come with it
+            todo.extend(p for p, stmt in enumerate(units) if _mutated(stmt) & names)
+        # a patch (``obj.attr = value``) comes with the attributes the reached code reads
+        read = {n.attr for p in reached for n in ast.walk(units[p]) if isinstance(n, ast.Attribute)}
+        todo.extend(p for p, stmt in enumerate(units) if p not in reached and _patched(stmt) & read)
     unreachable = [
         ast.unparse(units[p]).splitlines()[0] for p in range(len(units)) if p not in reached
     ]

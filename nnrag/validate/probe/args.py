@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import inspect
 import numbers
@@ -17,6 +16,14 @@ import torch
 from torch import nn
 
 from nnrag.validate.probe import values as probe_values
+from nnrag.validate.probe.configs import (
+    build_small,
+    fill_missing,
+    give_keys,
+    key_fields,
+    shrink_parts,
+)
+from nnrag.validate.probe.factories import factory_for, none_accepted
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
@@ -71,6 +78,8 @@ class Ctor:
 
 _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
 """Config fields that are numbers even where their name also says a kind (``layer_norm_eps``)."""
+_SWITCH_FIELDS = re.compile(r"^(add|output|return|tie|use|is|has|with|do)_")
+"""Config fields that switch a feature on (off when synthesized: the plain path)."""
 _CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
 _LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
@@ -356,19 +365,31 @@ class Synth:
         owner, args = made
         return remember(owner(*args), call(owner, args))
 
-    def config(self, name: str, cls: type | None) -> object:
+    def config(
+        self, name: str, cls: type | None, reads: set[str] | None = None, tree: Access | None = None
+    ) -> object:
+        """An instance of config class ``cls`` (else the file's class named like a config)
+        built from its defaults and shrunk; the attributes of ``reads`` it lacks set by
+        name (as ``tree``, the reads' structure, says), and ``None`` fields the file uses as
+        table keys given one (:func:`give_keys`). The changes are recorded as ``__set__``
+        after the constructor call."""
         if cls is None:
             cls = find_config_class(self.module)
         if cls is not None and self.depth < 2:
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(cls)
-                built = cls(*args, **kwargs)
-                changes = shrink(built, self.profile)
+                built, kwargs, before = build_small(cls, args, kwargs, self.profile)
+                shrink_parts(built, self.profile, self.module)
+                scratch = Synth(self.module, self.profile, self.depth + 1)  # data only
+                fill_missing(built, reads or set(), scratch.field_in(tree or {}))
+                give_keys(built, self.module)
+                after = dict(vars(built))
             except Exception:
                 pass
             else:
                 expression = call(cls, args, kwargs)
+                changes = {k: v for k, v in after.items() if k not in before or before[k] != v}
                 if changes:
                     expression["__set__"] = {k: encode(v) for k, v in changes.items()}
                 return remember(built, expression)
@@ -384,21 +405,32 @@ class Synth:
             if value is not MISSING:
                 return value
         tree = access_tree(cls, name)
-        if is_nested(tree) and self.depth < 2:  # ``extra["stage1"]["num_channels"][i]``
-            return self.structure(name, tree)
-        holder = class_with_attributes(self.module, reads)
-        if holder is not None:  # ``block.expansion``: a class of the file is what is passed
-            return holder
-        if reads and not _CONFIG_NAMES.search(name.lower()):
+        nested = is_nested(tree) and self.depth < 2
+        configish = bool(reads) and _CONFIG_NAMES.search(name.lower()) is not None
+        if nested and (not configish or any(kind != "attr" for kind, _ in tree)):
+            return self.structure(name, tree)  # ``extra["stage1"]["num_channels"][i]``
+        if not nested:
+            holder = class_with_attributes(self.module, reads)
+            if holder is not None:  # ``block.expansion``: a class of the file is passed
+                return holder
+        if reads and not configish:
             part = self.module_setting(reads)
             if part is not MISSING:  # ``memory.d_model``: a module of the file that has it
                 return part
-        if len(reads) >= 2 and self.depth < 2:
+        if len(reads) >= 2 and self.depth < 2 and not nested:
             config = config_class_for(self.module, reads)
             if config is not None:
-                return self.config(name, config)
-        if reads and _CONFIG_NAMES.search(name.lower()):
-            return self.namespace(sorted(reads))
+                return self.config(name, config, reads)
+        factory = None if reads else factory_for(self.module, cls, name)
+        if factory is not None:  # ``downsample(resolution, dim=dim)``: a class built inside
+            return factory
+        if not reads and none_accepted(cls, name):  # ``if downsample is not None: ...``
+            return None
+        if configish:
+            config = config_class_for(self.module, reads, share=0.0, named=_CONFIG_CLASSES)
+            if config is not None and self.depth < 2:  # a base config that has some of them
+                return self.config(name, config, reads, tree)
+            return self.namespace(sorted(reads), tree)
         return self.value(name, inspect.Parameter.empty)
 
     def structure(self, name: str, tree: Access) -> object:
@@ -428,21 +460,36 @@ class Synth:
                 return built
         return MISSING
 
-    def namespace(self, reads: list[str]) -> object:
+    def namespace(self, reads: list[str], tree: Access | None = None) -> object:
         """A config built from the attributes the code reads, each synthesized by its name
-        (``hidden_size`` 64, ``num_attention_heads`` 2, ``layer_norm_eps`` 1e-5): for a
-        config class the closure does not carry. A real value with named fields, recorded as
-        its constructor call, not a placeholder."""
-        fields = {attr: self.field(attr) for attr in reads if not attr.startswith("_")}
+        (``hidden_size`` 64, ``num_attention_heads`` 2, ``layer_norm_eps`` 1e-5) or by
+        what is read under it (``tree``: ``config.depths[i]``, a list): for a config class
+        the closure does not carry. A real value with named fields, recorded as its
+        constructor call, not a placeholder."""
+        field = self.field_in(tree or {})
+        fields = {attr: field(attr) for attr in reads if not attr.startswith("_")}
+        for attr, key in key_fields(self.module).items():  # ``TABLE[config.impl]``: a key
+            if attr in reads:
+                fields[attr] = key
         return remember(types.SimpleNamespace(**fields), call(types.SimpleNamespace, (), fields))
 
+    def field_in(self, tree: Access) -> Callable[[str], object]:
+        """:meth:`field`, or :meth:`structure` for an attribute read further (``[i]``)."""
+        return lambda attr: self.structure(attr, tree.get(("attr", attr)) or {})
+
     def field(self, name: str) -> object:
-        """A config field: plain data (an activation by its name, ``"relu"``, not a class)."""
+        """A config field: plain data (an activation by its name, ``"relu"``, not a class;
+        switches such as ``add_cross_attention``/``output_attentions`` off; a chunk size
+        0, no chunking)."""
         low = name.lower()
         if _FLOAT_FIELDS.search(low):
             return float_for(name)
         if re.search(r"(^|_)(act|activation)(_fn|_func|_function)?$", low):
             return self.string_for("act")
+        if _SWITCH_FIELDS.search(low):
+            return False
+        if re.search(r"(^|_)chunks?(_|$)", low):
+            return 0
         return self.by_name(name)
 
     def registry_dict(self, name: str, builds: list[str]) -> object:
@@ -496,6 +543,10 @@ class Synth:
                 (part := self.module_setting(parameter_usage(cls, name)[0])) is not MISSING
             ):
                 value = part
+            elif _is_config_type(annotation):  # ``config: BertConfig``: plus what is read
+                value = self.config(
+                    name, annotation, parameter_usage(cls, name)[0], access_tree(cls, name)
+                )
             else:
                 value = self.value(name, annotation)
             if param.kind == param.POSITIONAL_ONLY:
@@ -503,6 +554,16 @@ class Synth:
             else:
                 kwargs[name] = value
         return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+
+
+def _is_config_type(annotation: Any) -> bool:
+    """A class :meth:`Synth.value` builds as a config (not data, a tensor or a module)."""
+    return (
+        isinstance(annotation, type)
+        and annotation.__module__ != "builtins"
+        and not issubclass(annotation, (enum.Enum, nn.Module, torch.Tensor, numbers.Number))
+        and annotation not in (torch.dtype, torch.device)
+    )
 
 
 def _is_int(value: object) -> bool:
@@ -524,6 +585,9 @@ class AutoConfig:
         return "AutoConfig()"
 
 
+_CONFIG_CLASSES = re.compile(r"(Config|Cfg|Args|Params)$")
+
+
 def find_config_class(module: Any) -> type | None:
     if module is None:
         return None
@@ -531,33 +595,7 @@ def find_config_class(module: Any) -> type | None:
         if (
             isinstance(value, type)
             and value.__module__ == module.__name__
-            and re.search(r"(Config|Cfg|Args|Params)$", name)
+            and _CONFIG_CLASSES.search(name)
         ):
             return value
     return None
-
-
-def shrink(config: object, profile: Profile) -> dict[str, object]:
-    """Reduce big size-like integer attributes of a config object to the profile's sizes;
-    return the attributes changed (the recipe sets them after the constructor call)."""
-    try:
-        items = dict(vars(config))
-    except TypeError:
-        return {}
-    before = dict(items)
-    for name, value in items.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-            size = int_for(name, profile)  # dim_in = -1: "set me" sizes
-            if isinstance(size, int) and size > 0:
-                with contextlib.suppress(Exception):
-                    setattr(config, name, size)
-        elif isinstance(value, int) and not isinstance(value, bool) and value > 8:
-            new = int_for(name, profile)
-            if isinstance(new, int) and new < value:
-                with contextlib.suppress(Exception):
-                    setattr(config, name, new)
-        elif isinstance(value, int) and re.search(r"layers|depth|blocks", name) and value > 2:
-            with contextlib.suppress(Exception):
-                setattr(config, name, 2)
-    after = getattr(config, "__dict__", {})
-    return {k: after[k] for k in before if k in after and after[k] != before[k]}

@@ -423,13 +423,18 @@ def optional_inputs(
     Positional after the given ones while every skipped argument has a literal default
     (kept), keyword arguments after that; ``None`` when nothing is left to give.
     """
-    if not _NONE_USED.search(message):
+    params = [p for p in forward_params(module) if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    named = _named_missing(message, params, args, kwargs)
+    if not _NONE_USED.search(message) and not named:
         return None
     first = next((a for a in args if isinstance(a, dict) and "shape" in a), None)
     if first is None:
         return None
     shape = list(first["shape"])
-    params = [p for p in forward_params(module) if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    side = model_side(module) or profile.img
+    if named:  # "You have to specify pixel_values": only what the error names
+        given = {p.name: optional_value(p.name, shape, p.annotation, profile, side) for p in named}
+        return list(args), {**kwargs, **given}
     new_args, new_kwargs, positional, changed = list(args), dict(kwargs), True, False
     for i, p in enumerate(params[: len(args)]):  # a required mask given as None
         if args[i] is None and p.kind != p.KEYWORD_ONLY:
@@ -454,11 +459,36 @@ def optional_inputs(
     return (new_args, new_kwargs) if changed else None
 
 
-def optional_value(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
+def _named_missing(
+    message: str, params: list[inspect.Parameter], args: list[Any], kwargs: dict[str, Any]
+) -> list[inspect.Parameter]:
+    """The ``None``-defaulted ``forward`` parameters, not given, that the error names (a
+    block's own check: ``raise ValueError("You have to specify pixel_values")``)."""
+    return [
+        p
+        for i, p in enumerate(params)
+        if p.default is None
+        and p.name not in kwargs
+        and (i >= len(args) or args[i] is None)
+        and p.kind != p.POSITIONAL_ONLY
+        and re.search(rf"(?<![\w.]){re.escape(p.name)}(?!\w)", message)
+    ]
+
+
+def optional_value(
+    name: str, shape: list[int], annotation: Any, profile: Profile, side: int | None = None
+) -> Any:
     """A value for an optional ``forward`` argument: masks keep every token (``True``) of the
-    first input (``(B, N)`` for tokens, ``(B, H, W)`` for images), the rest as :func:`secondary`."""
-    if "mask" in name.lower():
+    first input (``(B, N)`` for tokens, ``(B, H, W)`` for images), images (``pixel_values``)
+    are ``(B, 3, side, side)`` at the model's side, the rest as :func:`secondary`."""
+    low = name.lower()
+    if "mask" in low:
         return tensor_spec(mask_shape(shape), "bool")
+    if re.search(r"pixel|image|img", low) and not re.search(
+        r"sizes?$|shapes?$|metas?$|ids?$|embeds?$|embeddings?$", low
+    ):
+        size = side or profile.img
+        return tensor_spec([shape[0], 3, size, size])
     return secondary(name, shape, annotation, profile)
 
 

@@ -148,11 +148,12 @@ def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
     of the block file), ``self.config = config`` (``self.config.x`` in any method)."""
     usage = _Usage()
     usage.of_class(cls, name, 0)
-    return usage.reads, usage.builds
+    return usage.reads - usage.optional, usage.builds
 
 
-_FOLLOW_DEPTH = 3
-"""How many hand-overs (``Part(config)`` inside ``Block(config)``) a parameter is followed."""
+_FOLLOW_DEPTH = 6
+"""How many hand-overs (``Part(config)`` inside ``Block(config)``) a parameter is followed
+(a model hands its config down through encoder, layer, attention and its implementation)."""
 
 
 class _Usage:
@@ -160,6 +161,8 @@ class _Usage:
 
     def __init__(self) -> None:
         self.reads: set[str] = set()
+        self.optional: set[str] = set()
+        """Attributes only read where ``hasattr`` says they are there."""
         self.builds: list[str] = []
         self.seen: set[tuple[int, str]] = set()
 
@@ -207,22 +210,24 @@ class _Usage:
         passed = [*node.args, *(k.value for k in node.keywords)]
         if not any(_is_name(a, name) for a in passed):
             return
-        if called == "getattr" and len(node.args) == 2:  # with a default: absent is fine
-            key = node.args[1]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                self.reads.add(key.value)
+        key = node.args[1] if len(node.args) == 2 else None
+        text = key.value if isinstance(key, ast.Constant) else None
+        if called == "getattr" and isinstance(text, str):  # with a default: absent is fine
+            self.reads.add(text)
+        elif called == "hasattr" and isinstance(text, str):
+            self.optional.add(text)
         elif "build" in called.lower() and _is_config_argument(node, name):
             if depth == 0:
                 self.builds.append(called)
-        elif depth < _FOLLOW_DEPTH and isinstance(func, ast.Name):
-            target = scope.get(func.id)
-            inner = _receiving_parameter(target, node, name)
-            if inner is None:
-                return
-            if isinstance(target, type):
-                self.of_class(target, inner, depth + 1)
-            else:
-                self.of_function(target, inner, depth + 1)
+        elif depth < _FOLLOW_DEPTH and isinstance(func, (ast.Name, ast.Subscript)):
+            for target in _called(func, scope):
+                inner = _receiving_parameter(target, node, name)
+                if inner is None:
+                    continue
+                if isinstance(target, type):
+                    self.of_class(target, inner, depth + 1)
+                else:
+                    self.of_function(target, inner, depth + 1)
         elif depth < _FOLLOW_DEPTH and owner is not None and _is_name(func, "self", ast.Attribute):
             assert isinstance(func, ast.Attribute)
             method = inspect.getattr_static(owner, func.attr, None)  # self._make_layer(cfg)
@@ -244,6 +249,30 @@ class _Usage:
                 and _is_name(node.value.value, "self")
             ):
                 self.reads.add(node.attr)
+            elif (  # ``hasattr(self.config, "x") and self.config.x``: optional
+                isinstance(node, ast.Call)
+                and _is_name(node.func, "hasattr")
+                and len(node.args) == 2
+                and isinstance(node.args[0], ast.Attribute)
+                and node.args[0].attr in held
+                and _is_name(node.args[0].value, "self")
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                self.optional.add(node.args[1].value)
+
+
+def _called(func: ast.expr, scope: Mapping[str, Any]) -> list[Any]:
+    """What a call can call: the object ``f`` names, or every value of a module-level
+    table for ``TABLE[key](...)`` (``CLASSES[config.impl](config)``)."""
+    if isinstance(func, ast.Name):
+        return [scope.get(func.id)]
+    table = (
+        scope.get(func.value.id)
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)
+        else None
+    )
+    return list(table.values()) if isinstance(table, Mapping) else []
 
 
 def _foreign(klass: type) -> bool:
@@ -315,15 +344,20 @@ def _is_config_argument(node: ast.Call, name: str) -> bool:
     )
 
 
-def config_class_for(module: Any, reads: set[str]) -> type | None:
+def config_class_for(
+    module: Any, reads: set[str], *, share: float = 0.5, named: re.Pattern[str] | None = None
+) -> type | None:
     """The block file's class whose default instance has most of the attributes ``reads``
-    (at least half of them): a config class built from its defaults, by what is read."""
+    as data (at least ``share`` of them, and one; methods do not count): a config class
+    built from its defaults, by what is read; ``named``: only classes whose name it
+    matches."""
     if module is None:
         return None
     best: tuple[int, str, type] | None = None
     for value in list(vars(module).values()):
         if (
             not isinstance(value, type)
+            or (named is not None and not named.search(value.__name__))
             or issubclass(value, (nn.Module, torch.Tensor, BaseException, enum.Enum))
             or value.__module__ != module.__name__
             or required_count(value) > 0
@@ -331,11 +365,17 @@ def config_class_for(module: Any, reads: set[str]) -> type | None:
             continue
         try:
             instance = value()
-            names = set(dir(instance))
+            names = {  # the fields it sets, not its methods (``cfg.get``)
+                n for n in set(dir(instance)) & reads if not callable(getattr(instance, n, None))
+            }
         except Exception:
             continue
         score = len(reads & names)
-        if 2 * score >= len(reads) and (best is None or (score, value.__name__) > best[:2]):
+        if (
+            score
+            and score >= share * len(reads)
+            and (best is None or (score, value.__name__) > best[:2])
+        ):
             best = (score, value.__name__, value)
     return None if best is None else best[2]
 

@@ -1,0 +1,1 @@
+"""A lazy package: its submodules are attributes only once imported."""

@@ -1,0 +1,1 @@
+UNRELATED = {"small": 0}
