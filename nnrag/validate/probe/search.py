@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 from collections.abc import Iterator, Mapping
@@ -36,6 +37,7 @@ from nnrag.validate.probe.repair import (
 from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
+from nnrag.validate.probe.stand_ins import plain_convolutions, real_stand_ins
 from nnrag.validate.probe.values import seed_cpu
 
 if TYPE_CHECKING:
@@ -361,6 +363,8 @@ class Search:
                 messages.append(str(error))
                 if given is None:
                     message = f"{type(error).__name__}: {error}"
+                    if runner.replay is None and plain_convolutions(ctor, self.cls, [message]):
+                        return "next", messages  # the constructor, not the inputs (widen)
                     fixes = input_repairs(message, block, args, kwargs, profile)
                     queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
@@ -423,22 +427,68 @@ class Search:
             runner.finish("forward", *refusal)
             return
         if ctor.placeholders:
-            runner.finish(
-                "forward",
-                "ctor-args",
-                f"forward ran only with placeholders for {', '.join(ctor.placeholders)}",
-            )
-            return
+            real = self.with_real_layers(ctor, block, args, kwargs)
+            if real is None:
+                runner.finish(
+                    "forward",
+                    "ctor-args",
+                    f"forward ran only with placeholders for {', '.join(ctor.placeholders)}",
+                )
+                return
+            block = real
         runner.passed("forward", self.forward_started)
         if self.depth == "backward":
             runner.backward(block, args, kwargs)
         else:
             runner.finish()
 
+    def with_real_layers(
+        self, ctor: Ctor, block: nn.Module, args: list[Any], kwargs: dict[str, Any]
+    ) -> nn.Module | None:
+        """The block built again with real layers in place of its placeholder modules
+        (:func:`real_stand_ins`), when forward runs on the same inputs: recorded as the
+        recipe; else ``None`` (the placeholder run's recipe kept)."""
+        runner = self.runner
+        if runner.replay is not None or self.attempts >= MAX_ATTEMPTS:
+            return None
+        kept = copy.deepcopy(runner.recipe)
+        fixed = real_stand_ins(ctor, lambda: runner.forward(block, args, kwargs))
+        if fixed is None or fixed.placeholders:
+            return None
+        self.attempts += 1
+        runner.record_ctor(fixed)
+        seed_cpu(runner.seed)
+        try:
+            real = cast(nn.Module, self.cls(*fixed.args, **fixed.kwargs))
+            runner.record_built(real)
+            real.eval()
+            out = runner.forward(real, args, kwargs)
+            problem = runner.check_output(out)
+        except _FATAL:
+            raise
+        except BaseException:
+            problem = "failed"
+        if problem:
+            runner.recipe.clear()
+            runner.recipe.update(kept)
+            return None
+        runner.recipe.update(
+            inputs=args,
+            input_kwargs=kwargs,
+            output_shapes=[shapes_of(out)],
+            output_digest=output_digest(out),
+            attempts=self.attempts,
+        )
+        return real
+
     def widen(self, ctor: Ctor, given: Inputs | None, messages: list[str]) -> None:
         """Queue the constructor call the forward errors point to (a residual's width, a
         class called with other arguments), once each."""
-        widened = match_residual(ctor, messages) or called_class(ctor, messages)
+        widened = (
+            match_residual(ctor, messages)
+            or called_class(ctor, messages)
+            or plain_convolutions(ctor, self.cls, messages)
+        )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))
             self.pending.insert(0, (widened, given))

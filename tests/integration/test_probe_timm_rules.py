@@ -1,0 +1,124 @@
+"""Probing rules on small hand-made modules: real layers for placeholder modules, and more."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from nnrag.validate.probe.runner import Runner  # noqa: E402
+from nnrag.validate.probe.stand_ins import shape_keeping_layer  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+def run(tmp_path: Path, source: str, name: str, **request: Any) -> dict[str, Any]:
+    path = tmp_path / "block.py"
+    path.write_text(textwrap.dedent(source))
+    sent: list[dict[str, Any]] = []
+    request = {"path": str(path), "class_name": name, "depth": "forward", **request}
+    Runner(request, sent.append, []).run()
+    result = sent[-1]
+    assert result["kind"] == "result"
+    return result
+
+
+RESIDUAL = """
+from torch import nn
+
+
+class Residual(nn.Module):
+    def __init__(self, main: nn.Module):
+        super().__init__()
+        self.main = main
+
+    def forward(self, x):
+        return x + self.main(x)
+"""
+
+
+def test_a_placeholder_module_becomes_a_real_layer_of_the_shape_it_saw(tmp_path: Path) -> None:
+    result = run(tmp_path, RESIDUAL, "Residual")
+    assert result["failed_stage"] is None, result["message"]
+    recipe = result["recipe"]
+    assert "placeholders" not in recipe
+    main = recipe["init_kwargs"]["main"]
+    assert main["__call__"] == {"__ref__": "torch.nn.modules.conv:Conv2d"}
+    channels = recipe["inputs"][0]["shape"][1]
+    assert main["args"] == [channels, channels, 1]
+    replayed = run(tmp_path, RESIDUAL, "Residual", replay=recipe)
+    assert replayed["failed_stage"] is None
+    assert replayed["recipe"]["output_digest"] == recipe["output_digest"]
+
+
+WANTS_ATTRIBUTES = """
+from torch import nn
+
+
+class Wrapper(nn.Module):
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x) if isinstance(self.model, nn.Identity) else x.missing
+"""
+
+
+def test_a_placeholder_stays_when_the_real_layer_fails(tmp_path: Path) -> None:
+    result = run(tmp_path, WANTS_ATTRIBUTES, "Wrapper")
+    assert result["failed_stage"] == "forward"
+    assert result["category"] == "ctor-args"
+    assert result["recipe"]["placeholders"] == ["model"]
+    assert result["recipe"]["init_kwargs"]["model"]["__call__"]["__ref__"].endswith("Identity")
+
+
+def test_shape_keeping_layers() -> None:
+    conv = shape_keeping_layer((2, 8, 5, 5))
+    assert isinstance(conv, nn.Conv2d)
+    assert conv(torch.zeros(2, 8, 5, 5)).shape == (2, 8, 5, 5)
+    linear = shape_keeping_layer((2, 7, 12))
+    assert isinstance(linear, nn.Linear)
+    assert linear(torch.zeros(2, 7, 12)).shape == (2, 7, 12)
+    assert shape_keeping_layer((4,)) is None
+
+
+BRANCHES = """
+import torch
+from torch import nn
+
+
+class Padded(nn.Module):
+    def __init__(self, cin, cout, kernel_size=1, stride=1, padding=None):
+        super().__init__()
+        pad = (kernel_size - 1 + stride - 1) // 2 if padding is None else padding
+        self.conv = nn.Conv2d(cin, cout, kernel_size, stride, pad)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Reduction(nn.Module):
+    def __init__(self, conv_block=Padded):
+        super().__init__()
+        self.branch0 = conv_block(8, 8, kernel_size=3, stride=2)
+        self.branch1 = nn.MaxPool2d(3, stride=2)
+
+    def forward(self, x):
+        return torch.cat((self.branch0(x), self.branch1(x)), 1)
+"""
+
+
+def test_branches_of_different_sizes_get_plain_convolutions(tmp_path: Path) -> None:
+    result = run(tmp_path, BRANCHES, "Reduction")
+    assert result["failed_stage"] is None, result["message"]
+    kwargs = result["recipe"]["init_kwargs"]
+    assert kwargs["conv_block"] == {"__ref__": "torch.nn.modules.conv:Conv2d"}
+    replayed = run(tmp_path, BRANCHES, "Reduction", replay=result["recipe"])
+    assert replayed["failed_stage"] is None
+    assert replayed["recipe"]["output_digest"] == result["recipe"]["output_digest"]
