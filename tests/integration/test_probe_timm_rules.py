@@ -122,3 +122,93 @@ def test_branches_of_different_sizes_get_plain_convolutions(tmp_path: Path) -> N
     replayed = run(tmp_path, BRANCHES, "Reduction", replay=result["recipe"])
     assert replayed["failed_stage"] is None
     assert replayed["recipe"]["output_digest"] == result["recipe"]["output_digest"]
+
+
+GUARDED = """
+from torch import nn
+
+
+class Mlp(nn.Module):
+    def __init__(self, channels, hidden=None, act_layer=nn.ReLU):
+        super().__init__()
+        self.fc = nn.Conv2d(channels, hidden or channels, 1)
+        self.act = act_layer()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class Excite(nn.Module):
+    def __init__(self, channels, use_mlp=True):
+        super().__init__()
+        dd = {"device": None}
+        self.mlp = Mlp(channels, channels, act_layer=nn.ReLU, *dd) if use_mlp else nn.Identity()
+
+    def forward(self, x):
+        return x * self.mlp(x).sigmoid()
+"""
+
+
+@pytest.mark.parametrize("harvest", [False, True])
+def test_a_failing_line_guarded_by_an_option_tries_its_other_value(
+    tmp_path: Path, harvest: bool
+) -> None:
+    # with harvesting, the binding error is raised in the probe's __init__ wrapper: the
+    # failing line is still the block's own
+    result = run(tmp_path, GUARDED, "Excite", harvest=harvest)
+    assert result["failed_stage"] is None, result["message"]
+    assert result["recipe"]["init_kwargs"]["use_mlp"] is False
+
+
+NEEDS_PARAMETERS = """
+import copy
+
+import torch
+from torch import nn
+
+
+class Averaged(nn.Module):
+    def __init__(self, model: nn.Module, decay: float = 0.9):
+        super().__init__()
+        self.module = copy.deepcopy(model)
+        self.dtype = next(model.parameters()).dtype
+        self.decay = decay
+
+    def forward(self, x):
+        return self.module(x.to(self.dtype))
+"""
+
+
+def test_a_placeholder_the_constructor_needs_parameters_of_becomes_a_real_layer(
+    tmp_path: Path,
+) -> None:
+    result = run(tmp_path, NEEDS_PARAMETERS, "Averaged")
+    assert result["failed_stage"] is None, result["message"]
+    model = result["recipe"]["init_kwargs"]["model"]
+    assert model["__call__"] == {"__ref__": "torch.nn.modules.conv:Conv2d"}
+    assert "placeholders" not in result["recipe"]
+
+
+MULTI_LABEL = """
+import torch
+from torch import nn
+
+
+class MultiLabel(nn.Module):
+    def __init__(self, classes: int = 8):
+        super().__init__()
+        self.head = nn.Linear(classes, classes)
+
+    def forward(self, x, target):
+        if not target.is_floating_point():
+            raise ValueError("expects dense floating-point targets shaped (batch, classes)")
+        return nn.functional.binary_cross_entropy_with_logits(self.head(x), target)
+"""
+
+
+def test_integer_targets_become_floats_when_a_loss_wants_probabilities(tmp_path: Path) -> None:
+    result = run(tmp_path, MULTI_LABEL, "MultiLabel")
+    assert result["failed_stage"] is None, result["message"]
+    x, target = result["recipe"]["inputs"]
+    assert target["dtype"] == "float32"
+    assert target["shape"] == x["shape"]

@@ -34,6 +34,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     spec = dict(args[0])
     shape = list(spec["shape"])
     labels = args[1] if len(args) > 1 else None
+    if _FLOAT_TARGETS.search(message):
+        return float_targets(args)
     if (
         isinstance(labels, dict)
         and labels.get("dtype") == "int64"
@@ -53,6 +55,24 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         for a in args[1:]
     ]
     return [spec, *rest]
+
+
+_FLOAT_TARGETS = re.compile(
+    r"float(ing)?[- ]point targets|Found dtype Long but expected Float"
+    r"|expected scalar type Float but found Long"
+)
+"""A loss wants probabilities (or one-hot rows) where integer targets were given."""
+
+
+def float_targets(args: list[Any]) -> list[Any] | None:
+    """The inputs with every integer tensor after the first as floats of the same shape."""
+    changed = [
+        {k: v for k, v in a.items() if k != "high"} | {"dtype": "float32"}
+        if isinstance(a, dict) and a.get("dtype") == "int64"
+        else a
+        for a in args[1:]
+    ]
+    return None if changed == args[1:] else [args[0], *changed]
 
 
 def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:

@@ -12,6 +12,7 @@ from torch import nn
 
 from nnrag.validate.probe.args import Ctor, Synth, decode
 from nnrag.validate.probe.examples import examples
+from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import input_candidates, optional_inputs
@@ -37,7 +38,7 @@ from nnrag.validate.probe.repair import (
 from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
-from nnrag.validate.probe.stand_ins import plain_convolutions, real_stand_ins
+from nnrag.validate.probe.stand_ins import plain_convolutions, profile_layers, real_stand_ins
 from nnrag.validate.probe.values import seed_cpu
 
 if TYPE_CHECKING:
@@ -177,6 +178,8 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         scale_sizes(ctor, error),
         lengthen(ctor, cls, error),
         *name_repairs(ctor, cls, error),
+        flip_guard(ctor, cls, error),
+        profile_layers(ctor),
     )
     return [repaired for repaired in found if repaired is not None]
 
@@ -453,6 +456,7 @@ class Search:
             return None
         kept = copy.deepcopy(runner.recipe)
         fixed = real_stand_ins(ctor, lambda: runner.forward(block, args, kwargs))
+        fixed = fixed or profile_layers(ctor)
         if fixed is None or fixed.placeholders:
             return None
         self.attempts += 1

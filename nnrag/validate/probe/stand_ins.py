@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from nnrag.validate.probe.args import Ctor
+from nnrag.validate.probe.profiles import PROFILES
 from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.values import call, remember, seed_cpu
 
@@ -49,6 +50,19 @@ def real_stand_ins(ctor: Ctor, run: Callable[[], object]) -> Ctor | None:
         made[name] = layer
     rest = [name for name in ctor.placeholders if name not in made]
     return Ctor(ctor.origin, ctor.args, {**ctor.kwargs, **made}, rest, ctor.profile, ctor.inputs)
+
+
+def profile_layers(ctor: Ctor) -> Ctor | None:
+    """``ctor`` with each placeholder module replaced by a 1x1 convolution over the size
+    profile's width: for a constructor that needs the placeholder's parameters
+    (``next(model.parameters())``), or one forward never reached directly (the block keeps
+    a copy). ``None`` when a placeholder is not an ``nn.Identity`` instance."""
+    holders = {name: ctor.kwargs.get(name) for name in ctor.placeholders}
+    if not holders or not all(type(v) is nn.Identity for v in holders.values()):
+        return None
+    width = (ctor.profile or PROFILES[0]).dim
+    made = {name: shape_keeping_layer((2, width, 1, 1)) for name in holders}
+    return Ctor(ctor.origin, ctor.args, {**ctor.kwargs, **made}, [], ctor.profile, ctor.inputs)
 
 
 def _recorder(shapes: set[tuple[int, ...]]) -> Callable[[nn.Module, tuple[Any, ...]], None]:
