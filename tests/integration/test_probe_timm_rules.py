@@ -212,3 +212,34 @@ def test_integer_targets_become_floats_when_a_loss_wants_probabilities(tmp_path:
     x, target = result["recipe"]["inputs"]
     assert target["dtype"] == "float32"
     assert target["shape"] == x["shape"]
+
+
+CHANNELS_FIRST = """
+import torch
+from torch import nn
+
+
+class Dense(nn.Module):
+    def __init__(self, chs, norm_layer=nn.LayerNorm):
+        super().__init__()
+        self.conv = nn.Conv2d(chs, 3 * chs, 3, padding=1)
+        self.norm = norm_layer(3 * chs)
+        self.proj = nn.Conv2d(3 * chs, chs, 1)
+
+    def forward(self, x):
+        assert x.shape[-1] == x.shape[-2], "square images"
+        return self.proj(self.norm(self.conv(x)))
+
+
+class Stage(nn.Sequential):
+    def __init__(self, chs: int, depth: int, **kwargs):
+        super().__init__(*[Dense(chs, **kwargs) for _ in range(depth)])
+"""
+
+
+def test_a_layer_norm_over_image_channels_becomes_a_batch_norm(tmp_path: Path) -> None:
+    result = run(tmp_path, CHANNELS_FIRST, "Stage")
+    assert result["failed_stage"] is None, result["message"]
+    kwargs = result["recipe"]["init_kwargs"]
+    assert kwargs["norm_layer"] == {"__ref__": "torch.nn.modules.batchnorm:BatchNorm2d"}
+    assert len(result["recipe"]["inputs"][0]["shape"]) == 4

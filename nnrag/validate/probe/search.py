@@ -38,7 +38,12 @@ from nnrag.validate.probe.repair import (
 from nnrag.validate.probe.reshape import repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
-from nnrag.validate.probe.stand_ins import plain_convolutions, profile_layers, real_stand_ins
+from nnrag.validate.probe.stand_ins import (
+    batch_norms,
+    plain_convolutions,
+    profile_layers,
+    real_stand_ins,
+)
 from nnrag.validate.probe.values import seed_cpu
 
 if TYPE_CHECKING:
@@ -492,6 +497,7 @@ class Search:
             match_residual(ctor, messages)
             or called_class(ctor, messages)
             or plain_convolutions(ctor, self.cls, messages)
+            or batch_norms(ctor, self.cls, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))

@@ -122,3 +122,42 @@ def plain_convolutions(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | Non
         )
     }
     return ctor.with_kwargs(swaps) if swaps else None
+
+
+_NORM_OVER_CHANNELS = re.compile(
+    r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\],"
+    r" but got input of size\[\d+, \1, \d+, \d+\]"
+)
+"""A layer norm over the last dimension met an image whose channels come first."""
+
+
+def batch_norms(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: a layer norm met channels-first images (``(B, C, H, W)`` where it normalizes
+    the last dimension): the constructor's norm factories as ``torch.nn.BatchNorm2d``.
+
+    The factories: parameters named ``*norm*`` that are not given (defaulting to ``None`` or
+    a module class) or were given ``nn.LayerNorm``; with none, ``norm_layer`` when the
+    constructor passes ``**kwargs`` on.
+    """
+    if ctor.origin != "synthesized" or not any(_NORM_OVER_CHANNELS.search(m) for m in messages):
+        return None
+    sig = signature_of(cls)
+    params = sig.parameters if sig else {}
+    swaps: dict[str, object] = {}
+    for name, param in params.items():
+        if "norm" not in name.lower() or param.kind not in (
+            param.POSITIONAL_OR_KEYWORD,
+            param.KEYWORD_ONLY,
+        ):
+            continue
+        given = ctor.kwargs.get(name, param.default)
+        if given is nn.LayerNorm or (
+            name not in ctor.kwargs
+            and (given is None or (isinstance(given, type) and issubclass(given, nn.Module)))
+            and given is not nn.BatchNorm2d
+        ):
+            swaps[name] = nn.BatchNorm2d
+    passes_on = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    if not swaps and passes_on and "norm_layer" not in ctor.kwargs:
+        swaps["norm_layer"] = nn.BatchNorm2d
+    return ctor.with_kwargs(swaps) if swaps else None
