@@ -243,3 +243,31 @@ def test_a_layer_norm_over_image_channels_becomes_a_batch_norm(tmp_path: Path) -
     kwargs = result["recipe"]["init_kwargs"]
     assert kwargs["norm_layer"] == {"__ref__": "torch.nn.modules.batchnorm:BatchNorm2d"}
     assert len(result["recipe"]["inputs"][0]["shape"]) == 4
+
+
+FOCAL = """
+import torch
+from torch import nn
+
+
+class Focal(nn.Module):
+    def __init__(self, gamma: float = 1.5):
+        super().__init__()
+        self.gamma = gamma
+
+    def forward(self, x, y):
+        p = torch.sigmoid(x)
+        pt = p * y + (1 - p) * (1 - y)
+        return (-(1 - pt).pow(self.gamma) * torch.log(pt.clamp(min=1e-8))).sum()
+"""
+
+
+def test_non_finite_losses_are_retried_with_binary_targets(tmp_path: Path) -> None:
+    result = run(tmp_path, FOCAL, "Focal")
+    assert result["failed_stage"] is None, result["message"]
+    x, y = result["recipe"]["inputs"]
+    assert x["dtype"] == "float32"
+    assert y == {"shape": x["shape"], "dtype": "int64", "high": 2}
+    replayed = run(tmp_path, FOCAL, "Focal", replay=result["recipe"])
+    assert replayed["failed_stage"] is None
+    assert replayed["recipe"]["output_digest"] == result["recipe"]["output_digest"]

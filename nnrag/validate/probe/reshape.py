@@ -75,6 +75,19 @@ def float_targets(args: list[Any]) -> list[Any] | None:
     return None if changed == args[1:] else [args[0], *changed]
 
 
+def binary_targets(args: list[Any]) -> list[Any] | None:
+    """The inputs with every float tensor after the first as 0/1 values (multi-hot targets,
+    where a loss's ``log(1 - p)`` or ``pow(1 - pt, gamma)`` of any other value is not finite);
+    ``None`` when there is none."""
+    changed = [
+        {"shape": list(a["shape"]), "dtype": "int64", "high": 2}
+        if isinstance(a, dict) and a.get("dtype") == "float32" and "shape" in a
+        else a
+        for a in args[1:]
+    ]
+    return None if changed == args[1:] else [args[0], *changed]
+
+
 def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     """A list of tensors first: its first tensor where a tensor was wanted (an annotation
     said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""

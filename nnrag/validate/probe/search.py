@@ -35,7 +35,7 @@ from nnrag.validate.probe.repair import (
     name_repairs,
     scale_sizes,
 )
-from nnrag.validate.probe.reshape import repair
+from nnrag.validate.probe.reshape import binary_targets, repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
@@ -390,6 +390,9 @@ class Search:
                     runner.input_seed = runner.seed + 1  # once, with other input values
                     tried.remove(key)
                     queue.insert(0, (args, kwargs, True))
+                    binary = binary_targets(args)  # then with 0/1 targets beside the first
+                    if binary is not None:
+                        queue.insert(1, (binary, kwargs, True))
                 continue
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
