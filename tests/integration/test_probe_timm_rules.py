@@ -271,3 +271,31 @@ def test_non_finite_losses_are_retried_with_binary_targets(tmp_path: Path) -> No
     replayed = run(tmp_path, FOCAL, "Focal", replay=result["recipe"])
     assert replayed["failed_stage"] is None
     assert replayed["recipe"]["output_digest"] == result["recipe"]["output_digest"]
+
+
+HEADS = """
+import torch
+from torch import nn
+
+
+class Stage(nn.Module):
+    def __init__(self, in_chs: int, out_chs: int, num_heads: int = 3):
+        super().__init__()
+        self.proj = nn.Conv2d(in_chs, out_chs, 1)
+        self.qkv = nn.Linear(out_chs, 3 * out_chs)
+        self.heads = num_heads
+
+    def forward(self, x):
+        x = self.proj(x).flatten(2).transpose(1, 2)
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, c // self.heads).unbind(2)
+        return (q.softmax(-1) * k * v).flatten(2)
+"""
+
+
+def test_widths_become_multiples_of_a_defaulted_head_count(tmp_path: Path) -> None:
+    result = run(tmp_path, HEADS, "Stage")
+    assert result["failed_stage"] is None, result["message"]
+    kwargs = result["recipe"]["init_kwargs"]
+    assert kwargs["out_chs"] % 3 == 0
+    assert kwargs["in_chs"] % 3 == 0

@@ -40,6 +40,7 @@ from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
     batch_norms,
+    heads_divide_widths,
     plain_convolutions,
     profile_layers,
     real_stand_ins,
@@ -501,6 +502,7 @@ class Search:
             or called_class(ctor, messages)
             or plain_convolutions(ctor, self.cls, messages)
             or batch_norms(ctor, self.cls, messages)
+            or heads_divide_widths(ctor, self.cls, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))

@@ -161,3 +161,39 @@ def batch_norms(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
     if not swaps and passes_on and "norm_layer" not in ctor.kwargs:
         swaps["norm_layer"] = nn.BatchNorm2d
     return ctor.with_kwargs(swaps) if swaps else None
+
+
+_VIEW = re.compile(r"shape '\[[-\d, ]+\]' is invalid for input of size \d+")
+_HEADS = re.compile(r"(^|_)(num_|n_)?heads?$|nhead")
+_WIDTHS = re.compile(r"chs$|channels$|dim$|dim_out$|embed_dim$|width$|features$")
+
+
+def heads_divide_widths(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: a view failed while the synthesized widths do not divide by the head count the
+    constructor defaults to (``num_heads=3`` beside ``out_chs=16``): every such width times
+    the head count."""
+    if ctor.origin != "synthesized" or not any(_VIEW.search(m) for m in messages):
+        return None
+    sig = signature_of(cls)
+    params = sig.parameters if sig else {}
+    heads = [
+        p.default
+        for name, p in params.items()
+        if _HEADS.search(name.lower())
+        and name not in ctor.kwargs
+        and isinstance(p.default, int)
+        and not isinstance(p.default, bool)
+        and p.default > 1
+    ]
+    if len(heads) != 1:
+        return None
+    count = heads[0]
+    scaled = {
+        name: value * count
+        for name, value in ctor.kwargs.items()
+        if _WIDTHS.search(name.lower())
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value % count
+    }
+    return ctor.with_kwargs(scaled) if scaled else None
