@@ -145,6 +145,10 @@ def _channels(m: re.Match[str], t: _Tried) -> object:
     if several is not None:
         return _Args(several)
     shape = t.shape
+    seen = re.search(r"expected input\[([\d, ]+)\]", m.string)
+    layer_saw = [int(v) for v in seen.group(1).split(",")] if seen else []
+    if len(shape) == 4 and layer_saw != shape and sorted(layer_saw) == sorted(shape):
+        return [shape[0], shape[2], shape[3], want]  # the block permutes NHWC to NCHW itself
     new = [shape[0], want, *shape[2:]] if len(shape) > 1 else None
     ratio = got // shape[1] if len(shape) == 4 and shape[1] and got % shape[1] == 0 else 1
     if new is not None and ratio > 1 and want % ratio == 0:  # space-to-depth multiplied C
