@@ -526,12 +526,18 @@ def test_module_factory_of_a_kind_comes_from_the_file(sandbox: Sandbox, blocks: 
     assert kwargs["stem"] == {"__ref__": "nnrag_block:TinyStem"}
 
 
-def test_placeholder_class_made_an_instance_stays_a_placeholder(
+def test_placeholder_class_made_an_instance_becomes_a_real_layer(
     sandbox: Sandbox, blocks: Path
 ) -> None:
+    # the instance made of the placeholder class is still a placeholder; forward ran with it,
+    # so it becomes a real layer of the shape it saw (never a pass on the placeholder)
     result = check(sandbox, blocks, "WantsInstance")
-    assert (result.failed_stage, result.category) == ("forward", "ctor-args")
-    assert "placeholders for summary" in result.message
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert not result.recipe.placeholders
+    summary = result.recipe.init_kwargs["summary"]
+    assert isinstance(summary, dict)
+    assert summary["__call__"] == {"__ref__": "torch.nn.modules.linear:Linear"}
 
 
 def test_only_the_indexed_rate_becomes_a_list(sandbox: Sandbox, blocks: Path) -> None:

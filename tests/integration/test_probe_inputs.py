@@ -448,3 +448,18 @@ def test_auto_screening_only_for_costly_candidates() -> None:
     assert not screen.worth([tensor_spec([2, 3, 12, 12])], {})
     assert screen.worth([tensor_spec([2, 32, 128, 128])], {})
     assert not screen.built  # the meta copy is built on first use only
+
+
+def test_a_block_that_permutes_channels_last_itself_gets_channels_last() -> None:
+    # the conv saw our (B, C, H, W) permuted to (B, W, C, H): the block wants (B, H, W, C)
+    message = (
+        "RuntimeError: Given groups=1, weight of size [64, 48, 3, 3], expected input[2, 16, 48, 16]"
+        " to have 48 channels, but got 16 channels instead"
+    )
+    fixed = repair(message, [tensor_spec([2, 48, 16, 16])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 16, 16, 48]
+    plain = message.replace("input[2, 16, 48, 16]", "input[2, 16, 8, 8]")
+    fixed = repair(plain, [tensor_spec([2, 16, 8, 8])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 48, 8, 8]  # not a permutation: the channels change

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import os
 import re
 import sys
 import traceback
@@ -18,10 +19,17 @@ from nnrag.validate.probe.args import Ctor, Synth
 from nnrag.validate.probe.profiles import MISSING, PROFILES, int_for
 from nnrag.validate.probe.signatures import init_signature, type_hints, value_choices
 
+_PROBE_DIR = os.path.dirname(os.path.abspath(__file__))
+
 
 def failing_line(error: BaseException) -> str:
-    """The source line that raised ``error`` (empty when unknown)."""
-    frames = traceback.extract_tb(error.__traceback__)
+    """The source line that raised ``error`` (empty when unknown), skipping the probe's own
+    frames (the harvest's ``__init__`` wrappers sit between a call and a binding error)."""
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if os.path.dirname(os.path.abspath(f.filename)) != _PROBE_DIR
+    ]
     return (frames[-1].line or "") if frames else ""
 
 

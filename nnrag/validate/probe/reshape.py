@@ -34,6 +34,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     spec = dict(args[0])
     shape = list(spec["shape"])
     labels = args[1] if len(args) > 1 else None
+    if _FLOAT_TARGETS.search(message):
+        return float_targets(args)
     if (
         isinstance(labels, dict)
         and labels.get("dtype") == "int64"
@@ -53,6 +55,37 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         for a in args[1:]
     ]
     return [spec, *rest]
+
+
+_FLOAT_TARGETS = re.compile(
+    r"float(ing)?[- ]point targets|Found dtype Long but expected Float"
+    r"|expected scalar type Float but found Long"
+)
+"""A loss wants probabilities (or one-hot rows) where integer targets were given."""
+
+
+def float_targets(args: list[Any]) -> list[Any] | None:
+    """The inputs with every integer tensor after the first as floats of the same shape."""
+    changed = [
+        {k: v for k, v in a.items() if k != "high"} | {"dtype": "float32"}
+        if isinstance(a, dict) and a.get("dtype") == "int64"
+        else a
+        for a in args[1:]
+    ]
+    return None if changed == args[1:] else [args[0], *changed]
+
+
+def binary_targets(args: list[Any]) -> list[Any] | None:
+    """The inputs with every float tensor after the first as 0/1 values (multi-hot targets,
+    where a loss's ``log(1 - p)`` or ``pow(1 - pt, gamma)`` of any other value is not finite);
+    ``None`` when there is none."""
+    changed = [
+        {"shape": list(a["shape"]), "dtype": "int64", "high": 2}
+        if isinstance(a, dict) and a.get("dtype") == "float32" and "shape" in a
+        else a
+        for a in args[1:]
+    ]
+    return None if changed == args[1:] else [args[0], *changed]
 
 
 def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
@@ -112,6 +145,10 @@ def _channels(m: re.Match[str], t: _Tried) -> object:
     if several is not None:
         return _Args(several)
     shape = t.shape
+    seen = re.search(r"expected input\[([\d, ]+)\]", m.string)
+    layer_saw = [int(v) for v in seen.group(1).split(",")] if seen else []
+    if len(shape) == 4 and layer_saw != shape and sorted(layer_saw) == sorted(shape):
+        return [shape[0], shape[2], shape[3], want]  # the block permutes NHWC to NCHW itself
     new = [shape[0], want, *shape[2:]] if len(shape) > 1 else None
     ratio = got // shape[1] if len(shape) == 4 and shape[1] and got % shape[1] == 0 else 1
     if new is not None and ratio > 1 and want % ratio == 0:  # space-to-depth multiplied C

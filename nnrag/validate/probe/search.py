@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 from collections.abc import Iterator, Mapping
@@ -11,6 +12,7 @@ from torch import nn
 
 from nnrag.validate.probe.args import Ctor, Synth, decode
 from nnrag.validate.probe.examples import examples
+from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import input_candidates, optional_inputs
@@ -33,9 +35,16 @@ from nnrag.validate.probe.repair import (
     name_repairs,
     scale_sizes,
 )
-from nnrag.validate.probe.reshape import repair
+from nnrag.validate.probe.reshape import binary_targets, repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
+from nnrag.validate.probe.stand_ins import (
+    batch_norms,
+    heads_divide_widths,
+    plain_convolutions,
+    profile_layers,
+    real_stand_ins,
+)
 from nnrag.validate.probe.values import seed_cpu
 
 if TYPE_CHECKING:
@@ -175,6 +184,8 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         scale_sizes(ctor, error),
         lengthen(ctor, cls, error),
         *name_repairs(ctor, cls, error),
+        flip_guard(ctor, cls, error),
+        profile_layers(ctor),
     )
     return [repaired for repaired in found if repaired is not None]
 
@@ -361,6 +372,8 @@ class Search:
                 messages.append(str(error))
                 if given is None:
                     message = f"{type(error).__name__}: {error}"
+                    if runner.replay is None and plain_convolutions(ctor, self.cls, [message]):
+                        return "next", messages  # the constructor, not the inputs (widen)
                     fixes = input_repairs(message, block, args, kwargs, profile)
                     queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
@@ -378,6 +391,9 @@ class Search:
                     runner.input_seed = runner.seed + 1  # once, with other input values
                     tried.remove(key)
                     queue.insert(0, (args, kwargs, True))
+                    binary = binary_targets(args)  # then with 0/1 targets beside the first
+                    if binary is not None:
+                        queue.insert(1, (binary, kwargs, True))
                 continue
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
@@ -423,22 +439,71 @@ class Search:
             runner.finish("forward", *refusal)
             return
         if ctor.placeholders:
-            runner.finish(
-                "forward",
-                "ctor-args",
-                f"forward ran only with placeholders for {', '.join(ctor.placeholders)}",
-            )
-            return
+            real = self.with_real_layers(ctor, block, args, kwargs)
+            if real is None:
+                runner.finish(
+                    "forward",
+                    "ctor-args",
+                    f"forward ran only with placeholders for {', '.join(ctor.placeholders)}",
+                )
+                return
+            block = real
         runner.passed("forward", self.forward_started)
         if self.depth == "backward":
             runner.backward(block, args, kwargs)
         else:
             runner.finish()
 
+    def with_real_layers(
+        self, ctor: Ctor, block: nn.Module, args: list[Any], kwargs: dict[str, Any]
+    ) -> nn.Module | None:
+        """The block built again with real layers in place of its placeholder modules
+        (:func:`real_stand_ins`), when forward runs on the same inputs: recorded as the
+        recipe; else ``None`` (the placeholder run's recipe kept)."""
+        runner = self.runner
+        if runner.replay is not None or self.attempts >= MAX_ATTEMPTS:
+            return None
+        kept = copy.deepcopy(runner.recipe)
+        fixed = real_stand_ins(ctor, lambda: runner.forward(block, args, kwargs))
+        fixed = fixed or profile_layers(ctor)
+        if fixed is None or fixed.placeholders:
+            return None
+        self.attempts += 1
+        runner.record_ctor(fixed)
+        seed_cpu(runner.seed)
+        try:
+            real = cast(nn.Module, self.cls(*fixed.args, **fixed.kwargs))
+            runner.record_built(real)
+            real.eval()
+            out = runner.forward(real, args, kwargs)
+            problem = runner.check_output(out)
+        except _FATAL:
+            raise
+        except BaseException:
+            problem = "failed"
+        if problem:
+            runner.recipe.clear()
+            runner.recipe.update(kept)
+            return None
+        runner.recipe.update(
+            inputs=args,
+            input_kwargs=kwargs,
+            output_shapes=[shapes_of(out)],
+            output_digest=output_digest(out),
+            attempts=self.attempts,
+        )
+        return real
+
     def widen(self, ctor: Ctor, given: Inputs | None, messages: list[str]) -> None:
         """Queue the constructor call the forward errors point to (a residual's width, a
         class called with other arguments), once each."""
-        widened = match_residual(ctor, messages) or called_class(ctor, messages)
+        widened = (
+            match_residual(ctor, messages)
+            or called_class(ctor, messages)
+            or plain_convolutions(ctor, self.cls, messages)
+            or batch_norms(ctor, self.cls, messages)
+            or heads_divide_widths(ctor, self.cls, messages)
+        )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))
             self.pending.insert(0, (widened, given))

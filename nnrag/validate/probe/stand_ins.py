@@ -1,0 +1,199 @@
+"""Sandbox child: real small layers for placeholder modules, and plain ones for factories."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from nnrag.validate.probe.args import Ctor
+from nnrag.validate.probe.profiles import PROFILES
+from nnrag.validate.probe.signatures import signature_of
+from nnrag.validate.probe.values import call, remember, seed_cpu
+
+
+def real_stand_ins(ctor: Ctor, run: Callable[[], object]) -> Ctor | None:
+    """``ctor`` with each placeholder module (an ``nn.Identity`` given for a module argument
+    such as ``fn``, ``main`` or ``backbone``) replaced by a real layer that keeps the shape
+    it saw when ``run`` ran forward: a 1x1 convolution over the channels of an image, a
+    linear layer over the last dimension of anything else.
+
+    ``None`` when a placeholder is not such an instance, saw anything but one float tensor
+    of one shape, or was not called at all.
+    """
+    holders = {name: ctor.kwargs.get(name) for name in ctor.placeholders}
+    if not holders or not all(type(v) is nn.Identity for v in holders.values()):
+        return None
+    seen: dict[str, set[tuple[int, ...]]] = {name: set() for name in holders}
+    handles = [
+        module.register_forward_pre_hook(_recorder(seen[name]))
+        for name, module in holders.items()
+        if isinstance(module, nn.Module)
+    ]
+    try:
+        run()
+    except Exception:
+        return None
+    finally:
+        for handle in handles:
+            handle.remove()
+    made: dict[str, object] = {}
+    for name, shapes in seen.items():
+        if len(shapes) != 1:
+            return None
+        layer = shape_keeping_layer(next(iter(shapes)))
+        if layer is None:
+            return None
+        made[name] = layer
+    rest = [name for name in ctor.placeholders if name not in made]
+    return Ctor(ctor.origin, ctor.args, {**ctor.kwargs, **made}, rest, ctor.profile, ctor.inputs)
+
+
+def profile_layers(ctor: Ctor) -> Ctor | None:
+    """``ctor`` with each placeholder module replaced by a 1x1 convolution over the size
+    profile's width: for a constructor that needs the placeholder's parameters
+    (``next(model.parameters())``), or one forward never reached directly (the block keeps
+    a copy). ``None`` when a placeholder is not an ``nn.Identity`` instance."""
+    holders = {name: ctor.kwargs.get(name) for name in ctor.placeholders}
+    if not holders or not all(type(v) is nn.Identity for v in holders.values()):
+        return None
+    width = (ctor.profile or PROFILES[0]).dim
+    made = {name: shape_keeping_layer((2, width, 1, 1)) for name in holders}
+    return Ctor(ctor.origin, ctor.args, {**ctor.kwargs, **made}, [], ctor.profile, ctor.inputs)
+
+
+def _recorder(shapes: set[tuple[int, ...]]) -> Callable[[nn.Module, tuple[Any, ...]], None]:
+    def record(module: nn.Module, args: tuple[Any, ...]) -> None:
+        del module
+        one = len(args) == 1 and isinstance(args[0], torch.Tensor)
+        if one and args[0].is_floating_point() and args[0].dim() >= 2:
+            shapes.add(tuple(args[0].shape))
+        else:
+            shapes.add(())  # anything else: more than one kind seen, no stand-in
+
+    return record
+
+
+def shape_keeping_layer(shape: tuple[int, ...]) -> nn.Module | None:
+    """A small real layer whose output has ``shape`` for an input of ``shape`` (recorded
+    as its constructor call, seeded, so a recipe rebuilds the same weights)."""
+    if len(shape) < 2 or min(shape) < 1:
+        return None
+    seed_cpu(0)
+    if len(shape) == 4:  # (B, C, H, W)
+        channels = shape[1]
+        conv = nn.Conv2d(channels, channels, 1)
+        return remember(conv, call(nn.Conv2d, [channels, channels, 1], seed=0))
+    width = shape[-1]
+    return remember(nn.Linear(width, width), call(nn.Linear, [width, width], seed=0))
+
+
+_BRANCH_SIZES = re.compile(r"Sizes of tensors must match except in dimension 1")
+"""``torch.cat`` of branches whose spatial sizes differ."""
+
+
+def plain_convolutions(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: branches concatenated with different spatial sizes (a stride-2 convolution
+    padded by its factory beside an unpadded pooling) try the constructor's convolution
+    factories as ``torch.nn.Conv2d``, which pads only what it is asked to.
+
+    The factories: parameters named ``*conv*`` that are not given and default to ``None`` or
+    to a module class other than ``nn.Conv2d``.
+    """
+    if ctor.origin != "synthesized" or not any(_BRANCH_SIZES.search(m) for m in messages):
+        return None
+    sig = signature_of(cls)
+    swaps: dict[str, object] = {
+        name: nn.Conv2d
+        for name, param in (sig.parameters.items() if sig else ())
+        if "conv" in name.lower()
+        and name not in ctor.kwargs
+        and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+        and (
+            param.default is None
+            or (
+                isinstance(param.default, type)
+                and issubclass(param.default, nn.Module)
+                and param.default is not nn.Conv2d
+            )
+        )
+    }
+    return ctor.with_kwargs(swaps) if swaps else None
+
+
+_NORM_OVER_CHANNELS = re.compile(
+    r"normalized_shape=\[(\d+)\], expected input with shape \[\*, \1\],"
+    r" but got input of size\[\d+, \1, \d+, \d+\]"
+)
+"""A layer norm over the last dimension met an image whose channels come first."""
+
+
+def batch_norms(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: a layer norm met channels-first images (``(B, C, H, W)`` where it normalizes
+    the last dimension): the constructor's norm factories as ``torch.nn.BatchNorm2d``.
+
+    The factories: parameters named ``*norm*`` that are not given (defaulting to ``None`` or
+    a module class) or were given ``nn.LayerNorm``; with none, ``norm_layer`` when the
+    constructor passes ``**kwargs`` on.
+    """
+    if ctor.origin != "synthesized" or not any(_NORM_OVER_CHANNELS.search(m) for m in messages):
+        return None
+    sig = signature_of(cls)
+    params = sig.parameters if sig else {}
+    swaps: dict[str, object] = {}
+    for name, param in params.items():
+        if "norm" not in name.lower() or param.kind not in (
+            param.POSITIONAL_OR_KEYWORD,
+            param.KEYWORD_ONLY,
+        ):
+            continue
+        given = ctor.kwargs.get(name, param.default)
+        if given is nn.LayerNorm or (
+            name not in ctor.kwargs
+            and (given is None or (isinstance(given, type) and issubclass(given, nn.Module)))
+            and given is not nn.BatchNorm2d
+        ):
+            swaps[name] = nn.BatchNorm2d
+    passes_on = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    if not swaps and passes_on and "norm_layer" not in ctor.kwargs:
+        swaps["norm_layer"] = nn.BatchNorm2d
+    return ctor.with_kwargs(swaps) if swaps else None
+
+
+_VIEW = re.compile(r"shape '\[[-\d, ]+\]' is invalid for input of size \d+")
+_HEADS = re.compile(r"(^|_)(num_|n_)?heads?$|nhead")
+_WIDTHS = re.compile(r"chs$|channels$|dim$|dim_out$|embed_dim$|width$|features$")
+
+
+def heads_divide_widths(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: a view failed while the synthesized widths do not divide by the head count the
+    constructor defaults to (``num_heads=3`` beside ``out_chs=16``): every such width times
+    the head count."""
+    if ctor.origin != "synthesized" or not any(_VIEW.search(m) for m in messages):
+        return None
+    sig = signature_of(cls)
+    params = sig.parameters if sig else {}
+    heads = [
+        p.default
+        for name, p in params.items()
+        if _HEADS.search(name.lower())
+        and name not in ctor.kwargs
+        and isinstance(p.default, int)
+        and not isinstance(p.default, bool)
+        and p.default > 1
+    ]
+    if len(heads) != 1:
+        return None
+    count = heads[0]
+    scaled = {
+        name: value * count
+        for name, value in ctor.kwargs.items()
+        if _WIDTHS.search(name.lower())
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value % count
+    }
+    return ctor.with_kwargs(scaled) if scaled else None
