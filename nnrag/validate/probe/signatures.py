@@ -288,12 +288,44 @@ def _parsed(obj: Any) -> ast.AST | None:
     known = _PARSED.get(id(obj))
     if known is not None and known[0] is obj:
         return known[1]
-    try:
-        tree: ast.AST | None = ast.parse(textwrap.dedent(inspect.getsource(obj)))
-    except (OSError, TypeError, SyntaxError):
-        tree = None
+    tree: ast.AST | None = _class_node(obj) if inspect.isclass(obj) else None
+    if tree is None:
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+        except (OSError, TypeError, SyntaxError):
+            tree = None
     _PARSED[id(obj)] = (obj, tree)
     return tree
+
+
+_MODULE_TREES: dict[str, tuple[Any, ast.Module | None]] = {}
+
+
+def _class_node(cls: type) -> ast.ClassDef | None:
+    """The class statement of ``cls`` from its module's tree, parsed once per module
+    (``inspect.getsource`` of a class parses the whole module on every call: seconds for a
+    block file of a large library); ``None`` where it is not a module-level class."""
+    module = sys.modules.get(cls.__module__)
+    if module is None or "." in cls.__qualname__:
+        return None
+    known = _MODULE_TREES.get(cls.__module__)
+    if known is None or known[0] is not module:
+        try:
+            known = (module, ast.parse(inspect.getsource(module)))
+        except (OSError, TypeError, SyntaxError):
+            known = (module, None)
+        _MODULE_TREES[cls.__module__] = known
+    tree = known[1]
+    found = (
+        None
+        if tree is None
+        else [
+            node
+            for node in tree.body
+            if isinstance(node, ast.ClassDef) and node.name == cls.__name__
+        ]
+    )
+    return found[-1] if found else None  # the last definition is the one the name holds
 
 
 def _is_name(node: ast.AST, name: str, kind: type[ast.AST] | None = None) -> bool:
