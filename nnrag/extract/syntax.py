@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from nnrag.pyscope.scopes import dotted as _dotted
 
@@ -13,6 +13,8 @@ __all__ = [
     "lookups_only",
     "may_find",
     "mutates",
+    "nodes",
+    "push_children",
     "reads_namespace",
     "type_tests",
     "writes",
@@ -93,14 +95,14 @@ def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] |
 
 
 def type_tests(tree: ast.Module) -> frozenset[str]:
-    """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one breadth-first walk: a
-    parent is seen before its children, so what it marks is known when they come)."""
+    """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one walk that sees a parent
+    before its children, so what it marks is known when they come)."""
     tests: set[int] = set()
     fields: set[int] = set()  # a class body's annotations are fields (dataclass, NamedTuple)
     inner: set[int] = set()  # the value of an attribute: part of a longer chain
     weak: set[str] = set()
     strong: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Attribute):
                 inner.add(id(node.value))
@@ -127,7 +129,7 @@ def type_tests(tree: ast.Module) -> frozenset[str]:
         elif isinstance(node, ast.AnnAssign) and id(node) not in fields:
             annotation = node.annotation
         if annotation is not None:
-            tests.update(id(part) for part in ast.walk(annotation))
+            tests.update(id(part) for part in nodes(annotation))
     return frozenset(weak - strong)
 
 
@@ -182,3 +184,25 @@ def writes(tree: ast.Module, name: str) -> bool:
         ):
             return True
     return False
+
+
+def nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``root`` (itself included) but the contexts of names (``Load``,
+    ``Store``): the nodes of ``ast.walk`` in another order (depth first: a parent before its
+    children), faster."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        push_children(node, stack)
+
+
+def push_children(node: ast.AST, stack: list[ast.AST]) -> None:
+    """Push the child nodes of ``node`` but contexts (``Load``, ``Store``) on ``stack``."""
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            if not isinstance(value, ast.expr_context):
+                stack.append(value)
+        elif isinstance(value, list):
+            stack.extend(item for item in value if isinstance(item, ast.AST))
