@@ -98,19 +98,26 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
 
 
 def _may_look_up(node: ast.ClassDef) -> bool:
-    """Whether ``node`` spells any name :func:`looks_itself_up` reacts to (one cheap walk: most
-    classes spell none)."""
+    """Whether ``node`` holds what :func:`looks_itself_up` reacts to (one cheap walk: most
+    classes hold none): a ``__getattribute__`` def, a ``__dict__`` attribute, or a call of
+    ``getattr``/``dir``/... whose first argument is ``self``, ``cls``, the class or
+    ``type(...)``."""
+    owners = (*_SELF, node.name)
     for inner in nodes(node):
-        if isinstance(inner, ast.Name):
-            name = inner.id
-        elif isinstance(inner, ast.Attribute):
-            name = inner.attr
+        if isinstance(inner, ast.Attribute):
+            if inner.attr == "__dict__":
+                return True
         elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            name = inner.name
-        else:
-            continue
-        if name in _ENUMERATE or name in ("__dict__", "__getattribute__"):
-            return True
+            if inner.name == "__getattribute__":
+                return True
+        elif isinstance(inner, ast.Call) and inner.args:
+            if (_dotted(inner.func) or "").rsplit(".", 1)[-1] not in _ENUMERATE:
+                continue
+            target = inner.args[0]
+            if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
+                return True
+            if isinstance(target, ast.Name) and target.id in owners:
+                return True
     return False
 
 
