@@ -197,12 +197,23 @@ def nodes(root: ast.AST) -> Iterator[ast.AST]:
         push_children(node, stack)
 
 
+_SCALARS = frozenset(
+    {"ctx", "id", "attr", "name", "asname", "arg", "module", "level", "kind", "type_comment"}
+    | {"conversion", "is_async", "simple", "tag"}
+)
+"""Fields that never hold a node (names, numbers, contexts), whatever the node type."""
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def push_children(node: ast.AST, stack: list[ast.AST]) -> None:
     """Push the child nodes of ``node`` but contexts (``Load``, ``Store``) on ``stack``."""
-    for field in node._fields:
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SCALARS)
+    for field in fields:
         value = getattr(node, field, None)
-        if isinstance(value, ast.AST):
-            if not isinstance(value, ast.expr_context):
-                stack.append(value)
-        elif isinstance(value, list):
+        if isinstance(value, list):
             stack.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            stack.append(value)
