@@ -186,23 +186,34 @@ def writes(tree: ast.Module, name: str) -> bool:
     return False
 
 
-def nodes(root: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``root`` (itself included) but the contexts of names (``Load``,
-    ``Store``): the nodes of ``ast.walk`` in another order (depth first: a parent before its
-    children), faster."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        push_children(node, stack)
-
-
 _SCALARS = frozenset(
     {"ctx", "id", "attr", "name", "asname", "arg", "module", "level", "kind", "type_comment"}
     | {"conversion", "is_async", "simple", "tag"}
 )
 """Fields that never hold a node (names, numbers, contexts), whatever the node type."""
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``root`` (itself included) but the contexts of names (``Load``,
+    ``Store``): the nodes of ``ast.walk`` in another order (depth first: a parent before its
+    children), faster."""
+    stack = [root]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    fields_of, scalars, node_type = _FIELDS.get, _SCALARS, ast.AST
+    while stack:
+        node = pop()
+        yield node
+        kind = type(node)
+        fields = fields_of(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in scalars)
+        for field in fields:  # push_children, inlined: this loop runs for every node
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                push(value)
 
 
 def push_children(node: ast.AST, stack: list[ast.AST]) -> None:
