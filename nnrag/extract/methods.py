@@ -50,7 +50,6 @@ from nnrag.extract.lookups import (
     looks_itself_up,
     only_wraps,
     prunable,
-    read_chains,
     spelled,
 )
 from nnrag.extract.parts import part_index, part_of, rest_of
@@ -357,8 +356,8 @@ class MethodIndex:
             torch = torch | self._registering(info, unit, node)
         rest = [n for n in node.body if not prunable(n, torch)]
         rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
-        always_chains = read_chains(rest_nodes)
         rest_facts = [spelled(part) for part in rest_nodes]
+        always_chains = set().union(*(fact.chains for fact in rest_facts))
         named = {name for fact in rest_facts for name in fact.names}
         defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         for stmt in node.body:
