@@ -11,10 +11,20 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from nnrag.extract.syntax import nodes, push_children
 from nnrag.pyscope.scopes import dotted as _dotted
 
-__all__ = ["keeps_argument", "looks_itself_up", "only_wraps", "prunable", "read_chains"]
+__all__ = [
+    "Spelled",
+    "keeps_argument",
+    "looks_itself_up",
+    "only_wraps",
+    "prunable",
+    "read_chains",
+    "spelled",
+]
 
 _PLAIN_DECORATORS = frozenset(
     {"property", "staticmethod", "classmethod", "cached_property", "overload"}
@@ -124,19 +134,29 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
 
 
 def _may_look_up(node: ast.ClassDef) -> bool:
-    """Whether ``node`` spells any name :func:`looks_itself_up` reacts to (one cheap walk: most
-    classes spell none)."""
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Name):
-            name = inner.id
-        elif isinstance(inner, ast.Attribute):
-            name = inner.attr
+    """Whether ``node`` holds what :func:`looks_itself_up` reacts to (one cheap walk: most
+    classes hold none): a ``__getattribute__`` def, a ``__dict__`` attribute, a direct call of
+    an attribute-reading hook (``super().__getattribute__(name)``), or a call of
+    ``getattr``/``dir``/... whose first argument is ``self``, ``cls``, the class or
+    ``type(...)``."""
+    owners = (*_SELF, node.name)
+    for inner in nodes(node):
+        if isinstance(inner, ast.Attribute):
+            if inner.attr == "__dict__":
+                return True
         elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            name = inner.name
-        else:
-            continue
-        if name in _ENUMERATE or name in ("__dict__", "__getattribute__"):
-            return True
+            if inner.name == "__getattribute__":
+                return True
+        elif isinstance(inner, ast.Call) and inner.args:
+            if isinstance(inner.func, ast.Attribute) and inner.func.attr in _READ_HOOKS:
+                return True  # ``super().__getattribute__(name)``
+            if (_dotted(inner.func) or "").rsplit(".", 1)[-1] not in _ENUMERATE:
+                continue
+            target = inner.args[0]
+            if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
+                return True
+            if isinstance(target, ast.Name) and target.id in owners:
+                return True
     return False
 
 
@@ -362,9 +382,49 @@ def read_chains(nodes: Sequence[ast.AST]) -> set[str]:
     """Every dotted chain (and its prefixes) written in ``nodes``."""
     found: set[str] = set()
     for node in nodes:
-        for inner in ast.walk(node):
-            if isinstance(inner, (ast.Name, ast.Attribute)):
-                chain = _dotted(inner)
-                if chain is not None:
-                    found.add(chain)
+        found |= spelled(node).chains
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Spelled:
+    """What the code of one node spells, found in one walk (:func:`spelled`)."""
+
+    names: frozenset[str]
+    """The identifiers of its ``Name`` nodes."""
+    attributes: frozenset[tuple[str | None, str]]
+    """Its attribute reads and writes: (the receiver's dotted chain or ``None``, the name)."""
+    words: frozenset[str]
+    """Its string constants of 1 to 80 characters without whitespace."""
+
+    @property
+    def chains(self) -> set[str]:
+        """Every dotted chain (and its prefixes) written in the node (:func:`read_chains`)."""
+        found = set(self.names)
+        found.update(f"{receiver}.{attr}" for receiver, attr in self.attributes if receiver)
+        return found
+
+
+def spelled(root: ast.AST) -> Spelled:
+    """The names, attributes and short words written in ``root`` (every node, as
+    ``ast.walk`` visits them, in one walk that skips the contexts of names)."""
+    names: set[str] = set()
+    attributes: set[tuple[str | None, str]] = set()
+    words: set[str] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)  # type: ignore[attr-defined]
+        elif kind is ast.Attribute:
+            value = node.value  # type: ignore[attr-defined]
+            attributes.add((_dotted(value), node.attr))  # type: ignore[attr-defined]
+            stack.append(value)
+        elif kind is ast.Constant:
+            text = node.value  # type: ignore[attr-defined]
+            if isinstance(text, str) and 0 < len(text) <= 80 and text.split() == [text]:
+                words.add(text)
+        else:
+            push_children(node, stack)
+    return Spelled(frozenset(names), frozenset(attributes), frozenset(words))

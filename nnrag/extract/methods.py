@@ -47,11 +47,12 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from nnrag.extract.lookups import (
+    Spelled,
     keeps_argument,
     looks_itself_up,
     only_wraps,
     prunable,
-    read_chains,
+    spelled,
 )
 from nnrag.extract.parts import part_index, part_of, rest_of
 from nnrag.extract.tables import table_entries
@@ -216,29 +217,26 @@ class MethodIndex:
         self, info: ModuleInfo, unit: Unit, nodes: Sequence[ast.AST]
     ) -> tuple[set[str], set[str]]:
         """(attributes and quoted words, attributes of ``self``/``cls``) read in ``nodes``."""
+        return self._reads(info, unit, [spelled(node) for node in nodes])
+
+    def _reads(
+        self, info: ModuleInfo, unit: Unit, facts: Sequence[Spelled]
+    ) -> tuple[set[str], set[str]]:
+        """:meth:`_read` from what each node spells."""
         reads = {*unit.load_reads, *unit.call_reads}
         other: set[str] = set()
         own: set[str] = set()
-        for node in nodes:
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Attribute):
-                    value = inner.value
-                    if isinstance(value, ast.Name) and value.id in _SELF:
-                        own.add(inner.attr)
-                        continue
-                    receiver = _dotted(value)
-                    if receiver is not None and f"{receiver}.{inner.attr}" in reads:
-                        found = self.symbols.lookup(info, receiver, before=0)
-                        if found.kind in ("external", "module"):
-                            continue  # ``json.dump``, ``F.relu``: not a method of ours
-                    other.add(inner.attr)
-                elif (
-                    isinstance(inner, ast.Constant)
-                    and isinstance(inner.value, str)
-                    and 0 < len(inner.value) <= 80
-                    and not any(c.isspace() for c in inner.value)
-                ):
-                    other.add(inner.value)  # a method name, or a string table's key
+        for fact in facts:
+            other |= fact.words  # method names, or a string table's keys
+            for receiver, attr in fact.attributes:
+                if receiver in _SELF:
+                    own.add(attr)
+                    continue
+                if receiver is not None and f"{receiver}.{attr}" in reads:
+                    found = self.symbols.lookup(info, receiver, before=0)
+                    if found.kind in ("external", "module"):
+                        continue  # ``json.dump``, ``F.relu``: not a method of ours
+                other.add(attr)
         return other, own
 
     # -- splitting ---------------------------------------------------------------------------
@@ -384,8 +382,9 @@ class MethodIndex:
             torch = torch | registering
         rest = [n for n in node.body if not prunable(n, torch, registering)]
         rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
-        always_chains = read_chains(rest_nodes)
-        named = {n.id for part in rest_nodes for n in ast.walk(part) if isinstance(n, ast.Name)}
+        rest_facts = [spelled(part) for part in rest_nodes]
+        always_chains = set().union(*(fact.chains for fact in rest_facts))
+        named = {name for fact in rest_facts for name in fact.names}
         defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         for stmt in node.body:
             if (
@@ -409,10 +408,11 @@ class MethodIndex:
                 first = min([def_node.lineno, *(d.lineno for d in def_node.decorator_list)])
                 span = (first + offset, (def_node.end_lineno or def_node.lineno) + offset)
                 spans.append(span)
-                chains = read_chains([def_node])
+                fact = spelled(def_node)
+                chains = fact.chains
                 part += 1
                 parts.append(part_of(unit, part_index(unit, part), span, chains - always_chains))
-                other, mine = self._read(info, unit, [def_node])
+                other, mine = self._reads(info, unit, [fact])
                 attributes |= other
                 own |= mine
                 taken |= chains
@@ -427,7 +427,7 @@ class MethodIndex:
             )
         dropped = [span for method in methods for span in method.spans]
         always = rest_of(unit, part_index(unit, 0), dropped, taken - always_chains)
-        other, own = self._read(info, unit, rest_nodes)
+        other, own = self._reads(info, unit, rest_facts)
         # an always-kept method (abstract, dunder) is overridden in the family: kept there too
         own |= {
             stmt.name for stmt in rest if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))

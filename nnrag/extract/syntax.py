@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from nnrag.pyscope.scopes import dotted as _dotted
 
@@ -13,7 +13,9 @@ __all__ = [
     "lookups_only",
     "may_find",
     "mutates",
+    "nodes",
     "patched_attributes",
+    "push_children",
     "reads_namespace",
     "type_tests",
     "writes",
@@ -114,14 +116,14 @@ def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] |
 
 
 def type_tests(tree: ast.Module) -> frozenset[str]:
-    """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one breadth-first walk: a
-    parent is seen before its children, so what it marks is known when they come)."""
+    """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one walk that sees a parent
+    before its children, so what it marks is known when they come)."""
     tests: set[int] = set()
     fields: set[int] = set()  # a class body's annotations are fields (dataclass, NamedTuple)
     inner: set[int] = set()  # the value of an attribute: part of a longer chain
     weak: set[str] = set()
     strong: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Attribute):
                 inner.add(id(node.value))
@@ -148,7 +150,7 @@ def type_tests(tree: ast.Module) -> frozenset[str]:
         elif isinstance(node, ast.AnnAssign) and id(node) not in fields:
             annotation = node.annotation
         if annotation is not None:
-            tests.update(id(part) for part in ast.walk(annotation))
+            tests.update(id(part) for part in nodes(annotation))
     return frozenset(weak - strong)
 
 
@@ -203,3 +205,47 @@ def writes(tree: ast.Module, name: str) -> bool:
         ):
             return True
     return False
+
+
+_SCALARS = frozenset(
+    {"ctx", "id", "attr", "name", "asname", "arg", "module", "level", "kind", "type_comment"}
+    | {"conversion", "is_async", "simple", "tag"}
+)
+"""Fields that never hold a node (names, numbers, contexts), whatever the node type."""
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``root`` (itself included) but the contexts of names (``Load``,
+    ``Store``): the nodes of ``ast.walk`` in another order (depth first: a parent before its
+    children), faster."""
+    stack = [root]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    fields_of, scalars, node_type = _FIELDS.get, _SCALARS, ast.AST
+    while stack:
+        node = pop()
+        yield node
+        kind = type(node)
+        fields = fields_of(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in scalars)
+        for field in fields:  # push_children, inlined: this loop runs for every node
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                push(value)
+
+
+def push_children(node: ast.AST, stack: list[ast.AST]) -> None:
+    """Push the child nodes of ``node`` but contexts (``Load``, ``Store``) on ``stack``."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SCALARS)
+    for field in fields:
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            stack.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            stack.append(value)

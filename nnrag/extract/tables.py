@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from nnrag.extract.lookups import read_chains
 from nnrag.extract.parts import part_index, part_of, rest_of
+from nnrag.extract.syntax import nodes
 from nnrag.model import ModuleInfo, Unit
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def value_strings(tree: ast.AST) -> frozenset[str]:
     arguments (``Config(act="gelu")``, ``dict(type="BN")``) and assigned constants
     (``hidden_act = "gelu"``) — where a key a table is read with comes from."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         values: list[ast.expr | None] = []
         if isinstance(node, ast.arguments):
             values += [*node.defaults, *node.kw_defaults]
