@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from nnrag.model import ValidationResult
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests.probing import probe
 
 pytestmark = pytest.mark.integration
-
-HEAD = "import torch\nfrom torch import nn\n\n"
-
-
-def probe(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "Block") -> ValidationResult:
-    path = tmp_path / f"{name}.py"
-    path.write_text(HEAD + textwrap.dedent(code))
-    result, _ = run_validation(path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox)
-    return result
 
 
 def test_a_called_parameter_gets_the_class_of_the_file_that_accepts_the_call(

@@ -377,13 +377,7 @@ class Search:
                     fixes = input_repairs(message, block, args, kwargs, profile)
                     queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
-            runner.recipe.update(
-                inputs=args,
-                input_kwargs=kwargs,
-                output_shapes=[shapes_of(out)],
-                output_digest=output_digest(out),
-                attempts=self.attempts,
-            )
+            self.record_output(runner, args, kwargs, out)
             problem = runner.check_output(out)
             if problem:
                 self.forward_error = self.output_error = OutputError(problem)
@@ -398,6 +392,18 @@ class Search:
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
         return "next", messages
+
+    def record_output(
+        self, runner: Runner, args: list[Any], kwargs: dict[str, Any], out: Any
+    ) -> None:
+        """Record the inputs that ran and what forward returned into the recipe."""
+        runner.recipe.update(
+            inputs=args,
+            input_kwargs=kwargs,
+            output_shapes=[shapes_of(out)],
+            output_digest=output_digest(out),
+            attempts=self.attempts,
+        )
 
     def screened(
         self,
@@ -485,13 +491,7 @@ class Search:
             runner.recipe.clear()
             runner.recipe.update(kept)
             return None
-        runner.recipe.update(
-            inputs=args,
-            input_kwargs=kwargs,
-            output_shapes=[shapes_of(out)],
-            output_digest=output_digest(out),
-            attempts=self.attempts,
-        )
+        self.record_output(runner, args, kwargs, out)
         return real
 
     def widen(self, ctor: Ctor, given: Inputs | None, messages: list[str]) -> None:

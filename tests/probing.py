@@ -1,0 +1,20 @@
+"""Validate a small hand-made block in the real sandbox: the probe tests' one helper."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from nnrag.model import ValidationResult
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
+
+HEAD = "import torch\nfrom torch import nn\n\n"
+
+
+def probe(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "Block") -> ValidationResult:
+    """Write ``code`` (after torch's imports) as ``<name>.py`` and validate class ``name``."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    result, _ = run_validation(path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox)
+    return result
