@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pytest
 
@@ -13,6 +13,10 @@ if TYPE_CHECKING:
 STAGES = ("parse", "compile", "closed", "import", "instantiate", "forward", "backward")
 """Mirror of ``nnrag.model.STAGES`` (kept here so that option parsing imports nothing)."""
 DEFAULT_DEPTH: Stage = "forward"
+Order = Literal["cost", "name", "reverse"]
+ORDERS: tuple[Order, ...] = ("cost", "name", "reverse")
+"""``--nnrag-order``: likely-slow blocks first (the default), by name, or slow last (to check
+that verdicts do not depend on the order); ``pytest_nnrag.schedule`` orders by it."""
 
 
 def seconds(text: str) -> float:
@@ -66,6 +70,15 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
         default=None,
         help="Seconds a block may take in the sandbox before it fails as a timeout "
         "(default: 60). Ini: nnrag_timeout.",
+    )
+    group.addoption(
+        "--nnrag-order",
+        choices=ORDERS,
+        default=None,
+        help="Order of the block tests: cost (default): likely-slow blocks first, by the "
+        "durations the result cache recorded, else by the size of the block's class, so no "
+        "worker ends alone on slow blocks; name: by name; reverse: slow last (verdicts must "
+        "not depend on the order).",
     )
     group.addoption(
         "--nnrag-sandbox",

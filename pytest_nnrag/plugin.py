@@ -163,6 +163,7 @@ def _make_state(config: pytest.Config, repos: Path) -> NnragState:
         update_baseline=bool(config.getoption("nnrag_update_baseline")),
         strict=bool(config.getini("nnrag_strict") if strict is None else strict),
         shard=shard,
+        order=config.getoption("nnrag_order") or "cost",
     )
 
 
@@ -267,13 +268,25 @@ class NnragSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """Add the blocks' items unless the walk met repos.json (before -k, --lf, ... select)."""
-        if self.state.repos_collected:
-            return  # the walk (or a node id argument) already collected repos.json
+        """Add the blocks' items unless the walk met repos.json (before -k, --lf, ... select);
+        order them likely-slow first (``--nnrag-order``)."""
         from pytest_nnrag.items import make_repo_file
+        from pytest_nnrag.schedule import recorded_durations, reorder_items
 
-        node = make_repo_file(session, self.state.settings, self.state.repos_file)
-        items.extend(session.genitems(node))
+        if not self.state.repos_collected:  # else the walk (or a node id) collected repos.json
+            node = make_repo_file(session, self.state.settings, self.state.repos_file)
+            items.extend(session.genitems(node))
+        recorded = recorded_durations(config, self.state)
+        reorder_items(items, state=self.state, recorded=recorded, order=self.state.order)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: every worker gets the durations read once (all order alike)."""
+        from pytest_nnrag.schedule import DURATIONS_KEY, read_durations
+
+        if self.state.durations is None:
+            self.state.durations = read_durations(self.state)
+        node.workerinput[DURATIONS_KEY] = self.state.durations
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:

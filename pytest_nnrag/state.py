@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from nnrag.baseline import Baseline
     from nnrag.model import IndexStats, Settings, ValidationResult
     from nnrag.workspace import Workspace
+    from pytest_nnrag.options import Order
 
 
 @dataclass(kw_only=True)
@@ -39,6 +40,10 @@ class NnragState:
     """A new pass against an expected failure fails (xfail strict)."""
     shard: tuple[int, int, tuple[str, ...]] | None = None
     """--nnrag-shard K/N: (K, N, the shard's sources); settings hold only those sources."""
+    order: Order = "cost"
+    """--nnrag-order: block items slow first (cost), by name, or slow last (reverse)."""
+    durations: dict[str, float] | None = None
+    """The xdist controller's one reading of the recorded durations, sent to every worker."""
     verdicts: dict[str, str] = field(default_factory=dict)
     """Block id -> its verdict against the baseline (:data:`nnrag.baseline.Verdict`)."""
     problem_ids: set[str] = field(default_factory=set)

@@ -77,15 +77,16 @@ def harvest_first(
     ``validate`` runs one block as the session will (its results and harvest go to the
     cache, so the session's own run of a block without harvested parts is a cache hit). With
     several processes (``count`` > 1, e.g. xdist workers of one run ``run_id``), each runs
-    every ``count``-th block and waits, up to ``wait_s``, for the others' marker files in
-    ``folder``; a share that never finishes leaves the harvest unfrozen (verdicts then use no
-    harvest, as keyed).
+    every ``count``-th block of ``selected`` in the order given (the same in every process;
+    costliest first keeps the shares even, and none ends alone on a slow block) and waits,
+    up to ``wait_s``, for the others' marker files in ``folder``; a share that never
+    finishes leaves the harvest unfrozen (verdicts then use no harvest, as keyed).
     """
     sources = pending_sources(workspace, selected)
     if not sources:
         return HarvestPass()
     index, count = share
-    blocks = sorted((b for b in selected if b.source in sources), key=lambda b: b.id)
+    blocks = [b for b in selected if b.source in sources]
     mine = blocks[index::count]
     for block in mine:
         validate(block)

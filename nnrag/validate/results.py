@@ -218,6 +218,28 @@ class ResultCache:
                 (block_id, state, digest, file),
             )
 
+    def durations(self, depth: Stage | None = None) -> dict[str, float]:
+        """Block id -> seconds its latest recorded validation took (``duration_s`` plus
+        ``extract_s``), over every extraction state, validator and torch the cache holds (a
+        result at ``depth`` before one at another depth): what a scheduler can expect of a
+        block before extracting it. Blocks never validated here are missing."""
+        with self._lock:  # a result's key starts with the digest of the block it validated
+            rows = self._db.execute(
+                "SELECT e.block_id, r.rowid, r.value FROM extractions e JOIN results r "
+                "ON r.key > e.digest AND r.key < e.digest || '~'"
+            ).fetchall()
+        latest: dict[str, tuple[bool, int, float]] = {}
+        for block_id, rowid, value in rows:
+            try:
+                data = json.loads(value)
+                seconds = float(data.get("duration_s") or 0.0) + float(data.get("extract_s") or 0.0)
+            except (ValueError, TypeError, AttributeError):
+                continue
+            rank = (depth is None or data.get("depth") == depth, int(rowid), seconds)
+            if block_id not in latest or rank[:2] > latest[block_id][:2]:
+                latest[block_id] = rank
+        return {block_id: rank[2] for block_id, rank in sorted(latest.items())}
+
     def export_rows(self) -> Iterator[dict[str, str]]:
         """Every result and harvested recipe as plain rows (``nnrag results export``).
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from nnrag.errors import CacheError
-from nnrag.model import Recipe, ValidationResult
+from nnrag.model import Recipe, Stage, ValidationResult
 from nnrag.validate.results import (
     ResultCache,
     cache_key,
@@ -92,3 +93,26 @@ def test_unusable_cache_file_is_a_cache_error(tmp_path: Path) -> None:
     path.mkdir()  # a damaged file is rebuilt (tests/unit/test_sqlitedb.py); this cannot be
     with pytest.raises(CacheError, match="choose another one with --cache"):
         ResultCache(path)
+
+
+def _timed(block_id: str, seconds: float, *, depth: Stage = "forward") -> ValidationResult:
+    return dataclasses.replace(
+        RESULT, block_id=block_id, depth=depth, duration_s=seconds, extract_s=0.5
+    )
+
+
+def test_durations_are_the_latest_recorded_per_block(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "results.sqlite")
+    cache.put_extraction("src:m:Slow", "state-1", "sha256:aa", "Slow.py")
+    cache.put_extraction("src:m:Slow", "state-2", "sha256:bb", "Slow.py")  # edited since
+    cache.put_extraction("src:m:Quick", "state-2", "sha256:cc", "Quick.py")
+    cache.put_extraction("src:m:Never", "state-2", "sha256:dd", "Never.py")
+    cache.put(cache_key("sha256:aa+plugins:x", "forward", torch="1"), _timed("src:m:Slow", 3.0))
+    cache.put(cache_key("sha256:bb+plugins:x", "forward", torch="2"), _timed("src:m:Slow", 9.0))
+    cache.put(cache_key("sha256:cc+plugins:x", "forward", torch="2"), _timed("src:m:Quick", 0.1))
+    cache.put(  # a later run at another depth does not replace the one at this depth
+        cache_key("sha256:cc+plugins:x", "import", torch="2"),
+        _timed("src:m:Quick", 5.0, depth="import"),
+    )
+    assert cache.durations("forward") == {"src:m:Quick": 0.6, "src:m:Slow": 9.5}
+    assert cache.durations()["src:m:Quick"] == 5.5  # the latest of any depth
