@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,21 +76,25 @@ def harvest_first(
 
     ``validate`` runs one block as the session will (its results and harvest go to the
     cache, so the session's own run of a block without harvested parts is a cache hit). With
-    several processes (``count`` > 1, e.g. xdist workers of one run ``run_id``), each runs
-    every ``count``-th block of ``selected`` in the order given (the same in every process;
-    costliest first keeps the shares even, and none ends alone on a slow block) and waits,
-    up to ``wait_s``, for the others' marker files in ``folder``; a share that never
-    finishes leaves the harvest unfrozen (verdicts then use no harvest, as keyed).
+    several processes (``count`` > 1, e.g. xdist workers of one run ``run_id``), each takes
+    the next block of ``selected`` not yet taken (a counter in ``folder`` shared by the run's
+    processes), in the order given, until none is left: a process that finishes a block takes
+    the next, so none idles while another works through a fixed share (given costliest
+    first, the last blocks are the quick ones). Then each waits, up to ``wait_s``, for the
+    others' marker files in ``folder``; a share that never finishes leaves the harvest
+    unfrozen (verdicts then use no harvest, as keyed).
     """
     sources = pending_sources(workspace, selected)
     if not sources:
         return HarvestPass()
     index, count = share
     blocks = [b for b in selected if b.source in sources]
-    mine = blocks[index::count]
+    mine = blocks if count <= 1 else _claimed(blocks, folder / f"run-{run_id}")
+    ran_now: list[str] = []
     for block in mine:
         validate(block)
-    ran = frozenset(b.id for b in mine)
+        ran_now.append(block.id)
+    ran = frozenset(ran_now)
     if count > 1:
         others = _all_shares_done(folder, run_id, ran, index=index, count=count, wait_s=wait_s)
         if others is None:
@@ -100,6 +104,20 @@ def harvest_first(
     with FileLock(str(folder / "freeze.lock")):
         frozen = complete_harvests(workspace, [b.id for b in blocks])
     return HarvestPass(frozen=tuple(frozen), ran=ran)
+
+
+def _claimed(blocks: Sequence[BlockRef], marks: Path) -> Iterator[BlockRef]:
+    """The blocks this process takes, one at a time, from a counter every process of the run
+    shares (``marks/next``, under a file lock): each block goes to exactly one process."""
+    marks.mkdir(parents=True, exist_ok=True)
+    counter = marks / "next"
+    while True:
+        with FileLock(str(marks / "next.lock")):
+            taken = int(counter.read_text() or 0) if counter.exists() else 0
+            counter.write_text(str(taken + 1))
+        if taken >= len(blocks):
+            return
+        yield blocks[taken]
 
 
 def _all_shares_done(
