@@ -98,37 +98,51 @@ def compare(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any
     }
 
 
-def share_balance(report: dict[str, Any] | None, cache: Path, repos: Path) -> dict[str, Any]:
-    """Two harvest shares of the measured times: by id (before) and by estimate (now)."""
+def report_seconds(report: dict[str, Any] | None) -> dict[str, float]:
+    """Block id -> measured seconds (validation plus extraction) of a JSON run report."""
+    return {
+        b["id"]: float(b.get("duration_s") or 0) + float(b.get("extract_s") or 0)
+        for b in (report["blocks"] if report else [])
+    }
+
+
+def share_balance(seconds: dict[str, float], cache: Path, repos: Path) -> dict[str, Any]:
+    """The first run's harvest pass on two workers, replayed with measured block times:
+    fixed shares by id (before) against blocks taken one at a time in cost order (now)."""
     from nnrag.config import load_settings
     from nnrag.workspace import Workspace
     from pytest_nnrag.schedule import block_estimates, order_by_cost
 
-    seconds = {
-        b["id"]: float(b.get("duration_s") or 0) + float(b.get("extract_s") or 0)
-        for b in (report["blocks"] if report else [])
-    }
     workspace = Workspace(load_settings(repos, cache_dir=cache))
     blocks = [b for b in workspace.blocks() if b.id in seconds]
     estimates = block_estimates(workspace.index(), blocks)
 
-    def wait(ids: Sequence[str]) -> dict[str, float]:
-        shares = [sum(seconds[i] for i in ids[k::2]) for k in (0, 1)]
-        return {
-            "share_s": [round(s, 1) for s in shares],
-            "wait_s": round(abs(shares[0] - shares[1]), 1),
-        }
+    def fixed(ids: Sequence[str]) -> dict[str, Any]:
+        return _ends([sum(seconds[i] for i in ids[k::2]) for k in (0, 1)])
+
+    def taken(ids: Sequence[str]) -> dict[str, Any]:
+        ends = [0.0, 0.0]
+        for block_id in ids:  # the worker free first takes the next block
+            ends[ends.index(min(ends))] += seconds[block_id]
+        return _ends(ends)
 
     by_id = sorted(seconds)
-    by_cost = order_by_cost(sorted(seconds), str, recorded={}, estimates=estimates)
-    oracle = order_by_cost(sorted(seconds), str, recorded=seconds, estimates={})
+    by_estimate = order_by_cost(by_id, str, recorded={}, estimates=estimates)
+    by_recorded = order_by_cost(by_id, str, recorded=seconds, estimates={})
     return {
         "blocks": len(blocks),
         "total_s": round(sum(seconds.values()), 1),
-        "by_id": wait(by_id),
-        "by_estimate": wait(by_cost),
-        "by_recorded_duration": wait(oracle),
+        "longest_s": round(max(seconds.values(), default=0.0), 1),
+        "fixed_by_id": fixed(by_id),
+        "taken_by_id": taken(by_id),
+        "taken_by_estimate": taken(by_estimate),
+        "taken_by_recorded": taken(by_recorded),
+        "taken_quick_first": taken(by_recorded[::-1]),
     }
+
+
+def _ends(ends: list[float]) -> dict[str, Any]:
+    return {"ends_s": [round(e, 1) for e in ends], "idle_s": round(max(ends) - min(ends), 1)}
 
 
 def _markdown(data: dict[str, Any]) -> str:
@@ -165,25 +179,37 @@ def _markdown(data: dict[str, Any]) -> str:
             f"({a['message'][:120]!r}), B {b['outcome']}/{b['failed_stage']}/{b['category']} "
             f"({b['message'][:120]!r})"
         )
-    balance = data.get("balance")
+    for key, title in (
+        ("balance", "run A's measured block times"),
+        ("replayed", f"the whole corpus, block times of {data.get('replay_times')}"),
+    ):
+        lines += _balance_lines(data.get(key), title)
+    return "\n".join(lines) + "\n"
+
+
+def _balance_lines(balance: dict[str, Any] | None, title: str) -> list[str]:
+    lines: list[str] = []
     if balance:
         lines += [
             "",
-            "## Harvest pass shares of two workers (run A's measured block times)",
+            f"## The first run's harvest pass on two workers ({title})",
             "",
-            f"{balance['blocks']} blocks, {balance['total_s']} s in all. The faster share "
-            "waits for the slower one at the end of the pass:",
+            f"{balance['blocks']} blocks, {balance['total_s']} s in all, the longest "
+            f"{balance['longest_s']} s. Replayed: when each worker ends, and how long the "
+            "first to end idles until the other is done:",
             "",
-            "| shares by | share seconds | wait s |",
+            "| blocks split | worker ends s | idle s |",
             "|---|---|---|",
         ]
         for key, label in (
-            ("by_id", "block id, every 2nd (before)"),
-            ("by_estimate", "index estimate, costliest first, every 2nd (now, fresh cache)"),
-            ("by_recorded_duration", "recorded duration (now, after one run)"),
+            ("fixed_by_id", "fixed shares, every 2nd block by id (before)"),
+            ("taken_by_id", "taken one at a time, by id"),
+            ("taken_by_estimate", "taken one at a time, index estimate first (now, fresh cache)"),
+            ("taken_by_recorded", "taken one at a time, recorded duration first (now, next runs)"),
+            ("taken_quick_first", "taken one at a time, recorded duration last (worst order)"),
         ):
-            lines.append(f"| {label} | {balance[key]['share_s']} | {balance[key]['wait_s']} |")
-    return "\n".join(lines) + "\n"
+            lines.append(f"| {label} | {balance[key]['ends_s']} | {balance[key]['idle_s']} |")
+    return lines
 
 
 def main() -> None:
@@ -194,12 +220,21 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--out", default="order_bench")
     parser.add_argument("--work", type=Path, default=None, help="folder for caches and logs")
+    parser.add_argument(
+        "--replay-times",
+        type=Path,
+        default=None,
+        help="also replay the pass with the block times of a validate_bench JSON of the whole "
+        "--root (its 'results': id -> [.., seconds, ..])",
+    )
     options = parser.parse_args()
     work = options.work or Path(tempfile.mkdtemp(prefix="order-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     repos = work / "repos.json"
     source = {"name": options.name, "path": str(options.root), "paths": options.paths}
     repos.write_text(json.dumps([source], indent=2))
+    whole = {"name": options.name, "path": str(options.root)}
+    (work / "all.json").write_text(json.dumps([whole], indent=2))
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
     )
@@ -216,8 +251,13 @@ def main() -> None:
         "a": {k: v for k, v in a.items() if k != "report"},
         "b": {k: v for k, v in b.items() if k != "report"},
         "comparison": compare(a["report"], b["report"]),
-        "balance": share_balance(a["report"], work / "cache-a", repos),
+        "balance": share_balance(report_seconds(a["report"]), work / "cache-a", repos),
     }
+    if options.replay_times:  # another run's measured times, e.g. validate_bench's
+        replayed = json.loads(options.replay_times.read_text())[0]["results"]
+        seconds = {block_id: float(row[3]) for block_id, row in replayed.items()}
+        data["replay_times"] = str(options.replay_times)
+        data["replayed"] = share_balance(seconds, work / "cache-all", work / "all.json")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{options.out}.json").write_text(json.dumps(data, indent=2) + "\n")
     (RESULTS / f"{options.out}.md").write_text(_markdown(data))
