@@ -23,6 +23,10 @@ from torch import nn
 from .helpers import helper, other
 
 
+def scale(x):
+    return x * 2
+
+
 class Small(nn.Module):
     def forward(self, x):
         return x
@@ -35,7 +39,13 @@ class Big(nn.Module):
         self.b = nn.Linear(2, 2)
 
     def forward(self, x):
-        return helper(other(self.b(self.a(x))), torch.zeros(1))
+        return helper(other(self.b(self.a(x))), scale(torch.zeros(1)))
+
+
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.big = Big()
 """
 
 
@@ -43,13 +53,14 @@ def _ids(things: list[str], **kwargs: object) -> list[str]:
     return order_by_cost(things, str, **kwargs)  # type: ignore[arg-type]  # the keyword arguments of order_by_cost
 
 
-def test_estimate_is_class_lines_plus_names_read() -> None:
+def test_estimate_is_lines_reached_plus_names_read() -> None:
     info = analyze_module(
         source="s", module="m", path="m.py", data=MODULE.encode(), is_package=False
     )
     assert isinstance(info, ModuleInfo)
     assert estimate(info, "Small") == 3 + 10 * 1  # reads nn
-    assert estimate(info, "Big") == 8 + 10 * 5  # nn, helper, other, torch, super
+    assert estimate(info, "Big") == 8 + 2 + 10 * 6  # + scale; nn helper other scale torch super
+    assert estimate(info, "Wrapper") == 4 + 8 + 2 + 10 * 3  # + Big, scale; nn super Big
     assert estimate(info, "Missing") == 0.0
     assert estimate(None, "Big") == 0.0
 
