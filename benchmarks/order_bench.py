@@ -129,8 +129,10 @@ def share_balance(seconds: dict[str, float], cache: Path, repos: Path) -> dict[s
     by_id = sorted(seconds)
     by_estimate = order_by_cost(by_id, str, recorded={}, estimates=estimates)
     by_recorded = order_by_cost(by_id, str, recorded=seconds, estimates={})
+    known = [b.id for b in blocks]
     return {
         "blocks": len(blocks),
+        "spearman": round(_spearman([estimates[i] for i in known], [seconds[i] for i in known]), 2),
         "total_s": round(sum(seconds.values()), 1),
         "longest_s": round(max(seconds.values(), default=0.0), 1),
         "fixed_by_id": fixed(by_id),
@@ -139,6 +141,23 @@ def share_balance(seconds: dict[str, float], cache: Path, repos: Path) -> dict[s
         "taken_by_recorded": taken(by_recorded),
         "taken_quick_first": taken(by_recorded[::-1]),
     }
+
+
+def _spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Rank correlation of two equally long series (ties ranked by position)."""
+
+    def ranks(values: Sequence[float]) -> list[int]:
+        order = sorted(range(len(values)), key=lambda k: values[k])
+        result = [0] * len(values)
+        for rank, k in enumerate(order):
+            result[k] = rank
+        return result
+
+    rx, ry = ranks(xs), ranks(ys)
+    mean = (len(xs) - 1) / 2
+    cov = sum((a - mean) * (b - mean) for a, b in zip(rx, ry, strict=True))
+    var = sum((a - mean) ** 2 for a in rx)
+    return cov / var if var else 0.0
 
 
 def _ends(ends: list[float]) -> dict[str, Any]:
@@ -179,6 +198,7 @@ def _markdown(data: dict[str, Any]) -> str:
             f"({a['message'][:120]!r}), B {b['outcome']}/{b['failed_stage']}/{b['category']} "
             f"({b['message'][:120]!r})"
         )
+    lines += ["", f"Replays with the code of commit {data.get('replay_commit', '?')}."]
     for key, title in (
         ("balance", "run A's measured block times"),
         ("replayed", f"the whole corpus, block times of {data.get('replay_times')}"),
@@ -195,7 +215,8 @@ def _balance_lines(balance: dict[str, Any] | None, title: str) -> list[str]:
             f"## The first run's harvest pass on two workers ({title})",
             "",
             f"{balance['blocks']} blocks, {balance['total_s']} s in all, the longest "
-            f"{balance['longest_s']} s. Replayed: when each worker ends, and how long the "
+            f"{balance['longest_s']} s; the index estimate ranks them by time with Spearman "
+            f"{balance['spearman']}. Replayed: when each worker ends, and how long the "
             "first to end idles until the other is done:",
             "",
             "| blocks split | worker ends s | idle s |",
@@ -210,6 +231,24 @@ def _balance_lines(balance: dict[str, Any] | None, title: str) -> list[str]:
         ):
             lines.append(f"| {label} | {balance[key]['ends_s']} | {balance[key]['idle_s']} |")
     return lines
+
+
+def _measure(options: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Runs A and B, and their comparison."""
+    a = _run("a", ["-n", "2", "--nnrag-order", "cost"], work=work, timeout=options.timeout)
+    b = _run(
+        "b", ["-p", "no:xdist", "--nnrag-order", "reverse"], work=work, timeout=options.timeout
+    )
+    return {
+        "bench_command": " ".join(["python", "benchmarks/order_bench.py", *sys.argv[1:]]),
+        "root": str(options.root),
+        "paths": options.paths,
+        "timeout": options.timeout,
+        "work": str(work),
+        "a": {k: v for k, v in a.items() if k != "report"},
+        "b": {k: v for k, v in b.items() if k != "report"},
+        "comparison": compare(a["report"], b["report"]),
+    }
 
 
 def main() -> None:
@@ -227,6 +266,11 @@ def main() -> None:
         help="also replay the pass with the block times of a validate_bench JSON of the whole "
         "--root (its 'results': id -> [.., seconds, ..])",
     )
+    parser.add_argument(
+        "--replay-only",
+        action="store_true",
+        help="no pytest runs: replay the pass again (current code) on the last bench's runs",
+    )
     options = parser.parse_args()
     work = options.work or Path(tempfile.mkdtemp(prefix="order-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -238,21 +282,20 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
     )
-    a = _run("a", ["-n", "2", "--nnrag-order", "cost"], work=work, timeout=options.timeout)
-    b = _run(
-        "b", ["-p", "no:xdist", "--nnrag-order", "reverse"], work=work, timeout=options.timeout
-    )
-    data: dict[str, Any] = {
-        "bench_command": " ".join(["python", "benchmarks/order_bench.py", *sys.argv[1:]]),
-        "root": str(options.root),
-        "paths": options.paths,
-        "timeout": options.timeout,
-        "work": str(work),
-        "a": {k: v for k, v in a.items() if k != "report"},
-        "b": {k: v for k, v in b.items() if k != "report"},
-        "comparison": compare(a["report"], b["report"]),
-        "balance": share_balance(report_seconds(a["report"]), work / "cache-a", repos),
-    }
+    if options.replay_only:  # the runs of the last bench, replays with the current code
+        data = json.loads((RESULTS / f"{options.out}.json").read_text())
+        work = Path(data["work"])
+        data["replay_command"] = " ".join(["python", "benchmarks/order_bench.py", *sys.argv[1:]])
+    else:
+        data = _measure(options, work)
+    data["replay_commit"] = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    a_report = json.loads((work / "a.json").read_text())
+    data["balance"] = share_balance(report_seconds(a_report), work / "cache-a", work / "repos.json")
     if options.replay_times:  # another run's measured times, e.g. validate_bench's
         replayed = json.loads(options.replay_times.read_text())[0]["results"]
         seconds = {block_id: float(row[3]) for block_id, row in replayed.items()}
