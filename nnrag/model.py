@@ -200,6 +200,10 @@ class Unit:
     classes: tuple[ClassInfo, ...] = ()
     type_checking: bool = False
     """The unit is ``if TYPE_CHECKING: ...``."""
+    assigns: tuple[str, ...] = ()
+    """The names of :attr:`binds` the unit binds otherwise than by a module-level import
+    (def, class, assignment, loop or ``with`` target): an ``if`` unit that binds a name
+    only by imports of one object binds that object whichever branch runs."""
     local_imports: tuple[ImportBinding, ...] = ()
     """Imports inside function or class bodies of the unit: they bind local names only
     (not module names), run at call time (class bodies: at load time), and their text is

@@ -38,7 +38,7 @@ from nnrag.extract.emit_header import (
     source_packages,
     source_roots,
 )
-from nnrag.extract.guards import Guards, plan_guards, under_guard
+from nnrag.extract.guards import Guards, in_try, plan_guards, under_guard
 from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
 from nnrag.extract.needs import scanner_for
@@ -220,6 +220,8 @@ def _unit_chunks(
         chunk = _without_pruned(closure, plan, info, unit, chunk)
         if by_name and f"{SHIM}(" in chunk:  # not when the calls were in methods left out
             served += by_name
+        trying = plan.guards.trying.get(id(unit))
+        chunk = chunk if trying is None else in_try(chunk, trying)
         flag = plan.guards.wrapped.get(id(unit))
         chunks.append(chunk if flag is None else under_guard(chunk, flag))
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))

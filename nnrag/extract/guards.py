@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from nnrag.index.symbols import Symbols
     from nnrag.model import ImportBinding, ModuleInfo, Unit
 
-__all__ = ["Guards", "guarded_modules", "plan_guards", "under_guard"]
+__all__ = ["Guards", "guarded_modules", "in_try", "plan_guards", "under_guard"]
 
 
 @dataclass(slots=True)
@@ -50,11 +50,19 @@ class Guards:
     """Guarded module -> the external imports only guarded modules make (in its ``try``)."""
     wrapped: dict[int, str] = field(default_factory=dict)
     """``id(unit)`` -> the flag it is emitted under."""
+    trying: dict[int, str] = field(default_factory=dict)
+    """``id(unit)`` -> the flag of a compound unit that imports a package in its own text
+    (``try: import tf_keras as keras`` ``except ImportError: import keras``): emitted in a
+    ``try`` that keeps its ``ImportError`` in the flag (:func:`in_try`)."""
 
     def chunks(self, flat: Mapping[Entity, str]) -> list[str]:
-        """One ``try`` per guarded module: its imports, then the flag."""
+        """One ``try`` per guarded module: its imports, then the flag (``None`` when only
+        its compound units import: they set it when they fail)."""
         found: list[str] = []
         for module, flag in sorted(self.flags.items()):
+            if module not in self.imports:
+                found.append(f"# from {module}: imported only under a guard\n{flag} = None\n")
+                continue
             lines = format_imports(self.imports[module], flat).strip("\n").splitlines()
             body = "".join(f"    {line}\n" if line else "\n" for line in lines)
             found.append(
@@ -150,8 +158,13 @@ def plan_guards(
         del imports[entity]
         for module in sorted(users):
             guards.imports.setdefault(module, {})[entity] = replace(binding, conditional=True)
+    importing = {
+        id(unit): info.module
+        for info, unit in units
+        if info.module in guarded and unit.kind != "import" and _imports_package(index, unit)
+    }
     failing: dict[Entity, str] = {}
-    for module in sorted(guards.imports):
+    for module in sorted(set(guards.imports) | set(importing.values())):
         flag = base = "_guard_" + module.replace(".", "_")
         number = 1
         while flag in names or f"{flag}_error" in names:
@@ -159,7 +172,7 @@ def plan_guards(
             flag = f"{base}_{number}"
         names |= {flag, f"{flag}_error"}
         guards.flags[module] = flag
-        for entity in guards.imports[module]:
+        for entity in guards.imports.get(module, ()):
             failing.setdefault(entity, flag)
     for info, unit in units:
         if info.module not in guarded or unit.kind == "import":
@@ -174,14 +187,47 @@ def plan_guards(
         )
         if wrap is not None:
             guards.wrapped[id(unit)] = wrap
+        if id(unit) in importing:
+            if wrap is None and info.module in guards.imports:
+                guards.wrapped[id(unit)] = guards.flags[info.module]  # runs after them
+            guards.trying[id(unit)] = wrap = guards.flags[info.module]
+        if wrap is not None:  # after the unit's own reads: they see its imports
             for entity in cache.defined(info, unit):
                 failing.setdefault(entity, wrap)
     return guards
 
 
+def _imports_package(index: Index, unit: Unit) -> bool:
+    """Whether ``unit``'s own text imports a package outside the sources and Python."""
+    return any(
+        not binding.type_checking
+        and binding.attr != "*"
+        and index.source_of_module(binding.module) is None
+        and import_section(binding.module) != 0
+        for binding in unit.imports
+    )
+
+
 def under_guard(chunk: str, flag: str) -> str:
     """``chunk`` (a ``# from`` line, then one unit) under ``if flag:``, each line indented
     but the continuation lines of multi-line strings (indenting them would change them)."""
+    head, body = _indented(chunk)
+    return f"{head}\nif {flag} is None:\n{body}"
+
+
+def in_try(chunk: str, flag: str) -> str:
+    """``chunk`` (a ``# from`` line, then one unit) in a ``try`` whose ``ImportError`` goes
+    to ``flag``, as the original's import of the unit's module would have raised it."""
+    head, body = _indented(chunk)
+    return (
+        f"{head}\ntry:\n{body.rstrip(chr(10))}\n"
+        f"except ImportError as {flag}_error:\n    {flag} = {flag}_error\n"
+    )
+
+
+def _indented(chunk: str) -> tuple[str, str]:
+    """The ``# from`` line of ``chunk`` and its unit indented one level, but the
+    continuation lines of multi-line strings (indenting them would change them)."""
     head, _, text = chunk.partition("\n")
     inside: set[int] = set()
     try:
@@ -195,4 +241,4 @@ def under_guard(chunk: str, flag: str) -> str:
         line if number in inside or not line.strip() else "    " + line
         for number, line in enumerate(lines, start=1)
     )
-    return f"{head}\nif {flag} is None:\n{body}"
+    return head, body

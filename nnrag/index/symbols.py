@@ -242,6 +242,8 @@ class Symbols:
         if runtime:
             last = runtime[-1]
             lazy = _lazy_binding(last, name)
+            if lazy is None and len(runtime) == 1:
+                lazy = self._branch_import(info, last, name)
             if lazy is not None:
                 return self.follow(info, lazy, name, rest)
             if last.kind != "import":
@@ -277,6 +279,26 @@ class Symbols:
         return Resolution(
             kind="missing", name=name, module=info, reason="unresolved", target=info.module
         )
+
+    def _branch_import(self, info: ModuleInfo, unit: Unit, name: str) -> ImportBinding | None:
+        """The import of an indexed module that binds ``name`` in a branch of ``unit``, a
+        run-time ``if`` that binds ``name`` by nothing else and in no other way.
+
+        Whichever branch runs, ``name`` is then that one object or unbound: a lazy package
+        (``if TYPE_CHECKING or SLOW_IMPORT: from .peft import Mixin`` ``else:
+        sys.modules[__name__] = LazyModule(...)``) hands out the same object the import
+        names. So ``name`` resolves through the import, not to the whole unit (whose branch
+        may not run, leaving the name unbound in a block file). An import from outside the
+        sources keeps the unit (and so its guard).
+        """
+        if unit.kind != "if" or unit.type_checking or name in unit.assigns:
+            return None
+        found = [b for b in unit.imports if b.name == name and b.attr != "*"]
+        if not found or len({(b.module, b.attr) for b in found}) > 1:
+            return None
+        if self._indexed(found[-1].module, info.source) is None:
+            return None
+        return found[-1]
 
     def follow(
         self, info: ModuleInfo, binding: ImportBinding, name: str, rest: tuple[str, ...]
@@ -404,10 +426,11 @@ def _lazy_binding(unit: Unit, name: str) -> ImportBinding | None:
     A lazy package (``if TYPE_CHECKING: from .a import X`` ``else: sys.modules[__name__] =
     LazyModule(...)``) hands out exactly that object when ``X`` is read, so ``X`` resolves
     through the import, not to the whole unit (whose ``else`` branch builds the lazy
-    machinery, and whose branch imports name the whole package).
+    machinery, and whose branch imports name the whole package). Not when the unit also
+    assigns ``name``: the run sees that value.
     """
-    if unit.kind != "if" or unit.type_checking:
-        return None
+    if unit.kind != "if" or unit.type_checking or name in unit.assigns:
+        return None  # ``else: X = make()`` binds what the run sees
     found = None
     for binding in unit.imports:
         if binding.name == name and binding.attr != "*":

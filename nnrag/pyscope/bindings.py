@@ -27,6 +27,8 @@ class UnitBindings:
     """What one top-level unit (one or more statements) binds and reads at module level."""
 
     binds: set[str] = field(default_factory=set)
+    assigns: set[str] = field(default_factory=set)
+    """The names of ``binds`` bound otherwise than by a module-level import."""
     load: set[str] = field(default_factory=set)
     """Dotted chains of module-level names read while the module runs."""
     calls: set[str] = field(default_factory=set)
@@ -47,6 +49,7 @@ class UnitBindings:
 
     def merge(self, other: UnitBindings) -> None:
         self.binds |= other.binds
+        self.assigns |= other.assigns
         self.load |= other.load
         self.calls |= other.calls
         self.evaluated_calls |= other.evaluated_calls
@@ -142,6 +145,8 @@ class ModuleBindings:
                 facts.load.add(assignment.name)  # ``del x`` at module level reads ``x``
             elif kind != "annotation":
                 facts.binds.add(assignment.name)
+                if kind != "import":
+                    facts.assigns.add(assignment.name)
             if kind == "class" and assignment.lexical is module:
                 facts.classes.append(assignment.node)  # type: ignore[arg-type]  # kind "class": the ClassDef
         for facts in statements:

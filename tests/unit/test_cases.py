@@ -251,3 +251,20 @@ def test_a_guarded_module_keeps_its_imports_guarded_in_the_emitted_file() -> Non
     assert isinstance(namespace["_guard_pkg_quant"], ImportError)
     assert "KINDS" not in namespace  # read the absent package at load time: under the guard
     assert namespace["Block"]().forward(3) == 6  # type: ignore[operator]  # the executed file's class
+
+
+def test_a_guarded_module_s_fallback_import_chain_stays_guarded() -> None:
+    """A guarded module whose own imports are a ``try``/``except ImportError`` chain (the
+    fallback import in the handler is not optional: it raises when both are absent) runs
+    that chain in a ``try`` that keeps the error: the block file imports and runs without
+    either package, and the function that imported the module raises the ImportError, as
+    the original's import did."""
+    extracted = run_case("emit_guarded_module_try_import")
+    namespace: dict[str, object] = {"__name__": "block"}
+    exec(compile(extracted.code, "block.py", "exec"), namespace)
+    assert isinstance(namespace["_guard_pkg_tf_utils"], ImportError)
+    assert "BACKEND" not in namespace  # read the absent package at load time: under the guard
+    load = namespace["load_weights"]
+    assert load("model", "path") == "model"  # type: ignore[operator]  # the executed file's function
+    with pytest.raises(ImportError, match="keras_absent"):
+        load("model", "path", from_keras=True)  # type: ignore[operator]  # the executed file's function

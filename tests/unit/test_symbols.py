@@ -250,3 +250,66 @@ def test_same_source_preferred(tmp_path: Path) -> None:
 
 def test_symbols_for_is_shared_per_index(pkg: Index) -> None:
     assert symbols_for(pkg) is symbols_for(pkg)
+
+
+@pytest.fixture
+def branches(tmp_path: Path) -> Index:
+    """Names bound in the branches of run-time ``if`` units of a package ``__init__``."""
+    return tree(
+        tmp_path,
+        {
+            "lz/a.py": "class X: ...\nclass Y: ...\n",
+            "lz/b.py": "class X: ...\n",
+            "lz/__init__.py": """
+                import sys
+                from typing import TYPE_CHECKING
+                SLOW = False
+                if TYPE_CHECKING or SLOW:
+                    if SLOW:
+                        from .a import X
+                else:
+                    sys.modules[__name__] = object()
+                if not SLOW:
+                    sys.modules[__name__] = object()
+                else:
+                    from .a import Y
+                if SLOW:
+                    from .a import Z
+                else:
+                    from .b import Z
+                if SLOW:
+                    from .a import W
+                else:
+                    W = None
+                if SLOW:
+                    import numpy as np
+                if TYPE_CHECKING:
+                    from .a import T
+                else:
+                    T = None
+                V = None
+                if SLOW:
+                    from .a import V
+            """,
+        },
+    )
+
+
+def test_import_in_any_branch_of_a_runtime_if_resolves_to_its_definition(branches: Index) -> None:
+    found = look(branches, "lz", "X")
+    assert where(found) == ("definition", "lz.a", "X")
+    assert [u.kind for u in found.units] == ["class"]
+    assert where(look(branches, "lz", "Y")) == ("definition", "lz.a", "Y")
+
+
+def test_branches_that_bind_different_objects_keep_the_unit(branches: Index) -> None:
+    for name in ("Z", "W", "T", "V"):  # two imports, an assignment, an earlier unit
+        found = look(branches, "lz", name)
+        assert where(found) == ("definition", "lz", name), name
+    assert [u.kind for u in look(branches, "lz", "V").units] == ["assign", "if"]
+
+
+def test_external_import_in_a_branch_keeps_its_guard(branches: Index) -> None:
+    found = look(branches, "lz", "np")
+    assert where(found) == ("definition", "lz", "np")
+    assert found.units[0].kind == "if"

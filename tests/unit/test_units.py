@@ -664,6 +664,27 @@ def test_imports_and_relative_resolution() -> None:
     assert info.star_imports == ("pkg.sub.star",)
 
 
+def test_assigns_are_the_names_bound_otherwise_than_by_import() -> None:
+    info = analyze(
+        """\
+        if FLAG:
+            from .a import X, Y
+            for Z in ():
+                pass
+        else:
+            Y = None
+            def X(): ...
+        import os
+        """,
+        is_package=True,
+    )
+    first, second = info.units
+    assert (first.binds, first.assigns) == (("X", "Y", "Z"), ("X", "Y", "Z"))
+    assert (second.binds, second.assigns) == (("os",), ())
+    only_imports = analyze("if FLAG:\n    from .a import X\nelse:\n    import sys\n")
+    assert (only_imports.units[0].binds, only_imports.units[0].assigns) == (("X", "sys"), ())
+
+
 def test_relative_import_in_package_init() -> None:
     info = analyze("from .core import A\nfrom .. import B\n", module="pkg.sub", is_package=True)
     modules = [b.module for u in info.units for b in u.imports]

@@ -1,0 +1,3 @@
+class AdapterMixin:
+    def adapters(self):
+        return sorted(getattr(self, "_adapters", {}))
