@@ -261,7 +261,8 @@ def compare_blocks(
     ``recipe``; ``original_ref`` maps a block-local qualified name to ``module:Qualname`` of
     the original. Returns ``{"status": ..., "message": ..., "differences": [...]}`` with
     status ``identical``, ``DIFFERENT``, ``original-nondeterministic``,
-    ``original-ctor-fails``, ``original-forward-fails`` or ``extracted-fails``."""
+    ``original-ctor-fails``, ``original-forward-fails``, ``extracted-fails`` (the original
+    runs) or ``both-fail``."""
 
     def local(name: str) -> str:
         return f"nnrag_block:{name}"
@@ -269,7 +270,7 @@ def compare_blocks(
     try:
         mine = build(extracted, recipe, local)
     except Exception as error:
-        return {"status": "extracted-fails", "message": f"constructor: {error!r}"[:300]}
+        return _extracted_failed(f"constructor: {error!r}", original, recipe, original_ref)
     try:
         theirs = build(original, recipe, original_ref)
         again = build(original, recipe, original_ref)
@@ -280,8 +281,9 @@ def compare_blocks(
         try:
             outputs.append(run(model, recipe, mapping))
         except Exception as error:
-            side = "extracted-fails" if model is mine else "original-forward-fails"
-            return {"status": side, "message": f"forward: {error!r}"[:300]}
+            if model is mine:
+                return _extracted_failed(f"forward: {error!r}", original, recipe, original_ref)
+            return {"status": "original-forward-fails", "message": f"forward: {error!r}"[:300]}
     # after forward: lazy modules are built
     a, b, c = mine.state_dict(), theirs.state_dict(), again.state_dict()
     unstable = differences(b, c, "state_dict", EXACT).found
@@ -310,3 +312,19 @@ def compare_blocks(
         return row
     row.update(status="identical", exact=not inexact, inexact=inexact[:10])
     return row
+
+
+def _extracted_failed(
+    message: str, original: type, recipe: Mapping[str, Any], original_ref: Callable[[str], str]
+) -> dict[str, Any]:
+    """``extracted-fails`` only if the original runs with the same recipe; else ``both-fail``
+    (a lossy recipe, ``{"__repr__": ...}`` in place of a value, fails on both sides)."""
+    try:
+        run(build(original, recipe, original_ref), recipe, original_ref)
+    except Exception as error:
+        lossy = f"; recipe lossy at {recipe['lossy']}" if recipe.get("lossy") else ""
+        return {
+            "status": "both-fail",
+            "message": f"{message} (the original too: {error!r}){lossy}"[:300],
+        }
+    return {"status": "extracted-fails", "message": message[:300]}

@@ -221,6 +221,7 @@ EQUIVALENCE_WORKER = textwrap.dedent(
     sys.path[:] = [p for p in sys.path if p and "/work/corpora" not in p and p != "."]
     sys.path.insert(0, sys.argv[4])  # the pip --target folder with the original package
     sys.path.insert(0, BENCHMARKS)
+    sys.path.insert(0, REPOSITORY)  # this checkout's nnrag (probe), not an installed one
     jobs = json.load(open(sys.argv[1]))
     out = open(sys.argv[2], "a")
     start = int(sys.argv[3])
@@ -243,6 +244,8 @@ EQUIVALENCE_WORKER = textwrap.dedent(
                              lambda name: job["module"] + ":" + name, tolerance=EXACT)
         # this benchmark's word for it: bit-identical state_dict values and outputs
         row["status"] = {"identical": "equivalent"}.get(row["status"], row["status"])
+        if result["recipe"].get("lossy"):
+            row["recipe_lossy"] = result["recipe"]["lossy"]
         return row
 
     for position in range(start, len(jobs)):
@@ -543,8 +546,10 @@ def equivalence_runs(emitted: list[dict[str, Any]], corpora: list[str]) -> list[
                 }
                 for r in pyg
             ]
-            worker = EQUIVALENCE_WORKER.replace("sys.argv[4]", repr(str(target))).replace(
-                "BENCHMARKS", repr(str(HERE))
+            worker = (
+                EQUIVALENCE_WORKER.replace("sys.argv[4]", repr(str(target)))
+                .replace("BENCHMARKS", repr(str(HERE)))
+                .replace("REPOSITORY", repr(str(HERE.parent)))
             )
             equivalence = run_workers_equivalence(worker, jobs) + skipped
     return equivalence

@@ -20,6 +20,7 @@ from nnrag.validate.probe.graph import (  # noqa: E402
 from nnrag.validate.probe.inputs import build_inputs, first_layer, forward_params, input_candidates  # noqa: E402
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
+from nnrag.validate.probe.values import decode, encode  # noqa: E402
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]
@@ -468,6 +469,8 @@ def test_class_used_as_a_function_gets_an_instance() -> None:
     fixed = called_class(ctor, messages)
     assert fixed is not None
     assert isinstance(fixed.kwargs["act"], nn.ReLU)
+    # the recipe writes the instance as its constructor call, so a replay gets a ReLU too
+    assert isinstance(decode(encode(fixed.kwargs["act"], strict=True)), nn.ReLU)
     assert fixed.kwargs["hidden_channels"] == 8
     other = ["unsupported operand type(s) for *: 'ReLU' and 'Tensor'"]
     assert called_class(ctor, other) is not None

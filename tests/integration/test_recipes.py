@@ -56,6 +56,11 @@ def test_plain_values_roundtrip_exactly() -> None:
     assert math.isnan(roundtrip(float("nan")))  # type: ignore[arg-type]  # roundtrip returns object; this one is a float
     assert roundtrip(torch.float16) is torch.float16
     assert roundtrip({"k": (1, [2, None])}) == {"k": (1, [2, None])}
+    keyed = {("a", "to", "b"): torch.tensor([[0, 1], [1, 0]]), 3: "x"}
+    rebuilt: Any = roundtrip(keyed)  # keys other than strings: a dict of pairs
+    assert type(rebuilt) is dict
+    assert list(rebuilt) == [("a", "to", "b"), 3]
+    assert torch.equal(rebuilt[("a", "to", "b")], keyed[("a", "to", "b")])
 
 
 def test_small_tensors_by_value_large_ones_by_their_expression() -> None:

@@ -15,6 +15,7 @@ from nnrag.hookspecs import hookimpl
 from nnrag.validate.probe.args import Ctor, decode, tensor_spec
 from nnrag.validate.probe.profiles import Profile
 from nnrag.validate.probe.rules import NO_MATCH, Rules
+from nnrag.validate.probe.values import call, remember
 
 NODES, EDGES = 10, 30
 """Nodes and edges of the probe graph (edges drop to ``NODES`` when the layer has no edge index)."""
@@ -487,8 +488,8 @@ def called_class(ctor: Ctor, messages: list[str]) -> Ctor | None:
                 rf"(?:not |got |')({re.escape(value.__name__)})\b", message
             ):
                 continue
-            try:
-                instance = value()
+            try:  # remembered: the recipe writes it as the call, not a lossy repr
+                instance = remember(value(), call(value))
             except Exception:
                 continue
             kwargs = {**ctor.kwargs, name: instance}

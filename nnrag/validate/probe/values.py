@@ -3,7 +3,8 @@
 A recipe value is plain JSON that rebuilds the value exactly:
 
 - scalars and strings as themselves; ``{"__float__": "nan"}`` for non-finite floats;
-- ``{"__tuple__": [...]}``, ``{"__dict__": {...}}`` (string keys), lists as lists;
+- ``{"__tuple__": [...]}``, ``{"__dict__": {...}}`` (string keys), lists as lists; a mapping
+  of another type or with other keys as its type called on ``[key, value]`` pairs;
 - ``{"__ref__": "module:Qualname"}`` for a class, function or enum member (block-local
   names live in module ``nnrag_block``, the block file as the sandbox loads it);
 - ``{"__call__": <ref>, "args": [...], "kwargs": {...}, "__set__": {...}, "__seed__": n}``
@@ -111,7 +112,8 @@ def encode(value: object, *, strict: bool = False) -> object:
 
 def _constructed(value: object, strict: bool) -> dict[str, Any] | None:
     """A constructor call for values whose fields are their constructor's arguments:
-    named tuples, dataclasses (``init`` fields), mappings of other types (``OrderedDict``)."""
+    named tuples, dataclasses (``init`` fields), mappings of other types (``OrderedDict``) or
+    with keys other than strings (a ``dict`` keyed by tuples)."""
     owner = type(value)
     try:
         if isinstance(value, tuple) and hasattr(value, "_fields"):
@@ -120,8 +122,8 @@ def _constructed(value: object, strict: bool) -> dict[str, Any] | None:
             fields = [f for f in dataclasses.fields(value) if f.init]
             kwargs = {f.name: encode(getattr(value, f.name), strict=strict) for f in fields}
             return {"__call__": ref(owner), "args": [], "kwargs": kwargs}
-        if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
-            pairs = [[k, encode(v, strict=strict)] for k, v in value.items()]
+        if isinstance(value, Mapping):  # any keys: ``dict([[("a", "to", "b"), v]])``
+            pairs = [[encode(k, strict=strict), encode(v, strict=strict)] for k, v in value.items()]
             return {"__call__": ref(owner), "args": [pairs]}
     except TypeError:
         if strict:
