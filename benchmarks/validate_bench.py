@@ -33,9 +33,9 @@ from nnrag.extract.block import extract, write_block
 from nnrag.index.build import Index, build_index, index_tree, load_index
 from nnrag.index.discover import discover_blocks
 from nnrag.model import STAGES, BlockRef, Category, Stage, ValidationResult, stage_index
+from nnrag.recipes import recipe_to_dict
 from nnrag.report import format_diagnostic
 from nnrag.validate.replay import differences
-from nnrag.validate.results import recipe_to_dict
 from nnrag.validate.sandbox import Sandbox
 from nnrag.validate.stages import run_validation
 from nnrag.workspace import Workspace

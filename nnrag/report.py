@@ -51,7 +51,11 @@ Report schema (``--nnrag-report PATH``, ``nnrag validate --report PATH``)::
          "source_files": 3 | null,           # source files its closure inlines
          "linked_sources": [],               # other sources whose code it inlines
          "notes": ["refused: socket.__new__ (family AF_INET6; ...) (the block handled the
-                   refusal)"]},              # what the sandbox refused and the block handled
+                   refusal)"],               # what the sandbox refused and the block handled
+         "recipe": {"origin": "synthesized", "init_args": [...], "init_kwargs": {...},
+                    "inputs": [...], "seed": 0, "lossless": true, ...} | null},
+                                             # how it was built and fed (nnrag.recipes), passed
+                                             # or failed; null before a constructor call
         ...
       ],
       "warnings": ["source 'timm': 'paths' entry 'timm/nope' matches no .py file", ...],
@@ -81,6 +85,7 @@ from pathlib import Path
 from typing import Any
 
 from nnrag.model import STAGES, Diagnostic, Recipe, Stage, ValidationResult, stage_index
+from nnrag.recipes import recipe_to_dict
 
 REPORT_KEYS = ("nnrag_version", "torch_version", "depth", "summary", "blocks", "warnings")
 BLOCK_KEYS = (
@@ -100,6 +105,7 @@ BLOCK_KEYS = (
     "source_files",
     "linked_sources",
     "notes",
+    "recipe",
 )
 
 
@@ -147,6 +153,7 @@ def block_entry(result: ValidationResult, *, block_category: str | None = None) 
         "source_files": result.source_files,
         "linked_sources": list(result.linked_sources),
         "notes": list(result.notes),
+        "recipe": None if result.recipe is None else recipe_to_dict(result.recipe),
     }
 
 

@@ -22,6 +22,7 @@ VALIDATION_CODE = (
     "plugins.py",
     "hookspecs.py",
     "builtin_plugins.py",
+    "recipes.py",
 )
 """Code that decides a validation verdict (``validate`` includes the probe)."""
 

@@ -34,7 +34,7 @@ def differences(recorded: ValidationResult, replayed: ValidationResult) -> tuple
 
 def replay_block(workspace: BlockSource, query: str | BlockRef) -> Replay:
     """Validate the block (from the cache when it can), then rerun exactly its recipe."""
-    from nnrag.validate.results import recipe_to_dict
+    from nnrag.recipes import recipe_to_dict
     from nnrag.validate.stages import blame_advisory_problems, run_validation, validate_block
 
     block = workspace.find(query) if isinstance(query, str) else query

@@ -25,9 +25,9 @@ from nnrag.model import (
     ValidationResult,
     stage_index,
 )
+from nnrag.recipes import recipe_from_dict
 from nnrag.report import format_diagnostic
 from nnrag.validate.frames import BlockReply, BlockRequest
-from nnrag.validate.results import recipe_from_dict
 
 if TYPE_CHECKING:
     from nnrag.index.build import Index

@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from nnrag.model import ValidationResult
+from nnrag.recipes import recipe_to_dict
 from nnrag.validate.probe.values import SMALL_TENSOR, call, decode, encode, lossy, remember
 from nnrag.validate.replay import differences
-from nnrag.validate.results import recipe_to_dict
 from nnrag.validate.sandbox import Sandbox
 from nnrag.validate.stages import run_validation
 from tests.integration.test_validate import FakeWorkspace

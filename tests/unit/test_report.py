@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from nnrag.badge import badge_color, badge_message, shields_endpoint, write_badge
-from nnrag.model import STAGES, ValidationResult
+from nnrag.model import STAGES, Recipe, ValidationResult
+from nnrag.recipes import recipe_from_dict
 from nnrag.report import (
     BLOCK_KEYS,
     REPORT_KEYS,
@@ -70,6 +71,32 @@ def test_report_has_exactly_the_documented_keys(results: list[ValidationResult])
         "unfetched_sources",
     }
     assert json.loads(json.dumps(report)) == report
+
+
+def test_every_block_entry_carries_its_recipe_passed_or_failed() -> None:
+    recipe = Recipe(
+        origin="synthesized",
+        init_args=(8,),
+        init_kwargs={"norm_cfg": {"type": "BN"}},
+        inputs=({"shape": [2, 8], "dtype": "float32"},),
+        seed=3,
+        attempts=2,
+    )
+    failed = ValidationResult(
+        block_id="s:m:Head",
+        depth="forward",
+        stage_reached="import",
+        failed_stage="instantiate",
+        category="ctor-args",
+        message="KeyError: 'type'",
+        recipe=recipe,
+    )
+    report = build_report(
+        [failed, _passed("s:m:Before")], depth="forward", nnrag_version="0.1.0", torch_version=None
+    )
+    entries = {entry["id"]: entry for entry in report["blocks"]}
+    assert recipe_from_dict(json.loads(json.dumps(entries["s:m:Head"]["recipe"]))) == recipe
+    assert entries["s:m:Before"]["recipe"] is None
 
 
 def test_unfetched_sources_count_as_failed_items(results: list[ValidationResult]) -> None:
