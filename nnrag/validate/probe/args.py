@@ -42,6 +42,7 @@ from nnrag.validate.probe.signatures import (
     type_hints,
     value_choices,
 )
+from nnrag.validate.probe.structured import kept_for_later, keyed, output_keys, spread_bounds
 
 call = probe_values.call
 remember = probe_values.remember
@@ -132,6 +133,8 @@ class Synth:
         self.profile = profile
         self.depth = depth
         self.placeholders: list[str] = []
+        self.applied: set[str] = set()
+        """Callable parameters the constructor keeps to apply in forward (not factories)."""
 
     def value(self, name: str, annotation: Any) -> object:
         origin = typing.get_origin(annotation)
@@ -320,6 +323,8 @@ class Synth:
         if _LINEAR_NAMES.search(low):
             return self.linear(name)
         self.placeholders.append(name)
+        if name in self.applied:  # applied to data in forward: a callable module, not a class
+            return remember(nn.Identity(), call(nn.Identity))
         return nn.Identity
 
     def linear(self, name: str) -> object:
@@ -334,6 +339,12 @@ class Synth:
             found = named_class(self.module, name)
             if found is not None and issubclass(found, nn.Module):
                 cls = found
+        if cls in (nn.ModuleList, nn.Sequential):  # a container: two placeholder layers
+            self.placeholders.append(name)
+            parts = [remember(nn.Identity(), call(nn.Identity)) for _ in range(2)]
+            if cls is nn.Sequential:
+                return remember(nn.Sequential(*parts), call(nn.Sequential, tuple(parts)))
+            return remember(nn.ModuleList(parts), call(nn.ModuleList, [parts]))
         if cls is not None and cls is not nn.Module:
             for candidate in concrete_modules(cls, self.module):
                 built = self.build(candidate)
@@ -533,6 +544,8 @@ class Synth:
             if param.default is not param.empty:
                 continue
             annotation = hints.get(name, param.annotation)
+            if "Callable" in repr(annotation) and kept_for_later(cls, name):
+                self.applied.add(name)
             if annotation in (str, int, inspect.Parameter.empty, str | None):
                 choices = value_choices(cls) if choices is None else choices
             if choices and name in choices and (annotation is not int or _is_int(choices[name])):
@@ -549,11 +562,18 @@ class Synth:
                 )
             else:
                 value = self.value(name, annotation)
+            if (
+                type(value) is nn.Identity
+                and name in self.placeholders
+                and (keys := output_keys(cls, name))  # ``self.backbone(x)["out"]``
+            ):
+                self.placeholders.remove(name)
+                value = keyed(keys)
             if param.kind == param.POSITIONAL_ONLY:
                 args.append(value)
             else:
                 kwargs[name] = value
-        return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+        return tuple(args), {**kwargs, **stage_lengths(sig, kwargs), **spread_bounds(kwargs)}
 
 
 def _is_config_type(annotation: Any) -> bool:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import ast
 import inspect
 import math
 import re
-import textwrap
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,6 +19,7 @@ from nnrag.validate.probe.layers import first_layer
 from nnrag.validate.probe.profiles import MISSING, Profile, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
+from nnrag.validate.probe.structured import dict_keys
 from nnrag.validate.probe.values import seed_cpu
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
@@ -120,15 +119,6 @@ def forward_params(module: nn.Module) -> list[inspect.Parameter]:
     return params
 
 
-def _source_tree(func: Any) -> ast.FunctionDef | None:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return None
-    node = tree.body[0] if tree.body else None
-    return node if isinstance(node, ast.FunctionDef) else None
-
-
 def _type_comment(func: Any) -> list[str] | None:
     """The argument types of a PEP 484 ``# type: (A, B) -> C`` comment under ``def``."""
     try:
@@ -150,31 +140,6 @@ def _split_top(text: str) -> list[str]:
             start = i + 1
     parts.append(text[start:].strip())
     return parts
-
-
-def dict_keys(func: Any) -> dict[str, list[str]]:
-    """String keys ``forward`` reads from each argument (``x["low"]``, ``x.get("high")``)."""
-    node = _source_tree(func)
-    keys: dict[str, list[str]] = {}
-    if node is None:
-        return keys
-    for sub in ast.walk(node):
-        target, key = None, None
-        if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name):
-            target, key = sub.value.id, sub.slice
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr in {"get", "pop"}
-            and isinstance(sub.func.value, ast.Name)
-            and sub.args
-        ):
-            target, key = sub.func.value.id, sub.args[0]
-        if target and isinstance(key, ast.Constant) and isinstance(key.value, str):
-            found = keys.setdefault(target, [])
-            if key.value not in found:
-                found.append(key.value)
-    return keys
 
 
 def input_candidates(

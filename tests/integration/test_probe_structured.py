@@ -1,0 +1,194 @@
+"""Module arguments of a matching kind on hand-made modules: a backbone whose output forward
+reads as a dict, callables kept to apply in forward, containers and factories of placeholder
+layers made real, and ranges between synthesized bounds; every recipe replays."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nnrag.model import ValidationResult
+from nnrag.validate.replay import differences
+from nnrag.validate.results import recipe_to_dict
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
+
+pytestmark = pytest.mark.integration
+
+BLOCKS = """
+from typing import Callable, List, Sequence
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Segmenter(nn.Module):
+    def __init__(self, backbone: nn.Module, classifier: nn.Module) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.classifier = classifier
+
+    def forward(self, x):
+        features = self.backbone(x)
+        return self.classifier(features["out"])
+
+
+class TwoScaleHead(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.low = nn.Conv2d(channels, 4, 1)
+        self.high = nn.Conv2d(channels, 4, 1)
+
+    def forward(self, inputs):
+        return self.low(inputs["low"]) + self.high(inputs["high"])
+
+
+class TwoScale(nn.Module):
+    def __init__(self, backbone: nn.Module, channels: int) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.head = TwoScaleHead(channels)
+
+    def forward(self, x):
+        features = self.backbone(x)
+        return self.head(features)
+
+
+class Chain(nn.Module):
+    def __init__(self, steps: Sequence[Callable]) -> None:
+        super().__init__()
+        if not isinstance(steps, Sequence):
+            raise TypeError("steps must be a sequence of callables")
+        self.steps = steps
+
+    def forward(self, x):
+        for step in self.steps:
+            x = step(x)
+        return x
+
+
+class PickOne(nn.Module):
+    def __init__(self, steps: List[Callable]) -> None:
+        super().__init__()
+        self.steps = steps
+
+    def forward(self, x):
+        return self.steps[0](x)
+
+
+class Columns(nn.Module):
+    def __init__(self, parts: nn.ModuleList) -> None:
+        super().__init__()
+        self.parts = parts
+
+    def forward(self, x):
+        return torch.cat([part(x) for part in self.parts], dim=1)
+
+
+class Stage(nn.Module):
+    def __init__(self, width: int, depth: int, block_constructor: Callable[..., nn.Module]):
+        super().__init__()
+        self.blocks = nn.Sequential(
+            *[block_constructor(width, width, 1, nn.BatchNorm2d) for _ in range(depth)]
+        )
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class Resize(nn.Module):
+    def __init__(self, min_size: int, max_size: int) -> None:
+        super().__init__()
+        self.min_size = min_size
+        self.max_size = max_size
+
+    def forward(self, x):
+        side = int(torch.randint(self.min_size, self.max_size, ()))
+        return F.interpolate(x, size=[side, side])
+"""
+
+
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("probe_structured") / "blocks.py"
+    path.write_text(textwrap.dedent(BLOCKS))
+    return path
+
+
+def check(
+    sandbox: Sandbox, blocks: Path, name: str, replay: dict[str, Any] | None = None
+) -> ValidationResult:
+    result, _ = run_validation(
+        blocks,
+        block_id=f"t:blocks:{name}",
+        class_name=name,
+        depth="forward",
+        timeout_s=30.0,
+        sandbox=sandbox,
+        replay=replay,
+    )
+    return result
+
+
+def passing_kwargs(sandbox: Sandbox, blocks: Path, name: str) -> dict[str, Any]:
+    """The constructor keywords of a passing, placeholder-free, lossless recipe that replays."""
+    result = check(sandbox, blocks, name)
+    assert result.passed, result.message
+    recipe = result.recipe
+    assert recipe is not None
+    assert not recipe.placeholders
+    assert recipe.lossless
+    replayed = check(sandbox, blocks, name, replay=recipe_to_dict(recipe))
+    assert differences(result, replayed) == ()
+    return dict(recipe.init_kwargs)
+
+
+def called(value: Any) -> str:
+    assert isinstance(value, dict), value
+    return str(value["__call__"]["__ref__"])
+
+
+def test_backbone_read_as_a_dict_returns_one(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Segmenter")
+    assert called(kwargs["backbone"]).endswith(":Keyed")
+    assert kwargs["backbone"]["args"] == [["out"]]
+    assert called(kwargs["classifier"]) == "torch.nn.modules.conv:Conv2d"  # made real
+
+
+def test_keys_read_by_a_layer_forward_passes_the_output_to(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "TwoScale")
+    assert kwargs["backbone"]["args"] == [["low", "high"]]
+
+
+def test_callables_kept_for_forward_are_instances_made_real(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Chain")
+    assert [called(step) for step in kwargs["steps"]] == ["torch.nn.modules.conv:Conv2d"] * 2
+
+
+def test_a_callable_forward_never_calls_is_made_at_its_first_call(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "PickOne")
+    made = [called(step) for step in kwargs["steps"]]
+    assert made == ["torch.nn.modules.conv:Conv2d", "nnrag.validate.probe.stand_ins:ShapeKeeping"]
+
+
+def test_module_list_of_placeholders_becomes_real_layers(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Columns")
+    parts = kwargs["parts"]
+    assert called(parts) == "torch.nn.modules.container:ModuleList"
+    assert [called(p) for p in parts["args"][0]] == ["torch.nn.modules.conv:Conv2d"] * 2
+
+
+def test_placeholder_factory_becomes_a_shape_keeping_class(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Stage")
+    assert kwargs["block_constructor"] == {"__ref__": "nnrag.validate.probe.stand_ins:ShapeKeeping"}
+
+
+def test_maximum_above_the_synthesized_minimum(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Resize")
+    assert kwargs["max_size"] > kwargs["min_size"]
