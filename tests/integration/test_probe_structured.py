@@ -19,7 +19,7 @@ from nnrag.validate.stages import run_validation
 pytestmark = pytest.mark.integration
 
 BLOCKS = """
-from typing import Callable, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 from torch import nn
@@ -98,6 +98,81 @@ class Stage(nn.Module):
 
     def forward(self, x):
         return self.blocks(x)
+
+
+class Base(nn.Module):
+    def forward(self, x):
+        '''Subclasses compute something.'''
+
+
+class Doubling(Base):
+    def forward(self, x):
+        return 2 * x
+
+
+class Combined(nn.Module):
+    def __init__(self, parts: List[Base]) -> None:
+        super().__init__()
+        self.parts = nn.ModuleList(parts)
+
+    def forward(self, x):
+        return sum(part(x) for part in self.parts)
+
+
+class Message(nn.Module):
+    def forward(self, x, edge_index):
+        '''Runs the layer (subclasses only).'''
+
+
+class MaybeConv(nn.Module):
+    def __init__(self, channels: int, conv: Optional[Message]) -> None:
+        super().__init__()
+        self.conv = conv
+        self.lin = nn.Linear(channels, channels)
+
+    def forward(self, x):
+        if self.conv is not None:
+            x = self.conv(x, None)
+        return self.lin(x)
+
+
+class View(nn.Module):
+    def __init__(self, *shape):
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x):
+        return x.view(*self.shape)
+
+
+class Getter(nn.Module):
+    def __init__(self, model: nn.Module, return_layers: Dict[str, str]) -> None:
+        super().__init__()
+        names = [name for name, _ in model.named_children()]
+        if not set(return_layers).issubset(names):
+            raise ValueError("return_layers are not present in model")
+        self.model = model
+        self.return_layers = dict(return_layers)
+
+    def forward(self, x):
+        out = {}
+        for name, child in self.model.named_children():
+            x = child(x)
+            if name in self.return_layers:
+                out[self.return_layers[name]] = x
+        return out
+
+
+class PoolHead(nn.Module):
+    def __init__(self, features: nn.Module) -> None:
+        super().__init__()
+        self.features = features
+        self.avgpool = nn.AdaptiveAvgPool2d((3, 3))
+        self.classifier = nn.Sequential(nn.Linear(24 * 9, 10))
+
+    def forward(self, x):
+        x = self.avgpool(self.features(x))
+        return self.classifier(torch.flatten(x, 1))
 
 
 class Resize(nn.Module):
@@ -192,3 +267,37 @@ def test_placeholder_factory_becomes_a_shape_keeping_class(sandbox: Sandbox, blo
 def test_maximum_above_the_synthesized_minimum(sandbox: Sandbox, blocks: Path) -> None:
     kwargs = passing_kwargs(sandbox, blocks, "Resize")
     assert kwargs["max_size"] > kwargs["min_size"]
+
+
+def test_abstract_items_become_a_runnable_subclass(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Combined")  # Base.forward is only a docstring
+    assert [called(part) for part in kwargs["parts"]] == ["nnrag_block:Doubling"] * 2
+
+
+def test_optional_base_with_nothing_runnable_is_none(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "MaybeConv")
+    assert kwargs["conv"] is None
+
+
+def test_star_shape_is_one_dimension_taking_everything(sandbox: Sandbox, blocks: Path) -> None:
+    result = check(sandbox, blocks, "View")
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert list(result.recipe.init_args) == [-1]
+
+
+def test_model_whose_children_are_walked_is_a_sequence(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Getter")
+    assert called(kwargs["model"]) == "torch.nn.modules.container:Sequential"
+    assert kwargs["return_layers"]["__dict__"].keys() == {"0"}
+
+
+def test_channels_from_the_linear_layer_after_an_adaptive_pool(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    result = check(sandbox, blocks, "PoolHead")
+    assert result.passed, result.message
+    assert result.recipe is not None
+    first = result.recipe.inputs[0]
+    assert isinstance(first, dict)
+    assert first["shape"][1] == 24  # 24 * 9 inputs over a 3x3 pool

@@ -143,8 +143,8 @@ class Synth:
             return self.by_name(name)
         if origin is typing.Union or type(annotation).__name__ == "UnionType":
             options = [a for a in args if a is not type(None)]
-            if not options:
-                return None
+            if not options or (len(options) < len(args) and not self.runnable(options)):
+                return None  # ``Optional[Base]`` with no runnable ``Base``: the block's own case
             return self.value(name, _preferred(options))
         if origin is typing.Literal:
             return next((a for a in args if a is not None), args[0])
@@ -196,6 +196,15 @@ class Synth:
                 return self.submodule(name, annotation)
             return self.config(name, annotation)
         return self.by_name(name)
+
+    def runnable(self, options: list[Any]) -> bool:
+        """Whether some option is not a module class, or a module class that can run
+        (itself, or a subclass in the block file or its package)."""
+        return any(
+            not (isinstance(o, type) and issubclass(o, nn.Module))
+            or bool(concrete_modules(o, self.module))
+            for o in options
+        )
 
     def item(self, name: str, annotation: Any, index: int) -> object:
         """Item ``index`` of a synthesized sequence: strings are distinct keys ("a", "b")."""
@@ -326,6 +335,15 @@ class Synth:
         if name in self.applied:  # applied to data in forward: a callable module, not a class
             return remember(nn.Identity(), call(nn.Identity))
         return nn.Identity
+
+    def layers(self, name: str) -> object:
+        """An ``nn.Sequential`` of one 1x1 convolution over the profile width (its child
+        named ``"0"``, the name a synthesized key gives), seeded."""
+        del name
+        width = self.profile.dim
+        probe_values.seed_cpu(0)
+        conv = remember(nn.Conv2d(width, width, 1), call(nn.Conv2d, [width, width, 1], seed=0))
+        return remember(nn.Sequential(conv), call(nn.Sequential, [conv]))
 
     def linear(self, name: str) -> object:
         """A real lazy ``Linear`` to the profile width for ``nn``/``mlp``/``gate_nn`` arguments."""
@@ -539,6 +557,8 @@ class Synth:
         args: list[object] = []
         kwargs: dict[str, object] = {}
         for name, param in sig.parameters.items():
+            if param.kind == param.VAR_POSITIONAL and not kwargs and _SHAPE_NAMES.match(name):
+                args.append(-1)  # ``Reshape(*shape)``: one dimension that takes everything
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             if param.default is not param.empty:
@@ -556,6 +576,10 @@ class Synth:
                 (part := self.module_setting(parameter_usage(cls, name)[0])) is not MISSING
             ):
                 value = part
+            elif annotation in (nn.Module, nn.Module | None) and (
+                {"children", "named_children"} & parameter_usage(cls, name)[0]
+            ):  # a model whose children the constructor walks: a sequence of real layers
+                value = self.layers(name)
             elif _is_config_type(annotation):  # ``config: BertConfig``: plus what is read
                 value = self.config(
                     name, annotation, parameter_usage(cls, name)[0], access_tree(cls, name)
@@ -604,6 +628,9 @@ class AutoConfig:
     def __repr__(self) -> str:
         return "AutoConfig()"
 
+
+_SHAPE_NAMES = re.compile(r"^(shape|sizes?|dims)$")
+"""A constructor's ``*shape``: the sizes of a view."""
 
 _CONFIG_CLASSES = re.compile(r"(Config|Cfg|Args|Params)$")
 

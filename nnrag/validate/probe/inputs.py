@@ -75,6 +75,9 @@ def primary_specs(
     known = ctor_side(ctor) or model_side(module) or ctor_side(defaults)
     side = known or profile.img
     s, n = side, profile.seq
+    channels = pooled_channels(module)
+    if channels is not None:  # the convolutions come from outside (a placeholder)
+        return [tensor_spec([2, channels, k, k]) for k in dict.fromkeys([s, 2 * s])]
     if kind == "image":
         sides = dict.fromkeys([s, 2 * s, 224] if s < 224 else [s])
         return [tensor_spec([2, size, k, k]) for k in sides]
@@ -104,6 +107,46 @@ def primary_specs(
         tensor_spec([2, d]),
         tensor_spec([2, 3, s, s]),
     ]
+
+
+def pooled_channels(module: nn.Module) -> int | None:
+    """The channels of the image a module takes when its first shape-defining layer is a
+    linear one right after an adaptive pooling to ``(h, w)`` (pool, flatten, classify: the
+    feature layers are an argument): the linear layer's inputs over ``h * w``."""
+    pooled: int | None = None
+    for layer in module.modules():
+        if isinstance(layer, (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)) and pooled is None:
+            size: Any = layer.output_size
+            sides = [size, size] if isinstance(size, int) else list(size or ())
+            if len(sides) != 2 or not all(isinstance(v, int) for v in sides):
+                return None
+            pooled = sides[0] * sides[1]
+        elif isinstance(layer, nn.Linear):
+            if pooled is None or layer.in_features % pooled:
+                return None
+            return layer.in_features // pooled
+        elif isinstance(layer, _SHAPED):
+            return None
+    return None
+
+
+_SHAPED = (
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.GroupNorm,
+    nn.LayerNorm,
+    nn.MultiheadAttention,
+    nn.RNNBase,
+    nn.Embedding,
+)
+"""Layers that fix the shape of what reaches them (those :func:`first_layer` looks for)."""
 
 
 def forward_params(module: nn.Module) -> list[inspect.Parameter]:
