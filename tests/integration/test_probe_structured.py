@@ -175,6 +175,31 @@ class PoolHead(nn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
+class EdgeWeights(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, nn: Callable) -> None:
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.nn = nn
+
+    def forward(self, x):
+        weight = self.nn(x).view(-1, self.in_channels, self.out_channels)
+        if weight.size(0) != x.size(0):
+            raise ValueError("one matrix per row")
+        return torch.matmul(x.unsqueeze(1), weight).squeeze(1)
+
+
+class Gated(nn.Module):
+    def __init__(self, gate_nn: nn.Module) -> None:
+        super().__init__()
+        self.gate_nn = gate_nn
+
+    def forward(self, x):
+        gate = torch.sigmoid(self.gate_nn(x))
+        if x.dim() != 2:
+            raise ValueError("x must be (nodes, features)")
+        return x * gate.mean(-1, keepdim=True)
+
+
 class Resize(nn.Module):
     def __init__(self, min_size: int, max_size: int) -> None:
         super().__init__()
@@ -301,3 +326,26 @@ def test_channels_from_the_linear_layer_after_an_adaptive_pool(
     first = result.recipe.inputs[0]
     assert isinstance(first, dict)
     assert first["shape"][1] == 24  # 24 * 9 inputs over a 3x3 pool
+
+
+def test_linear_argument_viewed_as_matrices_gets_their_size(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "EdgeWeights")
+    size = kwargs["in_channels"] * kwargs["out_channels"]
+    assert kwargs["nn"] == {
+        "__call__": {"__ref__": "torch.nn.modules.linear:LazyLinear"},
+        "args": [size],
+    }
+
+
+def test_lazy_layer_sized_by_a_failed_input_is_made_anew(sandbox: Sandbox, blocks: Path) -> None:
+    # the first inputs are images: they size the lazy gate, then fail; the (N, F) input
+    # that runs needs a gate sized by it
+    result = check(sandbox, blocks, "Gated")
+    assert result.passed, result.message
+    assert result.recipe is not None
+    first = result.recipe.inputs[0]
+    assert isinstance(first, dict)
+    assert len(first["shape"]) == 2
+    assert first["shape"][-1] > 0  # the lazy gate sets no width of its own (0 until sized)
+    replayed = check(sandbox, blocks, "Gated", replay=recipe_to_dict(result.recipe))
+    assert differences(result, replayed) == ()

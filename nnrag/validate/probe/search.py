@@ -40,10 +40,12 @@ from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
     batch_norms,
+    fresh_lazy,
     heads_divide_widths,
     plain_convolutions,
     profile_layers,
     real_stand_ins,
+    viewed_linear,
 )
 from nnrag.validate.probe.values import seed_cpu
 
@@ -371,6 +373,7 @@ class Search:
                 self.forward_error = error
                 messages.append(str(error))
                 if given is None:
+                    block, ctor = self.unsized(block, ctor)
                     message = f"{type(error).__name__}: {error}"
                     if runner.replay is None and plain_convolutions(ctor, self.cls, [message]):
                         return "next", messages  # the constructor, not the inputs (widen)
@@ -392,6 +395,21 @@ class Search:
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
         return "next", messages
+
+    def unsized(self, block: nn.Module, ctor: Ctor) -> tuple[nn.Module, Ctor]:
+        """The block built again with fresh lazy layers when a failed forward sized the ones
+        it was given (:func:`fresh_lazy`), else the same block."""
+        fresh = fresh_lazy(ctor) if self.runner.replay is None else None
+        if fresh is None:
+            return block, ctor
+        rebuilt = self.construct(fresh, None)
+        if rebuilt is None:
+            return block, ctor
+        try:
+            rebuilt.eval()
+        except Exception:
+            return block, ctor
+        return rebuilt, fresh
 
     def record_output(
         self, runner: Runner, args: list[Any], kwargs: dict[str, Any], out: Any
@@ -503,6 +521,7 @@ class Search:
             or plain_convolutions(ctor, self.cls, messages)
             or batch_norms(ctor, self.cls, messages)
             or heads_divide_widths(ctor, self.cls, messages)
+            or viewed_linear(ctor, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))

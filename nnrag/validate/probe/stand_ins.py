@@ -8,11 +8,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 
 from nnrag.validate.probe.args import Ctor
 from nnrag.validate.probe.profiles import PROFILES
 from nnrag.validate.probe.signatures import signature_of
-from nnrag.validate.probe.values import call, remember, seed_cpu
+from nnrag.validate.probe.values import call, decode, encode, remember, seed_cpu
 
 
 def real_stand_ins(ctor: Ctor, run: Callable[[], object]) -> Ctor | None:
@@ -261,3 +262,47 @@ def heads_divide_widths(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | No
         and value % count
     }
     return ctor.with_kwargs(scaled) if scaled else None
+
+
+_VIEW_PAIR = re.compile(r"shape '\[-1, (\d+), (\d+)\]' is invalid for input of size (\d+)")
+"""A flat output viewed as ``(-1, a, b)``: a weight matrix per row (an edge network's)."""
+
+
+def viewed_linear(ctor: Ctor, messages: list[str]) -> Ctor | None:
+    """Repair: a linear layer given as an argument whose output forward views as
+    ``(-1, a, b)`` (an edge network that makes one ``a x b`` matrix per edge) gets ``a * b``
+    outputs; the layer given is lazy (``nn.LazyLinear``), so it keeps taking any input width.
+    """
+    if ctor.origin != "synthesized":
+        return None
+    for message in messages:
+        m = _VIEW_PAIR.search(message)
+        if m is None:
+            continue
+        rows, cols, size = (int(g) for g in m.groups())
+        swaps = {
+            name: remember(nn.LazyLinear(rows * cols), call(nn.LazyLinear, [rows * cols]))
+            for name, value in ctor.kwargs.items()
+            if isinstance(value, nn.Linear)
+            and value.out_features not in (0, rows * cols)
+            and size % value.out_features == 0
+        }
+        if swaps:
+            return ctor.with_kwargs(swaps)
+    return None
+
+
+def fresh_lazy(ctor: Ctor) -> Ctor | None:
+    """``ctor`` with every lazy layer it was given (``nn.LazyLinear``) that a forward has
+    since sized made anew from its recorded call, so the next input sizes it again; ``None``
+    when there is none."""
+    fresh: dict[str, object] = {}
+    for name, value in ctor.kwargs.items():
+        if not isinstance(value, nn.Module) or isinstance(value, LazyModuleMixin):
+            continue
+        made = encode(value)
+        target = made.get("__call__") if isinstance(made, dict) else None
+        owner = decode(target) if isinstance(target, dict) else None
+        if isinstance(owner, type) and issubclass(owner, LazyModuleMixin):
+            fresh[name] = decode(made)
+    return ctor.with_kwargs(fresh) if fresh else None
