@@ -200,6 +200,16 @@ class Gated(nn.Module):
         return x * gate.mean(-1, keepdim=True)
 
 
+class Residual(nn.Module):
+    def __init__(self, conv: Optional[nn.Module] = None, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.conv = conv
+        self.dropout = dropout
+
+    def forward(self, x):
+        return x + F.dropout(self.conv(x), p=self.dropout, training=self.training)
+
+
 class Resize(nn.Module):
     def __init__(self, min_size: int, max_size: int) -> None:
         super().__init__()
@@ -349,3 +359,13 @@ def test_lazy_layer_sized_by_a_failed_input_is_made_anew(sandbox: Sandbox, block
     assert first["shape"][-1] > 0  # the lazy gate sets no width of its own (0 until sized)
     replayed = check(sandbox, blocks, "Gated", replay=recipe_to_dict(result.recipe))
     assert differences(result, replayed) == ()
+
+
+def test_optional_module_forward_calls_anyway_gets_a_real_layer(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Residual")
+    assert called(kwargs["conv"]) in {
+        "torch.nn.modules.conv:Conv2d",
+        "torch.nn.modules.linear:Linear",
+    }

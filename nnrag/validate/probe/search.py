@@ -40,6 +40,7 @@ from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
     batch_norms,
+    fill_none_modules,
     fresh_lazy,
     heads_divide_widths,
     plain_convolutions,
@@ -522,6 +523,7 @@ class Search:
             or batch_norms(ctor, self.cls, messages)
             or heads_divide_widths(ctor, self.cls, messages)
             or viewed_linear(ctor, messages)
+            or fill_none_modules(ctor, self.cls, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))

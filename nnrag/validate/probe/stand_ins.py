@@ -306,3 +306,33 @@ def fresh_lazy(ctor: Ctor) -> Ctor | None:
         if isinstance(owner, type) and issubclass(owner, LazyModuleMixin):
             fresh[name] = decode(made)
     return ctor.with_kwargs(fresh) if fresh else None
+
+
+def fill_none_modules(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: forward called a module argument left at its ``None`` default (``'NoneType'
+    object is not callable``): every such argument annotated as a module gets a placeholder
+    layer (which a passing forward makes real, :func:`real_stand_ins`)."""
+    if ctor.origin != "synthesized" or not any(
+        "'NoneType' object is not callable" in m for m in messages
+    ):
+        return None
+    sig = signature_of(cls)
+    params = sig.parameters if sig else {}
+    filled = {
+        name: remember(nn.Identity(), call(nn.Identity))
+        for name, param in params.items()
+        if param.default is None
+        and name not in ctor.kwargs
+        and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+        and re.search(r"\bModule\b", str(param.annotation))
+    }
+    if not filled:
+        return None
+    return Ctor(
+        ctor.origin,
+        ctor.args,
+        {**ctor.kwargs, **filled},
+        [*ctor.placeholders, *filled],
+        ctor.profile,
+        ctor.inputs,
+    )
