@@ -210,6 +210,15 @@ class Residual(nn.Module):
         return x + F.dropout(self.conv(x), p=self.dropout, training=self.training)
 
 
+class Encoded(nn.Module):
+    def __init__(self, encoder: nn.Module) -> None:
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, x):
+        return self.encoder(x, x.size(0)).relu()
+
+
 class Resize(nn.Module):
     def __init__(self, min_size: int, max_size: int) -> None:
         super().__init__()
@@ -369,3 +378,10 @@ def test_optional_module_forward_calls_anyway_gets_a_real_layer(
         "torch.nn.modules.conv:Conv2d",
         "torch.nn.modules.linear:Linear",
     }
+
+
+def test_module_called_with_more_than_its_input_keeps_the_first_one(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = passing_kwargs(sandbox, blocks, "Encoded")
+    assert called(kwargs["encoder"]) == "nnrag.validate.probe.stand_ins:ShapeKeeping"

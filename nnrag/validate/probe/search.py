@@ -43,6 +43,7 @@ from nnrag.validate.probe.stand_ins import (
     fill_none_modules,
     fresh_lazy,
     heads_divide_widths,
+    many_argument_stand_ins,
     plain_convolutions,
     profile_layers,
     real_stand_ins,
@@ -524,6 +525,7 @@ class Search:
             or heads_divide_widths(ctor, self.cls, messages)
             or viewed_linear(ctor, messages)
             or fill_none_modules(ctor, self.cls, messages)
+            or many_argument_stand_ins(ctor, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))

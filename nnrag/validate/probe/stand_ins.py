@@ -102,7 +102,8 @@ class ShapeKeeping(nn.Module):
         super().__init__()
         self.layer: nn.Module | None = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *rest: object, **options: object) -> torch.Tensor:
+        del rest, options  # what else a module argument is called with (an edge index)
         if self.layer is None:
             if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
                 raise TypeError(f"a shape-keeping stand-in takes one float tensor, got {x!r}")
@@ -336,3 +337,23 @@ def fill_none_modules(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None
         ctor.profile,
         ctor.inputs,
     )
+
+
+_MORE_ARGUMENTS = re.compile(r"Identity\.forward\(\) (takes 2 positional arguments but|got an)")
+
+
+def many_argument_stand_ins(ctor: Ctor, messages: list[str]) -> Ctor | None:
+    """Repair: a placeholder layer was called with more than its input (``encoder(x,
+    edge_index)``): each placeholder instance becomes a :class:`ShapeKeeping` layer, which
+    keeps the shape of its first argument and takes the others."""
+    if ctor.origin != "synthesized" or not any(_MORE_ARGUMENTS.search(m) for m in messages):
+        return None
+    swaps = {
+        name: remember(ShapeKeeping(), call(ShapeKeeping))
+        for name in ctor.placeholders
+        if type(ctor.kwargs.get(name)) is nn.Identity
+    }
+    if not swaps:
+        return None
+    rest = [name for name in ctor.placeholders if name not in swaps]
+    return Ctor(ctor.origin, ctor.args, {**ctor.kwargs, **swaps}, rest, ctor.profile, ctor.inputs)
