@@ -49,6 +49,14 @@ def test_permitted_channel_values() -> None:
     assert fixed[0]["shape"] == [2, 3, 8, 8]
 
 
+def test_supported_channel_counts_set_the_channel_dimension() -> None:
+    message = "'VecNorm' only support 3 or 8 channels (got 16)"
+    fixed = repair(message, [tensor_spec([2, 16, 32])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 3, 32]
+    assert repair(message, [tensor_spec([2, 4, 32])], P) is None  # no dimension of 16
+
+
 def test_iterated_tensor_becomes_a_list() -> None:
     message = "not enough values to unpack (expected 4, got 3)"
     fixed = repair(message, [tensor_spec([2, 8, 4, 4])], P)
