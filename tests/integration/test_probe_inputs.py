@@ -471,3 +471,21 @@ def test_a_block_that_permutes_channels_last_itself_gets_channels_last() -> None
     fixed = repair(plain, [tensor_spec([2, 16, 8, 8])], P)
     assert fixed is not None
     assert fixed[0]["shape"] == [2, 48, 8, 8]  # not a permutation: the channels change
+
+
+class PerType(nn.Module):
+    def __init__(self, types: list[str]) -> None:
+        super().__init__()
+        self.types = types
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, xs_dict: dict[str, list[torch.Tensor]]) -> dict[str, torch.Tensor]:
+        return {t: self.lin(torch.stack(xs_dict[t]).sum(0)) for t in self.types}
+
+
+def test_dict_of_tensor_lists_is_keyed_by_the_constructor_names() -> None:
+    block = PerType(["a", "b"])
+    args, _ = next(iter(input_candidates(block, P, {"types": ["a", "b"]})))
+    value = args[0]["__dict__"]
+    assert set(value) == {"a", "b"}
+    assert [item["shape"][-1] for item in value["a"]] == [8, 8]  # a list per name

@@ -212,6 +212,11 @@ def input_candidates(
         if all(spec["shape"] != extra for spec in specs):
             specs.append(tensor_spec(extra))
     keys = dict_keys(module.forward)
+    named = ctor_names(ctor)
+    if named:  # ``Dict[str, ...]`` inputs forward reads by the constructor's names
+        for p in params:
+            if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
+                keys[p.name] = named
     scope = getattr(module.forward, "__globals__", {})
     for primary in specs:
         yield fill_inputs(params, primary, profile, keys, scope)
@@ -331,6 +336,29 @@ def _is_float_spec(value: Any) -> bool:
     return isinstance(value, dict) and "shape" in value and value.get("dtype") == "float32"
 
 
+def ctor_names(ctor: Mapping[str, object]) -> list[str]:
+    """The first list of distinct non-empty names among the constructor arguments (node
+    types, keys): what a dict input is keyed by when forward reads it by them."""
+    for value in ctor.values():
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and all(isinstance(v, str) and v for v in value)
+            and len(set(value)) == len(value)
+        ):
+            return [str(v) for v in value]
+    return []
+
+
+def _text(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else repr(annotation)
+
+
+_DICT_OF = re.compile(r"(typing\.)?(Dict|dict|Mapping|OrderedDict)\[str, *(.*)\]$")
+"""A dict annotation with string keys; group 3 is the value type."""
+_SEQUENCE_OF = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor")
+
+
 def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     """Wrap a tensor spec into the list or dict of tensors that ``annotation`` asks for.
 
@@ -338,8 +366,11 @@ def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     """
     if not (isinstance(spec, dict) and "shape" in spec):
         return spec
-    text = annotation if isinstance(annotation, str) else repr(annotation)
-    if re.search(r"(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor", text):
+    text = _text(annotation)
+    of = _DICT_OF.match(text)
+    if of is not None and _SEQUENCE_OF.match(of.group(3)):  # ``Dict[str, List[Tensor]]``
+        return {"__dict__": {k: [keyed(k, spec), keyed(k, spec)] for k in keys or ["0", "1"]}}
+    if _SEQUENCE_OF.search(text):
         return [spec, dict(spec)]
     if keys or re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
         return {"__dict__": {k: keyed(k, spec) for k in keys or ["0", "1"]}}
