@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import Ctor, tensor_spec  # noqa: E402
+from nnrag.validate.probe.args import tensor_spec  # noqa: E402
+from nnrag.validate.probe.ctor import Ctor  # noqa: E402
 from nnrag.validate.probe.graph import (  # noqa: E402
     GraphBatch,
     build_graph,

@@ -8,8 +8,7 @@ import numbers
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -51,30 +50,6 @@ encode = probe_values.encode
 tensor_spec = probe_values.tensor_spec
 
 # --------------------------------------------------------------------------- constructor arguments
-
-
-@dataclass(slots=True)
-class Ctor:
-    """One constructor candidate."""
-
-    origin: str
-    args: tuple[object, ...] = ()
-    kwargs: dict[str, object] = field(default_factory=dict)
-    placeholders: list[str] = field(default_factory=list)
-    profile: Profile | None = None
-    inputs: list[tuple[list[Any], dict[str, Any]]] = field(default_factory=list)
-    """Inputs to try before the synthesized ones (a docstring example's call); repairs apply."""
-
-    def with_kwargs(self, changes: Mapping[str, object]) -> Ctor:
-        """This candidate with ``changes`` merged into its keyword arguments."""
-        return Ctor(
-            self.origin,
-            self.args,
-            {**self.kwargs, **changes},
-            self.placeholders,
-            self.profile,
-            self.inputs,
-        )
 
 
 _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch import nn
 
-from nnrag.validate.probe.args import Ctor, Synth, decode
+from nnrag.validate.probe.args import Synth, decode
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec

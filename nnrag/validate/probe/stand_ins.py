@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 
-from nnrag.validate.probe.args import Ctor
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import PROFILES
 from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.values import call, decode, encode, remember, seed_cpu
