@@ -21,6 +21,7 @@ from nnrag.validate.probe.graph import (  # noqa: E402
 from nnrag.validate.probe.inputs import build_inputs, first_layer, forward_params, input_candidates  # noqa: E402
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
+from nnrag.validate.probe.values import encode  # noqa: E402
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]
@@ -469,6 +470,10 @@ def test_class_used_as_a_function_gets_an_instance() -> None:
     fixed = called_class(ctor, messages)
     assert fixed is not None
     assert isinstance(fixed.kwargs["act"], nn.ReLU)
+    assert encode(fixed.kwargs["act"], strict=True) == {  # the recipe rebuilds it
+        "__call__": {"__ref__": "torch.nn.modules.activation:ReLU"},
+        "args": [],
+    }
     assert fixed.kwargs["hidden_channels"] == 8
     other = ["unsupported operand type(s) for *: 'ReLU' and 'Tensor'"]
     assert called_class(ctor, other) is not None

@@ -16,6 +16,7 @@ from nnrag.validate.probe.args import decode, tensor_spec
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import Profile
 from nnrag.validate.probe.rules import NO_MATCH, Rules
+from nnrag.validate.probe.values import call, remember
 
 NODES, EDGES = 10, 30
 """Nodes and edges of the probe graph (edges drop to ``NODES`` when the layer has no edge index)."""
@@ -489,7 +490,7 @@ def called_class(ctor: Ctor, messages: list[str]) -> Ctor | None:
             ):
                 continue
             try:
-                instance = value()
+                instance = remember(value(), call(value))  # recorded: the recipe replays it
             except Exception:
                 continue
             kwargs = {**ctor.kwargs, name: instance}
