@@ -177,6 +177,7 @@ class Synth:
         (itself, or a subclass in the block file or its package)."""
         return any(
             not (isinstance(o, type) and issubclass(o, nn.Module))
+            or o is nn.Module  # any module: a placeholder stands in
             or bool(concrete_modules(o, self.module))
             for o in options
         )
