@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import Ctor, tensor_spec  # noqa: E402
+from nnrag.validate.probe.args import tensor_spec  # noqa: E402
+from nnrag.validate.probe.ctor import Ctor  # noqa: E402
 from nnrag.validate.probe.graph import (  # noqa: E402
     GraphBatch,
     build_graph,
@@ -471,6 +472,10 @@ def test_class_used_as_a_function_gets_an_instance() -> None:
     assert isinstance(fixed.kwargs["act"], nn.ReLU)
     # the recipe writes the instance as its constructor call, so a replay gets a ReLU too
     assert isinstance(decode(encode(fixed.kwargs["act"], strict=True)), nn.ReLU)
+    assert encode(fixed.kwargs["act"], strict=True) == {  # the recipe rebuilds it
+        "__call__": {"__ref__": "torch.nn.modules.activation:ReLU"},
+        "args": [],
+    }
     assert fixed.kwargs["hidden_channels"] == 8
     other = ["unsupported operand type(s) for *: 'ReLU' and 'Tensor'"]
     assert called_class(ctor, other) is not None

@@ -49,6 +49,14 @@ def test_permitted_channel_values() -> None:
     assert fixed[0]["shape"] == [2, 3, 8, 8]
 
 
+def test_supported_channel_counts_set_the_channel_dimension() -> None:
+    message = "'VecNorm' only support 3 or 8 channels (got 16)"
+    fixed = repair(message, [tensor_spec([2, 16, 32])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 3, 32]
+    assert repair(message, [tensor_spec([2, 4, 32])], P) is None  # no dimension of 16
+
+
 def test_iterated_tensor_becomes_a_list() -> None:
     message = "not enough values to unpack (expected 4, got 3)"
     fixed = repair(message, [tensor_spec([2, 8, 4, 4])], P)
@@ -463,3 +471,21 @@ def test_a_block_that_permutes_channels_last_itself_gets_channels_last() -> None
     fixed = repair(plain, [tensor_spec([2, 16, 8, 8])], P)
     assert fixed is not None
     assert fixed[0]["shape"] == [2, 48, 8, 8]  # not a permutation: the channels change
+
+
+class PerType(nn.Module):
+    def __init__(self, types: list[str]) -> None:
+        super().__init__()
+        self.types = types
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, xs_dict: dict[str, list[torch.Tensor]]) -> dict[str, torch.Tensor]:
+        return {t: self.lin(torch.stack(xs_dict[t]).sum(0)) for t in self.types}
+
+
+def test_dict_of_tensor_lists_is_keyed_by_the_constructor_names() -> None:
+    block = PerType(["a", "b"])
+    args, _ = next(iter(input_candidates(block, P, {"types": ["a", "b"]})))
+    value = args[0]["__dict__"]
+    assert set(value) == {"a", "b"}
+    assert [item["shape"][-1] for item in value["a"]] == [8, 8]  # a list per name

@@ -8,8 +8,7 @@ import numbers
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -42,6 +41,7 @@ from nnrag.validate.probe.signatures import (
     type_hints,
     value_choices,
 )
+from nnrag.validate.probe.structured import kept_for_later, keyed, output_keys, spread_bounds
 
 call = probe_values.call
 remember = probe_values.remember
@@ -50,30 +50,6 @@ encode = probe_values.encode
 tensor_spec = probe_values.tensor_spec
 
 # --------------------------------------------------------------------------- constructor arguments
-
-
-@dataclass(slots=True)
-class Ctor:
-    """One constructor candidate."""
-
-    origin: str
-    args: tuple[object, ...] = ()
-    kwargs: dict[str, object] = field(default_factory=dict)
-    placeholders: list[str] = field(default_factory=list)
-    profile: Profile | None = None
-    inputs: list[tuple[list[Any], dict[str, Any]]] = field(default_factory=list)
-    """Inputs to try before the synthesized ones (a docstring example's call); repairs apply."""
-
-    def with_kwargs(self, changes: Mapping[str, object]) -> Ctor:
-        """This candidate with ``changes`` merged into its keyword arguments."""
-        return Ctor(
-            self.origin,
-            self.args,
-            {**self.kwargs, **changes},
-            self.placeholders,
-            self.profile,
-            self.inputs,
-        )
 
 
 _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
@@ -132,6 +108,8 @@ class Synth:
         self.profile = profile
         self.depth = depth
         self.placeholders: list[str] = []
+        self.applied: set[str] = set()
+        """Callable parameters the constructor keeps to apply in forward (not factories)."""
 
     def value(self, name: str, annotation: Any) -> object:
         origin = typing.get_origin(annotation)
@@ -140,8 +118,8 @@ class Synth:
             return self.by_name(name)
         if origin is typing.Union or type(annotation).__name__ == "UnionType":
             options = [a for a in args if a is not type(None)]
-            if not options:
-                return None
+            if not options or (len(options) < len(args) and not self.runnable(options)):
+                return None  # ``Optional[Base]`` with no runnable ``Base``: the block's own case
             return self.value(name, _preferred(options))
         if origin is typing.Literal:
             return next((a for a in args if a is not None), args[0])
@@ -193,6 +171,16 @@ class Synth:
                 return self.submodule(name, annotation)
             return self.config(name, annotation)
         return self.by_name(name)
+
+    def runnable(self, options: list[Any]) -> bool:
+        """Whether some option is not a module class, or a module class that can run
+        (itself, or a subclass in the block file or its package)."""
+        return any(
+            not (isinstance(o, type) and issubclass(o, nn.Module))
+            or o is nn.Module  # any module: a placeholder stands in
+            or bool(concrete_modules(o, self.module))
+            for o in options
+        )
 
     def item(self, name: str, annotation: Any, index: int) -> object:
         """Item ``index`` of a synthesized sequence: strings are distinct keys ("a", "b")."""
@@ -320,7 +308,18 @@ class Synth:
         if _LINEAR_NAMES.search(low):
             return self.linear(name)
         self.placeholders.append(name)
+        if name in self.applied:  # applied to data in forward: a callable module, not a class
+            return remember(nn.Identity(), call(nn.Identity))
         return nn.Identity
+
+    def layers(self, name: str) -> object:
+        """An ``nn.Sequential`` of one 1x1 convolution over the profile width (its child
+        named ``"0"``, the name a synthesized key gives), seeded."""
+        del name
+        width = self.profile.dim
+        probe_values.seed_cpu(0)
+        conv = remember(nn.Conv2d(width, width, 1), call(nn.Conv2d, [width, width, 1], seed=0))
+        return remember(nn.Sequential(conv), call(nn.Sequential, [conv]))
 
     def linear(self, name: str) -> object:
         """A real lazy ``Linear`` to the profile width for ``nn``/``mlp``/``gate_nn`` arguments."""
@@ -334,6 +333,12 @@ class Synth:
             found = named_class(self.module, name)
             if found is not None and issubclass(found, nn.Module):
                 cls = found
+        if cls in (nn.ModuleList, nn.Sequential):  # a container: two placeholder layers
+            self.placeholders.append(name)
+            parts = [remember(nn.Identity(), call(nn.Identity)) for _ in range(2)]
+            if cls is nn.Sequential:
+                return remember(nn.Sequential(*parts), call(nn.Sequential, tuple(parts)))
+            return remember(nn.ModuleList(parts), call(nn.ModuleList, [parts]))
         if cls is not None and cls is not nn.Module:
             for candidate in concrete_modules(cls, self.module):
                 built = self.build(candidate)
@@ -528,11 +533,15 @@ class Synth:
         args: list[object] = []
         kwargs: dict[str, object] = {}
         for name, param in sig.parameters.items():
+            if param.kind == param.VAR_POSITIONAL and not kwargs and _SHAPE_NAMES.match(name):
+                args.append(-1)  # ``Reshape(*shape)``: one dimension that takes everything
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             if param.default is not param.empty:
                 continue
             annotation = hints.get(name, param.annotation)
+            if "Callable" in repr(annotation) and kept_for_later(cls, name):
+                self.applied.add(name)
             if annotation in (str, int, inspect.Parameter.empty, str | None):
                 choices = value_choices(cls) if choices is None else choices
             if choices and name in choices and (annotation is not int or _is_int(choices[name])):
@@ -543,17 +552,28 @@ class Synth:
                 (part := self.module_setting(parameter_usage(cls, name)[0])) is not MISSING
             ):
                 value = part
+            elif annotation in (nn.Module, nn.Module | None) and (
+                {"children", "named_children"} & parameter_usage(cls, name)[0]
+            ):  # a model whose children the constructor walks: a sequence of real layers
+                value = self.layers(name)
             elif _is_config_type(annotation):  # ``config: BertConfig``: plus what is read
                 value = self.config(
                     name, annotation, parameter_usage(cls, name)[0], access_tree(cls, name)
                 )
             else:
                 value = self.value(name, annotation)
+            if (
+                type(value) is nn.Identity
+                and name in self.placeholders
+                and (keys := output_keys(cls, name))  # ``self.backbone(x)["out"]``
+            ):
+                self.placeholders.remove(name)
+                value = keyed(keys)
             if param.kind == param.POSITIONAL_ONLY:
                 args.append(value)
             else:
                 kwargs[name] = value
-        return tuple(args), {**kwargs, **stage_lengths(sig, kwargs)}
+        return tuple(args), {**kwargs, **stage_lengths(sig, kwargs), **spread_bounds(kwargs)}
 
 
 def _is_config_type(annotation: Any) -> bool:
@@ -584,6 +604,9 @@ class AutoConfig:
     def __repr__(self) -> str:
         return "AutoConfig()"
 
+
+_SHAPE_NAMES = re.compile(r"^(shape|sizes?|dims)$")
+"""A constructor's ``*shape``: the sizes of a view."""
 
 _CONFIG_CLASSES = re.compile(r"(Config|Cfg|Args|Params)$")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from nnrag.validate.probe.args import Ctor
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.repair_names import failing_line
 from nnrag.validate.probe.signatures import signature_of
 

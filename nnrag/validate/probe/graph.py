@@ -12,7 +12,8 @@ from typing import Any, cast
 import torch
 
 from nnrag.hookspecs import hookimpl
-from nnrag.validate.probe.args import Ctor, decode, tensor_spec
+from nnrag.validate.probe.args import decode, tensor_spec
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import Profile
 from nnrag.validate.probe.rules import NO_MATCH, Rules
 from nnrag.validate.probe.values import call, remember

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import ast
 import inspect
 import math
 import re
-import textwrap
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,6 +19,7 @@ from nnrag.validate.probe.layers import first_layer
 from nnrag.validate.probe.profiles import MISSING, Profile, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
+from nnrag.validate.probe.structured import dict_keys
 from nnrag.validate.probe.values import seed_cpu
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
@@ -76,6 +75,9 @@ def primary_specs(
     known = ctor_side(ctor) or model_side(module) or ctor_side(defaults)
     side = known or profile.img
     s, n = side, profile.seq
+    channels = pooled_channels(module)
+    if channels is not None:  # the convolutions come from outside (a placeholder)
+        return [tensor_spec([2, channels, k, k]) for k in dict.fromkeys([s, 2 * s])]
     if kind == "image":
         sides = dict.fromkeys([s, 2 * s, 224] if s < 224 else [s])
         return [tensor_spec([2, size, k, k]) for k in sides]
@@ -107,6 +109,46 @@ def primary_specs(
     ]
 
 
+def pooled_channels(module: nn.Module) -> int | None:
+    """The channels of the image a module takes when its first shape-defining layer is a
+    linear one right after an adaptive pooling to ``(h, w)`` (pool, flatten, classify: the
+    feature layers are an argument): the linear layer's inputs over ``h * w``."""
+    pooled: int | None = None
+    for layer in module.modules():
+        if isinstance(layer, (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)) and pooled is None:
+            size: Any = layer.output_size
+            sides = [size, size] if isinstance(size, int) else list(size or ())
+            if len(sides) != 2 or not all(isinstance(v, int) for v in sides):
+                return None
+            pooled = sides[0] * sides[1]
+        elif isinstance(layer, nn.Linear):
+            if pooled is None or layer.in_features % pooled:
+                return None
+            return layer.in_features // pooled
+        elif isinstance(layer, _SHAPED):
+            return None
+    return None
+
+
+_SHAPED = (
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.GroupNorm,
+    nn.LayerNorm,
+    nn.MultiheadAttention,
+    nn.RNNBase,
+    nn.Embedding,
+)
+"""Layers that fix the shape of what reaches them (those :func:`first_layer` looks for)."""
+
+
 def forward_params(module: nn.Module) -> list[inspect.Parameter]:
     """``forward``'s parameters; a ``# type: (...) -> ...`` comment stands in for annotations."""
     sig = signature_of(module.forward)
@@ -118,15 +160,6 @@ def forward_params(module: nn.Module) -> list[inspect.Parameter]:
             for p, text in zip(params, comment, strict=True)
         ]
     return params
-
-
-def _source_tree(func: Any) -> ast.FunctionDef | None:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError, ValueError):
-        return None
-    node = tree.body[0] if tree.body else None
-    return node if isinstance(node, ast.FunctionDef) else None
 
 
 def _type_comment(func: Any) -> list[str] | None:
@@ -150,31 +183,6 @@ def _split_top(text: str) -> list[str]:
             start = i + 1
     parts.append(text[start:].strip())
     return parts
-
-
-def dict_keys(func: Any) -> dict[str, list[str]]:
-    """String keys ``forward`` reads from each argument (``x["low"]``, ``x.get("high")``)."""
-    node = _source_tree(func)
-    keys: dict[str, list[str]] = {}
-    if node is None:
-        return keys
-    for sub in ast.walk(node):
-        target, key = None, None
-        if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name):
-            target, key = sub.value.id, sub.slice
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr in {"get", "pop"}
-            and isinstance(sub.func.value, ast.Name)
-            and sub.args
-        ):
-            target, key = sub.func.value.id, sub.args[0]
-        if target and isinstance(key, ast.Constant) and isinstance(key.value, str):
-            found = keys.setdefault(target, [])
-            if key.value not in found:
-                found.append(key.value)
-    return keys
 
 
 def input_candidates(
@@ -204,6 +212,11 @@ def input_candidates(
         if all(spec["shape"] != extra for spec in specs):
             specs.append(tensor_spec(extra))
     keys = dict_keys(module.forward)
+    named = ctor_names(ctor)
+    if named:  # ``Dict[str, ...]`` inputs forward reads by the constructor's names
+        for p in params:
+            if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
+                keys[p.name] = named
     scope = getattr(module.forward, "__globals__", {})
     for primary in specs:
         yield fill_inputs(params, primary, profile, keys, scope)
@@ -323,6 +336,29 @@ def _is_float_spec(value: Any) -> bool:
     return isinstance(value, dict) and "shape" in value and value.get("dtype") == "float32"
 
 
+def ctor_names(ctor: Mapping[str, object]) -> list[str]:
+    """The first list of distinct non-empty names among the constructor arguments (node
+    types, keys): what a dict input is keyed by when forward reads it by them."""
+    for value in ctor.values():
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and all(isinstance(v, str) and v for v in value)
+            and len(set(value)) == len(value)
+        ):
+            return [str(v) for v in value]
+    return []
+
+
+def _text(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else repr(annotation)
+
+
+_DICT_OF = re.compile(r"(typing\.)?(Dict|dict|Mapping|OrderedDict)\[str, *(.*)\]$")
+"""A dict annotation with string keys; group 3 is the value type."""
+_SEQUENCE_OF = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor")
+
+
 def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     """Wrap a tensor spec into the list or dict of tensors that ``annotation`` asks for.
 
@@ -330,8 +366,11 @@ def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     """
     if not (isinstance(spec, dict) and "shape" in spec):
         return spec
-    text = annotation if isinstance(annotation, str) else repr(annotation)
-    if re.search(r"(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor", text):
+    text = _text(annotation)
+    of = _DICT_OF.match(text)
+    if of is not None and _SEQUENCE_OF.match(of.group(3)):  # ``Dict[str, List[Tensor]]``
+        return {"__dict__": {k: [keyed(k, spec), keyed(k, spec)] for k in keys or ["0", "1"]}}
+    if _SEQUENCE_OF.search(text):
         return [spec, dict(spec)]
     if keys or re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
         return {"__dict__": {k: keyed(k, spec) for k in keys or ["0", "1"]}}

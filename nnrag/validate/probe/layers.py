@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 
 
 def first_layer(module: nn.Module) -> tuple[str, int, list[int]]:
-    """(kind, size, extra) from the first shape-defining layer of ``module``."""
+    """(kind, size, extra) from the first shape-defining layer of ``module`` (lazy layers,
+    which take their sizes from their first input, define none)."""
     for layer in module.modules():
+        if isinstance(layer, LazyModuleMixin):
+            continue  # its sizes come from its first input (0 until then)
         if isinstance(layer, (nn.Conv2d, nn.ConvTranspose2d)):
             return "image", layer.in_channels, []
         if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)):

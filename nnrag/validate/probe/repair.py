@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-from nnrag.validate.probe.args import Ctor, Synth
+from nnrag.validate.probe.args import Synth
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import PROFILES, int_for
 from nnrag.validate.probe.repair_names import failing_line, name_repairs
 from nnrag.validate.probe.signatures import signature_of

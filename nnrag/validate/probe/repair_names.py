@@ -15,7 +15,8 @@ from typing import Any
 
 from torch import nn
 
-from nnrag.validate.probe.args import Ctor, Synth
+from nnrag.validate.probe.args import Synth
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import MISSING, PROFILES, int_for
 from nnrag.validate.probe.signatures import init_signature, type_hints, value_choices
 

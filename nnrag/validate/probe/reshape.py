@@ -252,6 +252,17 @@ def _permitted(m: re.Match[str], t: _Tried) -> object:
     return None
 
 
+@_rule(r"only supports? (\d+(?:(?:, | or |, or )\d+)*) channels \(got (\d+)\)")
+def _supported_channels(m: re.Match[str], t: _Tried) -> object:
+    """``only support 3 or 8 channels (got 16)``: the channel dimension (the one after the
+    batch) takes the first supported count."""
+    shape = t.shape
+    allowed = [int(v) for v in re.findall(r"\d+", m.group(1))]
+    if len(shape) >= 3 and shape[1] == int(m.group(2)) and allowed:
+        return [shape[0], allowed[0], *shape[2:]]
+    return None
+
+
 @_rule(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
 def _unpack_short(m: re.Match[str], t: _Tried) -> object:
     if int(m.group(2)) == len(t.shape):

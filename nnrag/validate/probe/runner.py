@@ -17,7 +17,8 @@ from torch import nn
 
 from nnrag.plugins import builtin_child_manager, child_manager
 from nnrag.validate import refusals
-from nnrag.validate.probe.args import Ctor, encode
+from nnrag.validate.probe.args import encode
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs
 from nnrag.validate.probe.outcomes import (

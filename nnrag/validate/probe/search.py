@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch import nn
 
-from nnrag.validate.probe.args import Ctor, Synth, decode
+from nnrag.validate.probe.args import Synth, decode
+from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
@@ -40,10 +41,14 @@ from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
     batch_norms,
+    fill_none_modules,
+    fresh_lazy,
     heads_divide_widths,
+    many_argument_stand_ins,
     plain_convolutions,
     profile_layers,
     real_stand_ins,
+    viewed_linear,
 )
 from nnrag.validate.probe.values import seed_cpu
 
@@ -371,6 +376,7 @@ class Search:
                 self.forward_error = error
                 messages.append(str(error))
                 if given is None:
+                    block, ctor = self.unsized(block, ctor)
                     message = f"{type(error).__name__}: {error}"
                     if runner.replay is None and plain_convolutions(ctor, self.cls, [message]):
                         return "next", messages  # the constructor, not the inputs (widen)
@@ -392,6 +398,21 @@ class Search:
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
         return "next", messages
+
+    def unsized(self, block: nn.Module, ctor: Ctor) -> tuple[nn.Module, Ctor]:
+        """The block built again with fresh lazy layers when a failed forward sized the ones
+        it was given (:func:`fresh_lazy`), else the same block."""
+        fresh = fresh_lazy(ctor) if self.runner.replay is None else None
+        if fresh is None:
+            return block, ctor
+        rebuilt = self.construct(fresh, None)
+        if rebuilt is None:
+            return block, ctor
+        try:
+            rebuilt.eval()
+        except Exception:
+            return block, ctor
+        return rebuilt, fresh
 
     def record_output(
         self, runner: Runner, args: list[Any], kwargs: dict[str, Any], out: Any
@@ -503,6 +524,9 @@ class Search:
             or plain_convolutions(ctor, self.cls, messages)
             or batch_norms(ctor, self.cls, messages)
             or heads_divide_widths(ctor, self.cls, messages)
+            or viewed_linear(ctor, messages)
+            or fill_none_modules(ctor, self.cls, messages)
+            or many_argument_stand_ins(ctor, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))

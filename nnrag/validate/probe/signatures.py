@@ -478,8 +478,8 @@ def _is_class_data(cls: type, attr: str) -> bool:
 
 def is_abstract_module(cls: type) -> bool:
     """A module class that cannot run: abstract methods, no ``forward`` of its own, or a
-    ``forward`` that only raises ``NotImplementedError`` (a base such as a message-passing
-    layer's)."""
+    ``forward`` that only raises ``NotImplementedError`` or has no body but its docstring
+    (a base such as a message-passing layer's)."""
     if inspect.isabstract(cls):
         return True
     forward = getattr(cls, "forward", None)
@@ -492,9 +492,12 @@ def is_abstract_module(cls: type) -> bool:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     body = [
-        n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+        n
+        for n in node.body
+        if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+        and not isinstance(n, ast.Pass)
     ]
-    return (
+    return not body or (
         len(body) == 1
         and isinstance(body[0], ast.Raise)
         and "NotImplementedError" in ast.unparse(body[0])
