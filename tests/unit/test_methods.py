@@ -197,8 +197,13 @@ def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> No
         "        return Built(x)\n"
         "    return isinstance(x, Built)\n"
     )
-    # a parameter annotation (Config) is what callers build: not a type test
-    assert type_tests(tree) == frozenset({"Union", "Box", "Tested", "mod.Deep", "Sub"})
+    # a function's parameter annotation (Config) is a type test: its callers build it
+    assert type_tests(tree) == frozenset({"Union", "Box", "Tested", "mod.Deep", "Sub", "Config"})
+    method = ast.parse(
+        "class M:\n    def __init__(self, cfg: Config, *a: Rest) -> None:\n        pass\n"
+    )
+    # a method's parameter annotation is what whoever builds the block passes: not a test
+    assert type_tests(method) == frozenset()
     fields = ast.parse(
         "class Cfg:\n    stem: StemCfg\n\ndef f():\n    local: Local = make()\n    return local\n"
     )

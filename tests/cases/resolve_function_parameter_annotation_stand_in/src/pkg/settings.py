@@ -1,0 +1,20 @@
+"""A config class with heavy machinery; the block only ever hands plain dicts around."""
+
+import json
+
+
+class Settings(dict):
+    def to_dict(self):
+        return dict(self)
+
+    @classmethod
+    def from_file(cls, path):
+        with open(path) as handle:
+            return cls(json.load(handle))
+
+
+class Options:
+    """Named by the block's own constructor: whoever builds the block may pass one."""
+
+    def __init__(self, width=4):
+        self.width = width
