@@ -257,7 +257,10 @@ class UnitScanner:
         found = self._tests.get(key)
         if found is None:
             tree = self.tree(info, unit)
-            found = self._tests[key] = type_tests(tree) if tree is not None else frozenset()
+            method = unit.index < 0 and unit.kind == "def"  # a method carried on its own
+            found = self._tests[key] = (
+                type_tests(tree, method=method) if tree is not None else frozenset()
+            )
         return found
 
     def alias(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> bool:

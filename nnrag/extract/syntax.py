@@ -123,12 +123,14 @@ def _arguments(arguments: ast.arguments) -> list[ast.arg]:
     return named + [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
 
 
-def type_tests(tree: ast.Module) -> frozenset[str]:
+def type_tests(tree: ast.Module, *, method: bool = False) -> frozenset[str]:
     """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one walk that sees a parent
-    before its children, so what it marks is known when they come)."""
+    before its children, so what it marks is known when they come). ``method``: ``tree`` is
+    one method of a class on its own (a part of a class carried method by method)."""
     tests: set[int] = set()
     fields: set[int] = set()  # a class body's annotations are fields (dataclass, NamedTuple)
-    methods: set[int] = set()  # a class body's defs: their parameters are what callers build
+    # a class body's defs: their parameters are what callers build
+    methods: set[int] = {id(s) for s in tree.body if isinstance(s, _DEFS)} if method else set()
     inner: set[int] = set()  # the value of an attribute: part of a longer chain
     weak: set[str] = set()
     strong: set[str] = set()

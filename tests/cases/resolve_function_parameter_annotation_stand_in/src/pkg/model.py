@@ -1,7 +1,7 @@
 from torch import nn
 
 from .build import build_layer
-from .settings import Options
+from .settings import Options, Source
 
 
 class Block(nn.Module):
@@ -12,3 +12,6 @@ class Block(nn.Module):
 
     def forward(self, x):
         return self.layer(x)
+
+    def load(self, source: Source):
+        return source.read()

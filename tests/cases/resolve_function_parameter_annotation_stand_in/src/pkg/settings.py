@@ -18,3 +18,14 @@ class Options:
 
     def __init__(self, width=4):
         self.width = width
+
+
+class Source:
+    """Named by a method of the block (carried on its own part): callers outside build it."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def read(self):
+        with open(self.path) as handle:
+            return json.load(handle)
