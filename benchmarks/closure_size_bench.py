@@ -11,7 +11,8 @@ or a ``dynamic-registry`` problem was reported.
     nice python benchmarks/closure_size_bench.py --label after            # all blocks
     nice python benchmarks/closure_size_bench.py --label before --limit 150 --timeout 120
 
-Results: benchmarks/results/closure_size_bench.json (one entry per label) and .md.
+Results: benchmarks/results/closure_size_bench.json (one entry per label) and .md
+(``--out NAME`` for another name; ``--cache DIR`` keeps and reuses the index there).
 """
 
 from __future__ import annotations
@@ -161,10 +162,16 @@ def main() -> None:
     parser.add_argument("--label", required=True, help="name of this measurement (before/after)")
     parser.add_argument("--limit", type=int, default=None, help="blocks per source (sample)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per block")
+    parser.add_argument(
+        "--out", default="closure_size_bench", help="results name under benchmarks/results/"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="keep the index in this directory (reused)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nnrag-closure-bench-") as temp:
         load_before = os.getloadavg()
-        result = run(args.limit, args.timeout, Path(temp) / "cache")
+        result = run(args.limit, args.timeout, args.cache or Path(temp) / "cache")
         load_after = os.getloadavg()
     rows: list[dict[str, object]] = result["rows"]  # type: ignore[assignment]  # benchmark results are JSON-shaped dict[str, object]; the value has this type
     per_source = {name: summarize([r for r in rows if r["source"] == name]) for name in MEASURED}
@@ -198,11 +205,11 @@ def main() -> None:
         "rows": rows,
     }
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "closure_size_bench.json"
+    out = RESULTS / f"{args.out}.json"
     data = json.loads(out.read_text("utf-8")) if out.is_file() else {}
     data[args.label] = entry
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    write_markdown(data, RESULTS / "closure_size_bench.md")
+    write_markdown(data, RESULTS / f"{args.out}.md")
     print(json.dumps(entry["overall"], indent=1))
 
 

@@ -12,7 +12,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
+from nnrag.extract.heldnames import (
+    assignments,
+    held_name,
+    instance_key,
+    only_tested,
+    parameters,
+)
 from nnrag.extract.syntax import nodes, push_children
 from nnrag.pyscope.scopes import dotted as _dotted
 
@@ -23,8 +31,12 @@ __all__ = [
     "only_wraps",
     "prunable",
     "read_chains",
+    "self_lookups",
     "spelled",
 ]
+
+LookupReach: TypeAlias = Literal["whole", "properties"] | None
+"""What a class's lookups of itself by computed names reach (:func:`self_lookups`)."""
 
 _PLAIN_DECORATORS = frozenset(
     {"property", "staticmethod", "classmethod", "cached_property", "overload"}
@@ -77,20 +89,39 @@ def prunable(
 
 
 def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
-    """``getattr(self, name)`` with a computed name, ``dir(self)``, ``vars(cls)``,
-    ``inspect.getmembers(self)``, ``super().__getattribute__(computed)``: any method may be
-    called. Overriding ``__getattribute__``/``__getattr__``/``__setattr__`` is not: Python
-    calls them with the name the caller spelled, which keeps its method anyway.
+    """Whether any method of ``node`` may be called by a computed name (:func:`self_lookups`
+    is ``"whole"``)."""
+    return self_lookups(node, module=module) == "whole"
 
-    A name held in the closure's data is not computed (:func:`_held_name`): ``getattr(self,
-    self.base_model_prefix)``, ``name = getattr(self, "_embed_layer", "embed")`` then
-    ``getattr(self, name)``, ``getattr(type(self), MODES[mode])``: such attributes and tables
-    hold string literals of the closure, which count as spelled names anyway. In a module class
-    (``module``) ``cls.__dict__`` / ``type(self).__dict__`` list the methods (but for one
-    constant key); ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override
-    (it only sees names the class lacks, and a spelled name keeps its method) do not."""
+
+def self_lookups(node: ast.ClassDef, *, module: bool = False) -> LookupReach:
+    """What ``node``'s lookups of itself by a computed name can reach.
+
+    ``"whole"``: any method may be called: ``getattr(self, name)`` with a computed name whose
+    value escapes, ``dir(self)``, ``vars(cls)``, ``inspect.getmembers(self)``,
+    ``super().__getattribute__(computed)``, ``setattr(cls, name, v)``. Overriding
+    ``__getattribute__``/``__getattr__``/``__setattr__`` is not: Python calls them with the
+    name the caller spelled, which keeps its method anyway.
+
+    ``"properties"``: only what runs code when it is read or set: ``setattr(self, computed,
+    v)`` (on an instance only a data descriptor's setter runs, a method is shadowed),
+    ``hasattr(self, computed)`` (a property getter runs; a method is only bound), and
+    ``getattr(self, computed)`` whose value is only tested (``isinstance(getattr(self, k),
+    C)``, ``getattr(self, k) is None``, a local used only so) or whose name is a key of the
+    instance's own ``__dict__`` (directly, or of a dict a method of the class returns built
+    from it: an instance attribute shadows a method of that name).
+
+    ``None``: nothing. A name held in the closure's data is not computed
+    (:func:`~nnrag.extract.heldnames.held_name`):
+    ``getattr(self, self.base_model_prefix)``, ``name = getattr(self, "_embed_layer",
+    "embed")`` then ``getattr(self, name)``, ``getattr(type(self), MODES[mode])``, a loop over
+    such a table or over a tuple of strings: such attributes and tables hold string literals
+    of the closure, which count as spelled names anyway. In a module class (``module``)
+    ``cls.__dict__`` / ``type(self).__dict__`` list the methods (but for one constant key);
+    ``self.__dict__`` (instance attributes only) and a ``__getattr__`` override (it only sees
+    names the class lacks, and a spelled name keeps its method) do not."""
     if not _may_look_up(node):
-        return False
+        return None
     parents = {child: inner for inner in ast.walk(node) for child in ast.iter_child_nodes(inner)}
     for inner in ast.walk(node):
         if (
@@ -100,12 +131,14 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
             and _is_class_of(inner.value, node.name)
             and not _constant_key(inner, parents)
         ):
-            return True
+            return "whole"
     defs = (ast.FunctionDef, ast.AsyncFunctionDef)
     functions = [f for f in ast.walk(node) if isinstance(f, defs)]
     body = [s for s in node.body if not isinstance(s, defs)]
+    methods = {f.name: f for f in node.body if isinstance(f, defs)}
+    found: LookupReach = None
     for scope in [*functions, *body]:
-        assigned = _assignments(scope) if scope in functions else {}
+        assigned = assignments(scope) if scope in functions else {}
         if isinstance(scope, defs) and scope.name in _LOOKUP_HOOKS and len(scope.args.args) > 1:
             # ``__getattribute__(self, name)``: ``name`` is what the caller spelled
             values = assigned.setdefault(scope.args.args[1].arg, [])
@@ -116,21 +149,50 @@ def looks_itself_up(node: ast.ClassDef, *, module: bool = False) -> bool:
                 continue
             if isinstance(inner.func, ast.Attribute) and inner.func.attr in _READ_HOOKS:
                 name = _hook_name(inner)
-                if name is not None and not _held_name(name, assigned):
-                    return True  # ``super().__getattribute__(f"get_{key}")``
+                if name is not None and not held_name(name, assigned):
+                    return "whole"  # ``super().__getattribute__(f"get_{key}")``
                 continue
-            func = _dotted(inner.func) or ""
-            if func.rsplit(".", 1)[-1] not in _ENUMERATE:
-                continue
-            target = inner.args[0]
-            if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
-                target = target.args[0]  # getattr(type(self), name)
-            if not (isinstance(target, ast.Name) and target.id in (*_SELF, node.name)):
-                continue
-            name = inner.args[1] if len(inner.args) > 1 else None
-            if name is None or not _held_name(name, assigned):
-                return True
-    return False
+            reach = _enumerates(
+                inner, node.name, assigned, scope=scope, parents=parents, methods=methods
+            )
+            if reach == "whole":
+                return reach
+            found = found or reach
+    return found
+
+
+def _enumerates(
+    call: ast.Call,
+    owner: str,
+    assigned: dict[str, list[ast.expr | None]],
+    *,
+    scope: ast.AST,
+    parents: dict[ast.AST, ast.AST],
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+) -> LookupReach:
+    """What one ``getattr``/``setattr``/``hasattr``/``dir``/... call on the class or an
+    instance of it reaches (see :func:`self_lookups`)."""
+    func = (_dotted(call.func) or "").rsplit(".", 1)[-1]
+    if func not in _ENUMERATE:
+        return None
+    target = call.args[0]
+    if isinstance(target, ast.Call) and _dotted(target.func) == "type" and target.args:
+        target = target.args[0]  # getattr(type(self), name): the class
+    elif isinstance(target, ast.Name) and target.id == "self" and len(call.args) > 1:
+        key = call.args[1]
+        if held_name(key, assigned):
+            return None
+        if func in ("setattr", "hasattr"):
+            return "properties"
+        if func == "getattr" and (
+            only_tested(call, scope, parents) or instance_key(key, assigned, methods)
+        ):
+            return "properties"
+        return "whole"
+    if not (isinstance(target, ast.Name) and target.id in (*_SELF, owner)):
+        return None
+    name = call.args[1] if len(call.args) > 1 else None
+    return None if name is not None and held_name(name, assigned) else "whole"
 
 
 def _may_look_up(node: ast.ClassDef) -> bool:
@@ -207,8 +269,8 @@ def keeps_argument(node: ast.stmt) -> bool:
     functions = [
         f for f in ast.walk(node) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
-    params = {name for f in functions for name in _parameters(f)}
-    outer = _parameters(node)  # the decorated function, or a factory's arguments: they outlive
+    params = {name for f in functions for name in parameters(f)}
+    outer = parameters(node)  # the decorated function, or a factory's arguments: they outlive
     local = (
         params
         | {f.name for f in functions}
@@ -274,12 +336,6 @@ def _hook_name(call: ast.Call) -> ast.expr | None:
     return first if bound else None
 
 
-def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    arguments = node.args
-    named = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
-    return {a.arg for a in (*named, arguments.vararg, arguments.kwarg) if a is not None}
-
-
 def _is_class_of(value: ast.expr, name: str) -> bool:
     """``cls``, ``Name``, ``type(x)`` or ``x.__class__``: an expression that is a class."""
     if isinstance(value, ast.Name):
@@ -302,80 +358,6 @@ def _constant_key(node: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool:
         and bool(call.args)
         and isinstance(call.args[0], ast.Constant)
     )
-
-
-def _held_name(
-    expr: ast.expr,
-    assigned: dict[str, list[ast.expr | None]] | None,
-    seen: frozenset[str] = frozenset(),
-) -> bool:
-    """A constant string, or (``assigned``: the locals of a method) a name held in the closure's
-    data: an attribute of ``self``/``cls`` (``self.base_model_prefix``, ``getattr(self,
-    "_embed_layer", "embed")``), an entry of a table (``MODES[mode]``), or a local assigned
-    only such values. Such attributes and tables hold string literals of the closure, which
-    count as spelled names."""
-    if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str)
-    if assigned is None:
-        return False
-    if isinstance(expr, ast.Attribute):
-        return isinstance(expr.value, ast.Name) and expr.value.id in _SELF
-    if isinstance(expr, ast.Subscript):  # a table of names: TABLE[key], self.table[key]
-        return isinstance(expr.value, ast.Name) or _held_name(expr.value, assigned, seen)
-    if (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr == "__getattribute__"
-        and expr.args
-    ):  # ``super().__getattribute__("attribute_map")``, ``object.__getattribute__(self, n)``
-        return _held_name(expr.args[-1], assigned, seen)
-    if isinstance(expr, ast.Call) and _dotted(expr.func) == "getattr" and len(expr.args) >= 2:
-        owner, attr = expr.args[0], expr.args[1]
-        return (
-            isinstance(owner, ast.Name)
-            and owner.id in _SELF
-            and _held_name(attr, assigned, seen)
-            and all(
-                isinstance(d, ast.Constant) and (d.value is None or isinstance(d.value, str))
-                for d in expr.args[2:]
-            )
-        )
-    if isinstance(expr, ast.Name):
-        if expr.id in seen:
-            return True  # ``x = getattr(self, x)``: held if its other values are
-        values = assigned.get(expr.id)
-        inner = seen | {expr.id}
-        return bool(values) and all(
-            v is not None and _held_name(v, assigned, inner) for v in values or ()
-        )
-    return False
-
-
-def _assignments(scope: ast.AST) -> dict[str, list[ast.expr | None]]:
-    """Local name -> the values assigned to it in ``scope`` (``None``: bound otherwise: a
-    parameter, a loop target, an unpacking)."""
-    found: dict[str, list[ast.expr | None]] = {}
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        arguments = scope.args
-        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
-            found.setdefault(arg.arg, []).append(None)
-    for inner in ast.walk(scope):
-        if isinstance(inner, ast.Assign):
-            for target in inner.targets:
-                value = inner.value if isinstance(target, ast.Name) else None
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        found.setdefault(name.id, []).append(value)
-        elif isinstance(inner, (ast.NamedExpr, ast.AnnAssign, ast.AugAssign)):
-            if isinstance(inner.target, ast.Name):
-                value = inner.value if not isinstance(inner, ast.AugAssign) else None
-                found.setdefault(inner.target.id, []).append(value)
-        elif isinstance(inner, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
-            bound = inner.target if not isinstance(inner, ast.withitem) else inner.optional_vars
-            for name in ast.walk(bound) if bound is not None else ():
-                if isinstance(name, ast.Name):
-                    found.setdefault(name.id, []).append(None)
-    return found
 
 
 def read_chains(nodes: Sequence[ast.AST]) -> set[str]:

@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING
 from nnrag.extract.lookups import (
     Spelled,
     keeps_argument,
-    looks_itself_up,
     only_wraps,
     prunable,
+    self_lookups,
     spelled,
 )
 from nnrag.extract.parts import part_index, part_of, rest_of
@@ -375,9 +375,12 @@ class MethodIndex:
         node = tree.body[0]
         assert isinstance(node, ast.ClassDef)
         torch = self.module_names(info, unit)
-        if looks_itself_up(node, module=torch is not None):
+        reach = self_lookups(node, module=torch is not None)
+        if reach == "whole":
             return None
         registering = self._registering(info, unit, node, module=torch is not None)
+        if reach == "properties":  # ``setattr(self, computed, v)`` runs property setters
+            registering |= _properties(node)
         if torch is not None:
             torch = torch | registering
         rest = [n for n in node.body if not prunable(n, torch, registering)]
@@ -393,8 +396,11 @@ class MethodIndex:
                 and stmt.name not in named
             ):
                 defs.setdefault(stmt.name, []).append(stmt)
-        if not defs and torch is None:
-            return None  # a module class is split anyway: its family shares torch's names
+        if not defs and torch is None and not bases:
+            return None  # nothing to prune, no base to prune: kept whole, as it is
+        # a plain class with nothing to prune is still split when it has plain bases (their
+        # methods are pruned by what it reads on ``self``), and a module class always is
+        # (its family shares torch's names)
         offset = unit.start_line - 1
         methods: list[Method] = []
         taken: set[str] = set()
@@ -485,6 +491,20 @@ def drop_methods(chunk: str, names: frozenset[str]) -> str:
     lines[head] = "".join(f"{line}\n" for line in note) + lines[head]
     kept = [line for number, line in enumerate(lines) if number not in cut]
     return "".join(kept)
+
+
+def _properties(node: ast.ClassDef) -> frozenset[str]:
+    """The methods of ``node`` that are properties (``@property``, ``@x.setter``,
+    ``@cached_property``): what reading or setting an attribute of an instance runs."""
+    found = set()
+    for stmt in node.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for decorator in stmt.decorator_list:
+            last = (_dotted(decorator) or "").rsplit(".", 1)[-1]
+            if last in ("property", "cached_property") or last in _ACCESSORS:
+                found.add(stmt.name)
+    return frozenset(found)
 
 
 def _defined(node: ast.ClassDef) -> set[str]:

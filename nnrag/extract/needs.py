@@ -250,13 +250,17 @@ class UnitScanner:
 
     def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
-        (alone or in a tuple) or inside return and local variable annotations (not
-        parameter or class-body field annotations: callers build what those name)."""
+        (alone or in a tuple) or inside return and local variable annotations and the
+        parameter annotations of functions that are not methods (not a method's parameter
+        or class-body field annotations: whoever builds the class builds what those name)."""
         key = (info.source, info.module, unit.index)
         found = self._tests.get(key)
         if found is None:
             tree = self.tree(info, unit)
-            found = self._tests[key] = type_tests(tree) if tree is not None else frozenset()
+            method = unit.index < 0 and unit.kind == "def"  # a method carried on its own
+            found = self._tests[key] = (
+                type_tests(tree, method=method) if tree is not None else frozenset()
+            )
         return found
 
     def alias(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> bool:

@@ -115,11 +115,22 @@ def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] |
     return tuple(dict.fromkeys(names)), dynamic
 
 
-def type_tests(tree: ast.Module) -> frozenset[str]:
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _arguments(arguments: ast.arguments) -> list[ast.arg]:
+    named = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return named + [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+
+
+def type_tests(tree: ast.Module, *, method: bool = False) -> frozenset[str]:
     """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one walk that sees a parent
-    before its children, so what it marks is known when they come)."""
+    before its children, so what it marks is known when they come). ``method``: ``tree`` is
+    one method of a class on its own (a part of a class carried method by method)."""
     tests: set[int] = set()
     fields: set[int] = set()  # a class body's annotations are fields (dataclass, NamedTuple)
+    # a class body's defs: their parameters are what callers build
+    methods: set[int] = {id(s) for s in tree.body if isinstance(s, _DEFS)} if method else set()
     inner: set[int] = set()  # the value of an attribute: part of a longer chain
     weak: set[str] = set()
     strong: set[str] = set()
@@ -134,6 +145,7 @@ def type_tests(tree: ast.Module) -> frozenset[str]:
                 (weak if id(node) in tests else strong).add(chain)
         elif isinstance(node, ast.ClassDef):
             fields.update(id(item) for item in node.body if isinstance(item, ast.AnnAssign))
+            methods.update(id(item) for item in node.body if isinstance(item, _DEFS))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -142,15 +154,20 @@ def type_tests(tree: ast.Module) -> frozenset[str]:
         ):
             kinds = node.args[1]
             tests.update(id(e) for e in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
-        # a parameter's annotation is not a type test: it says what callers pass in, and
-        # whoever builds the block (a user, the prober) needs the real class for it
-        annotation: ast.expr | None = None
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            annotation = node.returns
+        # a method's parameter annotation is not a type test: it says what callers pass in,
+        # and whoever builds the block (a user, the prober) needs the real class for it; a
+        # function's is (a function builds no argument: its callers, in the closure, read
+        # what they build, and the prober builds only constructors' and forward's arguments)
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, _DEFS):
+            annotations.append(node.returns)
+            if id(node) not in methods:
+                annotations += [a.annotation for a in _arguments(node.args)]
         elif isinstance(node, ast.AnnAssign) and id(node) not in fields:
-            annotation = node.annotation
-        if annotation is not None:
-            tests.update(id(part) for part in nodes(annotation))
+            annotations.append(node.annotation)
+        for annotation in annotations:
+            if annotation is not None:
+                tests.update(id(part) for part in nodes(annotation))
     return frozenset(weak - strong)
 
 

@@ -180,7 +180,9 @@ def test_a_name_held_in_an_attribute_is_not_computed_in_a_module_class() -> None
     assert not looks_itself_up(held)  # the same for a plain class
     for computed in (
         "def f(self, name):\n        return getattr(self, name)\n",
-        "def f(self):\n        for name in self.names:\n            getattr(self, name)()\n",
+        "def f(self, names):\n        for name in names:\n            getattr(self, name)()\n",
+        "def f(self, **kw):\n        for name, v in kw.items():\n"
+        "            getattr(self, name)()\n",
         "def f(self, i):\n        return getattr(self, f'layer{i}')\n",
         "def f(self):\n        name = self.prefix + 'x'\n        return getattr(self, name)\n",
         "def f(self, key):\n        return type(self).__dict__[key]\n",
@@ -197,8 +199,13 @@ def test_type_tests_are_chains_read_only_by_isinstance_or_in_annotations() -> No
         "        return Built(x)\n"
         "    return isinstance(x, Built)\n"
     )
-    # a parameter annotation (Config) is what callers build: not a type test
-    assert type_tests(tree) == frozenset({"Union", "Box", "Tested", "mod.Deep", "Sub"})
+    # a function's parameter annotation (Config) is a type test: its callers build it
+    assert type_tests(tree) == frozenset({"Union", "Box", "Tested", "mod.Deep", "Sub", "Config"})
+    method = ast.parse(
+        "class M:\n    def __init__(self, cfg: Config, *a: Rest) -> None:\n        pass\n"
+    )
+    # a method's parameter annotation is what whoever builds the block passes: not a test
+    assert type_tests(method) == frozenset()
     fields = ast.parse(
         "class Cfg:\n    stem: StemCfg\n\ndef f():\n    local: Local = make()\n    return local\n"
     )
@@ -277,3 +284,61 @@ def test_an_attribute_hook_override_sees_only_spelled_names() -> None:
         "class C:\n    def f(self, n):\n        return object.__getattribute__(self, n)\n"
     )
     assert looks_itself_up(unbound)
+
+
+def test_what_a_computed_lookup_of_itself_reaches() -> None:
+    from nnrag.extract.lookups import self_lookups
+
+    def reach(body: str) -> str | None:
+        return self_lookups(_class(f"class M:\n    {body}"))
+
+    # setting or testing an instance attribute by a computed name runs property code only
+    assert (
+        reach(
+            "def f(self, **kw):\n        for k, v in kw.items():\n            setattr(self, k, v)\n"
+        )
+        == "properties"
+    )
+    assert reach("def f(self, k):\n        return hasattr(self, k)\n") == "properties"
+    assert reach("def f(self, k):\n        return isinstance(getattr(self, k), int)\n") == (
+        "properties"
+    )
+    assert reach(
+        "def f(self, k):\n        old = getattr(self, k)\n"
+        "        if old is None or isinstance(old, str):\n            return 1\n"
+    ) == ("properties")
+    # keys of the instance's own __dict__ (or of a method's copy of it) name instance attributes
+    assert (
+        reach(
+            "def to_dict(self):\n        out = copy.deepcopy(self.__dict__)\n"
+            "        out['kind'] = 'm'\n        for k, v in out.items():\n            out[k] = v\n"
+            "        return out\n"
+            "    def f(self):\n        d = self.to_dict()\n        for key, value in d.items():\n"
+            "            use(getattr(self, key, None))\n"
+        )
+        == "properties"
+    )
+    # names from a tuple of strings, a class attribute, or only None are held
+    assert (
+        reach("def f(self):\n        for n in ('a', 'b'):\n            use(getattr(self, n))\n")
+        is None
+    )
+    assert (
+        reach(
+            "def f(self):\n        for n in self.sub_configs:\n            use(getattr(self, n))\n"
+        )
+        is None
+    )
+    assert reach("def f(self):\n        n = None\n        return getattr(self, n)\n") is None
+    # a value that escapes, a dict that gains computed keys, a class target: any method
+    assert reach("def f(self, k):\n        return getattr(self, k)\n") == "whole"
+    assert (
+        reach(
+            "def to_dict(self):\n        out = dict(self.__dict__)\n        out[self.k] = 1\n"
+            "        return out\n"
+            "    def f(self):\n        for key in self.to_dict():\n"
+            "            use(getattr(self, key))\n"
+        )
+        == "whole"
+    )
+    assert reach("def f(cls, k, v):\n        setattr(cls, k, v)\n") == "whole"
