@@ -10,8 +10,9 @@ part of the closure reads an attribute of that name (or quotes it), or reads it 
 only then. Dunder and sunder methods (``__call__``, ``_missing_``: called by Python itself),
 abstract methods, methods whose decorators may keep them somewhere (``_registers``:
 a decorator of the sources whose code stores its argument, :func:`keeps_argument`, or an
-external one named like ``register``) and methods the class body names are always kept. A
-decorator that wraps (``validate_hf_hub_args``, a docstring factory) leaves its method
+external one named like ``register``) and methods the class body names (a local variable
+of the same name will do; their reads and calls count with the always-kept part) are always
+kept. A decorator that wraps (``validate_hf_hub_args``, a docstring factory) leaves its method
 reachable only through its name, like an undecorated one.
 
 A *module class* (its bases are ``torch.nn`` classes, plain classes or module classes of the
@@ -384,10 +385,8 @@ class MethodIndex:
         if torch is not None:
             torch = torch | registering
         rest = [n for n in node.body if not prunable(n, torch, registering)]
-        rest_nodes: list[ast.AST] = [*node.bases, *node.decorator_list, *rest]
-        rest_facts = [spelled(part) for part in rest_nodes]
+        rest_facts, named = _always_facts(node, rest, torch, registering)
         always_chains = set().union(*(fact.chains for fact in rest_facts))
-        named = {name for fact in rest_facts for name in fact.names}
         defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         for stmt in node.body:
             if (
@@ -445,6 +444,37 @@ class MethodIndex:
             own=frozenset(own),
             methods=tuple(methods),
         )
+
+
+def _always_facts(
+    node: ast.ClassDef,
+    rest: Sequence[ast.stmt],
+    torch: frozenset[str] | None,
+    registering: frozenset[str],
+) -> tuple[list[Spelled], set[str]]:
+    """(what the always-kept part of ``node`` spells, the names it spells). A prunable
+    method the class body names (a local variable ``loss`` in ``__init__`` and a method
+    ``loss``) is always kept too: its code counts with that part's (its reads, and the
+    methods it calls), to a fixed point."""
+    facts = [spelled(part) for part in [*node.bases, *node.decorator_list, *rest]]
+    named = {name for fact in facts for name in fact.names}
+    taken: set[int] = set()
+    while True:
+        more = [
+            stmt
+            for stmt in node.body
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and id(stmt) not in taken
+            and stmt.name in named
+            and prunable(stmt, torch, registering)
+        ]
+        if not more:
+            return facts, named
+        for stmt in more:
+            taken.add(id(stmt))
+            fact = spelled(stmt)
+            facts.append(fact)
+            named |= fact.names
 
 
 def drop_methods(chunk: str, names: frozenset[str]) -> str:

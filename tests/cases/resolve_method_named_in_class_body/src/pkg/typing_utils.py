@@ -1,0 +1,9 @@
+from typing import List
+
+
+class DataSample:
+    pass
+
+
+SampleList = List[DataSample]
+ConfigType = dict
