@@ -399,8 +399,12 @@ def _assign_flat_names(
     for info, unit in plan.units:
         if unit.kind == "import":
             continue  # its external bindings are hoisted; internal ones are dropped
+        same = _kept_imports(cache, info, unit, flats) if unit.imports else None
         for entity in cache.defined(info, unit):
             if entity in flats:
+                continue
+            if same and entity[2] in same:  # e.g. ``try: import torch.fx`` binds ``torch``
+                flats[entity] = same[entity[2]]
                 continue
             wanted = renames.get((entity[1], entity[2]), entity[2]) if renames else entity[2]
             if wanted in claims:
@@ -408,6 +412,22 @@ def _assign_flat_names(
             else:  # the common case of claim(), inline
                 claims[wanted] = entity
                 flats[entity] = wanted
+
+
+def _kept_imports(
+    cache: IndexCache, info: ModuleInfo, unit: Unit, flats: Mapping[Entity, str]
+) -> dict[str, str]:
+    """Names ``unit`` (kept whole: ``try``/``if``) binds by importing an external object a
+    kept import binds too -> that import's flat name: one object, so one flat name (reads
+    of the name after the unit denote the unit's binding, and must not get a second,
+    never-bound name)."""
+    return {
+        binding.name: flats[entity]
+        for binding in cache.external_imports(info, unit)
+        if not binding.type_checking
+        and binding.attr != "*"
+        and (entity := cache.entity(binding)) in flats
+    }
 
 
 def _import_sort_key(binding: ImportBinding) -> tuple[str, str, str, int]:

@@ -125,15 +125,20 @@ class RenamePlanner:
 
     def _same_objects(self, key: UnitKey, entry: Included) -> dict[str, object]:
         """Names a conditional unit binds by importing an inlined definition of the same name
-        (``try: from .fast import fused``): one object, so one flat name, not a collision."""
+        (``try: from .fast import fused``) or an external object (``try: import torch.fx``
+        binds ``torch``): one object, so one flat name, not a collision with the definition
+        or with a kept import of that object."""
         found = self.same.get(key)
         if found is not None:
             return found
         found = self.same[key] = {}
         for binding in entry.unit.imports:
-            if binding.type_checking or binding.attr in (None, "*"):
+            if binding.type_checking or binding.attr == "*":
                 continue
             target = self.symbols.follow(entry.info, binding, binding.name, ())
+            if target.kind == "external":
+                found[binding.name] = _import_identity(binding)
+                continue
             if (
                 target.kind == "definition"
                 and target.module is not None
