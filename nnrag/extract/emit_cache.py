@@ -296,15 +296,18 @@ def _rewrite_key(rewrite: Rewrite) -> tuple[_RewriteKey, str]:
     imported = tuple((f"{m}\0{n}", flat) for (m, n), flat in sorted(rewrite.imported.items()))
     maps = (rewrite.load, rewrite.call, rewrite.defs)
     raises = tuple(sorted(rewrite.raises.items()))
-    return (*(tuple(sorted(m.items())) for m in maps), imported, raises), rewrite.package
+    absent = tuple(sorted(rewrite.absent))
+    keyed = (*(tuple(sorted(m.items())) for m in maps), imported, raises, absent)
+    return keyed, rewrite.package
 
 
 @functools.lru_cache(maxsize=4096)
 def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) -> str:
     """:func:`rewrite_unit`, memoized: many blocks share the same rewritten unit."""
-    (load, call, defs, imported, raises), package = key
+    (load, call, defs, imported, raises, absent), package = key
     rewrite = Rewrite(
         raises=dict(raises),
+        absent=frozenset(absent),
         load=dict(load),
         call=dict(call),
         defs=dict(defs),

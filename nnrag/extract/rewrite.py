@@ -40,9 +40,13 @@ class Rewrite:
     """Flat name of a definition of a guarded module (:mod:`nnrag.extract.guards`) -> the
     guard variable holding the ``ImportError`` of that module's imports (``None``: none):
     an internal import of it inside the unit raises that error first, as the import did."""
+    absent: frozenset[tuple[str, str]] = frozenset()
+    """(absolute module, name) of an internal ``from m import name`` inside a ``try`` unit
+    that ``m`` does not bind: the import becomes the ``raise ImportError`` the original
+    raises there (:meth:`nnrag.index.symbols.Symbols.absent_import`)."""
 
     def __bool__(self) -> bool:
-        return bool(self.load or self.call or self.defs or self.imported)
+        return bool(self.load or self.call or self.defs or self.imported or self.absent)
 
 
 def rewrite_unit(text: str, rewrite: Rewrite, *, stringify_annotations: bool = False) -> str:
@@ -308,7 +312,13 @@ class _Editor:
         assigns: list[str] = []
         raised: list[str] = []
         renamed = False
+        absent = ""
         for alias in node.names:
+            if module is not None and (module, alias.name) in self.rewrite.absent:
+                # the names before it stay bound, as Python binds them before it fails
+                message = f"cannot import name {alias.name!r} from {module!r}"
+                absent = f"raise ImportError({message!r})"
+                break
             local = alias.asname or alias.name.split(".")[0]
             target = (
                 self.rewrite.defs.get(local, local)
@@ -341,6 +351,8 @@ class _Editor:
                 statement = ast.Import(names=keep)
             parts.append(ast.unparse(statement))
         parts += assigns
+        if absent:
+            parts.append(absent)
         start = self.span(node)[0]
         indent = self.text[self.text.rfind("\n", 0, start) + 1 : start]
         raising = (

@@ -332,6 +332,27 @@ class Symbols:
                 return self._module(sub, rest, prefer=info.source, binding=binding, where=info)
         return found
 
+    def absent_import(self, info: ModuleInfo, unit: Unit, binding: ImportBinding) -> bool:
+        """Whether ``binding``, a ``from m import x`` inside the ``try`` unit ``unit`` of
+        ``info``, names something the indexed module ``m`` of the sources binds in no way
+        (no definition, import, star import or submodule), while the unit binds the name
+        otherwise too: the original raises ``ImportError`` there, which the ``try`` (or an
+        enclosing one) handles, so it is no dependency (``from mmcv import digit_version``
+        in an ``except ImportError:`` fallback, for an mmcv that no longer has it). A name
+        the unit binds only so stays a problem: a block file would read it unbound."""
+        if unit.kind != "try" or binding.attr in (None, "*") or binding.type_checking:
+            return False
+        if binding.name not in unit.assigns and not any(
+            other.name == binding.name
+            and (other.module, other.attr) != (binding.module, binding.attr)
+            for other in unit.imports
+        ):
+            return False
+        if self._indexed(binding.module, info.source) is None:
+            return False
+        found = self.follow(info, binding, binding.name, ())
+        return found.kind == "missing" and found.reason == "unresolved"
+
     def _module(
         self,
         module: str,

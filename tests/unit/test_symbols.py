@@ -313,3 +313,42 @@ def test_external_import_in_a_branch_keeps_its_guard(branches: Index) -> None:
     found = look(branches, "lz", "np")
     assert where(found) == ("definition", "lz", "np")
     assert found.units[0].kind == "if"
+
+
+def test_absent_import_only_for_names_an_indexed_module_binds_in_no_way(tmp_path: Path) -> None:
+    """``from m import x`` in a ``try`` unit is absent when indexed ``m`` binds ``x`` by no
+    definition, import, star import or submodule and the unit binds ``x`` otherwise too;
+    not in an ``if`` unit, nor for an external module."""
+    index = tree(
+        tmp_path,
+        {
+            "lib/__init__.py": "from .version import *\nfrom . import sub\n",
+            "lib/version.py": "__version__ = '1'\n__all__ = ['__version__']\n",
+            "lib/sub.py": "",
+            "app/__init__.py": """
+                try:
+                    from torch import helper
+                except ImportError:
+                    from lib import helper, __version__, sub
+                if True:
+                    from lib import gone
+                try:
+                    from lib import fused
+                except ImportError:
+                    pass
+                try:
+                    from lib import fast
+                except ImportError:
+                    fast = None
+            """,
+        },
+    )
+    info = module(index, "app")
+    symbols = Symbols(index)
+    absent = {
+        (unit.kind, b.attr)
+        for unit in info.units
+        for b in unit.imports
+        if symbols.absent_import(info, unit, b)
+    }
+    assert absent == {("try", "helper"), ("try", "fast")}  # ``fused``: bound by nothing else

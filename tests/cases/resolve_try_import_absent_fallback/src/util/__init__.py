@@ -1,0 +1,2 @@
+def helper(value):
+    return value * 2
