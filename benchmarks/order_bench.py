@@ -28,6 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plugin_command import plugin_command  # benchmarks/ is not a package: found on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 COMPARED = ("outcome", "stage_reached", "failed_stage", "category")
@@ -41,23 +44,14 @@ def _load() -> str:
 def _run(name: str, args: Sequence[str], *, work: Path, timeout: float) -> dict[str, Any]:
     """One pytest run in ``work`` with its own cache; its report and wall time."""
     report = work / f"{name}.json"
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        "--nnrag-repos",
-        str(work / "repos.json"),
-        "--nnrag-cache",
-        str(work / f"cache-{name}"),
-        "--nnrag-report",
-        str(report),
+    command = plugin_command(
+        work / "repos.json",
+        work / f"cache-{name}",
+        report,
         "--nnrag-timeout",
         str(timeout),
         *args,
-    ]
+    )
     load_before = _load()
     started = time.perf_counter()
     done = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False)

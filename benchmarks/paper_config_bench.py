@@ -47,6 +47,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plugin_command import plugin_command  # benchmarks/ is not a package: found on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 REFERENCE = Path("/work/shared/reference/nn-rag-repo_config.json")
@@ -210,20 +213,7 @@ class TreeRss:
 def run_plugin(repos: Path, work: Path, *, workers: str, depth: str) -> dict[str, Any]:
     cache = work / "cache"
     report = work / "report.json"
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        "-n",
-        workers,
-        f"--nnrag-repos={repos}",
-        f"--nnrag-cache={cache}",
-        f"--nnrag-depth={depth}",
-        f"--nnrag-report={report}",
-    ]
+    command = plugin_command(repos, cache, report, "-n", workers, f"--nnrag-depth={depth}")
     run_dir = work / "run"
     run_dir.mkdir()
     log = work / "pytest.log"
