@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from nnrag.model import ValidationResult
+from nnrag.recipes import recipe_to_dict
 from nnrag.validate.replay import differences
-from nnrag.validate.results import recipe_to_dict
 from nnrag.validate.sandbox import Sandbox
 from nnrag.validate.stages import run_validation
 

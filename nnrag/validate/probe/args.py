@@ -8,7 +8,7 @@ import numbers
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -404,11 +404,10 @@ class Synth:
     def by_usage(self, cls: Any, name: str) -> object:
         """An unannotated parameter by what the constructor does with it: a config object
         whose attributes it reads, a registry config dict it passes to a ``build`` call."""
-        reads, builds = parameter_usage(cls, name)
-        if builds and Carried.tables:
-            value = self.registry_dict(name, builds)
-            if value is not MISSING:
-                return value
+        reads = parameter_usage(cls, name)[0]
+        value = self.registry_built(cls, name)
+        if value is not MISSING:
+            return value
         tree = access_tree(cls, name)
         nested = is_nested(tree) and self.depth < 2
         configish = bool(reads) and _CONFIG_NAMES.search(name.lower()) is not None
@@ -497,6 +496,14 @@ class Synth:
             return 0
         return self.by_name(name)
 
+    def registry_built(self, cls: Any, name: str) -> object:
+        """A registry config dict for parameter ``name`` of ``cls`` when the constructor hands
+        it to a registry ``build`` call and the block file carries registries, else MISSING."""
+        builds = parameter_usage(cls, name)[1]
+        if not builds or not Carried.tables:
+            return MISSING
+        return self.registry_dict(name, builds)
+
     def registry_dict(self, name: str, builds: list[str]) -> object:
         """``{"type": ..., **required}`` for the smallest class of the registry the parameter
         is built from (the registry named like the build call or the parameter, else any)."""
@@ -548,6 +555,10 @@ class Synth:
                 value: object = choices[name]
             elif annotation is inspect.Parameter.empty:
                 value = self.by_usage(cls, name)
+            elif _is_mapping_type(annotation) and (
+                (built := self.registry_built(cls, name)) is not MISSING
+            ):  # ``backbone: ConfigType`` handed to ``MODELS.build``: a ``dict(type=...)``
+                value = built
             elif annotation in (nn.Module, nn.Module | None) and (
                 (part := self.module_setting(parameter_usage(cls, name)[0])) is not MISSING
             ):
@@ -584,6 +595,16 @@ def _is_config_type(annotation: Any) -> bool:
         and not issubclass(annotation, (enum.Enum, nn.Module, torch.Tensor, numbers.Number))
         and annotation not in (torch.dtype, torch.device)
     )
+
+
+def _is_mapping_type(annotation: Any) -> bool:
+    """``dict``, ``Mapping[...]``, a ``dict`` subclass (a config dict class), or a union
+    that accepts one of those (``Union[ConfigDict, dict]``): what a registry ``build`` takes."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":
+        return any(_is_mapping_type(a) for a in typing.get_args(annotation))
+    target = origin if origin is not None else annotation
+    return isinstance(target, type) and issubclass(target, Mapping)
 
 
 def _is_int(value: object) -> bool:

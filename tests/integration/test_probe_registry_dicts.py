@@ -1,0 +1,120 @@
+"""A constructor parameter handed to a registry ``build`` call gets a registry config dict
+(``dict(type=...)`` of a class the block file registers), whatever dict-like annotation it has."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nnrag.model import ValidationResult
+from nnrag.recipes import recipe_to_dict
+from nnrag.validate.probe.values import decode
+from nnrag.validate.replay import differences
+from nnrag.validate.sandbox import Sandbox
+from nnrag.validate.stages import run_validation
+
+pytestmark = pytest.mark.integration
+
+BLOCKS = """
+from typing import Optional, Union
+
+import torch
+from torch import nn
+
+
+class Registry:
+    def __init__(self, name):
+        self.name = name
+        self._module_dict = {}
+
+    def register_module(self):
+        def register(cls):
+            self._module_dict[cls.__name__] = cls
+            return cls
+        return register
+
+    def build(self, cfg):
+        cfg = dict(cfg)
+        return self._module_dict[cfg.pop("type")](**cfg)
+
+
+MODELS = Registry("model")
+
+
+class ConfigDict(dict):
+    \"\"\"A config dict class with defaults of its own (not a config object).\"\"\"
+
+    def __init__(self, *args, scope="default", **kwargs):
+        super().__init__(*args, scope=scope, **kwargs)
+
+
+ConfigType = Union[ConfigDict, dict]
+OptConfigType = Optional[ConfigType]
+
+
+@MODELS.register_module()
+class TinyNeck(nn.Module):
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Detector(nn.Module):
+    def __init__(self, neck: ConfigType):
+        super().__init__()
+        self.neck = MODELS.build(neck)
+
+    def forward(self, x):
+        return self.neck(x)
+
+
+class PlainDictDetector(nn.Module):
+    def __init__(self, neck: dict, head: OptConfigType = None):
+        super().__init__()
+        self.neck = MODELS.build(neck)
+
+    def forward(self, x):
+        return self.neck(x)
+"""
+
+
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("probe_registry_dicts") / "blocks.py"
+    path.write_text(textwrap.dedent(BLOCKS))
+    return path
+
+
+def check(
+    sandbox: Sandbox, blocks: Path, name: str, replay: dict[str, Any] | None = None
+) -> ValidationResult:
+    result, _ = run_validation(
+        blocks,
+        block_id=f"t:blocks:{name}",
+        class_name=name,
+        depth="forward",
+        timeout_s=30.0,
+        sandbox=sandbox,
+        replay=replay,
+    )
+    return result
+
+
+@pytest.mark.parametrize("name", ["Detector", "PlainDictDetector"])
+def test_parameter_built_by_a_registry_gets_a_type_dict(
+    sandbox: Sandbox, blocks: Path, name: str
+) -> None:
+    result = check(sandbox, blocks, name)
+    assert result.passed, result.message
+    recipe = result.recipe
+    assert recipe is not None
+    assert recipe.lossless, recipe.lossy
+    assert decode(recipe.init_kwargs["neck"]) == {"type": "TinyNeck"}
+    replayed = check(sandbox, blocks, name, replay=recipe_to_dict(recipe))
+    assert differences(result, replayed) == ()
