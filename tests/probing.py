@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from nnrag.model import ValidationResult
 from nnrag.validate.sandbox import Sandbox
@@ -12,9 +13,18 @@ from nnrag.validate.stages import run_validation
 HEAD = "import torch\nfrom torch import nn\n\n"
 
 
-def probe(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "Block") -> ValidationResult:
-    """Write ``code`` (after torch's imports) as ``<name>.py`` and validate class ``name``."""
+def probe(
+    sandbox: Sandbox,
+    tmp_path: Path,
+    code: str,
+    name: str = "Block",
+    replay: dict[str, Any] | None = None,
+) -> ValidationResult:
+    """Write ``code`` (after torch's imports) as ``<name>.py`` and validate class ``name``
+    (with ``replay``: rerun exactly that recorded recipe)."""
     path = tmp_path / f"{name}.py"
     path.write_text(HEAD + textwrap.dedent(code))
-    result, _ = run_validation(path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox)
+    result, _ = run_validation(
+        path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox, replay=replay
+    )
     return result

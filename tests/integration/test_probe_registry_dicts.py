@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from nnrag.model import ValidationResult
 from nnrag.recipes import recipe_to_dict
 from nnrag.validate.probe.values import decode
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests.probing import probe
 
 pytestmark = pytest.mark.integration
 
@@ -84,37 +81,15 @@ class PlainDictDetector(nn.Module):
 """
 
 
-@pytest.fixture(scope="module")
-def blocks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("probe_registry_dicts") / "blocks.py"
-    path.write_text(textwrap.dedent(BLOCKS))
-    return path
-
-
-def check(
-    sandbox: Sandbox, blocks: Path, name: str, replay: dict[str, Any] | None = None
-) -> ValidationResult:
-    result, _ = run_validation(
-        blocks,
-        block_id=f"t:blocks:{name}",
-        class_name=name,
-        depth="forward",
-        timeout_s=30.0,
-        sandbox=sandbox,
-        replay=replay,
-    )
-    return result
-
-
 @pytest.mark.parametrize("name", ["Detector", "PlainDictDetector"])
 def test_parameter_built_by_a_registry_gets_a_type_dict(
-    sandbox: Sandbox, blocks: Path, name: str
+    sandbox: Sandbox, tmp_path: Path, name: str
 ) -> None:
-    result = check(sandbox, blocks, name)
+    result = probe(sandbox, tmp_path, BLOCKS, name)
     assert result.passed, result.message
     recipe = result.recipe
     assert recipe is not None
     assert recipe.lossless, recipe.lossy
     assert decode(recipe.init_kwargs["neck"]) == {"type": "TinyNeck"}
-    replayed = check(sandbox, blocks, name, replay=recipe_to_dict(recipe))
+    replayed = probe(sandbox, tmp_path, BLOCKS, name, replay=recipe_to_dict(recipe))
     assert differences(result, replayed) == ()
