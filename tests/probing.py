@@ -28,3 +28,20 @@ def probe(
         path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox, replay=replay
     )
     return result
+
+
+def check_block(
+    sandbox: Sandbox, blocks: Path, name: str, replay: dict[str, Any] | None = None
+) -> ValidationResult:
+    """Validate class ``name`` of a file of several hand-made ``blocks`` through forward
+    (with ``replay``: rerun exactly that recorded recipe)."""
+    result, _ = run_validation(
+        blocks,
+        block_id=f"t:blocks:{name}",
+        class_name=name,
+        depth="forward",
+        timeout_s=30.0,
+        sandbox=sandbox,
+        replay=replay,
+    )
+    return result

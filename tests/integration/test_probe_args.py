@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.model import ValidationResult
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests.probing import check_block as check
 
 pytestmark = pytest.mark.integration
 
@@ -463,18 +462,6 @@ def blocks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("probe_args") / "blocks.py"
     path.write_text(textwrap.dedent(BLOCKS))
     return path
-
-
-def check(sandbox: Sandbox, blocks: Path, name: str) -> ValidationResult:
-    result, _ = run_validation(
-        blocks,
-        block_id=f"t:blocks:{name}",
-        class_name=name,
-        depth="forward",
-        timeout_s=30.0,
-        sandbox=sandbox,
-    )
-    return result
 
 
 def kwargs_of(sandbox: Sandbox, blocks: Path, name: str) -> dict[str, object]:

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from nnrag.model import ValidationResult
 from nnrag.recipes import recipe_to_dict
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests.probing import check_block as check
 
 pytestmark = pytest.mark.integration
 
@@ -236,21 +235,6 @@ def blocks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("probe_structured") / "blocks.py"
     path.write_text(textwrap.dedent(BLOCKS))
     return path
-
-
-def check(
-    sandbox: Sandbox, blocks: Path, name: str, replay: dict[str, Any] | None = None
-) -> ValidationResult:
-    result, _ = run_validation(
-        blocks,
-        block_id=f"t:blocks:{name}",
-        class_name=name,
-        depth="forward",
-        timeout_s=30.0,
-        sandbox=sandbox,
-        replay=replay,
-    )
-    return result
 
 
 def passing_kwargs(sandbox: Sandbox, blocks: Path, name: str) -> dict[str, Any]:
