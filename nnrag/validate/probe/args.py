@@ -26,22 +26,19 @@ from nnrag.validate.probe.factories import factory_for, none_accepted
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
-    Access,
-    access_tree,
     class_with_attributes,
     classes_setting,
     concrete_modules,
     config_class_for,
     init_signature,
     is_abstract_module,
-    is_nested,
-    parameter_usage,
     required_count,
     stage_lengths,
     type_hints,
     value_choices,
 )
 from nnrag.validate.probe.structured import kept_for_later, keyed, output_keys, spread_bounds
+from nnrag.validate.probe.usage import Access, access_tree, is_nested, parameter_usage
 
 call = probe_values.call
 remember = probe_values.remember
