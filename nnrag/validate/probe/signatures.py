@@ -412,3 +412,30 @@ def shallow_defaults(cls: Any) -> dict[str, object]:
         ):
             out[name] = tuple(1 for _ in default)
     return out
+
+
+CONFIG_CLASSES = re.compile(r"(Config|Cfg|Args|Params)$")
+
+
+def find_config_class(module: Any) -> type | None:
+    if module is None:
+        return None
+    for name, value in vars(module).items():
+        if (
+            isinstance(value, type)
+            and value.__module__ == module.__name__
+            and CONFIG_CLASSES.search(name)
+        ):
+            return value
+    return None
+
+
+def named_class(module: Any, name: str) -> type | None:
+    """The class of ``module`` named ``name`` in CamelCase (``flow_head`` -> ``FlowHead``)."""
+    if module is None:
+        return None
+    camel = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
+    found = vars(module).get(camel)
+    if isinstance(found, type) and found.__module__ == module.__name__:
+        return found
+    return None
