@@ -28,6 +28,7 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from nnrag.extract.tables import compared_only
 from nnrag.index.symbols import Symbols, symbols_for
 from nnrag.model import ModuleInfo, Registration, Unit
 from nnrag.pyscope.scopes import dotted as _dotted
@@ -36,7 +37,13 @@ if TYPE_CHECKING:
     from nnrag.extract.needs import UnitKey, UnitScanner
     from nnrag.index.build import Index
 
-__all__ = ["Carrier", "Family", "RegistryIndex", "registries_for", "type_strings"]
+__all__ = [
+    "Carrier",
+    "Family",
+    "RegistryIndex",
+    "registries_for",
+    "type_strings",
+]
 
 _REGISTERING = "register"
 _TYPE_KEY = re.compile(r"""\btype\b['"]?\s*[=:]""")
@@ -81,6 +88,8 @@ class RegistryIndex:
         self._inferred: dict[UnitKey, tuple[str, str] | None] = {}
         self._frame_parameters: dict[UnitKey, tuple[str, int, bool] | None] = {}
         self._imports: dict[tuple[str, str], frozenset[str]] = {}
+        self._strings: dict[UnitKey, frozenset[str]] = {}
+        self._all_keys: frozenset[str] | None = None
         self._build()
 
     # -- queries -----------------------------------------------------------------------------
@@ -90,8 +99,25 @@ class RegistryIndex:
         return self.family_of.get(key)
 
     def strings(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
-        """Quoted words of ``unit``'s code (:meth:`UnitScanner.words`)."""
-        return self.scanner.words(info, unit)
+        """Quoted words of ``unit``'s code (:meth:`UnitScanner.words`) that may be handed on
+        as keys: not those it only compares a value with (``cfg['type'] == 'Pretrained'``,
+        ``kind not in ('Tanh', 'GELU')``): a comparison tests a key that comes from
+        elsewhere (a default, a caller), it builds nothing."""
+        key = (info.source, info.module, unit.index)
+        found = self._strings.get(key)
+        if found is None:
+            found = self.scanner.words(info, unit)
+            if not found.isdisjoint(self._keys()):
+                tree = self.scanner.tree(info, unit)
+                found = found if tree is None else found - compared_only(tree)
+            self._strings[key] = found
+        return found
+
+    def _keys(self) -> frozenset[str]:
+        """Every type string some registry of the index has an entry for."""
+        if self._all_keys is None:
+            self._all_keys = frozenset(k for f in self._families() for k in f.entries)
+        return self._all_keys
 
     def types(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[str, int], ...]:
         """``type=`` strings of config dicts in ``unit`` (``dict(type='BN')``,
