@@ -464,11 +464,7 @@ def _plan_rewrites(
                 guard = plan.guards.flags.get(target[1]) if target[0] == "def" else None
                 if guard is not None:
                     raises[named] = guard
-        absent = frozenset(
-            (b.module, b.attr or "")
-            for b in (unit.imports if unit.kind == "try" else ())
-            if symbols.absent_import(info, unit, b)
-        )
+        absent = dict(cache.absent_imports(symbols, info, unit))
         renamed = defs.get(info.module, empty)
         if load or call or imported or absent or any(name in renamed for name in unit.binds):
             if renamed:
