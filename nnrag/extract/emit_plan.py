@@ -186,8 +186,10 @@ def plan_rewrites(
                 if guard is not None:
                     raises[named] = guard
         absent = dict(cache.absent_imports(symbols, info, unit))
+        moved = dict(cache.moved_imports(symbols, info, unit))
         renamed = defs.get(info.module, empty)
-        if load or call or imported or absent or any(name in renamed for name in unit.binds):
+        changed = load or call or imported or absent or moved
+        if changed or any(name in renamed for name in unit.binds):
             if renamed:
                 # a name absent from the text cannot be renamed in it: leaving it out changes
                 # nothing but lets blocks that rename other names of the module share it
@@ -203,6 +205,7 @@ def plan_rewrites(
                 package=package,
                 raises=raises,
                 absent=absent,
+                moved=moved,
             )
     return rewrites
 

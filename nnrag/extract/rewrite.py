@@ -46,8 +46,16 @@ class Rewrite:
     (``ModuleNotFoundError("No module named 'pkg.core'", name='pkg.core')``): the import
     becomes that ``raise``; in a function the names it binds stay local (annotated)."""
 
+    moved: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(absolute module, name) of an internal ``from m import name`` inside a function, where
+    ``m`` hands ``name`` out through its ``__getattr__`` from a module outside the sources ->
+    the ``from <that module> import <name>`` it becomes, still inside the function
+    (:meth:`nnrag.index.symbols.Symbols.lazy_export`)."""
+
     def __bool__(self) -> bool:
-        return bool(self.load or self.call or self.defs or self.imported or self.absent)
+        return bool(
+            self.load or self.call or self.defs or self.imported or self.absent or self.moved
+        )
 
 
 def rewrite_unit(text: str, rewrite: Rewrite, *, stringify_annotations: bool = False) -> str:
@@ -314,6 +322,7 @@ class _Editor:
         raised: list[str] = []
         renamed = False
         absent = ""
+        moved: list[str] = []
         for position, alias in enumerate(node.names):
             local = alias.asname or alias.name.split(".")[0]
             key = (f"import {alias.name}", local) if module is None else (module, alias.name)
@@ -333,6 +342,11 @@ class _Editor:
                 if self.scopes.binds_module_name(alias)
                 else local
             )
+            external = self.rewrite.moved.get(key)
+            if external is not None:
+                named = external.rsplit(" ", 1)[-1]
+                moved.append(external if named == target else f"{external} as {target}")
+                continue
             flat = self.rewrite.imported.get(key)
             if flat is not None:
                 guard = self.rewrite.raises.get(flat)
@@ -357,6 +371,7 @@ class _Editor:
             else:
                 statement = ast.Import(names=keep)
             parts.append(ast.unparse(statement))
+        parts += moved
         parts += assigns
         if absent:
             parts.append(absent)

@@ -365,6 +365,23 @@ class Symbols:
         found = self.follow(info, binding, binding.name, ())
         return found.kind == "missing" and found.reason == "unresolved"
 
+    def lazy_export(self, info: ModuleInfo, name: str) -> ImportBinding | None:
+        """The import that names what module ``info`` hands out as its attribute ``name`` at
+        run time through a module-level ``__getattr__`` (PEP 562), when it binds ``name`` only
+        by that import under ``if TYPE_CHECKING:`` (``if TYPE_CHECKING: from sdk import
+        Client`` beside ``def __getattr__(name): return getattr(import_module("sdk"), name)``).
+        Only another module's ``from info import name`` or ``info.name`` goes through it."""
+        units = self.binders(info).get(name, ())
+        if not units or any(not unit.type_checking for unit in units):
+            return None
+        if not any(
+            unit.kind == "def" and not unit.type_checking
+            for unit in self.binders(info).get("__getattr__", ())
+        ):
+            return None
+        binding = binding_for(units[-1], name)
+        return binding if binding is not None and binding.attr is not None else None
+
     def absent_error(self, info: ModuleInfo, binding: ImportBinding) -> str | None:
         """The exception (a Python expression) the import ``binding`` in ``info`` raises with
         these sources: ``ModuleNotFoundError`` for the first module of the sources on its path

@@ -292,3 +292,17 @@ def test_an_absent_call_time_import_raises_what_the_original_raises(
     with pytest.raises(ModuleNotFoundError) as missing:
         decode(torch.tensor(3.0), 1.0)  # type: ignore[operator]  # the executed file's function
     assert missing.value.name == "pkg.legacy"
+
+
+def test_a_lazy_export_of_an_optional_package_is_imported_where_the_original_looks_it_up() -> None:
+    """The block file imports without the optional package; the function that imported the
+    name from the source package imports it from the optional package when it runs, as the
+    package's ``__getattr__`` did (``ModuleNotFoundError`` naming it when it is absent)."""
+    namespace: dict[str, object] = {"__name__": "block"}
+    code = run_case("emit_lazy_export_of_external").code
+    exec(compile(code, "block.py", "exec"), namespace)
+    upload = namespace["upload"]
+    assert upload(3) == 3  # type: ignore[operator]  # the executed file's function
+    with pytest.raises(ModuleNotFoundError) as missing:
+        upload(3, remote=True)  # type: ignore[operator]  # the executed file's function
+    assert missing.value.name == "cloud_sdk_absent"

@@ -390,3 +390,32 @@ def test_absent_call_time_imports_and_the_error_the_original_raises(tmp_path: Pa
         ("lib.core.export", None): missing,
         ("lib", "gone"): "ImportError(\"cannot import name 'gone' from 'lib'\", name='lib')",
     }
+
+
+def test_lazy_export_only_through_a_module_getattr(tmp_path: Path) -> None:
+    """A name bound only under TYPE_CHECKING is a lazy export of a module with a module-level
+    ``__getattr__``; not without one, nor a name the module also binds at run time."""
+    index = tree(
+        tmp_path,
+        {
+            "lazy/__init__.py": """
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from sdk import Client, Both
+                Both = None
+                def __getattr__(name):
+                    raise AttributeError(name)
+            """,
+            "plain/__init__.py": """
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from sdk import Client
+            """,
+        },
+    )
+    symbols = Symbols(index)
+    found = symbols.lazy_export(module(index, "lazy"), "Client")
+    assert found is not None
+    assert (found.module, found.attr) == ("sdk", "Client")
+    assert symbols.lazy_export(module(index, "lazy"), "Both") is None
+    assert symbols.lazy_export(module(index, "plain"), "Client") is None
