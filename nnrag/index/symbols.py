@@ -386,8 +386,10 @@ class Symbols:
         """The exception (a Python expression) the import ``binding`` in ``info`` raises with
         these sources: ``ModuleNotFoundError`` for the first module of the sources on its path
         that exists nowhere, ``ImportError`` for a name its indexed module binds in no way;
-        ``None`` when it imports (or nnrag cannot tell: a compiled extension, an external)."""
-        if self.index.source_of_module(binding.module) is None:
+        ``None`` when it imports (or nnrag cannot tell: a compiled extension, an external, a
+        source whose checkout is not at hand to look for the file)."""
+        source = self.index.source_of_module(binding.module)
+        if source is None or source not in self.index.checkouts:
             return None
         parts = binding.module.split(".")
         for size in range(1, len(parts) + 1):
