@@ -39,6 +39,8 @@ __all__ = [
 
 SHIM = "_nnrag_import_module"
 """The block-local ``importlib.import_module`` (a name no source is expected to use)."""
+DUNDER_SHIM = "_nnrag_dunder_import"
+"""The block-local ``__import__``: the top-level package of what :data:`SHIM` gives."""
 _TABLE = "_NNRAG_MODULES"
 _SERVED = frozenset({"importlib.import_module", "import_module"})
 _CALLS = _SERVED | {"__import__"}
@@ -55,8 +57,11 @@ class ByName:
     package)."""
     exact: bool
     served: bool
-    """Whether the block file routes the call through the shim (``import_module`` forms;
-    ``__import__`` returns the top package and is left as written)."""
+    """Whether the block file routes the call through the shim (``import_module`` forms, and
+    ``__import__`` of an absolute name; a relative ``__import__`` is left as written)."""
+    below: bool = False
+    """Whether the call hands out the modules below its top-level package too: ``__import__``
+    returns that package, whose attributes reach the submodules the file carries."""
 
 
 def by_name(tree: ast.AST, is_source: Callable[[str], bool]) -> Iterator[ByName]:
@@ -77,7 +82,19 @@ def import_by_name(call: ast.Call, is_source: Callable[[str], bool]) -> ByName |
     found = _target(call, is_source)
     if found is None:
         return None
+    if name == "__import__":
+        served = _absolute_dunder(call) and not found[0].startswith(".")
+        return ByName(call=call, module=found[0], exact=found[1], served=served, below=True)
     return ByName(call=call, module=found[0], exact=found[1], served=name in _SERVED)
+
+
+def _absolute_dunder(call: ast.Call) -> bool:
+    """Whether the ``__import__`` call imports an absolute name (``level`` 0 or not given)."""
+    level = call.args[4] if len(call.args) > 4 else None
+    for keyword in call.keywords:
+        if keyword.arg == "level":
+            level = keyword.value
+    return level is None or (isinstance(level, ast.Constant) and level.value == 0)
 
 
 def _target(call: ast.Call, is_source: Callable[[str], bool]) -> tuple[str, bool] | None:
@@ -115,7 +132,8 @@ def _relative(call: ast.Call, text: str) -> str:
 
 
 def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
-    """``chunk`` with the callee of every served import by name replaced by :data:`SHIM`.
+    """``chunk`` with the callee of every served import by name replaced by :data:`SHIM`
+    (:data:`DUNDER_SHIM` for ``__import__``).
 
     Called only for units whose original text has a served call (:func:`by_name`); the
     chunk may spell names otherwise after renames, so calls are matched by form: a callee
@@ -126,7 +144,7 @@ def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
         tree = ast.parse(chunk)
     except SyntaxError:
         return chunk
-    spans: list[tuple[int, int, int]] = []
+    spans: list[tuple[int, int, int, str]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and node.args):
             continue
@@ -137,14 +155,19 @@ def serve_imports(chunk: str, is_source: Callable[[str], bool]) -> str:
             and isinstance(func.value, ast.Name)
             and func.value.id.startswith("importlib")  # maybe renamed: ``importlib_2``
         )
-        if named and _target(node, is_source) is not None and func.end_col_offset:
-            spans.append((func.lineno, func.col_offset, func.end_col_offset))
+        dunder = isinstance(func, ast.Name) and func.id == "__import__"
+        if not (named or dunder) or func.end_col_offset is None:
+            continue
+        found = import_by_name(node, is_source) if dunder else None
+        if (found is not None and found.served) or (named and _target(node, is_source)):
+            shim = DUNDER_SHIM if dunder else SHIM
+            spans.append((func.lineno, func.col_offset, func.end_col_offset, shim))
     if not spans:
         return chunk
     lines = [line.encode() for line in chunk.splitlines(keepends=True)]
-    for line, start, end in sorted(spans, reverse=True):
+    for line, start, end, shim in sorted(spans, reverse=True):
         text = lines[line - 1]
-        lines[line - 1] = text[:start] + SHIM.encode() + text[end:]
+        lines[line - 1] = text[:start] + shim.encode() + text[end:]
     return b"".join(lines).decode()
 
 
@@ -153,7 +176,7 @@ def served_imports(
 ) -> list[ByName]:
     """The imports by name of source modules in a unit (its ``text``, emitted or original,
     and its ``tree``, parsed on demand) the block file serves itself."""
-    parsed = tree() if "import_module" in text else None
+    parsed = tree() if "import_module" in text or "__import__" in text else None
     if parsed is None:
         return []
     return [spec for spec in by_name(parsed, is_source) if spec.served]
@@ -171,9 +194,10 @@ def shim_for(
         for entity, name in flat.items()
         if entity[0] == "def" and entity[2]  # "": a module used as an object
     }
-    table = shim_table(index, symbols_for(index), carried, served)
+    specs = list(served)
+    table = shim_table(index, symbols_for(index), carried, specs)
     packages = set().union(*(index.source_packages(source) for source in sources))
-    return shim_chunk(table, packages)
+    return shim_chunk(table, packages, dunder=any(spec.below for spec in specs))
 
 
 def shim_table(
@@ -207,6 +231,9 @@ def shim_table(
 
 
 def _names(spec: ByName, module: str) -> bool:
+    if spec.below:  # the top-level package it returns reaches every carried module below it
+        top = spec.module.split(".", 1)[0]
+        return module == top or module.startswith(top + ".")
     if spec.exact:
         return module == spec.module
     return module.startswith(spec.module)
@@ -222,8 +249,11 @@ def _re_exports(
             yield name, flat
 
 
-def shim_chunk(table: Mapping[str, Mapping[str, str]], sources: Iterable[str]) -> str:
-    """The text of the shim: the table, then ``_nnrag_import_module``."""
+def shim_chunk(
+    table: Mapping[str, Mapping[str, str]], sources: Iterable[str], *, dunder: bool = False
+) -> str:
+    """The text of the shim: the table, then ``_nnrag_import_module`` (and, with ``dunder``,
+    the block file's ``__import__``)."""
     rows = "".join(f"    {module!r}: {dict(members)!r},\n" for module, members in table.items())
     packages = tuple(sorted(set(sources)))
     return f'''# nnrag: imports by name of the sources' modules resolve to what this file carries
@@ -275,4 +305,14 @@ def {SHIM}(name, package=None):
     module.__getattr__ = __getattr__
     _NNRAG_LOADED[absolute] = module
     return module
+''' + (_DUNDER if dunder else "")
+
+
+_DUNDER = f'''
+
+def {DUNDER_SHIM}(name, globals=None, locals=None, fromlist=(), level=0):
+    """``__import__`` of this block file (written by nnrag), for absolute names: the module
+    as {SHIM} gives it with a ``fromlist``, else its top-level package."""
+    module = {SHIM}(name)
+    return module if fromlist else {SHIM}(name.partition(".")[0])
 '''

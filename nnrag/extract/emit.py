@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 from nnrag.blockfile.header import body_digest
 from nnrag.diagnostics import diagnostic
 from nnrag.errors import InternalError
-from nnrag.extract.dynimport import SHIM, ByName, serve_imports, served_imports, shim_for
+from nnrag.extract.dynimport import (
+    DUNDER_SHIM,
+    SHIM,
+    ByName,
+    serve_imports,
+    served_imports,
+    shim_for,
+)
 from nnrag.extract.emit_cache import IndexCache, cache_for
 from nnrag.extract.emit_header import (
     external_requirements,
@@ -207,7 +214,8 @@ def _unit_chunks(
             chunks.append(stand_in)
             continue
         chunk = _without_pruned(closure, plan, info, unit, chunk)
-        if by_name and f"{SHIM}(" in chunk:  # not when the calls were in methods left out
+        # not when the calls were in methods left out
+        if by_name and (f"{SHIM}(" in chunk or f"{DUNDER_SHIM}(" in chunk):
             served += by_name
         trying = plan.guards.trying.get(id(unit))
         chunk = chunk if trying is None else in_try(chunk, trying)

@@ -59,6 +59,8 @@ class IndexCache:
         self._entities: dict[int, tuple[ImportBinding, Entity]] = {}
         self._rewritten: dict[tuple[str, str, int], tuple[Rewrite, bool, str | Exception]] = {}
         self._external: dict[tuple[str, str, int], tuple[ImportBinding, ...]] = {}
+        self._absent: dict[tuple[str, str, int], tuple[tuple[tuple[str, str], str], ...]] = {}
+        self._moved: dict[tuple[str, str, int], tuple[tuple[tuple[str, str], str], ...]] = {}
 
     def import_forms(self, info: ModuleInfo) -> frozenset[tuple[str, str | None, str]]:
         """``(module, attr, name)`` of every import written in ``info``."""
@@ -161,6 +163,47 @@ class IndexCache:
         found = self._inner.get(key)
         if found is None:
             found = self._inner[key] = _inner_imports(self.index, symbols, info, unit)
+        return found
+
+    def absent_imports(
+        self, symbols: Symbols, info: ModuleInfo, unit: Unit
+    ) -> tuple[tuple[tuple[str, str], str], ...]:
+        """The internal imports inside the unit that raise in the original (the key
+        :class:`Rewrite` ``absent`` uses for each, and the exception), memoized."""
+        key = (info.source, info.module, unit.index)
+        found = self._absent.get(key)
+        if found is None:
+            inner = [*unit.local_imports, *(unit.imports if unit.kind == "try" else ())]
+            found = self._absent[key] = tuple(
+                (_import_key(binding), error)
+                for binding in inner
+                if symbols.absent_import(info, unit, binding)
+                and (error := symbols.absent_error(info, binding)) is not None
+            )
+        return found
+
+    def moved_imports(
+        self, symbols: Symbols, info: ModuleInfo, unit: Unit
+    ) -> tuple[tuple[tuple[str, str], str], ...]:
+        """The internal ``from m import x`` inside the unit's functions of a name ``m`` hands
+        out through its ``__getattr__`` from a module outside the sources
+        (:meth:`~nnrag.index.symbols.Symbols.lazy_export`): the key :class:`Rewrite` ``moved``
+        uses for each, and the ``from <module> import <name>`` it becomes, memoized."""
+        key = (info.source, info.module, unit.index)
+        found = self._moved.get(key)
+        if found is None:
+            moved: list[tuple[tuple[str, str], str]] = []
+            for binding in unit.local_imports:
+                if binding.attr in (None, "*") or binding.type_checking:
+                    continue
+                if self.index.source_of_module(binding.module) is None:
+                    continue
+                target = self.index.module(binding.module, prefer=info.source)
+                lazy = symbols.lazy_export(target, binding.attr or "") if target else None
+                if lazy is not None and self.index.source_of_module(lazy.module) is None:
+                    statement = f"from {lazy.module} import {lazy.attr}"
+                    moved.append(((binding.module, binding.attr or ""), statement))
+            found = self._moved[key] = tuple(moved)
         return found
 
     def unit(self, source: str, module: str, number: int) -> tuple[ModuleInfo, Unit] | None:
@@ -280,6 +323,13 @@ def _inner_imports(
     return tuple(found)
 
 
+def _import_key(binding: ImportBinding) -> tuple[str, str]:
+    """The key of an import inside a unit's text, as :class:`Rewrite` maps use it."""
+    if binding.attr is None:
+        return (f"import {binding.module}", binding.name)
+    return (binding.module, binding.attr)
+
+
 def _unit_text(lines: list[str], unit: Unit) -> str:
     return "\n".join(lines[unit.start_line - 1 : unit.end_line])
 
@@ -296,18 +346,20 @@ def _rewrite_key(rewrite: Rewrite) -> tuple[_RewriteKey, str]:
     imported = tuple((f"{m}\0{n}", flat) for (m, n), flat in sorted(rewrite.imported.items()))
     maps = (rewrite.load, rewrite.call, rewrite.defs)
     raises = tuple(sorted(rewrite.raises.items()))
-    absent = tuple(sorted(rewrite.absent))
-    keyed = (*(tuple(sorted(m.items())) for m in maps), imported, raises, absent)
+    absent = tuple((f"{m}\0{n}", error) for (m, n), error in sorted(rewrite.absent.items()))
+    moved = tuple((f"{m}\0{n}", text) for (m, n), text in sorted(rewrite.moved.items()))
+    keyed = (*(tuple(sorted(m.items())) for m in maps), imported, raises, absent, moved)
     return keyed, rewrite.package
 
 
 @functools.lru_cache(maxsize=4096)
 def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) -> str:
     """:func:`rewrite_unit`, memoized: many blocks share the same rewritten unit."""
-    (load, call, defs, imported, raises, absent), package = key
+    (load, call, defs, imported, raises, absent, moved), package = key
     rewrite = Rewrite(
         raises=dict(raises),
-        absent=frozenset(absent),
+        absent={tuple(k.split("\0", 1)): v for k, v in absent},  # type: ignore[misc]  # as imported
+        moved={tuple(k.split("\0", 1)): v for k, v in moved},  # type: ignore[misc]  # as imported
         load=dict(load),
         call=dict(call),
         defs=dict(defs),

@@ -185,13 +185,11 @@ def plan_rewrites(
                 guard = plan.guards.flags.get(target[1]) if target[0] == "def" else None
                 if guard is not None:
                     raises[named] = guard
-        absent = frozenset(
-            (b.module, b.attr or "")
-            for b in (unit.imports if unit.kind == "try" else ())
-            if symbols.absent_import(info, unit, b)
-        )
+        absent = dict(cache.absent_imports(symbols, info, unit))
+        moved = dict(cache.moved_imports(symbols, info, unit))
         renamed = defs.get(info.module, empty)
-        if load or call or imported or absent or any(name in renamed for name in unit.binds):
+        changed = load or call or imported or absent or moved
+        if changed or any(name in renamed for name in unit.binds):
             if renamed:
                 # a name absent from the text cannot be renamed in it: leaving it out changes
                 # nothing but lets blocks that rename other names of the module share it
@@ -207,6 +205,7 @@ def plan_rewrites(
                 package=package,
                 raises=raises,
                 absent=absent,
+                moved=moved,
             )
     return rewrites
 

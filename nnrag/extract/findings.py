@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from nnrag.diagnostics import closure_problem
-from nnrag.extract.dynimport import SHIM, import_by_name
+from nnrag.extract.dynimport import DUNDER_SHIM, SHIM, import_by_name
 from nnrag.extract.syntax import dotted, is_empty_container, may_find, reads_namespace, writes
 from nnrag.index.symbols import Symbols
 from nnrag.model import Category, Diagnostic, ImportBinding, ModuleInfo, Unit
@@ -158,8 +158,8 @@ class DynamicLookups:
                 node,
                 "dynamic-registry",
                 f"imports {found.module!r} of the source by name: the block file resolves it "
-                f"to the definitions it carries ({SHIM}); a name it does not carry fails at "
-                "run time",
+                f"to the definitions it carries ({DUNDER_SHIM if found.below else SHIM}); a "
+                "name it does not carry fails at run time",
             )
         else:
             yield at(

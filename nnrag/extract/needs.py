@@ -229,7 +229,7 @@ class UnitScanner:
         for binding, load in inner:
             if self.index.source_of_module(binding.module) is None:
                 continue
-            if load and symbols.absent_import(info, unit, binding):
+            if symbols.absent_import(info, unit, binding):
                 continue  # raises ImportError in the original too (emitted as a raise)
             resolved = symbols.follow(info, binding, binding.name, ())
             if resolved.kind in ("definition", "external", "missing", "module"):

@@ -40,13 +40,22 @@ class Rewrite:
     """Flat name of a definition of a guarded module (:mod:`nnrag.extract.guards`) -> the
     guard variable holding the ``ImportError`` of that module's imports (``None``: none):
     an internal import of it inside the unit raises that error first, as the import did."""
-    absent: frozenset[tuple[str, str]] = frozenset()
-    """(absolute module, name) of an internal ``from m import name`` inside a ``try`` unit
-    that ``m`` does not bind: the import becomes the ``raise ImportError`` the original
-    raises there (:meth:`nnrag.index.symbols.Symbols.absent_import`)."""
+    absent: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """Key of an internal import inside the unit (as in ``imported``) that raises in the
+    original (:meth:`nnrag.index.symbols.Symbols.absent_import`) -> the exception it raises
+    (``ModuleNotFoundError("No module named 'pkg.core'", name='pkg.core')``): the import
+    becomes that ``raise``; in a function the names it binds stay local (annotated)."""
+
+    moved: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(absolute module, name) of an internal ``from m import name`` inside a function, where
+    ``m`` hands ``name`` out through its ``__getattr__`` from a module outside the sources ->
+    the ``from <that module> import <name>`` it becomes, still inside the function
+    (:meth:`nnrag.index.symbols.Symbols.lazy_export`)."""
 
     def __bool__(self) -> bool:
-        return bool(self.load or self.call or self.defs or self.imported or self.absent)
+        return bool(
+            self.load or self.call or self.defs or self.imported or self.absent or self.moved
+        )
 
 
 def rewrite_unit(text: str, rewrite: Rewrite, *, stringify_annotations: bool = False) -> str:
@@ -313,19 +322,31 @@ class _Editor:
         raised: list[str] = []
         renamed = False
         absent = ""
-        for alias in node.names:
-            if module is not None and (module, alias.name) in self.rewrite.absent:
-                # the names before it stay bound, as Python binds them before it fails
-                message = f"cannot import name {alias.name!r} from {module!r}"
-                absent = f"raise ImportError({message!r})"
-                break
+        moved: list[str] = []
+        for position, alias in enumerate(node.names):
             local = alias.asname or alias.name.split(".")[0]
+            key = (f"import {alias.name}", local) if module is None else (module, alias.name)
+            error = self.rewrite.absent.get(key)
+            if error is not None:
+                # the names before it stay bound, as Python binds them before it fails; the
+                # names from it on are locals of a function still (an import binds them)
+                absent = f"raise {error}"
+                assigns += [
+                    f"{other.asname or other.name.split('.')[0]}: object"
+                    for other in node.names[position:]
+                    if not self.scopes.binds_module_name(other)
+                ]
+                break
             target = (
                 self.rewrite.defs.get(local, local)
                 if self.scopes.binds_module_name(alias)
                 else local
             )
-            key = (f"import {alias.name}", local) if module is None else (module, alias.name)
+            external = self.rewrite.moved.get(key)
+            if external is not None:
+                named = external.rsplit(" ", 1)[-1]
+                moved.append(external if named == target else f"{external} as {target}")
+                continue
             flat = self.rewrite.imported.get(key)
             if flat is not None:
                 guard = self.rewrite.raises.get(flat)
@@ -350,6 +371,7 @@ class _Editor:
             else:
                 statement = ast.Import(names=keep)
             parts.append(ast.unparse(statement))
+        parts += moved
         parts += assigns
         if absent:
             parts.append(absent)

@@ -333,14 +333,26 @@ class Symbols:
         return found
 
     def absent_import(self, info: ModuleInfo, unit: Unit, binding: ImportBinding) -> bool:
-        """Whether ``binding``, a ``from m import x`` inside the ``try`` unit ``unit`` of
-        ``info``, names something the indexed module ``m`` of the sources binds in no way
-        (no definition, import, star import or submodule), while the unit binds the name
-        otherwise too: the original raises ``ImportError`` there, which the ``try`` (or an
-        enclosing one) handles, so it is no dependency (``from mmcv import digit_version``
-        in an ``except ImportError:`` fallback, for an mmcv that no longer has it). A name
-        the unit binds only so stays a problem: a block file would read it unbound."""
-        if unit.kind != "try" or binding.attr in (None, "*") or binding.type_checking:
+        """Whether the import ``binding`` of ``unit`` of ``info`` raises ``ImportError`` in
+        the original, where it is written, and so is no dependency (the block file raises
+        there too, :meth:`absent_error`).
+
+        - Inside a function (``unit.local_imports``): an import of a module of the sources
+          that does not exist, or of a name its module binds in no way (``from pkg.core.export
+          import clip`` of a release that moved it away, in a branch that runs only on export):
+          it raises when, and only when, the function runs that line.
+        - A ``from m import x`` inside the ``try`` unit ``unit``, where the indexed module
+          ``m`` binds ``x`` in no way (no definition, import, star import or submodule), while
+          the unit binds the name otherwise too: the ``try`` (or an enclosing one) handles it
+          (``from mmcv import digit_version`` in an ``except ImportError:`` fallback, for an
+          mmcv that no longer has it). A name the unit binds only so stays a problem: a block
+          file would read it unbound.
+        """
+        if binding.attr == "*" or binding.type_checking:
+            return False
+        if binding in unit.local_imports:
+            return self.absent_error(info, binding) is not None
+        if unit.kind != "try" or binding.attr is None:
             return False
         if binding.name not in unit.assigns and not any(
             other.name == binding.name
@@ -352,6 +364,54 @@ class Symbols:
             return False
         found = self.follow(info, binding, binding.name, ())
         return found.kind == "missing" and found.reason == "unresolved"
+
+    def lazy_export(self, info: ModuleInfo, name: str) -> ImportBinding | None:
+        """The import that names what module ``info`` hands out as its attribute ``name`` at
+        run time through a module-level ``__getattr__`` (PEP 562), when it binds ``name`` only
+        by that import under ``if TYPE_CHECKING:`` (``if TYPE_CHECKING: from sdk import
+        Client`` beside ``def __getattr__(name): return getattr(import_module("sdk"), name)``).
+        Only another module's ``from info import name`` or ``info.name`` goes through it."""
+        units = self.binders(info).get(name, ())
+        if not units or any(not unit.type_checking for unit in units):
+            return None
+        if not any(
+            unit.kind == "def" and not unit.type_checking
+            for unit in self.binders(info).get("__getattr__", ())
+        ):
+            return None
+        binding = binding_for(units[-1], name)
+        return binding if binding is not None and binding.attr is not None else None
+
+    def absent_error(self, info: ModuleInfo, binding: ImportBinding) -> str | None:
+        """The exception (a Python expression) the import ``binding`` in ``info`` raises with
+        these sources: ``ModuleNotFoundError`` for the first module of the sources on its path
+        that exists nowhere, ``ImportError`` for a name its indexed module binds in no way;
+        ``None`` when it imports (or nnrag cannot tell: a compiled extension, an external, a
+        source whose checkout is not at hand to look for the file)."""
+        source = self.index.source_of_module(binding.module)
+        if source is None or source not in self.index.checkouts:
+            return None
+        parts = binding.module.split(".")
+        for size in range(1, len(parts) + 1):
+            name = ".".join(parts[:size])
+            if self._indexed(name, info.source) is not None or self.index.is_extern(name):
+                continue
+            if self._file_kind(name, info.source) != "unresolved" or self._folder(name):
+                return None
+            message = f"No module named {name!r}"
+            return f"ModuleNotFoundError({message!r}, name={name!r})"
+        if binding.attr in (None, "*"):
+            return None
+        found = self.follow(info, binding, binding.name, ())
+        if found.kind != "missing" or found.reason != "unresolved":
+            return None
+        message = f"cannot import name {binding.attr!r} from {binding.module!r}"
+        return f"ImportError({message!r}, name={binding.module!r})"
+
+    def _folder(self, module: str) -> bool:
+        """Whether ``module`` is a folder of its source's checkout (a namespace package)."""
+        checkout = self.index.checkouts.get(self.index.source_of_module(module) or "")
+        return checkout is not None and Path(checkout.root, *module.split(".")).is_dir()
 
     def _module(
         self,

@@ -271,3 +271,38 @@ def test_a_guarded_module_s_fallback_import_chain_stays_guarded() -> None:
     assert load("model", "path") == "model"  # type: ignore[operator]  # the executed file's function
     with pytest.raises(ImportError, match="keras_absent"):
         load("model", "path", from_keras=True)  # type: ignore[operator]  # the executed file's function
+
+
+def test_an_absent_call_time_import_raises_what_the_original_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Imports inside functions of a module the sources lack, or of a name their module
+    does not bind, raise the original's ``ModuleNotFoundError``/``ImportError`` when the
+    function runs that line, and only then (the eager path runs as in the original)."""
+    torch = pytest.importorskip("torch")
+    namespace: dict[str, object] = {"__name__": "block"}
+    exec(compile(run_case("resolve_call_time_import_absent").code, "block.py", "exec"), namespace)
+    decode, encode = namespace["decode"], namespace["encode"]
+    assert encode(2) == 4  # type: ignore[operator]  # the executed file's function
+    with pytest.raises(ImportError, match="fused_encode") as raised:
+        encode(2, fused=True)  # type: ignore[operator]  # the executed file's function
+    assert raised.value.name == "pkg.coders"
+    assert float(decode(torch.tensor(3.0), 1.0)) == 1.0  # type: ignore[operator]  # likewise
+    monkeypatch.setattr(torch.onnx, "is_in_onnx_export", lambda: True)
+    with pytest.raises(ModuleNotFoundError) as missing:
+        decode(torch.tensor(3.0), 1.0)  # type: ignore[operator]  # the executed file's function
+    assert missing.value.name == "pkg.legacy"
+
+
+def test_a_lazy_export_of_an_optional_package_is_imported_where_the_original_looks_it_up() -> None:
+    """The block file imports without the optional package; the function that imported the
+    name from the source package imports it from the optional package when it runs, as the
+    package's ``__getattr__`` did (``ModuleNotFoundError`` naming it when it is absent)."""
+    namespace: dict[str, object] = {"__name__": "block"}
+    code = run_case("emit_lazy_export_of_external").code
+    exec(compile(code, "block.py", "exec"), namespace)
+    upload = namespace["upload"]
+    assert upload(3) == 3  # type: ignore[operator]  # the executed file's function
+    with pytest.raises(ModuleNotFoundError) as missing:
+        upload(3, remote=True)  # type: ignore[operator]  # the executed file's function
+    assert missing.value.name == "cloud_sdk_absent"

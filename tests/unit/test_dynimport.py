@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -51,6 +52,27 @@ def test_block_file_serves_imports_by_name_from_what_it_carries(
     assert block._nnrag_import_module("json") is json  # other modules import as usual
 
 
+def test_block_file_serves_dunder_import_from_what_it_carries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``getattr(__import__("pkg").layers, name)`` in the block file finds the carried layer
+    without the source package; a layer it does not carry is an AttributeError that says so;
+    other modules import as ``__import__`` does (the top package, or the module with a
+    fromlist)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.delitem(sys.modules, "pkg", raising=False)
+    block = _load(tmp_path, monkeypatch, run_case("emit_dunder_import_by_name").code)
+    net = block.Net()
+    assert "pkg" not in sys.modules
+    assert isinstance(net.body[0], block.Scale)
+    assert float(net(torch.tensor(3.0))) == 6.0
+    assert block._nnrag_dunder_import("pkg").layers.Scale is block.Scale
+    with pytest.raises(AttributeError, match="carries only the definitions"):
+        block.build("pkg.layers.Unused", None)
+    assert block._nnrag_dunder_import("os.path") is os
+    assert block._nnrag_dunder_import("os.path", fromlist=["join"]) is os.path
+
+
 def _pkg(name: str) -> bool:
     return name.split(".", maxsplit=1)[0] == "pkg"
 
@@ -69,7 +91,9 @@ def _call(text: str) -> ast.Call:
         ('importlib.import_module("..x" + name, package="pkg.a.b")', "pkg.a.x", False, True),
         ('import_module(f"pkg.layers.{name}")', "pkg.layers.", False, True),
         ('import_module(f".{name}", __package__)', "", False, True),
-        ('__import__("pkg")', "pkg", True, False),
+        ('__import__("pkg")', "pkg", True, True),
+        ('__import__("pkg.sub", fromlist=["x"])', "pkg.sub", True, True),
+        ('__import__("pkg", globals(), locals(), [], 1)', "pkg", True, False),  # relative
     ],
 )
 def test_imports_by_name_of_source_modules(

@@ -352,3 +352,70 @@ def test_absent_import_only_for_names_an_indexed_module_binds_in_no_way(tmp_path
         if symbols.absent_import(info, unit, b)
     }
     assert absent == {("try", "helper"), ("try", "fast")}  # ``fused``: bound by nothing else
+
+
+def test_absent_call_time_imports_and_the_error_the_original_raises(tmp_path: Path) -> None:
+    """An import inside a function is absent when the sources have no such module (the first
+    missing one is named) or its module binds the name in no way; not a namespace folder, a
+    compiled extension (a private name), an external module, or what exists."""
+    index = tree(
+        tmp_path,
+        {
+            "lib/__init__.py": "from .version import *\n",
+            "lib/version.py": "__version__ = '1'\n",
+            "lib/space/mod.py": "def tool():\n    pass\n",
+            "app/__init__.py": """
+                def run():
+                    from lib.core.export import clip
+                    import lib.core.export
+                    from lib import gone, __version__
+                    from lib.space.mod import tool
+                    from lib import _ext
+                    from lib.version import __version__ as v
+                    from torch import nothing
+            """,
+        },
+    )
+    info = module(index, "app")
+    symbols = Symbols(index)
+    (unit,) = [u for u in info.units if u.kind == "def"]
+    errors = {
+        (b.module, b.attr): symbols.absent_error(info, b)
+        for b in unit.local_imports
+        if symbols.absent_import(info, unit, b)
+    }
+    missing = "ModuleNotFoundError(\"No module named 'lib.core'\", name='lib.core')"
+    assert errors == {
+        ("lib.core.export", "clip"): missing,
+        ("lib.core.export", None): missing,
+        ("lib", "gone"): "ImportError(\"cannot import name 'gone' from 'lib'\", name='lib')",
+    }
+
+
+def test_lazy_export_only_through_a_module_getattr(tmp_path: Path) -> None:
+    """A name bound only under TYPE_CHECKING is a lazy export of a module with a module-level
+    ``__getattr__``; not without one, nor a name the module also binds at run time."""
+    index = tree(
+        tmp_path,
+        {
+            "lazy/__init__.py": """
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from sdk import Client, Both
+                Both = None
+                def __getattr__(name):
+                    raise AttributeError(name)
+            """,
+            "plain/__init__.py": """
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from sdk import Client
+            """,
+        },
+    )
+    symbols = Symbols(index)
+    found = symbols.lazy_export(module(index, "lazy"), "Client")
+    assert found is not None
+    assert (found.module, found.attr) == ("sdk", "Client")
+    assert symbols.lazy_export(module(index, "lazy"), "Both") is None
+    assert symbols.lazy_export(module(index, "plain"), "Client") is None
