@@ -172,6 +172,32 @@ class EdgeBlock(nn.Module):
         return self.body(x)
 
 
+HEADS = Registry("head")
+
+
+@HEADS.register_module()
+class LinearDecoder(nn.Module):
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.proj = nn.Linear(channels, channels)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+@HEADS.register_module()
+class CascadeDecodeHead(nn.Module):
+    \"\"\"Itself the best of the kind ``decode_head`` asks, but not a candidate (it would
+    build itself again): the decoder.\"\"\"
+
+    def __init__(self, decode_head: ConfigType):
+        super().__init__()
+        self.decode_head = HEADS.build(decode_head)
+
+    def forward(self, x):
+        return self.decode_head(x)
+
+
 class Resize(nn.Module):
     \"\"\"A bare ``tuple``: two sizes (not a config object).\"\"\"
 
@@ -199,6 +225,7 @@ EXPECTED = {
     "Decoder": ("vocabulary", "Vocabulary"),
     "Recognizer": ("decoder", "ConvDecoder"),
     "EdgeBlock": ("act_cfg", "GELU"),
+    "CascadeDecodeHead": ("decode_head", "LinearDecoder"),
 }
 
 

@@ -427,18 +427,19 @@ class Synth(LeafValues):
         builds = parameter_usage(cls, name)[1]
         if not builds or not Carried.tables:
             return MISSING
-        return self.registry_dict(name, builds)
+        return self.registry_dict(name, builds, cls)
 
-    def registry_dict(self, name: str, builds: list[str]) -> object:
+    def registry_dict(self, name: str, builds: list[str], owner: Any = None) -> object:
         """A config dict of the registry the parameter is built from (:func:`named_tables`):
         the default the file gives a parameter of this name (``act_cfg=dict(type='GELU')``),
         else ``{"type": ..., **required}`` of the first class of :func:`ranked_classes` (of
-        the parameter's kind, smallest first) that builds with synthesized arguments."""
+        the parameter's kind, smallest first, not ``owner``'s kin) that builds with
+        synthesized arguments."""
         tables = named_tables(name, builds)
         defaults = default_dicts(self.module, name, tables)
         if defaults:
             return defaults[0]
-        for key, option in ranked_classes(name, tables)[:8]:
+        for key, option in ranked_classes(name, tables, owner)[:8]:
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(option)

@@ -82,17 +82,31 @@ def default_dicts(module: Any, name: str, tables: list[Mapping[str, Any]]) -> li
     return [d for _, d in sorted(counts.values(), key=lambda c: -c[0])]
 
 
-def ranked_classes(name: str, tables: list[Mapping[str, Any]]) -> list[tuple[str, type]]:
+def ranked_classes(
+    name: str, tables: list[Mapping[str, Any]], owner: Any = None
+) -> list[tuple[str, type]]:
     """``(type string, class)`` of ``tables`` that can run, of the parameter's kind first
-    (:func:`kind_score`), then by fewest required constructor parameters, then by key."""
+    (:func:`kind_score`), then by fewest required constructor parameters, then by key.
+    Not the class being built (``owner``), its bases or subclasses, nor a class that takes
+    a parameter of the same name (a detector is not its own ``det_head``: it would build
+    itself again)."""
     seen: dict[str, type] = {}
     for table in tables:
         for key, value in sorted(table.items()):
-            if isinstance(value, type) and not (
-                issubclass(value, nn.Module) and is_abstract_module(value)
-            ):
+            if _candidate(value, name, owner):
                 seen.setdefault(key, value)
     return sorted(
         seen.items(),
         key=lambda item: (-kind_score(name, item[1]), required_count(item[1]), item[0]),
     )
+
+
+def _candidate(value: object, name: str, owner: Any) -> bool:
+    if not isinstance(value, type):
+        return False
+    if issubclass(value, nn.Module) and is_abstract_module(value):
+        return False
+    if isinstance(owner, type) and (issubclass(value, owner) or issubclass(owner, value)):
+        return False
+    sig = signature_of(value)
+    return sig is None or name not in sig.parameters
