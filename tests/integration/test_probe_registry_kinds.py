@@ -198,6 +198,17 @@ class CascadeDecodeHead(nn.Module):
         return self.decode_head(x)
 
 
+class WrapPreprocessor(DataPreprocessor):
+    \"\"\"Wraps a preprocessor: its own base is the class of that kind.\"\"\"
+
+    def __init__(self, data_preprocessor: ConfigType):
+        super().__init__()
+        self.inner = MODELS.build(data_preprocessor)
+
+    def forward(self, x):
+        return self.inner(x)
+
+
 class Resize(nn.Module):
     \"\"\"A bare ``tuple``: two sizes (not a config object).\"\"\"
 
@@ -226,6 +237,7 @@ EXPECTED = {
     "Recognizer": ("decoder", "ConvDecoder"),
     "EdgeBlock": ("act_cfg", "GELU"),
     "CascadeDecodeHead": ("decode_head", "LinearDecoder"),
+    "WrapPreprocessor": ("data_preprocessor", "DataPreprocessor"),
 }
 
 

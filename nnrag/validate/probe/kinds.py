@@ -87,9 +87,9 @@ def ranked_classes(
 ) -> list[tuple[str, type]]:
     """``(type string, class)`` of ``tables`` that can run, of the parameter's kind first
     (:func:`kind_score`), then by fewest required constructor parameters, then by key.
-    Not the class being built (``owner``), its bases or subclasses, nor a class that takes
-    a parameter of the same name (a detector is not its own ``det_head``: it would build
-    itself again)."""
+    Not the class being built (``owner``) nor a class that takes a parameter of the same
+    name (a detector is not its own ``det_head``: it would build itself again); a base of
+    ``owner`` may be (a preprocessor that wraps another preprocessor)."""
     seen: dict[str, type] = {}
     for table in tables:
         for key, value in sorted(table.items()):
@@ -106,7 +106,7 @@ def _candidate(value: object, name: str, owner: Any) -> bool:
         return False
     if issubclass(value, nn.Module) and is_abstract_module(value):
         return False
-    if isinstance(owner, type) and (issubclass(value, owner) or issubclass(owner, value)):
+    if value is owner:
         return False
     sig = signature_of(value)
     return sig is None or name not in sig.parameters
