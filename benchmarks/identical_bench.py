@@ -11,18 +11,19 @@ activations, modeling_outputs) and ultralytics 8.4.190.
    ``forward`` (extraction, the sandbox, the probe; results cached under ``--work``), in
    ``--shards`` processes. A block that reaches ``forward`` has a recorded recipe:
    constructor arguments, inputs, seeds.
-2. compare: per source, one worker process imports the installed original packages once
-   and forks a child per block (``--timeout`` s): the block file and the original class
-   (``importlib`` of the block's module in the installed package) are built from the recipe
-   with the same seeds (a block-local class in the recipe maps to the original class of the
-   same qualified name, by the block's list of inlined definitions); state_dict keys, shapes,
+2. compare: per source, one worker process imports the original packages once (from the
+   unpacked releases the configuration points at, first on the path) and forks a child per
+   block (``--timeout`` s): the block file and the original class (``importlib`` of the
+   block's module) are built from the recipe with the same seeds (a block-local class in the
+   recipe maps to the original class of the same qualified name, by the block's list of
+   inlined definitions); state_dict keys, shapes,
    dtypes and values, then the forward outputs (eval, no_grad) are compared, exactly
    (a value that agrees only within rtol 1e-6 / atol 1e-7 is counted identical and listed
    as inexact). The original is built and run twice; if the two disagree it is
    ``original-nondeterministic`` (not comparable). The comparison code is shared with
    ``extract_bench.py`` (``benchmarks/equivalence.py``).
 
-Usage (benchmark environment, where the originals are installed; machine shared)::
+Usage (the benchmark environment: the originals' dependencies; machine shared)::
 
     PYTHONPATH=$PWD nice /work/benchenv/bin/python benchmarks/identical_bench.py \\
         --work /tmp/identical --per-source 80
@@ -333,6 +334,17 @@ COMPARE_WORKER = textwrap.dedent(
 )
 
 
+def original_packages(work: Path) -> dict[str, str]:
+    """The compare workers' environment: the sources' own trees (the unpacked releases the
+    configuration points at) first on ``PYTHONPATH``, so the originals import from the very
+    files nnrag extracted from; the benchmark environment holds only their dependencies."""
+    env = dict(os.environ)
+    config = json.loads((work / "repos.json").read_text())
+    roots = list(dict.fromkeys(str(entry["path"]) for entry in config.values()))
+    env["PYTHONPATH"] = os.pathsep.join([*roots, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
 def compare_all(
     validated: list[dict],
     timeout: int,
@@ -345,7 +357,7 @@ def compare_all(
     """Phase 2 for every block that reached forward with a recipe: one worker per source,
     ``parallel`` at a time. Rows are kept in ``work/compared.jsonl`` by block id and recipe,
     and a later run compares only what is new (``retry``: and what could not be compared)."""
-    env = dict(os.environ)
+    env = original_packages(work)
     worker = COMPARE_WORKER.replace("BENCHMARKS", repr(str(HERE))).replace("TIMEOUT", str(timeout))
     store = work / "compared.jsonl"
     known: dict[str, dict] = {}
@@ -458,7 +470,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Each block: validated by nnrag (`Workspace.validate`, depth forward: extraction, "
         "sandbox, probe); a block that reaches forward is rebuilt from its recorded recipe "
-        "beside the original class imported from the installed package, same seeds; "
+        "beside the original class imported from its unpacked release, same seeds; "
         "state_dict keys, shapes, dtypes, values and forward outputs compared exactly "
         "(values equal only within rtol 1e-6 / atol 1e-7 would count as identical and be "
         "listed as inexact). The original runs twice; if it disagrees with itself it is not "

@@ -251,7 +251,9 @@ class UnitScanner:
 
     def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
-        (alone or in a tuple) or inside return and local variable annotations and the
+        (alone or in a tuple), as an operand of an identity test (``cfg['type'] is C``: true
+        only for the class object itself, which no code of the closure then holds), or
+        inside return and local variable annotations and the
         parameter annotations of functions that are not methods (not a method's parameter
         or class-body field annotations: whoever builds the class builds what those name)."""
         key = (info.source, info.module, unit.index)

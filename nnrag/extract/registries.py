@@ -13,7 +13,11 @@ One mechanism for every flavour, driven by the pattern, not by names of librarie
 
 A closure that reaches a registry carries the registrations of every type string it
 reaches statically (string constants in its units: ``norm_cfg=dict(type='BN')``, class
-attributes, defaults), and those registrations' own type strings in turn.
+attributes, defaults), and those registrations' own type strings in turn. A string counts
+only in the units of a package that can hand it to the registry: a package of the family's
+registries, or one that imports such a package, directly or through other packages of the
+closure (a display-name table of a library that never imports the registry's framework
+names its classes, ``("resnet", "ResNet")``, and builds nothing with them).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from nnrag.extract.tables import compared_only
 from nnrag.index.symbols import Symbols, symbols_for
 from nnrag.model import ModuleInfo, Registration, Unit
 from nnrag.pyscope.scopes import dotted as _dotted
@@ -32,7 +37,13 @@ if TYPE_CHECKING:
     from nnrag.extract.needs import UnitKey, UnitScanner
     from nnrag.index.build import Index
 
-__all__ = ["Carrier", "Family", "RegistryIndex", "registries_for", "type_strings"]
+__all__ = [
+    "Carrier",
+    "Family",
+    "RegistryIndex",
+    "registries_for",
+    "type_strings",
+]
 
 _REGISTERING = "register"
 _TYPE_KEY = re.compile(r"""\btype\b['"]?\s*[=:]""")
@@ -76,6 +87,9 @@ class RegistryIndex:
         self._types: dict[UnitKey, tuple[tuple[str, int], ...]] = {}
         self._inferred: dict[UnitKey, tuple[str, str] | None] = {}
         self._frame_parameters: dict[UnitKey, tuple[str, int, bool] | None] = {}
+        self._imports: dict[tuple[str, str], frozenset[str]] = {}
+        self._strings: dict[UnitKey, frozenset[str]] = {}
+        self._all_keys: frozenset[str] | None = None
         self._build()
 
     # -- queries -----------------------------------------------------------------------------
@@ -85,8 +99,25 @@ class RegistryIndex:
         return self.family_of.get(key)
 
     def strings(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
-        """Quoted words of ``unit``'s code (:meth:`UnitScanner.words`)."""
-        return self.scanner.words(info, unit)
+        """Quoted words of ``unit``'s code (:meth:`UnitScanner.words`) that may be handed on
+        as keys: not those it only compares a value with (``cfg['type'] == 'Pretrained'``,
+        ``kind not in ('Tanh', 'GELU')``): a comparison tests a key that comes from
+        elsewhere (a default, a caller), it builds nothing."""
+        key = (info.source, info.module, unit.index)
+        found = self._strings.get(key)
+        if found is None:
+            found = self.scanner.words(info, unit)
+            if not found.isdisjoint(self._keys()):
+                tree = self.scanner.tree(info, unit)
+                found = found if tree is None else found - compared_only(tree)
+            self._strings[key] = found
+        return found
+
+    def _keys(self) -> frozenset[str]:
+        """Every type string some registry of the index has an entry for."""
+        if self._all_keys is None:
+            self._all_keys = frozenset(k for f in self._families() for k in f.entries)
+        return self._all_keys
 
     def types(self, info: ModuleInfo, unit: Unit) -> tuple[tuple[str, int], ...]:
         """``type=`` strings of config dicts in ``unit`` (``dict(type='BN')``,
@@ -162,6 +193,21 @@ class RegistryIndex:
             return None
         name, _, first_part = inferred
         return name, info.module.partition(".")[0] if first_part else info.module
+
+    def imported_packages(self, info: ModuleInfo) -> frozenset[str]:
+        """The top-level packages ``info``'s code imports (module-level and local imports,
+        except ``if TYPE_CHECKING:``), itself left out."""
+        key = (info.source, info.module)
+        found = self._imports.get(key)
+        if found is None:
+            own = _package(info.module)
+            found = self._imports[key] = frozenset(
+                _package(binding.module)
+                for unit in info.units
+                for binding in (*unit.imports, *unit.local_imports)
+                if not binding.type_checking and _package(binding.module) != own
+            )
+        return found
 
     def registered(self, text: str) -> bool:
         """Whether any registry of the index has an entry for ``text``."""
@@ -275,14 +321,20 @@ class _Held(Protocol):
 class Carrier:
     """The registrations one closure carries: what its type strings reach, to a fixed point.
 
-    Each :meth:`step` reads the words of the units added since the last step; every
-    registry family the closure holds gets the entries keyed by a word read so far.
+    Each :meth:`step` reads the words of the units added since the last step, by the
+    top-level package of their module; every registry family the closure holds gets the
+    entries keyed by a word read so far in a package that can reach the family
+    (:meth:`reaching`).
     """
 
     def __init__(self, index: RegistryIndex) -> None:
         self.index = index
         self.carried: dict[Registration, None] = {}
-        self.words: set[str] = set()
+        self.words: dict[str, set[str]] = {}
+        """Top-level package -> the quoted words of its units in the closure."""
+        self.imports: dict[str, set[str]] = {}
+        """Top-level package -> the packages its modules in the closure import."""
+        self.modules: set[tuple[str, str]] = set()
         self.scanned: set[UnitKey] = set()
         self.families: dict[int, tuple[UnitKey, Family]] = {}
 
@@ -292,31 +344,62 @@ class Carrier:
         for key in [k for k in units if k not in self.scanned]:
             self.scanned.add(key)
             entry = units[key]
-            self.words |= self.index.strings(entry.info, entry.unit)
+            package = _package(entry.info.module)
+            self.words.setdefault(package, set()).update(self.index.strings(entry.info, entry.unit))
+            if (entry.info.source, entry.info.module) not in self.modules:
+                self.modules.add((entry.info.source, entry.info.module))
+                self.imports.setdefault(package, set()).update(
+                    self.index.imported_packages(entry.info)
+                )
             family = self.index.family(key)
             if family is not None:
                 self.families.setdefault(id(family), (key, family))
         found: list[tuple[Registration, UnitKey]] = []
         for parent, family in self.families.values():
-            for text in sorted(self.words & family.entries.keys()):
+            reaching = self.reaching(family)
+            words = set().union(*(w for p, w in self.words.items() if p in reaching))
+            for text in sorted(words & family.entries.keys()):
                 for registration in self.index.entries(family, text, units):
                     self.carried.setdefault(registration)
                     found.append((registration, parent))
         return found
 
+    def reaching(self, family: Family) -> frozenset[str]:
+        """The packages of the closure whose strings can reach ``family``'s registries: those
+        of its members, and each package that imports one of them, directly or through other
+        packages of the closure."""
+        found = {_package(member[1]) for member in family.members}
+        while True:
+            more = {
+                p for p, imported in self.imports.items() if p not in found and imported & found
+            }
+            if not more:
+                return frozenset(found)
+            found |= more
+
     def unregistered(self, units: Mapping[UnitKey, _Held]) -> Iterator[tuple[UnitKey, str, str]]:
-        """(unit, ``path:line:col``, type string) of each config ``type=`` string in a
-        closure holding registries that no registry of the index has an entry for."""
+        """(unit, ``path:line:col``, type string) of each config ``type=`` string, in a
+        package that can reach a registry of the closure, that no registry of the index has
+        an entry for."""
         if not self.families:
             return
-        known = set().union(*(family.entries.keys() for _, family in self.families.values()))
+        families = [family for _, family in self.families.values()]
+        known = set().union(*(family.entries.keys() for family in families))
+        reaching = frozenset().union(*(self.reaching(family) for family in families))
         for key, entry in units.items():
+            if _package(entry.info.module) not in reaching:
+                continue
             for text, line in self.index.types(entry.info, entry.unit):
                 if text not in known and not self.index.registered(text):
                     yield key, f"{entry.info.path}:{line}:1", text
 
     def registrations(self) -> tuple[Registration, ...]:
         return tuple(sorted(self.carried, key=lambda r: (r.registry, r.key, r.module, r.unit)))
+
+
+def _package(module: str) -> str:
+    """The top-level package of a dotted module name."""
+    return module.partition(".")[0]
 
 
 def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | None]]:

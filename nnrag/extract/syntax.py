@@ -188,6 +188,10 @@ def type_tests(tree: ast.Module, *, method: bool = False) -> frozenset[str]:
         ):
             kinds = node.args[1]
             tests.update(id(e) for e in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]))
+        elif isinstance(node, ast.Compare) and all(
+            isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops
+        ):
+            tests.update(id(operand) for operand in (node.left, *node.comparators))
         # a method's parameter annotation is not a type test: it says what callers pass in,
         # and whoever builds the block (a user, the prober) needs the real class for it; a
         # function's is (a function builds no argument: its callers, in the closure, read

@@ -29,7 +29,7 @@ from nnrag.model import ModuleInfo, Unit
 if TYPE_CHECKING:
     from nnrag.index.symbols import Symbols
 
-__all__ = ["drop_entries", "table_entries", "value_strings"]
+__all__ = ["compared_only", "drop_entries", "table_entries", "value_strings"]
 
 
 def table_entries(
@@ -94,6 +94,25 @@ def value_strings(tree: ast.AST) -> frozenset[str]:
             if isinstance(value, ast.Constant) and isinstance(value.value, str)
         )
     return frozenset(found)
+
+
+def compared_only(tree: ast.AST) -> frozenset[str]:
+    """The strings that occur in ``tree`` only as operands of comparisons, alone or in a
+    literal list, tuple or set (``t == 'BN'``, ``t in ['Tanh', 'GELU']``)."""
+    operands: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                if isinstance(operand, (ast.List, ast.Tuple, ast.Set)):
+                    operands.update(id(element) for element in operand.elts)
+                else:
+                    operands.add(id(operand))
+    compared: set[str] = set()
+    other: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            (compared if id(node) in operands else other).add(node.value)
+    return frozenset(compared - other)
 
 
 def _internal(symbols: Symbols, info: ModuleInfo, unit: Unit, chain: str) -> bool:
