@@ -17,7 +17,9 @@ _SCALARS = (int, float, str, bool)
 def preferred_member(options: list[Any]) -> Any:
     """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest; a
     scalar beats a sequence (``Sequence[int] | int``: one int broadcasts to any length, and a
-    bare ``tuple | str`` gives no item types to fill the tuple with)."""
+    bare ``tuple | str`` gives no item types to fill the tuple with); a stand-in class only
+    where there is nothing else (``Union[ConfigDict, dict]`` with an empty ``ConfigDict``)."""
+    options = [o for o in options if not is_stand_in(o)] or options
     for option in options:
         if typing.get_origin(option) is typing.Literal or (
             isinstance(option, type) and issubclass(option, enum.Enum)
@@ -26,6 +28,22 @@ def preferred_member(options: list[Any]) -> Any:
     if all(o in _SCALARS or is_sequence_type(o) for o in options):
         return next((o for o in options if o in _SCALARS), options[0])
     return options[0]
+
+
+_EMPTY_CLASS = frozenset(
+    {"__module__", "__doc__", "__dict__", "__weakref__", "__qualname__", "__firstlineno__"}
+    | {"__static_attributes__"}
+)
+
+
+def is_stand_in(option: Any) -> bool:
+    """A class with nothing of its own (no base but ``object``, no attribute but its
+    docstring): a stand-in the code only tests ``isinstance`` against, nothing to build."""
+    return (
+        isinstance(option, type)
+        and option.__bases__ == (object,)
+        and not set(vars(option)) - _EMPTY_CLASS
+    )
 
 
 def is_sequence_type(annotation: Any) -> bool:
@@ -39,7 +57,9 @@ def is_config_type(annotation: Any) -> bool:
     return (
         isinstance(annotation, type)
         and annotation.__module__ != "builtins"
-        and not issubclass(annotation, (enum.Enum, nn.Module, torch.Tensor, numbers.Number))
+        and not issubclass(
+            annotation, (enum.Enum, nn.Module, torch.Tensor, numbers.Number, Mapping)
+        )
         and annotation not in (torch.dtype, torch.device)
     )
 

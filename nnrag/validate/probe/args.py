@@ -8,7 +8,7 @@ import numbers
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -29,6 +29,7 @@ from nnrag.validate.probe.configs import (
     shrink_parts,
 )
 from nnrag.validate.probe.factories import factory_for, none_accepted
+from nnrag.validate.probe.kinds import default_dicts, named_tables, ranked_classes
 from nnrag.validate.probe.leaf_values import LINEAR_NAMES, LeafValues
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
@@ -40,9 +41,7 @@ from nnrag.validate.probe.signatures import (
     config_class_for,
     find_config_class,
     init_signature,
-    is_abstract_module,
     named_class,
-    required_count,
     stage_lengths,
     type_hints,
     value_choices,
@@ -112,8 +111,14 @@ class Synth(LeafValues):
         if origin is type and args:
             return self.class_for(name, args[0])
         if origin is not None and getattr(origin, "__name__", "") in {"dict", "Mapping"}:
-            key, item = args if len(args) == 2 else (str, int)
+            if len(args) != 2:
+                return self.container(name, dict)
+            key, item = args
             return {self.value(name, key) if key is not str else "0": self.value(name, item)}
+        if annotation in (tuple, list) or (
+            isinstance(annotation, type) and issubclass(annotation, Mapping)
+        ):
+            return self.container(name, annotation)
         if annotation is bool:
             return False
         if annotation is int:
@@ -391,28 +396,50 @@ class Synth(LeafValues):
             return 0
         return self.by_name(name)
 
+    def container(self, name: str, kind: type) -> object:
+        """A value for a bare ``tuple`` or ``list`` annotation: two items by the name
+        (``scale: tuple``: two sizes); for a bare mapping one an empty mapping (nothing says
+        its keys), an instance of a ``dict`` subclass from its defaults (a config dict)."""
+        if kind in (tuple, list):
+            return kind(self.item(name, int, i) for i in range(2))
+        if kind in (dict, Mapping) or inspect.isabstract(kind):
+            return {}
+        try:
+            return remember(kind(), call(kind))
+        except Exception:
+            return {}
+
+    def parameter(self, cls: Any, name: str, annotation: Any) -> object:
+        """A value for parameter ``name`` of ``cls`` given outside :meth:`fill` (by a repair:
+        a defaulted ``None`` the constructor asserts or names): a registry config dict when
+        the constructor hands it to a registry ``build`` call and it may be a dict, else
+        :meth:`value`."""
+        if annotation is inspect.Parameter.empty or is_mapping_type(annotation):
+            built = self.registry_built(cls, name)
+            if built is not MISSING:
+                return built
+        return self.value(name, annotation)
+
     def registry_built(self, cls: Any, name: str) -> object:
         """A registry config dict for parameter ``name`` of ``cls`` when the constructor hands
-        it to a registry ``build`` call and the block file carries registries, else MISSING."""
+        it to a registry ``build`` call (itself or after hand-overs) and the block file
+        carries registries, else MISSING."""
         builds = parameter_usage(cls, name)[1]
         if not builds or not Carried.tables:
             return MISSING
-        return self.registry_dict(name, builds)
+        return self.registry_dict(name, builds, cls)
 
-    def registry_dict(self, name: str, builds: list[str]) -> object:
-        """``{"type": ..., **required}`` for the smallest class of the registry the parameter
-        is built from (the registry named like the build call or the parameter, else any)."""
-        words = tuple(
-            w for text in (name, *builds) for w in re.split(r"_+", text.lower()) if len(w) > 2
-        )
-        words = tuple(w for w in words if w not in {"build", "cfg", "config", "from"})
-        options = [
-            (key, value)
-            for key, value in Carried.candidates(words)
-            if isinstance(value, type) and not is_abstract_module(value)
-        ]
-        options.sort(key=lambda item: (required_count(item[1]), item[0]))
-        for key, option in options[:8]:
+    def registry_dict(self, name: str, builds: list[str], owner: Any = None) -> object:
+        """A config dict of the registry the parameter is built from (:func:`named_tables`):
+        the default the file gives a parameter of this name (``act_cfg=dict(type='GELU')``),
+        else ``{"type": ..., **required}`` of the first class of :func:`ranked_classes` (of
+        the parameter's kind, smallest first, not ``owner``'s kin) that builds with
+        synthesized arguments."""
+        tables = named_tables(name, builds)
+        defaults = default_dicts(self.module, name, tables)
+        if defaults:
+            return defaults[0]
+        for key, option in ranked_classes(name, tables, owner)[:8]:
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(option)

@@ -143,7 +143,7 @@ def fill_mentioned(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         default = params[name].default
         if name in ctor.kwargs or not (default is None or (default == 0 and default is not False)):
             continue
-        value = synth.value(name, hints.get(name, params[name].annotation))
+        value = synth.parameter(cls, name, hints.get(name, params[name].annotation))
         if value is not None:
             added[name] = value
     for name in sorted(quoted - set(params) - set(ctor.kwargs)):
@@ -469,7 +469,8 @@ def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         if name not in params or name in ctor.kwargs:
             return None
         synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
-        value = synth.value(name, type_hints(sig, owner).get(name, params[name].annotation))
+        hint = type_hints(sig, owner).get(name, params[name].annotation)
+        value = synth.parameter(cls, name, hint)
         return _with(ctor, {name: value}, synth.placeholders) if value else None
     if (
         isinstance(test, ast.Compare)

@@ -11,9 +11,10 @@ from nnrag.validate.probe.signatures import init_signature, is_name, parsed_sour
 
 
 def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
-    """(attributes the code reads from parameter ``name``, names of ``build``-like calls it
-    is passed to), from the ``__init__`` sources of ``cls`` and its bases, following the
-    parameter into what it is handed to: ``Part(config)`` (the class's or function's source
+    """(attributes the code reads from parameter ``name``, the ``build``-like calls it is
+    passed to as the config, spelled as called: ``registry_MODELS.build``), from the
+    ``__init__`` sources of ``cls`` and its bases, following the parameter into what it is
+    handed to: ``Part(config)`` (the class's or function's source
     of the block file), ``self.config = config`` (``self.config.x`` in any method)."""
     usage = _Usage()
     usage.of_class(cls, name, 0)
@@ -86,8 +87,7 @@ class _Usage:
         elif called == "hasattr" and isinstance(text, str):
             self.optional.add(text)
         elif "build" in called.lower() and _is_config_argument(node, name):
-            if depth == 0:
-                self.builds.append(called)
+            self.builds.append(ast.unparse(func))  # after hand-overs too: the same object
         elif depth < _FOLLOW_DEPTH and isinstance(func, (ast.Name, ast.Subscript)):
             for target in _called(func, scope):
                 inner = _receiving_parameter(target, node, name)
