@@ -71,6 +71,15 @@ class Detector(nn.Module):
         return self.neck(x)
 
 
+class Segmentor(nn.Module):
+    def __init__(self, backbone: ConfigType):
+        super().__init__()
+        self.backbone = MODELS.build(backbone)
+
+    def forward(self, x):
+        return self.backbone(x)
+
+
 class PlainDictDetector(nn.Module):
     def __init__(self, neck: dict, head: OptConfigType = None):
         super().__init__()
@@ -93,3 +102,14 @@ def test_parameter_built_by_a_registry_gets_a_type_dict(
     assert decode(recipe.init_kwargs["neck"]) == {"type": "TinyNeck"}
     replayed = probe(sandbox, tmp_path, BLOCKS, name, replay=recipe_to_dict(recipe))
     assert differences(result, replayed) == ()
+
+
+def test_a_registered_class_of_another_kind_is_a_placeholder(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The file registers no backbone: the neck it does register runs, but as a stand-in,
+    so forward on it is not the block's pass."""
+    result = probe(sandbox, tmp_path, BLOCKS, "Segmentor")
+    assert not result.passed
+    assert (result.failed_stage, result.category) == ("forward", "ctor-args")
+    assert "placeholders for backbone" in result.message

@@ -29,7 +29,13 @@ from nnrag.validate.probe.configs import (
     shrink_parts,
 )
 from nnrag.validate.probe.factories import factory_for, none_accepted
-from nnrag.validate.probe.kinds import default_dicts, named_tables, ranked_classes
+from nnrag.validate.probe.kinds import (
+    default_dicts,
+    kind_score,
+    named_tables,
+    ranked_classes,
+    words,
+)
 from nnrag.validate.probe.leaf_values import LINEAR_NAMES, LeafValues
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
@@ -434,7 +440,9 @@ class Synth(LeafValues):
         the default the file gives a parameter of this name (``act_cfg=dict(type='GELU')``),
         else ``{"type": ..., **required}`` of the first class of :func:`ranked_classes` (of
         the parameter's kind, smallest first, not ``owner``'s kin) that builds with
-        synthesized arguments."""
+        synthesized arguments. A class of another kind (a ``backbone`` given the only class
+        the file registers, a data preprocessor) stands in: ``name`` is then a placeholder,
+        so a forward that runs on it does not count as the block's."""
         tables = named_tables(name, builds)
         defaults = default_dicts(self.module, name, tables)
         if defaults:
@@ -449,6 +457,8 @@ class Synth(LeafValues):
             except Exception:
                 continue
             self.placeholders.extend(inner.placeholders)
+            if words(name) and not kind_score(name, option):
+                self.placeholders.append(name)
             return {Carried.key: key, **kwargs}
         return MISSING
 
