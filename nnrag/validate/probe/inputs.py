@@ -14,9 +14,10 @@ from torch import nn
 
 from nnrag.plugins import builtin_child_manager
 from nnrag.validate.probe.args import decode, tensor_spec
+from nnrag.validate.probe.docshapes import documented_inputs, first_documented
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
-from nnrag.validate.probe.profiles import MISSING, Profile, int_for
+from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.structured import dict_keys
@@ -218,6 +219,10 @@ def input_candidates(
             if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
                 keys[p.name] = named
     scope = getattr(module.forward, "__globals__", {})
+    documented = documented_inputs(module, params, profile)
+    if documented:  # the shapes forward's docstring gives its arguments, first
+        primary = first_documented(params, documented) or specs[0]
+        yield fill_inputs(params, primary, profile, keys, scope, documented=documented)
     for primary in specs:
         yield fill_inputs(params, primary, profile, keys, scope)
 
@@ -228,7 +233,11 @@ def fill_inputs(
     profile: Profile,
     keys: Mapping[str, list[str]] | None = None,
     scope: Mapping[str, Any] | None = None,
+    *,
+    documented: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
+    """Values for ``forward``'s required arguments: ``primary`` the first, the others by
+    name and annotation beside it (``documented``: specs that take precedence, by name)."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     first, sizes = True, False
@@ -256,6 +265,14 @@ def fill_inputs(
                 args.append(ints)
             continue
         named = (keys or {}).get(p.name, [])
+        if documented and p.name in documented:
+            given = container(dict(documented[p.name]), p.annotation, named)
+            first = False
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = given
+            else:
+                args.append(given)
+            continue
         sizes = sizes or (first and _BATCH_NAMES.match(p.name.lower()) is not None)
         scalar = sizes and p.annotation in (int, "int", MISSING_ANN)  # forward(B, H, W)
         if first and not (scalar and _SCALAR_NAMES.match(p.name.lower())):
@@ -420,6 +437,8 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
         return 1 if value is MISSING else value
     if annotation in (bool, "bool"):
         return False
+    if annotation in (float, "float"):  # a threshold or a scale, not a tensor
+        return float_for(name)
     text = annotation if isinstance(annotation, str) else repr(annotation)
     if re.search(r"(List|list|Sequence|Tuple|tuple)\[str\b", text):
         return ["0", "1"]  # names beside a list of two tensors

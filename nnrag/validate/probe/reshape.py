@@ -93,6 +93,9 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
     said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""
     if _LIST_NOT_TENSOR.search(message):
         return [args[0][0], *args[1:]]
+    levels = pyramid(message, args[0])
+    if levels is not None:
+        return [levels, *args[1:]]
     want, got = _channel_numbers(message)
     joined = several_channels(message, args[0], want, got) if want else None
     if joined is not None:  # the list was concatenated, or one item met a layer
@@ -104,6 +107,27 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
         [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
         *args[1:],
     ]
+
+
+_RESIZED = re.compile(
+    r"Sizes of tensors must match except in dimension 1\. Expected size (\d+) but got size (\d+)"
+)
+
+
+def pyramid(message: str, items: list[Any]) -> list[Any] | None:
+    """A list of equal feature maps that forward resized by a factor and then joined with
+    the one before (an FPN): the maps as a pyramid, side ``s / factor ** i`` for map ``i``."""
+    m = _RESIZED.search(message)
+    if m is None or not all(_is_image_spec(a) for a in items) or len(items) < 2:
+        return None
+    want, got = int(m.group(1)), int(m.group(2))
+    side = items[0]["shape"][-1]
+    if side not in (want, got) or {a["shape"][-1] for a in items} != {side}:
+        return None
+    sides = [side * want**i // got**i for i in range(len(items))]
+    if any(s < 1 or s > 4 * side for s in sides):
+        return None
+    return [dict(a, shape=[*a["shape"][:-2], s, s]) for a, s in zip(items, sides, strict=True)]
 
 
 _LIST_NOT_TENSOR = re.compile(
@@ -182,6 +206,22 @@ def _expected_tail(m: re.Match[str], t: _Tried) -> object:
 @_rule(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)")
 def _view(m: re.Match[str], t: _Tried) -> object:
     return view_mismatch(t.shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
+
+
+@_rule(r"unbatched (\d)D or batched (\d)D \w+ but received (\d)-D")
+def _batched_rank(m: re.Match[str], t: _Tried) -> object:
+    """``query should be unbatched 2D or batched 3D tensor but received 4-D``: an attention
+    layer's tokens, ``(B, C, H, W)`` as ``(B, H*W, C)``."""
+    if int(m.group(3)) != len(t.shape):
+        return NO_MATCH
+    return reshape_rank(t.shape, int(m.group(2)), t.profile)
+
+
+@_rule(r"expecting embedding dimension of (\d+), but got (\d+)")
+def _embedding_dim(m: re.Match[str], t: _Tried) -> object:
+    """An attention layer's width: the tokens' last dimension."""
+    want, got = int(m.group(1)), int(m.group(2))
+    return [*t.shape[:-1], want] if t.shape[-1] == got else NO_MATCH
 
 
 @_rule(r"^AssertionError")

@@ -1,0 +1,130 @@
+"""Forward inputs from what forward's docstring and an attention layer's errors say, on small
+hand-made modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from nnrag.validate.probe.args import tensor_spec  # noqa: E402
+from nnrag.validate.probe.docshapes import documented_inputs, shape_text  # noqa: E402
+from nnrag.validate.probe.inputs import forward_params, input_candidates  # noqa: E402
+from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
+from nnrag.validate.probe.reshape import repair  # noqa: E402
+from nnrag.validate.probe.runner import Runner  # noqa: E402
+
+pytestmark = pytest.mark.integration
+P = PROFILES[0]
+
+ASSIGNER = '''
+import torch
+from torch import nn
+
+
+class Base(nn.Module):
+    def __init__(self, num_classes: int = 5) -> None:
+        super().__init__()
+        self.num_classes = num_classes
+
+    def forward(self, scores, boxes, points, labels, mask):
+        """Match predictions to targets.
+
+        Args:
+            scores (torch.Tensor): Class scores with shape (bs, num_anchors, num_classes).
+            boxes (torch.Tensor): Predicted boxes with shape
+                (bs, num_anchors, 4).
+            points (torch.Tensor): Anchor points with shape (num_anchors, 2).
+            labels (torch.Tensor): Target labels with shape (bs, num_anchors).
+            mask (torch.Tensor): Valid targets, with the shape of labels.
+
+        Returns:
+            scores (torch.Tensor): with shape (bs, 3).
+        """
+        raise NotImplementedError
+
+
+class Assigner(Base):
+    def forward(self, scores, boxes, points, labels, mask):
+        assert boxes.shape[-1] == 4, f"boxes expected 4, got {boxes.shape}"
+        assert scores.shape[-1] == self.num_classes
+        assert points.shape[0] == boxes.shape[1]
+        chosen = scores.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+        return (chosen * mask).sum() + boxes.sum()
+'''
+
+
+def test_documented_shapes_give_the_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "assigner.py"
+    path.write_text(ASSIGNER)
+    sent: list[dict[str, Any]] = []
+    Runner({"path": str(path), "class_name": "Assigner"}, sent.append, []).run()
+    result = sent[-1]
+    assert result["failed_stage"] is None, result["message"]
+    inputs = result["recipe"]["inputs"]
+    # the docstring of the method it overrides: literal sizes kept, symbols shared, the
+    # block's own ``num_classes``, labels as indices, the mask shaped like the labels
+    assert [a["shape"] for a in inputs] == [[2, 16, 5], [2, 16, 4], [16, 2], [2, 16], [2, 16]]
+    assert inputs[3]["dtype"] == "int64"
+    assert inputs[4]["dtype"] == "bool"
+
+
+class _Crossed(nn.Module):
+    def forward(self, image: Any, tokens: Any) -> Any:
+        """Args:
+        image (Tensor): Should be shape B x dim x h x w.
+        tokens (Tensor): Must have shape B x N x dim.
+        """
+        return image, tokens
+
+
+def test_crossed_shapes_and_undocumented_blocks() -> None:
+    assert shape_text("of shape (bs, sum(H_i * W_i), C) here") == ["bs", "sum(H_i * W_i)", "C"]
+    block = _Crossed()
+    specs = documented_inputs(block, forward_params(block), P)
+    assert specs["image"]["shape"] == [2, P.dim, 8, 8]
+    assert specs["tokens"]["shape"] == [2, 16, P.dim]
+    plain = nn.Linear(4, 4)  # no documented shapes: the candidates as before
+    assert documented_inputs(plain, forward_params(plain), P) == {}
+    first = next(iter(input_candidates(block, P, {})))
+    assert [a["shape"] for a in first[0]] == [[2, P.dim, 8, 8], [2, 16, P.dim]]
+
+
+def test_attention_layer_wants_batched_tokens_of_its_width() -> None:
+    message = (
+        "AssertionError: query should be unbatched 2D or batched 3D tensor but received "
+        "4-D query tensor"
+    )
+    fixed = repair(message, [tensor_spec([2, 16, 8, 8]), tensor_spec([2, 16, 8, 8])], P)
+    assert fixed is not None
+    assert [a["shape"] for a in fixed] == [[2, 64, 16], [2, 64, 16]]
+    width = "AssertionError: was expecting embedding dimension of 256, but got 16"
+    fixed = repair(width, [tensor_spec([2, 64, 16])], P)
+    assert fixed is not None
+    assert fixed[0]["shape"] == [2, 64, 256]
+
+
+def test_maps_resized_and_joined_become_a_pyramid() -> None:
+    message = (
+        "RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 16 "
+        "but got size 32 for tensor number 1 in the list."
+    )
+    maps = [tensor_spec([2, 8, 16, 16]), tensor_spec([2, 4, 16, 16]), tensor_spec([2, 4, 16, 16])]
+    fixed = repair(message, [maps, tensor_spec([2, 3, 16, 16])], P)
+    assert fixed is not None
+    assert [a["shape"] for a in fixed[0]] == [[2, 8, 16, 16], [2, 4, 8, 8], [2, 4, 4, 4]]
+    assert fixed[1]["shape"] == [2, 3, 16, 16]  # not a map of the list
+
+
+class _Thresholded(nn.Module):
+    def forward(self, x: Any, conf: float) -> Any:
+        return x[x > conf]
+
+
+def test_a_float_argument_of_forward_is_a_number() -> None:
+    args, _ = next(iter(input_candidates(_Thresholded(), P, {})))
+    assert isinstance(args[1], float)
