@@ -398,13 +398,13 @@ def spelled(root: ast.AST) -> Spelled:
         node = stack.pop()
         kind = type(node)
         if kind is ast.Name:
-            names.add(node.id)  # type: ignore[attr-defined]
+            names.add(node.id)  # type: ignore[attr-defined]  # an ast.Name: mypy does not narrow through `kind`
         elif kind is ast.Attribute:
-            value = node.value  # type: ignore[attr-defined]
-            attributes.add((_dotted(value), node.attr))  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]  # an ast.Attribute: mypy does not narrow through `kind`
+            attributes.add((_dotted(value), node.attr))  # type: ignore[attr-defined]  # an ast.Attribute: mypy does not narrow through `kind`
             stack.append(value)
         elif kind is ast.Constant:
-            text = node.value  # type: ignore[attr-defined]
+            text = node.value  # type: ignore[attr-defined]  # an ast.Constant: mypy does not narrow through `kind`
             if isinstance(text, str) and 0 < len(text) <= 80 and text.split() == [text]:
                 words.add(text)
         else:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nnrag.extract.findings import DynamicLookups, Finding
-from nnrag.extract.syntax import dotted, lookups_only, mutates, type_tests
+from nnrag.extract.syntax import assigns_a_call, dotted, lookups_only, mutates, type_tests
 from nnrag.index.symbols import Resolution, Symbols
 from nnrag.model import ImportBinding, ModuleInfo, Unit
 
@@ -161,10 +161,12 @@ class UnitScanner:
 
         ``Conv = LayerFactory(...)`` followed by ``@Conv.factory_function("conv")`` or
         ``Act.add_factory_class("elu", nn.ELU)`` in the same module: the object only works
-        with those registrations, so they come with it (a registration in another module is
-        not followed: importing that module is what would run it).
+        with those registrations, so they come with it; so does ``set_defaults(cfg)`` after
+        ``cfg = Node()`` (also when built in a ``try``/``if``): a call that fills the object in
+        (a registration in another module is not followed: importing that module is what
+        would run it).
         """
-        if unit.kind != "assign" or not unit.binds:
+        if unit.kind not in ("assign", "if", "try") or not unit.binds:
             return ()
         key = (info.source, info.module, unit.index)
         cached = self._mutators.get(key)
@@ -174,16 +176,13 @@ class UnitScanner:
 
     def _find_mutators(self, info: ModuleInfo, unit: Unit) -> tuple[Unit, ...]:
         tree = self.tree(info, unit)
-        if tree is None or not any(
-            isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call)
-            for stmt in tree.body
-        ):
+        if tree is None or not assigns_a_call(tree.body):
             return ()
         found: list[Unit] = []
         for other in info.units:
             if other.index <= unit.index or other.kind not in ("def", "class", "other"):
                 continue
-            targets = {c.split(".")[0] for c in other.load_reads if "." in c} & set(unit.binds)
+            targets = {c.split(".")[0] for c in other.load_reads} & set(unit.binds)
             if not targets or set(other.binds) & targets:
                 continue
             body = self.tree(info, other)

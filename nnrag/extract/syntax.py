@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Iterator, Mapping
 
 from nnrag.pyscope.scopes import dotted as _dotted
 
 __all__ = [
+    "assigns_a_call",
     "dotted",
     "is_empty_container",
     "lookups_only",
@@ -23,16 +25,25 @@ __all__ = [
 
 _EMPTY_FACTORIES = frozenset({"dict", "OrderedDict", "defaultdict", "collections.OrderedDict"})
 _EMPTY_FACTORIES |= frozenset({"collections.defaultdict"})
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_TRIES: tuple[type[ast.Try], ...] = tuple(
+    t
+    for t in (ast.Try, getattr(ast, "TryStar", None))
+    if t is not None  # TryStar: >= 3.11
+)
 _WRITERS = frozenset({"update", "setdefault", "__setitem__"})
 _NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
 
 
 def mutates(stmt: ast.stmt, names: set[str]) -> bool:
-    """``@X.method(...)``/``@X.method`` on a definition, or a bare ``X.method(...)`` call."""
+    """``@X.method(...)``/``@X.method`` on a definition, a bare ``X.method(...)`` call, or a
+    bare call of a module function handed ``X`` (``set_defaults(cfg)``: it fills ``X`` in)."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         calls = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
     elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         calls = [stmt.value.func]
+        if _hands_over(stmt.value, names):
+            return True
     else:
         return False
     for func in calls:
@@ -42,6 +53,29 @@ def mutates(stmt: ast.stmt, names: set[str]) -> bool:
         while isinstance(root, ast.Attribute):
             root = root.value
         if func is not root and isinstance(root, ast.Name) and root.id in names:
+            return True
+    return False
+
+
+def _hands_over(call: ast.Call, names: set[str]) -> bool:
+    """``f(X)``/``f(key=X)`` with ``f`` a plain name that is not a builtin (``print(X)``)."""
+    if not isinstance(call.func, ast.Name) or call.func.id in _BUILTIN_NAMES:
+        return False
+    given = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(isinstance(arg, ast.Name) and arg.id in names for arg in given)
+
+
+def assigns_a_call(body: list[ast.stmt]) -> bool:
+    """A statement of ``body``, or of the branches of its ``if``/``try``, binds a call's
+    result (``X = Factory()``, ``try: X = Node() except ImportError: X = None``)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call):
+            return True
+        if isinstance(stmt, ast.If) and assigns_a_call(stmt.body + stmt.orelse):
+            return True
+        if isinstance(stmt, _TRIES) and assigns_a_call(
+            stmt.body + stmt.orelse + [s for handler in stmt.handlers for s in handler.body]
+        ):
             return True
     return False
 

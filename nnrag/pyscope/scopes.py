@@ -17,6 +17,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
+from nnrag.pyscope.statements import StatementWalk
 from nnrag.pyscope.tree import (
     CALL,
     CELL,
@@ -114,7 +115,7 @@ def build_scopes(
 # --------------------------------------------------------------------------- the walk
 
 
-class Walker:
+class Walker(StatementWalk):
     """One walk of a module in execution order, building the scope tree."""
 
     def __init__(self, tree: ast.Module, *, compiler: bool, defer: bool = False) -> None:
@@ -521,98 +522,3 @@ class Walker:
     def _nonlocal(self, node: ast.Nonlocal) -> None:
         scope = self.scope
         scope.nonlocals.update(node.names)
-
-    # -- statements ------------------------------------------------------------------------
-
-    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
-        is_from = isinstance(node, ast.ImportFrom)
-        for alias in node.names:
-            if is_from and alias.name == "*":
-                star = self._bind("*", alias, "import", node, into=self.scope, record=False)
-                self.imports.append(star)
-                continue
-            local = alias.asname or (alias.name if is_from else alias.name.partition(".")[0])
-            self.imports.append(self._bind(local, alias, "import", node))
-
-    def _assign(self, node: ast.Assign) -> None:
-        self.visit(node.value)
-        self._visit_all(node.targets)
-
-    def _annassign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self.visit(node.value)
-        kind = self.scope.kind
-        self._annotation(node.annotation, evaluated=kind in ("module", "class"))
-        target = node.target
-        if isinstance(target, ast.Name):
-            if node.value is not None or kind not in ("module", "class"):
-                self._bind(target.id, target, "store")
-            elif node.simple:
-                self._bind(target.id, target, "annotation")
-        else:
-            self.visit(target)
-
-    def _augassign(self, node: ast.AugAssign) -> None:
-        self.visit(node.value)
-        target = node.target
-        if isinstance(target, ast.Name):
-            self._read(target.id, target.id, target)
-            self._bind(target.id, target, "store")
-        else:
-            self.visit(target)
-
-    def _type_alias(self, node: ast.AST) -> None:
-        saved = self.time
-        self.time = CALL  # the value is evaluated lazily
-        self.visit(node.value)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
-        self.time = saved
-        self.visit(node.name)  # type: ignore[attr-defined]  # ast.TypeAlias on 3.12+
-
-    def _for(self, node: ast.For | ast.AsyncFor) -> None:
-        self.visit(node.iter)
-        saved = self.conditional
-        self.conditional = True
-        self.visit(node.target)
-        self._visit_all(node.body)
-        self._visit_all(node.orelse)
-        self.conditional = saved
-
-    def _if(self, node: ast.If) -> None:
-        self.visit(node.test)
-        saved_conditional, saved_checking = self.conditional, self.type_checking
-        test = node.test
-        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-        checking = is_type_checking(test.operand if isinstance(test, ast.UnaryOp) else test)
-        self.conditional = True
-        self.type_checking = saved_checking or (checking and not negated)
-        self._visit_all(node.body)
-        self.type_checking = saved_checking or (checking and negated)
-        self._visit_all(node.orelse)
-        self.conditional, self.type_checking = saved_conditional, saved_checking
-
-    def _conditional(self, node: ast.AST) -> None:
-        saved = self.conditional
-        self.conditional = True
-        self.generic(node)
-        self.conditional = saved
-
-    def _handler(self, node: ast.ExceptHandler) -> None:
-        if node.type is not None:
-            self.visit(node.type)
-        if node.name:
-            self._bind(node.name, node, "except")
-        self._visit_all(node.body)
-
-    def _match_capture(self, node: ast.MatchAs | ast.MatchStar) -> None:
-        pattern = getattr(node, "pattern", None)
-        if pattern is not None:
-            self.visit(pattern)
-        if node.name:
-            self._bind(node.name, node, "match")
-
-    def _match_mapping(self, node: ast.MatchMapping) -> None:
-        self._visit_all(node.keys)
-        for pattern in node.patterns:
-            self.visit(pattern)
-        if node.rest:
-            self._bind(node.rest, node, "match")

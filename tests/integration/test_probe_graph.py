@@ -9,7 +9,6 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import tensor_spec  # noqa: E402
 from nnrag.validate.probe.ctor import Ctor  # noqa: E402
 from nnrag.validate.probe.graph import (  # noqa: E402
     GraphBatch,
@@ -21,7 +20,11 @@ from nnrag.validate.probe.graph import (  # noqa: E402
 from nnrag.validate.probe.inputs import build_inputs, first_layer, forward_params, input_candidates  # noqa: E402
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
-from nnrag.validate.probe.values import decode, encode  # noqa: E402
+from nnrag.validate.probe.values import (  # noqa: E402
+    decode,
+    encode,
+    tensor_spec,
+)
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]

@@ -11,7 +11,6 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import tensor_spec  # noqa: E402
 from nnrag.validate.probe.inputs import (  # noqa: E402
     dict_keys,
     fill_inputs,
@@ -22,6 +21,7 @@ from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.reshape import repair, token_count  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
 from nnrag.validate.probe.screen import MetaScreen  # noqa: E402
+from nnrag.validate.probe.values import tensor_spec  # noqa: E402
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]

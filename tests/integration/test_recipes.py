@@ -143,6 +143,37 @@ def test_passing_recipe_is_lossless_and_replays_the_same_outputs(
     assert replayed.recipe.output_digest == recipe.output_digest
 
 
+RANDOM_AFTER_A_FAILED_TRY = textwrap.dedent(
+    """
+    import random
+
+    import numpy
+    import torch
+    from torch import nn
+
+
+    class Block(nn.Module):
+        def forward(self, x):
+            drawn = random.random() + float(numpy.random.rand())  # drawn on every try
+            if x.dim() != 3:
+                raise ValueError(f"expected a 3-D input, got {x.dim()}-D")
+            return x * drawn
+    """
+)
+
+
+def test_python_and_numpy_draws_replay_after_the_search_tried_other_inputs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    recorded = validate(sandbox, tmp_path, RANDOM_AFTER_A_FAILED_TRY)
+    assert recorded.passed, recorded.message
+    assert recorded.recipe is not None
+    replayed = validate(
+        sandbox, tmp_path, RANDOM_AFTER_A_FAILED_TRY, replay=recipe_to_dict(recorded.recipe)
+    )
+    assert differences(recorded, replayed) == ()
+
+
 def test_instantiate_failure_keeps_the_constructor_call_it_tried(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

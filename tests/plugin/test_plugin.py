@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nnrag.model import STAGES
-from pytest_nnrag import plugin
+from pytest_nnrag import options
 
 Cli = Callable[..., list[str]]
 
@@ -37,7 +37,7 @@ def test_nothing_loaded(pytestconfig):
 
 
 def test_stage_mirror_matches_the_model() -> None:
-    assert plugin.STAGES == STAGES
+    assert options.STAGES == STAGES
 
 
 # --------------------------------------------------------------------------- activation

@@ -156,14 +156,17 @@ def _reads(stmt: ast.stmt) -> set[str]:
 
 
 def _mutated(stmt: ast.stmt) -> set[str]:
-    """Objects a statement changes at load time: ``@X.register`` or a bare ``X.add(...)``."""
+    """Objects a statement changes at load time: ``@X.register``, a bare ``X.add(...)``, or
+    a bare call handed ``X`` (``fill(X)``)."""
+    roots: set[str] = set()
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         funcs = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
     elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         funcs = [stmt.value.func]
+        given = [*stmt.value.args, *(k.value for k in stmt.value.keywords)]
+        roots |= {arg.id for arg in given if isinstance(arg, ast.Name)}
     else:
         return set()
-    roots: set[str] = set()
     for func in funcs:
         node = func
         while isinstance(node, ast.Attribute):

@@ -417,7 +417,7 @@ def test_a_unit_reading_a_later_one_waits_for_it_instead_of_pulling_it_ahead() -
     ``b`` ahead of ``helper`` (which ``b``'s functions call when ``b`` runs at load)."""
     from types import SimpleNamespace
 
-    from nnrag.extract.emit import _load_order
+    from nnrag.extract.emit_plan import load_order
 
     def unit(module: str, name: str, index: int) -> tuple[object, object]:
         return SimpleNamespace(source="s", module=module), SimpleNamespace(
@@ -431,5 +431,5 @@ def test_a_unit_reading_a_later_one_waits_for_it_instead_of_pulling_it_ahead() -
         def load_defs(self, symbols: object, info: object, u: SimpleNamespace) -> list[object]:
             return reads.get(u.binds[0], [])
 
-    ordered = _load_order(Cache(), None, units, set())  # type: ignore[arg-type]  # duck-typed cache and units: only load_defs and binds are read
+    ordered = load_order(Cache(), None, units, set())  # type: ignore[arg-type]  # duck-typed cache and units: only load_defs and binds are read
     assert [u.binds[0] for _, u in ordered] == ["helper", "b", "early", "z"]  # type: ignore[attr-defined]  # the SimpleNamespace units above

@@ -1,4 +1,4 @@
-"""Sandbox child: constructor arguments (size profiles, names, annotations, configs)."""
+"""Sandbox child: constructor arguments synthesized by annotation, name and usage (configs too)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,19 @@ import numbers
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
 from nnrag.validate.probe import values as probe_values
+from nnrag.validate.probe.annotations import (
+    is_config_type,
+    is_int,
+    is_mapping_type,
+    preferred_member,
+)
 from nnrag.validate.probe.configs import (
     build_small,
     fill_missing,
@@ -23,33 +29,30 @@ from nnrag.validate.probe.configs import (
     shrink_parts,
 )
 from nnrag.validate.probe.factories import factory_for, none_accepted
+from nnrag.validate.probe.leaf_values import LINEAR_NAMES, LeafValues
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
-    Access,
-    access_tree,
+    CONFIG_CLASSES,
     class_with_attributes,
     classes_setting,
     concrete_modules,
     config_class_for,
+    find_config_class,
     init_signature,
     is_abstract_module,
-    is_nested,
-    parameter_usage,
+    named_class,
     required_count,
     stage_lengths,
     type_hints,
     value_choices,
 )
 from nnrag.validate.probe.structured import kept_for_later, keyed, output_keys, spread_bounds
+from nnrag.validate.probe.usage import Access, access_tree, is_nested, parameter_usage
 
 call = probe_values.call
 remember = probe_values.remember
-decode = probe_values.decode  # re-exported: probe, probe_inputs and probe_graph import them here
 encode = probe_values.encode
-tensor_spec = probe_values.tensor_spec
-
-# --------------------------------------------------------------------------- constructor arguments
 
 
 _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
@@ -57,7 +60,6 @@ _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
 _SWITCH_FIELDS = re.compile(r"^(add|output|return|tie|use|is|has|with|do)_")
 """Config fields that switch a feature on (off when synthesized: the plain path)."""
 _CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
-_LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 
 
 _KIND_SKIP = {"types", "type", "cls", "class", "fn", "factory", "constructor", "builder"}
@@ -66,41 +68,7 @@ _KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
 """Sequences of strings under these names are keys: they must be distinct and non-empty."""
 
 
-_SCALARS = (int, float, str, bool)
-
-
-def _preferred(options: list[Any]) -> Any:
-    """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest; a
-    scalar beats a sequence (``Sequence[int] | int``: one int broadcasts to any length, and a
-    bare ``tuple | str`` gives no item types to fill the tuple with)."""
-    for option in options:
-        if typing.get_origin(option) is typing.Literal or (
-            isinstance(option, type) and issubclass(option, enum.Enum)
-        ):
-            return option
-    if all(o in _SCALARS or _is_sequence(o) for o in options):
-        return next((o for o in options if o in _SCALARS), options[0])
-    return options[0]
-
-
-def _is_sequence(annotation: Any) -> bool:
-    """``tuple``, ``list``, ``Sequence[int]``, ``Tuple[int, int]`` and the like."""
-    origin = typing.get_origin(annotation) or annotation
-    return origin in (tuple, list) or getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
-
-
-def named_class(module: Any, name: str) -> type | None:
-    """The class of ``module`` named ``name`` in CamelCase (``flow_head`` -> ``FlowHead``)."""
-    if module is None:
-        return None
-    camel = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
-    found = vars(module).get(camel)
-    if isinstance(found, type) and found.__module__ == module.__name__:
-        return found
-    return None
-
-
-class Synth:
+class Synth(LeafValues):
     """Synthesizes values for required parameters from annotations and names."""
 
     def __init__(self, module: Any, profile: Profile, depth: int = 0) -> None:
@@ -120,7 +88,7 @@ class Synth:
             options = [a for a in args if a is not type(None)]
             if not options or (len(options) < len(args) and not self.runnable(options)):
                 return None  # ``Optional[Base]`` with no runnable ``Base``: the block's own case
-            return self.value(name, _preferred(options))
+            return self.value(name, preferred_member(options))
         if origin is typing.Literal:
             return next((a for a in args if a is not None), args[0])
         if origin in (tuple, typing.Tuple):  # noqa: UP006 - runtime check of old spellings
@@ -239,18 +207,6 @@ class Synth:
         self.placeholders.extend(inner.placeholders)
         return remember(built, call(cls, args, kwargs, seed=0))
 
-    def tensor(self, name: str) -> torch.Tensor:
-        """A small tensor for a tensor-typed argument: index pairs, masks, square matrices."""
-        low = name.lower()
-        size = self.profile.dim
-        if "index" in low:
-            return torch.randint(0, 8, (2, 16))
-        if "mask" in low:
-            return torch.ones(size, dtype=torch.bool)
-        if re.search(r"matrix|weight|adj", low):
-            return remember(torch.eye(size), call(torch.eye, [size]))
-        return torch.ones(size)
-
     def class_for(self, name: str, inner: Any) -> object:
         """A class for a ``type[...]`` argument: the first class of a union, else a factory."""
         options = (
@@ -285,49 +241,8 @@ class Synth:
                 return value
         return None
 
-    def string_for(self, name: str) -> str:
-        low = name.lower()
-        if "act" in low:
-            return "relu"
-        if "norm" in low:
-            return "batchnorm" if self.profile.norm == "batch" else "layernorm"
-        if "pad" in low:
-            return "same"
-        if "mode" in low:
-            return "nearest"
-        return ""
-
-    def layer_factory(self, name: str) -> object:
-        low = name.lower()
-        if "norm" in low:
-            return nn.BatchNorm2d if self.profile.norm == "batch" else nn.LayerNorm
-        if "act" in low:
-            return nn.ReLU
-        if "conv" in low:
-            return nn.Conv2d
-        if _LINEAR_NAMES.search(low):
-            return self.linear(name)
-        self.placeholders.append(name)
-        if name in self.applied:  # applied to data in forward: a callable module, not a class
-            return remember(nn.Identity(), call(nn.Identity))
-        return nn.Identity
-
-    def layers(self, name: str) -> object:
-        """An ``nn.Sequential`` of one 1x1 convolution over the profile width (its child
-        named ``"0"``, the name a synthesized key gives), seeded."""
-        del name
-        width = self.profile.dim
-        probe_values.seed_cpu(0)
-        conv = remember(nn.Conv2d(width, width, 1), call(nn.Conv2d, [width, width, 1], seed=0))
-        return remember(nn.Sequential(conv), call(nn.Sequential, [conv]))
-
-    def linear(self, name: str) -> object:
-        """A real lazy ``Linear`` to the profile width for ``nn``/``mlp``/``gate_nn`` arguments."""
-        del name
-        return remember(nn.LazyLinear(self.profile.dim), call(nn.LazyLinear, [self.profile.dim]))
-
     def submodule(self, name: str, cls: type[nn.Module] | None) -> object:
-        if cls in (None, nn.Module) and _LINEAR_NAMES.search(name.lower()):
+        if cls in (None, nn.Module) and LINEAR_NAMES.search(name.lower()):
             return self.linear(name)
         if cls in (None, nn.Module):
             found = named_class(self.module, name)
@@ -349,26 +264,6 @@ class Synth:
             return kind
         self.placeholders.append(name)
         return remember(nn.Identity(), call(nn.Identity))
-
-    def kind_module(self, name: str) -> object | None:
-        """A real small ``torch.nn`` module for a module argument named by its kind
-        (activation, dropout, normalization over the profile width), or ``None``."""
-        low = name.lower()
-        made: tuple[type[nn.Module], list[object]] | None = None
-        if re.search(r"act|nonlin", low):
-            made = nn.ReLU, []
-        elif re.search(r"drop", low):
-            made = nn.Dropout, [0.0]
-        elif re.search(r"norm", low):
-            made = (nn.BatchNorm2d, [self.profile.dim])
-            if self.profile.norm != "batch":
-                made = (nn.LayerNorm, [self.profile.dim])
-        elif re.search(r"pool", low):
-            made = nn.AdaptiveAvgPool2d, [1]
-        if made is None:
-            return None
-        owner, args = made
-        return remember(owner(*args), call(owner, args))
 
     def config(
         self, name: str, cls: type | None, reads: set[str] | None = None, tree: Access | None = None
@@ -431,7 +326,7 @@ class Synth:
         if not reads and none_accepted(cls, name):  # ``if downsample is not None: ...``
             return None
         if configish:
-            config = config_class_for(self.module, reads, share=0.0, named=_CONFIG_CLASSES)
+            config = config_class_for(self.module, reads, share=0.0, named=CONFIG_CLASSES)
             if config is not None and self.depth < 2:  # a base config that has some of them
                 return self.config(name, config, reads, tree)
             return self.namespace(sorted(reads), tree)
@@ -551,11 +446,11 @@ class Synth:
                 self.applied.add(name)
             if annotation in (str, int, inspect.Parameter.empty, str | None):
                 choices = value_choices(cls) if choices is None else choices
-            if choices and name in choices and (annotation is not int or _is_int(choices[name])):
+            if choices and name in choices and (annotation is not int or is_int(choices[name])):
                 value: object = choices[name]
             elif annotation is inspect.Parameter.empty:
                 value = self.by_usage(cls, name)
-            elif _is_mapping_type(annotation) and (
+            elif is_mapping_type(annotation) and (
                 (built := self.registry_built(cls, name)) is not MISSING
             ):  # ``backbone: ConfigType`` handed to ``MODELS.build``: a ``dict(type=...)``
                 value = built
@@ -567,7 +462,7 @@ class Synth:
                 {"children", "named_children"} & parameter_usage(cls, name)[0]
             ):  # a model whose children the constructor walks: a sequence of real layers
                 value = self.layers(name)
-            elif _is_config_type(annotation):  # ``config: BertConfig``: plus what is read
+            elif is_config_type(annotation):  # ``config: BertConfig``: plus what is read
                 value = self.config(
                     name, annotation, parameter_usage(cls, name)[0], access_tree(cls, name)
                 )
@@ -587,30 +482,6 @@ class Synth:
         return tuple(args), {**kwargs, **stage_lengths(sig, kwargs), **spread_bounds(kwargs)}
 
 
-def _is_config_type(annotation: Any) -> bool:
-    """A class :meth:`Synth.value` builds as a config (not data, a tensor or a module)."""
-    return (
-        isinstance(annotation, type)
-        and annotation.__module__ != "builtins"
-        and not issubclass(annotation, (enum.Enum, nn.Module, torch.Tensor, numbers.Number))
-        and annotation not in (torch.dtype, torch.device)
-    )
-
-
-def _is_mapping_type(annotation: Any) -> bool:
-    """``dict``, ``Mapping[...]``, a ``dict`` subclass (a config dict class), or a union
-    that accepts one of those (``Union[ConfigDict, dict]``): what a registry ``build`` takes."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Union or type(annotation).__name__ == "UnionType":
-        return any(_is_mapping_type(a) for a in typing.get_args(annotation))
-    target = origin if origin is not None else annotation
-    return isinstance(target, type) and issubclass(target, Mapping)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 class AutoConfig:
     """A stand-in config whose attributes are synthesized by name (a placeholder)."""
 
@@ -628,18 +499,3 @@ class AutoConfig:
 
 _SHAPE_NAMES = re.compile(r"^(shape|sizes?|dims)$")
 """A constructor's ``*shape``: the sizes of a view."""
-
-_CONFIG_CLASSES = re.compile(r"(Config|Cfg|Args|Params)$")
-
-
-def find_config_class(module: Any) -> type | None:
-    if module is None:
-        return None
-    for name, value in vars(module).items():
-        if (
-            isinstance(value, type)
-            and value.__module__ == module.__name__
-            and _CONFIG_CLASSES.search(name)
-        ):
-            return value
-    return None

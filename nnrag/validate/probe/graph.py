@@ -12,11 +12,10 @@ from typing import Any, cast
 import torch
 
 from nnrag.hookspecs import hookimpl
-from nnrag.validate.probe.args import decode, tensor_spec
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import Profile
 from nnrag.validate.probe.rules import NO_MATCH, Rules
-from nnrag.validate.probe.values import call, remember
+from nnrag.validate.probe.values import call, decode, remember, tensor_spec
 
 NODES, EDGES = 10, 30
 """Nodes and edges of the probe graph (edges drop to ``NODES`` when the layer has no edge index)."""

@@ -13,7 +13,6 @@ import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager
-from nnrag.validate.probe.args import decode, tensor_spec
 from nnrag.validate.probe.docshapes import documented_inputs, first_documented
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
@@ -21,7 +20,7 @@ from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.structured import dict_keys
-from nnrag.validate.probe.values import seed_cpu
+from nnrag.validate.probe.values import decode, seed_cpu, tensor_spec
 
 _INDEX_NAMES = re.compile(r"^(input_ids|ids|token_ids|indices|idx|labels?|targets?|word_ids)$")
 

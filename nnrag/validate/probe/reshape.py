@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from nnrag.validate.probe.args import tensor_spec
 from nnrag.validate.probe.graph import graph_repair, is_graph_spec
 from nnrag.validate.probe.profiles import Profile
 from nnrag.validate.probe.rules import NO_MATCH, Rules
+from nnrag.validate.probe.values import tensor_spec
 
 SHAPE_WORDS = re.compile(
     r"shape|size|dimension|channels|mat1|unpack|expected .*input|rank|must match|index"

@@ -17,7 +17,6 @@ from torch import nn
 
 from nnrag.plugins import builtin_child_manager, child_manager
 from nnrag.validate import refusals
-from nnrag.validate.probe.args import encode
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs
@@ -32,7 +31,7 @@ from nnrag.validate.probe.outcomes import (
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.search import Search
-from nnrag.validate.probe.values import lossy, seed_cpu
+from nnrag.validate.probe.values import encode, lossy, seed_cpu
 
 Send = Callable[[dict[str, Any]], None]
 

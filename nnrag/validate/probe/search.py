@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch import nn
 
-from nnrag.validate.probe.args import Synth, decode
+from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
@@ -50,7 +50,7 @@ from nnrag.validate.probe.stand_ins import (
     real_stand_ins,
     viewed_linear,
 )
-from nnrag.validate.probe.values import seed_cpu
+from nnrag.validate.probe.values import decode, seed_cpu
 
 if TYPE_CHECKING:
     import pluggy

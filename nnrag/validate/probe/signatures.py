@@ -83,7 +83,7 @@ def value_choices(cls: Any) -> dict[str, object]:
         if klass.__module__.split(".")[0] in {"torch", "builtins"}:
             break
         names = vars(sys.modules[klass.__module__]) if klass.__module__ in sys.modules else {}
-        tree = _parsed(klass)
+        tree = parsed_source(klass)
         if tree is None:
             continue
         for node in ast.walk(tree):
@@ -141,148 +141,10 @@ def _int_keys(table: object) -> list[int]:
     return []
 
 
-def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
-    """(attributes the code reads from parameter ``name``, names of ``build``-like calls it
-    is passed to), from the ``__init__`` sources of ``cls`` and its bases, following the
-    parameter into what it is handed to: ``Part(config)`` (the class's or function's source
-    of the block file), ``self.config = config`` (``self.config.x`` in any method)."""
-    usage = _Usage()
-    usage.of_class(cls, name, 0)
-    return usage.reads - usage.optional, usage.builds
-
-
-_FOLLOW_DEPTH = 6
-"""How many hand-overs (``Part(config)`` inside ``Block(config)``) a parameter is followed
-(a model hands its config down through encoder, layer, attention and its implementation)."""
-
-
-class _Usage:
-    """Collects what code does with one parameter (see :func:`parameter_usage`)."""
-
-    def __init__(self) -> None:
-        self.reads: set[str] = set()
-        self.optional: set[str] = set()
-        """Attributes only read where ``hasattr`` says they are there."""
-        self.builds: list[str] = []
-        self.seen: set[tuple[int, str]] = set()
-
-    def of_class(self, cls: Any, name: str, depth: int) -> None:
-        for klass in getattr(cls, "__mro__", ())[:4]:
-            init = vars(klass).get("__init__")
-            if init is None or _foreign(klass):
-                continue
-            held = self.of_function(init, name, depth, klass)
-            if held:
-                self.of_attributes(klass, held)
-
-    def of_function(self, func: Any, name: str, depth: int, owner: Any = None) -> set[str]:
-        """Walk ``func``'s source for uses of ``name``; return the ``self`` attributes that
-        hold it."""
-        func = inspect.unwrap(func)  # the code, not a recording wrapper (its globals differ)
-        key = (id(func), name)
-        if key in self.seen:
-            return set()
-        self.seen.add(key)
-        tree = _parsed(func)
-        if tree is None:
-            return set()
-        scope = getattr(func, "__globals__", {})
-        held: set[str] = set()
-        for node in ast.walk(tree):
-            if _is_name(node, name, ast.Attribute):
-                assert isinstance(node, ast.Attribute)
-                self.reads.add(node.attr)
-            elif isinstance(node, ast.Assign) and _is_name(node.value, name):
-                held.update(
-                    t.attr
-                    for t in node.targets
-                    if isinstance(t, ast.Attribute) and _is_name(t.value, "self")
-                )
-            elif isinstance(node, ast.Call):
-                self.of_call(node, name, depth, scope, owner)
-        return held
-
-    def of_call(
-        self, node: ast.Call, name: str, depth: int, scope: Mapping[str, Any], owner: Any
-    ) -> None:
-        func = node.func
-        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        passed = [*node.args, *(k.value for k in node.keywords)]
-        if not any(_is_name(a, name) for a in passed):
-            return
-        key = node.args[1] if len(node.args) == 2 else None
-        text = key.value if isinstance(key, ast.Constant) else None
-        if called == "getattr" and isinstance(text, str):  # with a default: absent is fine
-            self.reads.add(text)
-        elif called == "hasattr" and isinstance(text, str):
-            self.optional.add(text)
-        elif "build" in called.lower() and _is_config_argument(node, name):
-            if depth == 0:
-                self.builds.append(called)
-        elif depth < _FOLLOW_DEPTH and isinstance(func, (ast.Name, ast.Subscript)):
-            for target in _called(func, scope):
-                inner = _receiving_parameter(target, node, name)
-                if inner is None:
-                    continue
-                if isinstance(target, type):
-                    self.of_class(target, inner, depth + 1)
-                else:
-                    self.of_function(target, inner, depth + 1)
-        elif depth < _FOLLOW_DEPTH and owner is not None and _is_name(func, "self", ast.Attribute):
-            assert isinstance(func, ast.Attribute)
-            method = inspect.getattr_static(owner, func.attr, None)  # self._make_layer(cfg)
-            if inspect.isfunction(method):
-                inner = _receiving_parameter(method, node, name, bound=True)
-                if inner is not None:
-                    self.of_function(method, inner, depth + 1, owner)
-
-    def of_attributes(self, klass: type, held: set[str]) -> None:
-        """``self.config.x`` anywhere in the class, for ``self.config = config``."""
-        tree = _parsed(klass)
-        if tree is None:
-            return
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Attribute)
-                and node.value.attr in held
-                and _is_name(node.value.value, "self")
-            ):
-                self.reads.add(node.attr)
-            elif (  # ``hasattr(self.config, "x") and self.config.x``: optional
-                isinstance(node, ast.Call)
-                and _is_name(node.func, "hasattr")
-                and len(node.args) == 2
-                and isinstance(node.args[0], ast.Attribute)
-                and node.args[0].attr in held
-                and _is_name(node.args[0].value, "self")
-                and isinstance(node.args[1], ast.Constant)
-                and isinstance(node.args[1].value, str)
-            ):
-                self.optional.add(node.args[1].value)
-
-
-def _called(func: ast.expr, scope: Mapping[str, Any]) -> list[Any]:
-    """What a call can call: the object ``f`` names, or every value of a module-level
-    table for ``TABLE[key](...)`` (``CLASSES[config.impl](config)``)."""
-    if isinstance(func, ast.Name):
-        return [scope.get(func.id)]
-    table = (
-        scope.get(func.value.id)
-        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)
-        else None
-    )
-    return list(table.values()) if isinstance(table, Mapping) else []
-
-
-def _foreign(klass: type) -> bool:
-    return klass.__module__.split(".")[0] in {"torch", "builtins"}
-
-
 _PARSED: dict[int, tuple[Any, ast.AST | None]] = {}
 
 
-def _parsed(obj: Any) -> ast.AST | None:
+def parsed_source(obj: Any) -> ast.AST | None:
     """The parsed source of ``obj`` (parsed once: a child probes one block, whose classes
     are asked about for every parameter and candidate)."""
     known = _PARSED.get(id(obj))
@@ -328,52 +190,11 @@ def _class_node(cls: type) -> ast.ClassDef | None:
     return found[-1] if found else None  # the last definition is the one the name holds
 
 
-def _is_name(node: ast.AST, name: str, kind: type[ast.AST] | None = None) -> bool:
+def is_name(node: ast.AST, name: str, kind: type[ast.AST] | None = None) -> bool:
     """``node`` is the name ``name`` (or, with ``kind=ast.Attribute``, an attribute of it)."""
     if kind is ast.Attribute:
-        return isinstance(node, ast.Attribute) and _is_name(node.value, name)
+        return isinstance(node, ast.Attribute) and is_name(node.value, name)
     return isinstance(node, ast.Name) and node.id == name
-
-
-def _receiving_parameter(
-    target: Any, node: ast.Call, name: str, *, bound: bool = False
-) -> str | None:
-    """The parameter of the block file's class or function ``target`` that receives ``name``
-    in the call ``node`` (by position or keyword; ``bound``: a method called on ``self``),
-    or ``None``."""
-    if not (inspect.isclass(target) or inspect.isfunction(target)) or _foreign_object(target):
-        return None
-    for keyword in node.keywords:
-        if keyword.arg is not None and _is_name(keyword.value, name):
-            return keyword.arg
-    position = next((i for i, a in enumerate(node.args) if _is_name(a, name)), None)
-    sig = init_signature(target)[0] if inspect.isclass(target) else signature_of(target)
-    if sig is None or position is None:
-        return None
-    params = [
-        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    position += bound
-    return params[position].name if position < len(params) else None
-
-
-def _foreign_object(target: Any) -> bool:
-    return str(getattr(target, "__module__", "")).split(".")[0] in {"torch", "builtins", "typing"}
-
-
-def _is_config_argument(node: ast.Call, name: str) -> bool:
-    """``build(param, ...)`` or ``build(cfg=param)``: the parameter is what is built (not a
-    size passed beside the config, as in ``build_conv(cfg, in_channels, ...)``)."""
-    first = node.args[0] if node.args else None
-    if isinstance(first, ast.Name) and first.id == name:
-        return True
-    return any(
-        k.arg is not None
-        and "cfg" in k.arg
-        and isinstance(k.value, ast.Name)
-        and k.value.id == name
-        for k in node.keywords
-    )
 
 
 def config_class_for(
@@ -455,7 +276,7 @@ def _set_attributes(module: Any) -> dict[str, set[str]]:
     """``self.X`` attributes assigned in each top-level class of ``module`` (one parse)."""
     key = id(module)
     if key not in _SET_CACHE:
-        tree = _parsed(module)
+        tree = parsed_source(module)
         found: dict[str, set[str]] = {}
         for node in tree.body if isinstance(tree, ast.Module) else ():
             if isinstance(node, ast.ClassDef):
@@ -464,7 +285,7 @@ def _set_attributes(module: Any) -> dict[str, set[str]]:
                     for sub in ast.walk(node)
                     if isinstance(sub, (ast.Assign, ast.AnnAssign))
                     for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
-                    if isinstance(target, ast.Attribute) and _is_name(target.value, "self")
+                    if isinstance(target, ast.Attribute) and is_name(target.value, "self")
                 }
         _SET_CACHE.clear()  # one block per child: keep only the latest module
         _SET_CACHE[key] = found
@@ -485,7 +306,7 @@ def is_abstract_module(cls: type) -> bool:
     forward = getattr(cls, "forward", None)
     if forward is None or forward is nn.Module.forward:
         return True
-    tree = _parsed(forward)
+    tree = parsed_source(forward)
     if not isinstance(tree, ast.Module):
         return False
     node = tree.body[0] if tree.body else None
@@ -593,57 +414,28 @@ def shallow_defaults(cls: Any) -> dict[str, object]:
     return out
 
 
-Access = dict[tuple[str, str], "Access"]
-"""What code reads under a parameter: ``("attr", "MODEL")``, ``("key", "stage1")`` or
-``("item", "")`` (an index) to what it reads under that."""
+CONFIG_CLASSES = re.compile(r"(Config|Cfg|Args|Params)$")
 
 
-def access_tree(cls: Any, name: str) -> Access:
-    """The attribute, string-key and index chains ``__init__`` (of ``cls`` and its bases)
-    reads from parameter ``name``, merged into a tree, through local aliases
-    (``stage = extra["stage1"]`` then ``stage["num_channels"][i]``)."""
-    tree: Access = {}
-    for klass in getattr(cls, "__mro__", ())[:4]:
-        init = vars(klass).get("__init__")
-        if init is None or _foreign(klass):
-            continue
-        found = _parsed(inspect.unwrap(init))
-        if found is None:
-            continue
-        roots: dict[str, list[tuple[str, str]]] = {name: []}
-        for _ in range(3):  # aliases of aliases
-            for node in ast.walk(found):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                    target, chain = node.targets[0], _chain(node.value, roots)
-                    if isinstance(target, ast.Name) and chain and target.id not in roots:
-                        roots[target.id] = chain
-        for node in ast.walk(found):
-            chain = _chain(node, roots) if isinstance(node, (ast.Attribute, ast.Subscript)) else []
-            level = tree
-            for step in chain:
-                level = level.setdefault(step, {})
-    return tree
+def find_config_class(module: Any) -> type | None:
+    if module is None:
+        return None
+    for name, value in vars(module).items():
+        if (
+            isinstance(value, type)
+            and value.__module__ == module.__name__
+            and CONFIG_CLASSES.search(name)
+        ):
+            return value
+    return None
 
 
-def _chain(node: ast.AST, roots: Mapping[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
-    """The steps from a root parameter (or an alias of one) to ``node``; empty if none."""
-    steps: list[tuple[str, str]] = []
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Attribute):
-            steps.append(("attr", node.attr))
-        elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-            steps.append(("key", node.slice.value))
-        elif isinstance(node.slice, ast.Slice):
-            return []
-        else:
-            steps.append(("item", ""))
-        node = node.value
-    if not (isinstance(node, ast.Name) and node.id in roots):
-        return []
-    return [*roots[node.id], *reversed(steps)] if steps else list(roots[node.id])
-
-
-def is_nested(tree: Access) -> bool:
-    """A structure worth building from its reads: string keys or indexes anywhere, or
-    attributes of attributes (``cfg.MODEL.WIDTH``); not one level of attributes."""
-    return any(kind != "attr" or bool(sub) for (kind, _), sub in tree.items())
+def named_class(module: Any, name: str) -> type | None:
+    """The class of ``module`` named ``name`` in CamelCase (``flow_head`` -> ``FlowHead``)."""
+    if module is None:
+        return None
+    camel = "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
+    found = vars(module).get(camel)
+    if isinstance(found, type) and found.__module__ == module.__name__:
+        return found
+    return None

@@ -115,7 +115,7 @@ class ShapeKeeping(nn.Module):
             if layer is None:
                 raise ValueError(f"no shape-keeping layer for an input of shape {tuple(x.shape)}")
             self.layer = layer.to(device=x.device, dtype=x.dtype)
-        return self.layer(x)  # type: ignore[no-any-return]
+        return self.layer(x)  # type: ignore[no-any-return]  # torch is untyped for mypy: a module call is Any
 
 
 def profile_layers(ctor: Ctor) -> Ctor | None:

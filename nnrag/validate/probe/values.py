@@ -23,6 +23,7 @@ import enum
 import importlib
 import inspect
 import math
+import random
 import sys
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -212,12 +213,18 @@ def _call(value: Mapping[str, Any], module: object) -> object:
 
 
 def seed_cpu(seed: int) -> None:
-    """Seed the CPU generator, the only one the sandbox uses.
+    """Seed every generator a block on the CPU draws from: torch's CPU generator, Python's
+    ``random`` and, when the block imported it, NumPy's global one (a random crop drawn with
+    ``random.uniform`` replays the same crop).
 
     ``torch.manual_seed`` also queues CUDA seeding with a formatted stack trace while CUDA
     is not initialized, which cost a fresh sandbox child about 10 ms per block.
     """
     torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
 
 
 def make_tensor(spec: Mapping[str, Any]) -> torch.Tensor:

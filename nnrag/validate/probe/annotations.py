@@ -1,0 +1,58 @@
+"""Sandbox child: what kind of value a parameter's annotation asks for."""
+
+from __future__ import annotations
+
+import enum
+import numbers
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+_SCALARS = (int, float, str, bool)
+
+
+def preferred_member(options: list[Any]) -> Any:
+    """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest; a
+    scalar beats a sequence (``Sequence[int] | int``: one int broadcasts to any length, and a
+    bare ``tuple | str`` gives no item types to fill the tuple with)."""
+    for option in options:
+        if typing.get_origin(option) is typing.Literal or (
+            isinstance(option, type) and issubclass(option, enum.Enum)
+        ):
+            return option
+    if all(o in _SCALARS or is_sequence_type(o) for o in options):
+        return next((o for o in options if o in _SCALARS), options[0])
+    return options[0]
+
+
+def is_sequence_type(annotation: Any) -> bool:
+    """``tuple``, ``list``, ``Sequence[int]``, ``Tuple[int, int]`` and the like."""
+    origin = typing.get_origin(annotation) or annotation
+    return origin in (tuple, list) or getattr(origin, "__name__", "") in {"Sequence", "Iterable"}
+
+
+def is_config_type(annotation: Any) -> bool:
+    """A class :meth:`Synth.value` builds as a config (not data, a tensor or a module)."""
+    return (
+        isinstance(annotation, type)
+        and annotation.__module__ != "builtins"
+        and not issubclass(annotation, (enum.Enum, nn.Module, torch.Tensor, numbers.Number))
+        and annotation not in (torch.dtype, torch.device)
+    )
+
+
+def is_mapping_type(annotation: Any) -> bool:
+    """``dict``, ``Mapping[...]``, a ``dict`` subclass (a config dict class), or a union
+    that accepts one of those (``Union[ConfigDict, dict]``): what a registry ``build`` takes."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":
+        return any(is_mapping_type(a) for a in typing.get_args(annotation))
+    target = origin if origin is not None else annotation
+    return isinstance(target, type) and issubclass(target, Mapping)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
