@@ -11,12 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from nnrag.validate.probe.args import tensor_spec  # noqa: E402
 from nnrag.validate.probe.docshapes import documented_inputs, shape_text  # noqa: E402
 from nnrag.validate.probe.inputs import forward_params, input_candidates  # noqa: E402
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.reshape import repair  # noqa: E402
 from nnrag.validate.probe.runner import Runner  # noqa: E402
+from nnrag.validate.probe.values import tensor_spec  # noqa: E402
 
 pytestmark = pytest.mark.integration
 P = PROFILES[0]
@@ -128,3 +128,41 @@ class _Thresholded(nn.Module):
 def test_a_float_argument_of_forward_is_a_number() -> None:
     args, _ = next(iter(input_candidates(_Thresholded(), P, {})))
     assert isinstance(args[1], float)
+
+
+class _Similarity(nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (w @ x.flatten(2)).sum()
+
+
+def test_an_argument_annotated_tensor_is_a_tensor_whatever_its_name() -> None:
+    args, _ = next(iter(input_candidates(_Similarity(), P, {})))
+    assert isinstance(args[1], dict)  # ``w``: not a width
+    assert "shape" in args[1]
+
+
+def test_a_target_compared_with_the_prediction_takes_its_shape() -> None:
+    pred, target = tensor_spec([2, 8, 4, 4]), tensor_spec([2, 8], "int64", 10)
+    for message in (
+        "ValueError: Target size (torch.Size([2, 8])) must be the same as input size "
+        "(torch.Size([2, 8, 4, 4]))",
+        "AssertionError: the size of predict and target must be equal.",
+    ):
+        fixed = repair(message, [pred, target], P)
+        assert fixed is not None
+        assert fixed[1] == {"shape": [2, 8, 4, 4], "dtype": "float32"}
+
+
+class _Pyramid(nn.Module):
+    def forward(self, x):  # type: ignore[no-untyped-def]  # documented, not annotated
+        """Args:
+        x (list[torch.Tensor]): Feature maps, highest resolution first.
+        """
+        return x[0].sum() + x[1].sum()
+
+
+def test_the_documented_type_stands_in_for_a_missing_annotation() -> None:
+    params = forward_params(_Pyramid())
+    assert params[0].annotation == "list[torch.Tensor]"
+    args, _ = next(iter(input_candidates(_Pyramid(), P, {})))
+    assert isinstance(args[0], list)

@@ -22,7 +22,7 @@ from nnrag.validate.probe.layers import first_layer
 from nnrag.validate.probe.profiles import Profile
 from nnrag.validate.probe.values import tensor_spec
 
-_ENTRY = re.compile(r"^(\s*)\*{0,2}(\w+)\s*(?:\([^\n]*?\))?\s*:\s*(.*)$")
+_ENTRY = re.compile(r"^(\s*)\*{0,2}(\w+)\s*(?:\(([^\n]*?)\))?\s*:\s*(.*)$")
 """An argument's entry (Google style ``name (type): text``, or ``name: text``)."""
 _END = re.compile(r"^\s*(Returns?|Yields?|Raises?|Examples?|Notes?|References?)\s*:?\s*$")
 _SHAPE = re.compile(
@@ -47,10 +47,10 @@ _SIDE = 8
 _COUNT = 16
 
 
-def documented_entries(owner: type, method: str, names: list[str]) -> dict[str, str]:
-    """The documentation text of each of ``names`` in the docstring of ``owner``'s
+def documented_entries(owner: type, method: str, names: list[str]) -> dict[str, tuple[str, str]]:
+    """The documented type and text of each of ``names`` in the docstring of ``owner``'s
     ``method``, or else of the methods it overrides (the nearest first)."""
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, str]] = {}
     for klass in owner.__mro__:
         func = vars(klass).get(method)
         doc = inspect.getdoc(func) if func is not None else None
@@ -59,9 +59,10 @@ def documented_entries(owner: type, method: str, names: list[str]) -> dict[str, 
     return found
 
 
-def _entries(doc: str, names: list[str]) -> dict[str, str]:
-    """Each of ``names``' entry in one docstring: its line and the lines indented under it."""
-    found: dict[str, str] = {}
+def _entries(doc: str, names: list[str]) -> dict[str, tuple[str, str]]:
+    """Each of ``names``' entry in one docstring: the type in its parentheses, and its line
+    and the lines indented under it."""
+    found: dict[str, tuple[str, str]] = {}
     current: str | None = None
     indent = 0
     for line in doc.splitlines():
@@ -71,10 +72,11 @@ def _entries(doc: str, names: list[str]) -> dict[str, str]:
         m = _ENTRY.match(line)
         if m is not None and m.group(2) in names and m.group(2) not in found:
             current, indent = m.group(2), len(m.group(1))
-            found[current] = m.group(3)
+            found[current] = ((m.group(3) or "").strip(), m.group(4))
             continue
         if current is not None and line.strip() and len(line) - len(line.lstrip()) > indent:
-            found[current] += " " + line.strip()
+            kind, text = found[current]
+            found[current] = (kind, f"{text} {line.strip()}")
         elif line.strip():
             current = None
     return found
@@ -172,7 +174,7 @@ def documented_inputs(
     (labels and indices as small integers, masks as all-true booleans)."""
     names = [p.name for p in params]
     entries = documented_entries(type(module), "forward", names)
-    texts = {name: shape_text(text) for name, text in entries.items()}
+    texts = {name: shape_text(text) for name, (_, text) in entries.items()}
     sizes = Sizes(module, profile)
     specs: dict[str, dict[str, Any]] = {}
     for name, dims in texts.items():
@@ -206,3 +208,18 @@ def first_documented(
             continue
         return specs.get(p.name)
     return None
+
+
+def documented_types(owner: type, method: str, names: list[str]) -> dict[str, str]:
+    """The type each of ``names`` is documented with (``x (list[torch.Tensor]): ...``),
+    where it names one: a stand-in for a missing annotation."""
+    entries = documented_entries(owner, method, names)
+    return {
+        name: kind.removesuffix(", optional")
+        for name, (kind, _) in entries.items()
+        if kind and _TYPE.fullmatch(kind.removesuffix(", optional"))
+    }
+
+
+_TYPE = re.compile(r"[\w.]+(\[[\w.\[\], |]*\])?( \| [\w.]+(\[[\w.\[\], |]*\])?)*")
+"""A type expression (``torch.Tensor``, ``list[torch.Tensor] | None``), not prose."""

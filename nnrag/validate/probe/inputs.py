@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager
-from nnrag.validate.probe.docshapes import documented_inputs, first_documented
+from nnrag.validate.probe.docshapes import documented_inputs, documented_types, first_documented
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
@@ -150,7 +150,8 @@ _SHAPED = (
 
 
 def forward_params(module: nn.Module) -> list[inspect.Parameter]:
-    """``forward``'s parameters; a ``# type: (...) -> ...`` comment stands in for annotations."""
+    """``forward``'s parameters; a ``# type: (...) -> ...`` comment, else the types its
+    docstring documents (``x (list[torch.Tensor]): ...``), stand in for annotations."""
     sig = signature_of(module.forward)
     params = list(sig.parameters.values()) if sig else []
     comment = _type_comment(module.forward)
@@ -159,7 +160,9 @@ def forward_params(module: nn.Module) -> list[inspect.Parameter]:
             p.replace(annotation=text) if p.annotation is p.empty else p
             for p, text in zip(params, comment, strict=True)
         ]
-    return params
+    bare = [p.name for p in params if p.annotation is p.empty]
+    documented = documented_types(type(module), "forward", bare) if bare else {}
+    return [p.replace(annotation=documented[p.name]) if p.name in documented else p for p in params]
 
 
 def _type_comment(func: Any) -> list[str] | None:
@@ -415,7 +418,10 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
         return None
     if _BATCH_NAMES.match(low) and annotation in (int, "int", MISSING_ANN):
         return shape[0]
-    if low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w")):
+    tensor = annotation is torch.Tensor or annotation in ("Tensor", "torch.Tensor")
+    if not tensor and (
+        low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w"))
+    ):
         return shape[-2] if len(shape) == 4 else math.isqrt(shape[1] if len(shape) > 2 else 16)
     if re.search(r"thw|t_h_w", low):  # video: (T, H, W) beside tokens or a 5-D clip
         if len(shape) == 5:

@@ -224,6 +224,21 @@ def _embedding_dim(m: re.Match[str], t: _Tried) -> object:
     return [*t.shape[:-1], want] if t.shape[-1] == got else NO_MATCH
 
 
+@_rule(
+    r"Target size \(.*\) must be the same as input size"
+    r"|(size|shape)s? of \w+ and \w+ (must|should) (be equal|match)"
+    r"|must (be|have) the same (size|shape)"
+)
+def _same_shape(m: re.Match[str], t: _Tried) -> object:
+    """A loss that compares its prediction with a target of the same shape: every other
+    tensor of another shape as a float tensor shaped like the first."""
+    same = [
+        tensor_spec(list(t.shape)) if _is_tensor_spec(a) and a["shape"] != t.shape else a
+        for a in t.args[1:]
+    ]
+    return _Args([t.spec, *same]) if same != t.args[1:] else NO_MATCH
+
+
 @_rule(r"^AssertionError")
 def _assertion(m: re.Match[str], t: _Tried) -> object:
     if not (len(t.args) > 1 and isinstance(t.args[1], dict)):
@@ -392,6 +407,10 @@ def several_channels(message: str, args: list[Any], want: int, got: int) -> list
 def _channel_numbers(message: str) -> tuple[int, int]:
     m = re.search(r"to have (\d+) channels, but got (\d+) channels", message)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _is_tensor_spec(value: Any) -> bool:
+    return isinstance(value, dict) and "shape" in value and "dtype" in value
 
 
 def _is_image_spec(value: Any) -> bool:
