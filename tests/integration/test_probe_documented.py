@@ -166,3 +166,42 @@ def test_the_documented_type_stands_in_for_a_missing_annotation() -> None:
     assert params[0].annotation == "list[torch.Tensor]"
     args, _ = next(iter(input_candidates(_Pyramid(), P, {})))
     assert isinstance(args[0], list)
+
+
+class _Integral(nn.Module):
+    def __init__(self, bins: int = 16) -> None:
+        super().__init__()
+        self.bins = bins
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Decode distributions of shape (B, 4 * bins, A) into distances (B, 4, A)."""
+        b, _, a = x.shape
+        return x.view(b, 4, self.bins, a).softmax(2).sum(2)
+
+
+def test_one_argument_takes_the_shape_its_summary_gives() -> None:
+    block = _Integral()
+    specs = documented_inputs(block, forward_params(block), P)
+    assert specs == {"x": {"shape": [2, 64, 16], "dtype": "float32"}}
+
+
+class _Guided(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(8, 8, 1)
+        self.gl = nn.Linear(12, 8)
+
+    def forward(self, x: torch.Tensor, guide: torch.Tensor) -> torch.Tensor:
+        bs = x.shape[0]
+        guide = self.gl(guide)
+        guide = guide.view(bs, guide.shape[1], 8)
+        return self.proj(x).flatten(2).transpose(1, 2) @ guide.transpose(1, 2)
+
+
+def test_an_argument_takes_the_shape_of_the_first_layer_it_meets() -> None:
+    args, _ = next(iter(input_candidates(_Guided(), P, {})))
+    assert args[0]["shape"][1] == 8  # the first one: as before
+    assert args[1]["shape"] == [2, P.seq, 12]  # tokens of the Linear's 12 features
+    plain = nn.Sequential(nn.Conv2d(3, 8, 1))  # nothing after the first: no such candidate
+    args, _ = next(iter(input_candidates(plain, P, {})))
+    assert [a["shape"] for a in args] == [[2, 3, P.img, P.img]]

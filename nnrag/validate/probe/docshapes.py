@@ -170,11 +170,19 @@ class Sizes:
 def documented_inputs(
     module: nn.Module, params: list[inspect.Parameter], profile: Profile
 ) -> dict[str, dict[str, Any]]:
-    """Tensor specs for the ``forward`` arguments whose docstring entry gives a shape
-    (labels and indices as small integers, masks as all-true booleans)."""
+    """Tensor specs for the ``forward`` arguments whose docstring entry gives a shape (or,
+    for a ``forward`` of one argument and no entries, the first shape its summary gives);
+    labels and indices as small integers, masks as all-true booleans."""
     names = [p.name for p in params]
     entries = documented_entries(type(module), "forward", names)
     texts = {name: shape_text(text) for name, (_, text) in entries.items()}
+    required = [
+        p.name
+        for p in params
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if len(required) == 1 and not entries:  # "Decode x of shape (B, 4 * c1, A) into ..."
+        texts[required[0]] = shape_text(_summary(type(module), "forward"))
     sizes = Sizes(module, profile)
     specs: dict[str, dict[str, Any]] = {}
     for name, dims in texts.items():
@@ -188,6 +196,12 @@ def documented_inputs(
         if isinstance(other, str) and other in specs and name not in specs:
             specs[name] = _spec(name, list(specs[other]["shape"]))
     return specs
+
+
+def _summary(owner: type, method: str) -> str:
+    """The first paragraph of the method's docstring (its own or the overridden one's)."""
+    doc = inspect.getdoc(getattr(owner, method, None)) or ""
+    return doc.split("\n\n", 1)[0]
 
 
 def _spec(name: str, shape: list[int]) -> dict[str, Any]:

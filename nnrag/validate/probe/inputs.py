@@ -16,6 +16,7 @@ from nnrag.plugins import builtin_child_manager
 from nnrag.validate.probe.docshapes import documented_inputs, documented_types, first_documented
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
+from nnrag.validate.probe.meets import met_inputs
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
@@ -221,12 +222,30 @@ def input_candidates(
             if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
                 keys[p.name] = named
     scope = getattr(module.forward, "__globals__", {})
-    documented = documented_inputs(module, params, profile)
-    if documented:  # the shapes forward's docstring gives its arguments, first
+    documented = given_inputs(module, params, profile)
+    if documented:  # the shapes forward's docstring and layers give its arguments, first
         primary = first_documented(params, documented) or specs[0]
         yield fill_inputs(params, primary, profile, keys, scope, documented=documented)
     for primary in specs:
         yield fill_inputs(params, primary, profile, keys, scope)
+
+
+def given_inputs(
+    module: nn.Module, params: list[inspect.Parameter], profile: Profile
+) -> dict[str, dict[str, Any]]:
+    """Specs by argument name from ``forward``'s docstring (:func:`documented_inputs`) and,
+    for the arguments after the first, from the first layer each meets (:func:`met_inputs`);
+    empty unless one of them is about an argument after the first (the first one's
+    candidates are :func:`primary_specs`)."""
+    documented = documented_inputs(module, params, profile)
+    required = [
+        p.name
+        for p in params
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    met = {k: v for k, v in met_inputs(module, params, profile).items() if k in required[1:]}
+    given = {**met, **documented}
+    return given if set(given) & set(required[1:]) or documented else {}
 
 
 def fill_inputs(
