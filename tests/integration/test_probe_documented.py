@@ -118,6 +118,13 @@ def test_maps_resized_and_joined_become_a_pyramid() -> None:
     assert fixed is not None
     assert [a["shape"] for a in fixed[0]] == [[2, 8, 16, 16], [2, 4, 8, 8], [2, 4, 4, 4]]
     assert fixed[1]["shape"] == [2, 3, 16, 16]  # not a map of the list
+    added = (
+        "RuntimeError: The size of tensor a (16) must match the size of tensor b (32) at "
+        "non-singleton dimension 3"
+    )
+    fixed = repair(added, [maps], P)
+    assert fixed is not None
+    assert [a["shape"][-1] for a in fixed[0]] == [16, 8, 4]
 
 
 class _Thresholded(nn.Module):

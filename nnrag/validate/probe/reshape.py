@@ -111,21 +111,26 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
 
 _RESIZED = re.compile(
     r"Sizes of tensors must match except in dimension 1\. Expected size (\d+) but got size (\d+)"
+    r"|size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+    r" at non-singleton dimension [23]\b"
 )
+"""A map resized by a factor met the one before it: joined (``torch.cat``) or added."""
 
 
 def pyramid(message: str, items: list[Any]) -> list[Any] | None:
     """A list of equal feature maps that forward resized by a factor and then joined with
-    the one before (an FPN): the maps as a pyramid, side ``s / factor ** i`` for map ``i``."""
+    or added to the one before (an FPN, highest resolution first): the maps as a pyramid,
+    side ``s / factor ** i`` for map ``i``."""
     m = _RESIZED.search(message)
     if m is None or not all(_is_image_spec(a) for a in items) or len(items) < 2:
         return None
-    want, got = int(m.group(1)), int(m.group(2))
+    sizes = [int(g) for g in m.groups() if g is not None]
+    small, large = min(sizes), max(sizes)
     side = items[0]["shape"][-1]
-    if side not in (want, got) or {a["shape"][-1] for a in items} != {side}:
+    if side != small or small == large or {a["shape"][-1] for a in items} != {side}:
         return None
-    sides = [side * want**i // got**i for i in range(len(items))]
-    if any(s < 1 or s > 4 * side for s in sides):
+    sides = [side * small**i // large**i for i in range(len(items))]
+    if any(s < 1 for s in sides):
         return None
     return [dict(a, shape=[*a["shape"][:-2], s, s]) for a, s in zip(items, sides, strict=True)]
 
