@@ -75,12 +75,12 @@ def float_targets(args: list[Any]) -> list[Any] | None:
     return None if changed == args[1:] else [args[0], *changed]
 
 
-def binary_targets(args: list[Any]) -> list[Any] | None:
-    """The inputs with every float tensor after the first as 0/1 values (multi-hot targets,
-    where a loss's ``log(1 - p)`` or ``pow(1 - pt, gamma)`` of any other value is not finite);
-    ``None`` when there is none."""
+def binary_targets(args: list[Any], dtype: str = "int64") -> list[Any] | None:
+    """The inputs with every float tensor after the first as 0/1 values of ``dtype``
+    (multi-hot targets, where a loss's ``log(1 - p)`` or ``pow(1 - pt, gamma)`` of any other
+    value is not finite; floats for a loss on logits); ``None`` when there is none."""
     changed = [
-        {"shape": list(a["shape"]), "dtype": "int64", "high": 2}
+        {"shape": list(a["shape"]), "dtype": dtype, "high": 2}
         if isinstance(a, dict) and a.get("dtype") == "float32" and "shape" in a
         else a
         for a in args[1:]

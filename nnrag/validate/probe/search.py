@@ -391,9 +391,11 @@ class Search:
                     runner.input_seed = runner.seed + 1  # once, with other input values
                     tried.remove(key)
                     queue.insert(0, (args, kwargs, True))
-                    binary = binary_targets(args)  # then with 0/1 targets beside the first
-                    if binary is not None:
-                        queue.insert(1, (binary, kwargs, True))
+                    # then with 0/1 targets beside the first: integers, then floats
+                    for at, dtype in ((1, "int64"), (2, "float32")):
+                        binary = binary_targets(args, dtype)
+                        if binary is not None:
+                            queue.insert(at, (binary, kwargs, True))
                 continue
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
