@@ -212,3 +212,30 @@ def test_an_argument_takes_the_shape_of_the_first_layer_it_meets() -> None:
     plain = nn.Sequential(nn.Conv2d(3, 8, 1))  # nothing after the first: no such candidate
     args, _ = next(iter(input_candidates(plain, P, {})))
     assert [a["shape"] for a in args] == [[2, 3, P.img, P.img]]
+
+
+LEVELS = """
+import torch
+from torch import nn
+
+
+class Levels(nn.Module):
+    def __init__(self, levels: int = 3):
+        super().__init__()
+        self.levels = levels
+        self.proj = nn.Conv2d(8, 8, 1)
+
+    def forward(self, feats: list[torch.Tensor], text: torch.Tensor):
+        assert len(feats) == self.levels
+        return sum(self.proj(f).mean() for f in feats) + text.mean()
+"""
+
+
+def test_a_list_takes_the_length_forward_asserts(tmp_path: Path) -> None:
+    path = tmp_path / "levels.py"
+    path.write_text(LEVELS)
+    sent: list[dict[str, Any]] = []
+    Runner({"path": str(path), "class_name": "Levels"}, sent.append, []).run()
+    result = sent[-1]
+    assert result["failed_stage"] is None, result["message"]
+    assert len(result["recipe"]["inputs"][0]) == 3  # the block's own ``levels``

@@ -16,7 +16,8 @@ from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
-from nnrag.validate.probe.inputs import input_candidates, optional_inputs
+from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
+from nnrag.validate.probe.lengths import asserted_length
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
     OutputError,
@@ -381,6 +382,8 @@ class Search:
                     if runner.replay is None and plain_convolutions(ctor, self.cls, [message]):
                         return "next", messages  # the constructor, not the inputs (widen)
                     fixes = input_repairs(message, block, args, kwargs, profile)
+                    longer = asserted_length(error, block, forward_params(block), args, kwargs)
+                    fixes = [longer, *fixes] if longer is not None else fixes
                     queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
             self.record_output(runner, args, kwargs, out)
