@@ -239,3 +239,33 @@ def test_a_list_takes_the_length_forward_asserts(tmp_path: Path) -> None:
     result = sent[-1]
     assert result["failed_stage"] is None, result["message"]
     assert len(result["recipe"]["inputs"][0]) == 3  # the block's own ``levels``
+
+
+SCORING = """
+import torch
+from torch import nn
+
+
+class Scoring(nn.Module):
+    def __init__(self, d_model: int = 8):
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, hs, prompt, prompt_mask, memory=None):
+        assert hs.dim() == 4 and prompt.dim() == 3 and prompt_mask.dim() == 2
+        assert memory is not None
+        scores = self.proj(hs).flatten(1, 2) @ prompt.transpose(1, 2)
+        return scores.sum() + prompt_mask.sum() + memory.sum()
+"""
+
+
+def test_ranks_and_values_a_failing_assert_names(tmp_path: Path) -> None:
+    path = tmp_path / "scoring.py"
+    path.write_text(SCORING)
+    sent: list[dict[str, Any]] = []
+    Runner({"path": str(path), "class_name": "Scoring"}, sent.append, []).run()
+    result = sent[-1]
+    assert result["failed_stage"] is None, result["message"]
+    recipe = result["recipe"]
+    assert [len(a["shape"]) for a in recipe["inputs"][:3]] == [4, 3, 2]
+    assert len(recipe["inputs"]) == 4  # ``memory`` given: the assertion names it

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from torch import nn
 
 from nnrag.validate.probe.args import Synth
+from nnrag.validate.probe.asserts import asserted_inputs
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
-from nnrag.validate.probe.lengths import asserted_length
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
     OutputError,
@@ -37,6 +37,7 @@ from nnrag.validate.probe.repair import (
     name_repairs,
     scale_sizes,
 )
+from nnrag.validate.probe.repair_names import failing_line
 from nnrag.validate.probe.reshape import binary_targets, repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
@@ -381,9 +382,11 @@ class Search:
                     message = f"{type(error).__name__}: {error}"
                     if runner.replay is None and plain_convolutions(ctor, self.cls, [message]):
                         return "next", messages  # the constructor, not the inputs (widen)
+                    if isinstance(error, AssertionError) and not str(error):  # its line
+                        message += failing_line(error).strip()  # ``assert memory is not None``
                     fixes = input_repairs(message, block, args, kwargs, profile)
-                    longer = asserted_length(error, block, forward_params(block), args, kwargs)
-                    fixes = [longer, *fixes] if longer is not None else fixes
+                    asserted = asserted_inputs(error, block, forward_params(block), args, kwargs)
+                    fixes = [asserted, *fixes] if asserted is not None else fixes
                     queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
             self.record_output(runner, args, kwargs, out)
