@@ -254,6 +254,7 @@ class Scoring(nn.Module):
     def forward(self, hs, prompt, prompt_mask, memory=None):
         assert hs.dim() == 4 and prompt.dim() == 3 and prompt_mask.dim() == 2
         assert memory is not None
+        assert memory.size(0) == 1, "one memory for the batch"
         scores = self.proj(hs).flatten(1, 2) @ prompt.transpose(1, 2)
         return scores.sum() + prompt_mask.sum() + memory.sum()
 """
@@ -269,3 +270,4 @@ def test_ranks_and_values_a_failing_assert_names(tmp_path: Path) -> None:
     recipe = result["recipe"]
     assert [len(a["shape"]) for a in recipe["inputs"][:3]] == [4, 3, 2]
     assert len(recipe["inputs"]) == 4  # ``memory`` given: the assertion names it
+    assert recipe["inputs"][3]["shape"][0] == 1

@@ -1,7 +1,8 @@
 """Sandbox child: inputs as the failing ``assert`` of forward wants them.
 
 ``assert len(x) == self.nf``: the list ``x`` gets ``self.nf`` items; ``assert hs.dim() == 4
-and prompt.dim() == 3``: each named tensor gets that rank.
+and prompt.dim() == 3``: each named tensor gets that rank; ``assert pe.size(0) == 1``: that
+dimension gets that size.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ _RANK = re.compile(
     r"(\w+)\.dim\(\)\s*==\s*(\d)|(\w+)\.ndim\s*==\s*(\d)|len\((\w+)\.shape\)\s*==\s*(\d)"
 )
 """``x.dim() == n``, ``x.ndim == n``, ``len(x.shape) == n``."""
+_DIM = re.compile(rf"(\w+)\.(?:size\((-?\d)\)|shape\[(-?\d)\])\s*==\s*{_SIZE}")
+"""``x.size(0) == 1``, ``x.shape[-1] == self.dim``."""
 
 
 def asserted_inputs(
@@ -52,6 +55,12 @@ def asserted_inputs(
     for m in _RANK.finditer(line):
         name, rank = next((m.group(i), int(m.group(i + 1))) for i in (1, 3, 5) if m.group(i))
         changes[name] = lambda v, r=rank: _ranked(v, r)
+    for m in _DIM.finditer(line):
+        size = m.group(4)
+        value = int(size) if size.isdigit() else getattr(block, size.removeprefix("self."), None)
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 4096:
+            dim = int(m.group(2) or m.group(3))
+            changes.setdefault(m.group(1), lambda v, d=dim, n=value: _sized(v, d, n))
     return _apply(changes, params, args, kwargs)
 
 
@@ -61,11 +70,7 @@ def _apply(
     args: list[Any],
     kwargs: dict[str, Any],
 ) -> tuple[list[Any], dict[str, Any]] | None:
-    positional = [
-        p.name
-        for p in params
-        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     new_args, new_kwargs = list(args), dict(kwargs)
     for name, change in changes.items():
         if name in kwargs:
@@ -83,6 +88,14 @@ def _resized(value: Any, count: int) -> Any:
     return [dict(v) if isinstance(v, dict) else v for v in value[:count]] + [
         dict(last) if isinstance(last, dict) else last
     ] * max(0, count - len(value))
+
+
+def _sized(value: Any, dim: int, size: int) -> Any:
+    shape = list(value["shape"]) if isinstance(value, dict) and "shape" in value else []
+    if not -len(shape) <= dim < len(shape):
+        return value
+    shape[dim] = size
+    return dict(value, shape=shape)
 
 
 def _ranked(value: Any, rank: int) -> Any:
