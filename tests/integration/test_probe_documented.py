@@ -271,3 +271,26 @@ def test_ranks_and_values_a_failing_assert_names(tmp_path: Path) -> None:
     assert [len(a["shape"]) for a in recipe["inputs"][:3]] == [4, 3, 2]
     assert len(recipe["inputs"]) == 4  # ``memory`` given: the assertion names it
     assert recipe["inputs"][3]["shape"][0] == 1
+
+
+DICE = """
+import torch
+from torch import nn
+
+
+class Dice(nn.Module):
+    def forward(self, pred, target):
+        assert pred.size() == target.size(), "shapes differ"
+        return (pred.sigmoid() * target).sum(dim=(2, 3)).mean()
+"""
+
+
+def test_a_tensor_asserted_to_have_anothers_shape_takes_it(tmp_path: Path) -> None:
+    path = tmp_path / "dice.py"
+    path.write_text(DICE)
+    sent: list[dict[str, Any]] = []
+    Runner({"path": str(path), "class_name": "Dice"}, sent.append, []).run()
+    result = sent[-1]
+    assert result["failed_stage"] is None, result["message"]
+    pred, target = result["recipe"]["inputs"]
+    assert target["shape"] == pred["shape"]

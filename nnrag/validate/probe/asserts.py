@@ -2,7 +2,8 @@
 
 ``assert len(x) == self.nf``: the list ``x`` gets ``self.nf`` items; ``assert hs.dim() == 4
 and prompt.dim() == 3``: each named tensor gets that rank; ``assert pe.size(0) == 1``: that
-dimension gets that size.
+dimension gets that size; ``assert pred.size() == target.size()``: ``target`` gets the shape
+of ``pred``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ _RANK = re.compile(
 """``x.dim() == n``, ``x.ndim == n``, ``len(x.shape) == n``."""
 _DIM = re.compile(rf"(\w+)\.(?:size\((-?\d)\)|shape\[(-?\d)\])\s*==\s*{_SIZE}")
 """``x.size(0) == 1``, ``x.shape[-1] == self.dim``."""
+_SAME = re.compile(r"(\w+)\.(?:size\(\)|shape)\s*==\s*(\w+)\.(?:size\(\)|shape)(?![\w\[(])")
+"""``pred.size() == target.size()``, ``a.shape == b.shape``."""
 
 
 def asserted_inputs(
@@ -61,7 +64,19 @@ def asserted_inputs(
         if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 4096:
             dim = int(m.group(2) or m.group(3))
             changes.setdefault(m.group(1), lambda v, d=dim, n=value: _sized(v, d, n))
+    found = dict(_given(params, args, kwargs))
+    for m in _SAME.finditer(line):
+        model = found.get(m.group(1))
+        if isinstance(model, dict) and "shape" in model:
+            changes.setdefault(m.group(2), lambda v, s=list(model["shape"]): _shaped(v, s))
     return _apply(changes, params, args, kwargs)
+
+
+def _given(
+    params: list[inspect.Parameter], args: list[Any], kwargs: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [*zip(positional, args, strict=False), *kwargs.items()]
 
 
 def _apply(
@@ -96,6 +111,12 @@ def _sized(value: Any, dim: int, size: int) -> Any:
         return value
     shape[dim] = size
     return dict(value, shape=shape)
+
+
+def _shaped(value: Any, shape: list[int]) -> Any:
+    if not (isinstance(value, dict) and "shape" in value):
+        return value
+    return {k: v for k, v in value.items() if k != "data"} | {"shape": list(shape)}
 
 
 def _ranked(value: Any, rank: int) -> Any:
