@@ -273,6 +273,30 @@ def test_non_finite_losses_are_retried_with_binary_targets(tmp_path: Path) -> No
     assert replayed["recipe"]["output_digest"] == result["recipe"]["output_digest"]
 
 
+LOGITS_FOCAL = """
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class LogitsFocal(nn.Module):
+    def forward(self, pred, label):
+        loss = F.binary_cross_entropy_with_logits(pred, label, reduction="none")
+        p = pred.sigmoid()
+        pt = label * p + (1 - label) * (1 - p)
+        return (loss * (1.0 - pt) ** 1.5).mean()
+"""
+
+
+def test_a_loss_on_logits_is_retried_with_float_binary_targets(tmp_path: Path) -> None:
+    result = run(tmp_path, LOGITS_FOCAL, "LogitsFocal")
+    assert result["failed_stage"] is None, result["message"]
+    pred, label = result["recipe"]["inputs"]
+    assert label == {"shape": pred["shape"], "dtype": "float32", "high": 2}
+    replayed = run(tmp_path, LOGITS_FOCAL, "LogitsFocal", replay=result["recipe"])
+    assert replayed["recipe"]["output_digest"] == result["recipe"]["output_digest"]
+
+
 HEADS = """
 import torch
 from torch import nn

@@ -13,9 +13,11 @@ import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager
+from nnrag.validate.probe.docshapes import documented_inputs, documented_types, first_documented
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
-from nnrag.validate.probe.profiles import MISSING, Profile, int_for
+from nnrag.validate.probe.meets import met_inputs
+from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.structured import dict_keys
@@ -149,7 +151,8 @@ _SHAPED = (
 
 
 def forward_params(module: nn.Module) -> list[inspect.Parameter]:
-    """``forward``'s parameters; a ``# type: (...) -> ...`` comment stands in for annotations."""
+    """``forward``'s parameters; a ``# type: (...) -> ...`` comment, else the types its
+    docstring documents (``x (list[torch.Tensor]): ...``), stand in for annotations."""
     sig = signature_of(module.forward)
     params = list(sig.parameters.values()) if sig else []
     comment = _type_comment(module.forward)
@@ -158,7 +161,9 @@ def forward_params(module: nn.Module) -> list[inspect.Parameter]:
             p.replace(annotation=text) if p.annotation is p.empty else p
             for p, text in zip(params, comment, strict=True)
         ]
-    return params
+    bare = [p.name for p in params if p.annotation is p.empty]
+    documented = documented_types(type(module), "forward", bare) if bare else {}
+    return [p.replace(annotation=documented[p.name]) if p.name in documented else p for p in params]
 
 
 def _type_comment(func: Any) -> list[str] | None:
@@ -217,8 +222,30 @@ def input_candidates(
             if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
                 keys[p.name] = named
     scope = getattr(module.forward, "__globals__", {})
+    documented = given_inputs(module, params, profile)
+    if documented:  # the shapes forward's docstring and layers give its arguments, first
+        primary = first_documented(params, documented) or specs[0]
+        yield fill_inputs(params, primary, profile, keys, scope, documented=documented)
     for primary in specs:
         yield fill_inputs(params, primary, profile, keys, scope)
+
+
+def given_inputs(
+    module: nn.Module, params: list[inspect.Parameter], profile: Profile
+) -> dict[str, dict[str, Any]]:
+    """Specs by argument name from ``forward``'s docstring (:func:`documented_inputs`) and,
+    for the arguments after the first, from the first layer each meets (:func:`met_inputs`);
+    empty unless one of them is about an argument after the first (the first one's
+    candidates are :func:`primary_specs`)."""
+    documented = documented_inputs(module, params, profile)
+    required = [
+        p.name
+        for p in params
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    met = {k: v for k, v in met_inputs(module, params, profile).items() if k in required[1:]}
+    given = {**met, **documented}
+    return given if set(given) & set(required[1:]) or documented else {}
 
 
 def fill_inputs(
@@ -227,7 +254,11 @@ def fill_inputs(
     profile: Profile,
     keys: Mapping[str, list[str]] | None = None,
     scope: Mapping[str, Any] | None = None,
+    *,
+    documented: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
+    """Values for ``forward``'s required arguments: ``primary`` the first, the others by
+    name and annotation beside it (``documented``: specs that take precedence, by name)."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     first, sizes = True, False
@@ -255,6 +286,14 @@ def fill_inputs(
                 args.append(ints)
             continue
         named = (keys or {}).get(p.name, [])
+        if documented and p.name in documented:
+            given = container(dict(documented[p.name]), p.annotation, named)
+            first = False
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = given
+            else:
+                args.append(given)
+            continue
         sizes = sizes or (first and _BATCH_NAMES.match(p.name.lower()) is not None)
         scalar = sizes and p.annotation in (int, "int", MISSING_ANN)  # forward(B, H, W)
         if first and not (scalar and _SCALAR_NAMES.match(p.name.lower())):
@@ -398,7 +437,10 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
         return None
     if _BATCH_NAMES.match(low) and annotation in (int, "int", MISSING_ANN):
         return shape[0]
-    if low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w")):
+    tensor = annotation is torch.Tensor or annotation in ("Tensor", "torch.Tensor")
+    if not tensor and (
+        low in {"h", "w", "height", "width", "hh", "ww"} or low.endswith(("_h", "_w"))
+    ):
         return shape[-2] if len(shape) == 4 else math.isqrt(shape[1] if len(shape) > 2 else 16)
     if re.search(r"thw|t_h_w", low):  # video: (T, H, W) beside tokens or a 5-D clip
         if len(shape) == 5:
@@ -419,6 +461,8 @@ def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) ->
         return 1 if value is MISSING else value
     if annotation in (bool, "bool"):
         return False
+    if annotation in (float, "float"):  # a threshold or a scale, not a tensor
+        return float_for(name)
     text = annotation if isinstance(annotation, str) else repr(annotation)
     if re.search(r"(List|list|Sequence|Tuple|tuple)\[str\b", text):
         return ["0", "1"]  # names beside a list of two tensors

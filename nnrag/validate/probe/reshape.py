@@ -75,12 +75,12 @@ def float_targets(args: list[Any]) -> list[Any] | None:
     return None if changed == args[1:] else [args[0], *changed]
 
 
-def binary_targets(args: list[Any]) -> list[Any] | None:
-    """The inputs with every float tensor after the first as 0/1 values (multi-hot targets,
-    where a loss's ``log(1 - p)`` or ``pow(1 - pt, gamma)`` of any other value is not finite);
-    ``None`` when there is none."""
+def binary_targets(args: list[Any], dtype: str = "int64") -> list[Any] | None:
+    """The inputs with every float tensor after the first as 0/1 values of ``dtype``
+    (multi-hot targets, where a loss's ``log(1 - p)`` or ``pow(1 - pt, gamma)`` of any other
+    value is not finite; floats for a loss on logits); ``None`` when there is none."""
     changed = [
-        {"shape": list(a["shape"]), "dtype": "int64", "high": 2}
+        {"shape": list(a["shape"]), "dtype": dtype, "high": 2}
         if isinstance(a, dict) and a.get("dtype") == "float32" and "shape" in a
         else a
         for a in args[1:]
@@ -93,6 +93,9 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
     said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""
     if _LIST_NOT_TENSOR.search(message):
         return [args[0][0], *args[1:]]
+    levels = pyramid(message, args[0])
+    if levels is not None:
+        return [levels, *args[1:]]
     want, got = _channel_numbers(message)
     joined = several_channels(message, args[0], want, got) if want else None
     if joined is not None:  # the list was concatenated, or one item met a layer
@@ -104,6 +107,32 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
         [dict(item, **{k: fixed[0][k] for k in ("shape", "dtype")}) for item in args[0]],
         *args[1:],
     ]
+
+
+_RESIZED = re.compile(
+    r"Sizes of tensors must match except in dimension 1\. Expected size (\d+) but got size (\d+)"
+    r"|size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+    r" at non-singleton dimension [23]\b"
+)
+"""A map resized by a factor met the one before it: joined (``torch.cat``) or added."""
+
+
+def pyramid(message: str, items: list[Any]) -> list[Any] | None:
+    """A list of equal feature maps that forward resized by a factor and then joined with
+    or added to the one before (an FPN, highest resolution first): the maps as a pyramid,
+    side ``s / factor ** i`` for map ``i``."""
+    m = _RESIZED.search(message)
+    if m is None or not all(_is_image_spec(a) for a in items) or len(items) < 2:
+        return None
+    sizes = [int(g) for g in m.groups() if g is not None]
+    small, large = min(sizes), max(sizes)
+    side = items[0]["shape"][-1]
+    if side != small or small == large or {a["shape"][-1] for a in items} != {side}:
+        return None
+    sides = [side * small**i // large**i for i in range(len(items))]
+    if any(s < 1 for s in sides):
+        return None
+    return [dict(a, shape=[*a["shape"][:-2], s, s]) for a, s in zip(items, sides, strict=True)]
 
 
 _LIST_NOT_TENSOR = re.compile(
@@ -182,6 +211,37 @@ def _expected_tail(m: re.Match[str], t: _Tried) -> object:
 @_rule(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)")
 def _view(m: re.Match[str], t: _Tried) -> object:
     return view_mismatch(t.shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
+
+
+@_rule(r"unbatched (\d)D or batched (\d)D \w+ but received (\d)-D")
+def _batched_rank(m: re.Match[str], t: _Tried) -> object:
+    """``query should be unbatched 2D or batched 3D tensor but received 4-D``: an attention
+    layer's tokens, ``(B, C, H, W)`` as ``(B, H*W, C)``."""
+    if int(m.group(3)) != len(t.shape):
+        return NO_MATCH
+    return reshape_rank(t.shape, int(m.group(2)), t.profile)
+
+
+@_rule(r"expecting embedding dimension of (\d+), but got (\d+)")
+def _embedding_dim(m: re.Match[str], t: _Tried) -> object:
+    """An attention layer's width: the tokens' last dimension."""
+    want, got = int(m.group(1)), int(m.group(2))
+    return [*t.shape[:-1], want] if t.shape[-1] == got else NO_MATCH
+
+
+@_rule(
+    r"Target size \(.*\) must be the same as input size"
+    r"|(size|shape)s? of \w+ and \w+ (must|should) (be equal|match)"
+    r"|must (be|have) the same (size|shape)"
+)
+def _same_shape(m: re.Match[str], t: _Tried) -> object:
+    """A loss that compares its prediction with a target of the same shape: every other
+    tensor of another shape as a float tensor shaped like the first."""
+    same = [
+        tensor_spec(list(t.shape)) if _is_tensor_spec(a) and a["shape"] != t.shape else a
+        for a in t.args[1:]
+    ]
+    return _Args([t.spec, *same]) if same != t.args[1:] else NO_MATCH
 
 
 @_rule(r"^AssertionError")
@@ -352,6 +412,10 @@ def several_channels(message: str, args: list[Any], want: int, got: int) -> list
 def _channel_numbers(message: str) -> tuple[int, int]:
     m = re.search(r"to have (\d+) channels, but got (\d+) channels", message)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _is_tensor_spec(value: Any) -> bool:
+    return isinstance(value, dict) and "shape" in value and "dtype" in value
 
 
 def _is_image_spec(value: Any) -> bool:

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from torch import nn
 
 from nnrag.validate.probe.args import Synth
+from nnrag.validate.probe.asserts import asserted_inputs
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
-from nnrag.validate.probe.inputs import input_candidates, optional_inputs
+from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
     OutputError,
@@ -36,6 +37,7 @@ from nnrag.validate.probe.repair import (
     name_repairs,
     scale_sizes,
 )
+from nnrag.validate.probe.repair_names import failing_line
 from nnrag.validate.probe.reshape import binary_targets, repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
@@ -380,7 +382,11 @@ class Search:
                     message = f"{type(error).__name__}: {error}"
                     if runner.replay is None and plain_convolutions(ctor, self.cls, [message]):
                         return "next", messages  # the constructor, not the inputs (widen)
+                    if isinstance(error, AssertionError) and not str(error):  # its line
+                        message += failing_line(error).strip()  # ``assert memory is not None``
                     fixes = input_repairs(message, block, args, kwargs, profile)
+                    asserted = asserted_inputs(error, block, forward_params(block), args, kwargs)
+                    fixes = [asserted, *fixes] if asserted is not None else fixes
                     queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
             self.record_output(runner, args, kwargs, out)
@@ -391,9 +397,11 @@ class Search:
                     runner.input_seed = runner.seed + 1  # once, with other input values
                     tried.remove(key)
                     queue.insert(0, (args, kwargs, True))
-                    binary = binary_targets(args)  # then with 0/1 targets beside the first
-                    if binary is not None:
-                        queue.insert(1, (binary, kwargs, True))
+                    # then with 0/1 targets beside the first: integers, then floats
+                    for at, dtype in ((1, "int64"), (2, "float32")):
+                        binary = binary_targets(args, dtype)
+                        if binary is not None:
+                            queue.insert(at, (binary, kwargs, True))
                 continue
             self.succeed(block, ctor, args, kwargs)
             return "done", messages

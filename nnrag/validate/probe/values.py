@@ -228,15 +228,18 @@ def seed_cpu(seed: int) -> None:
 
 
 def make_tensor(spec: Mapping[str, Any]) -> torch.Tensor:
-    """A tensor for a spec: by value (``data``), else ``{"shape", "dtype", "high"}`` drawn."""
+    """A tensor for a spec: by value (``data``), else ``{"shape", "dtype", "high"}`` drawn
+    (floats with a ``high``: whole numbers below it, 0/1 targets)."""
     shape = [int(s) for s in spec["shape"]]
     dtype = getattr(torch, str(spec.get("dtype", "float32")))
     if "data" in spec:
         return torch.tensor(spec["data"], dtype=dtype).reshape(shape)
     if dtype == torch.bool:
         return torch.ones(shape, dtype=torch.bool)
-    if dtype.is_floating_point or dtype.is_complex:
+    if (dtype.is_floating_point or dtype.is_complex) and "high" not in spec:
         return torch.randn(shape, dtype=dtype)
+    if dtype.is_floating_point:
+        return torch.randint(0, max(1, int(spec["high"])), shape).to(dtype)
     return torch.randint(0, max(1, int(spec.get("high", 2))), shape, dtype=dtype)
 
 
