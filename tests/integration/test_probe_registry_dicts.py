@@ -72,12 +72,13 @@ class Detector(nn.Module):
 
 
 class Segmentor(nn.Module):
-    def __init__(self, backbone: ConfigType):
+    def __init__(self, backbone: ConfigType, neck: ConfigType):
         super().__init__()
         self.backbone = MODELS.build(backbone)
+        self.neck = MODELS.build(neck)
 
     def forward(self, x):
-        return self.backbone(x)
+        return self.neck(self.backbone(x))
 
 
 class PlainDictDetector(nn.Module):
@@ -107,8 +108,9 @@ def test_parameter_built_by_a_registry_gets_a_type_dict(
 def test_a_registered_class_of_another_kind_is_a_placeholder(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """The file registers no backbone: the neck it does register runs, but as a stand-in,
-    so forward on it is not the block's pass."""
+    """The file registers no backbone: the neck it registers (the kind of the ``neck``
+    parameter beside it) runs as the backbone only as a stand-in, so forward on it is not
+    the block's pass."""
     result = probe(sandbox, tmp_path, BLOCKS, "Segmentor")
     assert not result.passed
     assert (result.failed_stage, result.category) == ("forward", "ctor-args")

@@ -48,6 +48,7 @@ from nnrag.validate.probe.signatures import (
     find_config_class,
     init_signature,
     named_class,
+    signature_of,
     stage_lengths,
     type_hints,
     value_choices,
@@ -440,9 +441,9 @@ class Synth(LeafValues):
         the default the file gives a parameter of this name (``act_cfg=dict(type='GELU')``),
         else ``{"type": ..., **required}`` of the first class of :func:`ranked_classes` (of
         the parameter's kind, smallest first, not ``owner``'s kin) that builds with
-        synthesized arguments. A class of another kind (a ``backbone`` given the only class
-        the file registers, a data preprocessor) stands in: ``name`` is then a placeholder,
-        so a forward that runs on it does not count as the block's."""
+        synthesized arguments. A class of another parameter's kind (a ``backbone`` given
+        the file's one registered class, the ``data_preprocessor``'s kind) only stands in:
+        ``name`` is then a placeholder, so a forward that runs on it is not the block's."""
         tables = named_tables(name, builds)
         defaults = default_dicts(self.module, name, tables)
         if defaults:
@@ -457,7 +458,7 @@ class Synth(LeafValues):
             except Exception:
                 continue
             self.placeholders.extend(inner.placeholders)
-            if words(name) and not kind_score(name, option):
+            if _of_another_kind(name, option, owner):
                 self.placeholders.append(name)
             return {Carried.key: key, **kwargs}
         return MISSING
@@ -536,3 +537,14 @@ class AutoConfig:
 
 _SHAPE_NAMES = re.compile(r"^(shape|sizes?|dims)$")
 """A constructor's ``*shape``: the sizes of a view."""
+
+
+def _of_another_kind(name: str, option: type, owner: Any) -> bool:
+    """``option`` has none of parameter ``name``'s words but those of another parameter of
+    ``owner``'s constructor (a ``BaseDataPreprocessor`` for ``backbone`` beside
+    ``data_preprocessor``): the class that parameter wants, not this one's."""
+    if not words(name) or kind_score(name, option):
+        return False
+    sig = signature_of(owner) if owner is not None else None
+    others = [p for p in (sig.parameters if sig else ()) if p != name]
+    return any(kind_score(other, option) for other in others)
