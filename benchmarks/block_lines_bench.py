@@ -14,24 +14,17 @@ Results: benchmarks/results/block_lines_bench.json (one entry per label, rows in
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import statistics
+import sys
 import time
 from pathlib import Path
-from types import FrameType
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE))
 
-
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum: int, frame: FrameType | None) -> None:
-    raise _Timeout
+from closure_size_bench import _alarm, _Timeout, save_labelled  # noqa: E402 - benchmarks/ is not a package
 
 
 def run(repos: Path, cache: Path, prefix: str, timeout: float) -> list[dict[str, object]]:
@@ -98,13 +91,7 @@ def main() -> None:
         "load_after": os.getloadavg(),
         "rows": rows,
     }
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"{args.out}.json"
-    data = json.loads(out.read_text("utf-8")) if out.is_file() else {}
-    data[args.label] = entry
-    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    write_markdown(data, RESULTS / f"{args.out}.md")
-    print(json.dumps(entry["overall"], indent=1))
+    save_labelled(args.out, args.label, entry, write_markdown)
 
 
 def write_markdown(data: dict[str, dict[str, object]], path: Path) -> None:

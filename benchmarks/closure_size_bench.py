@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -204,12 +205,23 @@ def main() -> None:
         },
         "rows": rows,
     }
+    save_labelled(args.out, args.label, entry, write_markdown)
+
+
+def save_labelled(
+    name: str,
+    label: str,
+    entry: dict[str, object],
+    write_markdown: Callable[[dict[str, dict[str, object]], Path], None],
+) -> None:
+    """Store ``entry`` under ``label`` in results/<name>.json (other labels kept), rewrite
+    results/<name>.md from all of them, and print the entry's overall figures."""
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"{args.out}.json"
+    out = RESULTS / f"{name}.json"
     data = json.loads(out.read_text("utf-8")) if out.is_file() else {}
-    data[args.label] = entry
+    data[label] = entry
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    write_markdown(data, RESULTS / f"{args.out}.md")
+    write_markdown(data, RESULTS / f"{name}.md")
     print(json.dumps(entry["overall"], indent=1))
 
 

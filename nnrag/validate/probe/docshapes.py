@@ -90,12 +90,13 @@ def shape_text(text: str) -> list[str] | str | None:
     if crossed is not None and (m is None or crossed.start() < m.start()):
         return [d.strip() for d in re.split(r"\s+x\s+|\u00d7", crossed.group(1))]
     if m is not None:
-        return _split_top(m.group(1))
+        return split_top(m.group(1))
     same = _SAME_AS.search(text)
     return same.group(1) if same is not None else None
 
 
-def _split_top(text: str) -> list[str]:
+def split_top(text: str) -> list[str]:
+    """The non-empty comma-separated parts of ``text`` outside brackets (``B, (H, W), C``)."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         depth += 1 if ch in "([" else -1 if ch in ")]" else 0

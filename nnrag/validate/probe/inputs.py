@@ -13,7 +13,12 @@ import torch
 from torch import nn
 
 from nnrag.plugins import builtin_child_manager
-from nnrag.validate.probe.docshapes import documented_inputs, documented_types, first_documented
+from nnrag.validate.probe.docshapes import (
+    documented_inputs,
+    documented_types,
+    first_documented,
+    split_top,
+)
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
 from nnrag.validate.probe.meets import met_inputs
@@ -174,19 +179,8 @@ def _type_comment(func: Any) -> list[str] | None:
         return None
     for line in lines[:12]:
         if m := re.match(r"\s*# type: \((.*)\) ->", line):
-            return _split_top(m.group(1)) if m.group(1).strip() else []
+            return split_top(m.group(1))
     return None
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += 1 if ch in "[(" else -1 if ch in "])" else 0
-        if ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return parts
 
 
 def input_candidates(
