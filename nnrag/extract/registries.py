@@ -28,6 +28,7 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from nnrag.extract.syntax import type_strings
 from nnrag.extract.tables import compared_only
 from nnrag.index.symbols import Symbols, symbols_for
 from nnrag.model import ModuleInfo, Registration, Unit
@@ -42,7 +43,6 @@ __all__ = [
     "Family",
     "RegistryIndex",
     "registries_for",
-    "type_strings",
 ]
 
 _REGISTERING = "register"
@@ -581,25 +581,3 @@ def _head(text: str) -> ast.Module | None:
             except SyntaxError:
                 return None
     return None
-
-
-def type_strings(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """``type`` entries of config dicts: ``dict(type='BN')``, ``{'type': 'BN'}`` (line
-    relative to ``tree``)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            for keyword in node.keywords:
-                if keyword.arg == "type" and _is_text(keyword.value):
-                    yield keyword.value.value, keyword.value.lineno  # type: ignore[attr-defined]  # _is_text checked it
-        elif isinstance(node, ast.Dict):
-            for dict_key, value in zip(node.keys, node.values, strict=True):
-                if (
-                    isinstance(dict_key, ast.Constant)
-                    and dict_key.value == "type"
-                    and _is_text(value)
-                ):
-                    yield value.value, value.lineno  # type: ignore[attr-defined]  # _is_text checked it
-
-
-def _is_text(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(node.value)

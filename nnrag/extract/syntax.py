@@ -19,6 +19,7 @@ __all__ = [
     "patched_attributes",
     "push_children",
     "reads_namespace",
+    "type_strings",
     "type_tests",
     "writes",
 ]
@@ -304,3 +305,25 @@ def push_children(node: ast.AST, stack: list[ast.AST]) -> None:
             stack.extend(item for item in value if isinstance(item, ast.AST))
         elif isinstance(value, ast.AST):
             stack.append(value)
+
+
+def type_strings(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """``type`` entries of config dicts: ``dict(type='BN')``, ``{'type': 'BN'}`` (line
+    relative to ``tree``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == "type" and _is_text(keyword.value):
+                    yield keyword.value.value, keyword.value.lineno  # type: ignore[attr-defined]  # _is_text checked it
+        elif isinstance(node, ast.Dict):
+            for dict_key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(dict_key, ast.Constant)
+                    and dict_key.value == "type"
+                    and _is_text(value)
+                ):
+                    yield value.value, value.lineno  # type: ignore[attr-defined]  # _is_text checked it
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(node.value)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from nnrag.extract.needs import scanner_for
-from nnrag.extract.registries import RegistryIndex, registries_for, type_strings
+from nnrag.extract.registries import RegistryIndex, registries_for
 from nnrag.extract.resolve import resolve
+from nnrag.extract.syntax import type_strings
 from nnrag.index.build import Index, index_tree
 from nnrag.index.discover import discover_blocks
 
