@@ -58,12 +58,18 @@ class Assigner(Base):
 '''
 
 
-def test_documented_shapes_give_the_inputs(tmp_path: Path) -> None:
-    path = tmp_path / "assigner.py"
-    path.write_text(ASSIGNER)
+def run_in_child(tmp_path: Path, code: str, name: str) -> dict[str, Any]:
+    """The sandbox child's probe run in this process, on ``code`` written to a file: the
+    last message it sends (the block's result)."""
+    path = tmp_path / f"{name.lower()}.py"
+    path.write_text(code)
     sent: list[dict[str, Any]] = []
-    Runner({"path": str(path), "class_name": "Assigner"}, sent.append, []).run()
-    result = sent[-1]
+    Runner({"path": str(path), "class_name": name}, sent.append, []).run()
+    return sent[-1]
+
+
+def test_documented_shapes_give_the_inputs(tmp_path: Path) -> None:
+    result = run_in_child(tmp_path, ASSIGNER, "Assigner")
     assert result["failed_stage"] is None, result["message"]
     inputs = result["recipe"]["inputs"]
     # the docstring of the method it overrides: literal sizes kept, symbols shared, the
@@ -232,11 +238,7 @@ class Levels(nn.Module):
 
 
 def test_a_list_takes_the_length_forward_asserts(tmp_path: Path) -> None:
-    path = tmp_path / "levels.py"
-    path.write_text(LEVELS)
-    sent: list[dict[str, Any]] = []
-    Runner({"path": str(path), "class_name": "Levels"}, sent.append, []).run()
-    result = sent[-1]
+    result = run_in_child(tmp_path, LEVELS, "Levels")
     assert result["failed_stage"] is None, result["message"]
     assert len(result["recipe"]["inputs"][0]) == 3  # the block's own ``levels``
 
@@ -261,11 +263,7 @@ class Scoring(nn.Module):
 
 
 def test_ranks_and_values_a_failing_assert_names(tmp_path: Path) -> None:
-    path = tmp_path / "scoring.py"
-    path.write_text(SCORING)
-    sent: list[dict[str, Any]] = []
-    Runner({"path": str(path), "class_name": "Scoring"}, sent.append, []).run()
-    result = sent[-1]
+    result = run_in_child(tmp_path, SCORING, "Scoring")
     assert result["failed_stage"] is None, result["message"]
     recipe = result["recipe"]
     assert [len(a["shape"]) for a in recipe["inputs"][:3]] == [4, 3, 2]
@@ -286,11 +284,7 @@ class Dice(nn.Module):
 
 
 def test_a_tensor_asserted_to_have_anothers_shape_takes_it(tmp_path: Path) -> None:
-    path = tmp_path / "dice.py"
-    path.write_text(DICE)
-    sent: list[dict[str, Any]] = []
-    Runner({"path": str(path), "class_name": "Dice"}, sent.append, []).run()
-    result = sent[-1]
+    result = run_in_child(tmp_path, DICE, "Dice")
     assert result["failed_stage"] is None, result["message"]
     pred, target = result["recipe"]["inputs"]
     assert target["shape"] == pred["shape"]
