@@ -123,6 +123,25 @@ class Local:
         assert kind in ("a", "b")
 
 
+class Pool:
+    def __init__(self, mode: str) -> None:
+        assert mode in ("top", "left")
+
+
+class Pair:
+    """Each item of a list goes to a part."""
+
+    def __init__(self, directions: list[str]) -> None:
+        self.first = Pool(directions[0])
+        self.second = Pool(directions[1])
+
+
+class Computed:
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        kind = str(cfg["kind"])
+        assert kind in ("a", "b")
+
+
 def _repaired(cls: type, *args: Any, steps: int = 4, **kwargs: Any) -> dict[str, object]:
     """The keyword arguments that build ``cls`` after the repairs, one per failed assert."""
     ctor = Ctor("synthesized", args, kwargs)
@@ -194,6 +213,11 @@ def test_a_statement_over_several_lines_is_read_whole() -> None:
     assert _repaired(Exact) == {"reduction": "none"}
 
 
+def test_an_item_of_a_parameter_is_set_in_it() -> None:
+    assert _repaired(Local, cfg={"kind": 1, "width": 8}) == {"cfg": {"kind": "a", "width": 8}}
+    assert _repaired(Pair, directions=["up", "down"]) == {"directions": ["top", "top"]}
+
+
 def test_the_kind_is_fixed_before_the_bounds() -> None:
     assert _repaired(Smooth, value=16) == {"value": 0.5}
 
@@ -201,7 +225,7 @@ def test_the_kind_is_fixed_before_the_bounds() -> None:
 @pytest.mark.parametrize(
     ("cls", "kwargs"),
     [
-        (Local, {"cfg": {"kind": 1}}),  # a local, not a parameter: nothing to set
+        (Computed, {"cfg": {"kind": 1}}),  # computed from a parameter: nothing to set
         (Stages, {"strides": object(), "n": 2}),  # not a list, nothing to measure
     ],
 )

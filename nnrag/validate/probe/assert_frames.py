@@ -102,21 +102,58 @@ def _var_keyword(code: types.CodeType) -> str | None:
     return code.co_varnames[index]
 
 
-def origin(frames: list[Frame], k: int, node: ast.expr) -> str | None:
-    """The constructor parameter whose value ``node`` of frame ``k`` is (a parameter of that
-    function, or ``self.x`` where ``self.x = x`` of one), or ``None``."""
+Origin = tuple[str, tuple[str | int, ...]]
+"""A constructor parameter and the keys or indexes into it (``("cfg", ("stem", 0))``)."""
+
+
+def origin(frames: list[Frame], k: int, node: ast.expr) -> Origin | None:
+    """The constructor parameter (and the item of it) whose value ``node`` of frame ``k``
+    is: a parameter of that function, ``self.x`` where ``self.x = x`` of one, ``p[0]`` or
+    ``p["key"]`` of one, or a local assigned once from one; else ``None``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        key = node.slice.value
+        outer = origin(frames, k, node.value) if isinstance(key, (str, int)) else None
+        return None if outer is None else (outer[0], (*outer[1], key))  # type: ignore[arg-type]
     name = node.id if isinstance(node, ast.Name) else None
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         if node.value.id == "self":
             for j in range(k, -1, -1):  # set in this function or a constructor above
                 held = _held(frames[j].code, node.attr)
                 if held is not None:
-                    return _parameterorigin(frames, j, held)
-            return _held_by_base(frames[0], node.attr)
+                    return _parameter_origin(frames, j, held)
+            found = _held_by_base(frames[0], node.attr)
+            return None if found is None else (found, ())
         return None
-    if name is None or name not in _arguments(frames[k].code):
+    if name is None:
         return None
-    return _parameterorigin(frames, k, name)
+    if name not in _arguments(frames[k].code):
+        alias = _assigned_once(frames[k], name)
+        return None if alias is None else origin(frames, k, alias)
+    return _parameter_origin(frames, k, name)
+
+
+def _assigned_once(frame: Frame, name: str) -> ast.expr | None:
+    """The item expression (``cfg["stem_type"]``) a local of ``frame``'s function is
+    assigned from, when it is assigned there once only."""
+    found = function_tree(frame)
+    if found is None:
+        return None
+    stores = [
+        n
+        for n in ast.walk(found[0])
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+    ]
+    assigns = [
+        n
+        for n in ast.walk(found[0])
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id == name
+    ]
+    if len(stores) != 1 or len(assigns) != 1 or not isinstance(assigns[0].value, ast.Subscript):
+        return None
+    return assigns[0].value
 
 
 def _held_by_base(constructor: Frame, attr: str) -> str | None:
@@ -156,10 +193,10 @@ def _held(code: types.CodeType, attr: str) -> str | None:
     return None
 
 
-def _parameterorigin(frames: list[Frame], k: int, name: str) -> str | None:
+def _parameter_origin(frames: list[Frame], k: int, name: str) -> Origin | None:
     """Parameter ``name`` of frame ``k``'s function followed up the calls that passed it."""
     if k == 0:
-        return name
+        return name, ()
     callee, caller = frames[k].code, frames[k - 1]
     call = _call(caller, callee)
     if call is None:
@@ -170,7 +207,7 @@ def _parameterorigin(frames: list[Frame], k: int, name: str) -> str | None:
         spreads = any(
             kw.arg is None and getattr(kw.value, "id", None) == through for kw in call.keywords
         )
-        return _parameterorigin(frames, k - 1, name) if through and spreads else None
+        return _parameter_origin(frames, k - 1, name) if through and spreads else None
     return origin(frames, k - 1, passed)
 
 

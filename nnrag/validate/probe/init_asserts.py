@@ -47,8 +47,9 @@ class _Scene:
     """The failing assert's frames, the values set so far and the parameters they go to."""
 
     frames: list[Frame]
-    known: list[object] = field(default_factory=list)
-    """The values of the constructor call (a recipe can write them, and lists of them)."""
+    arguments: dict[str, object] = field(default_factory=dict)
+    """The constructor call's arguments by parameter name (a recipe can write them, and
+    lists of them)."""
     changes: dict[str, object] = field(default_factory=dict)
     given: dict[str, object] = field(default_factory=dict)
     """New values by the assert's spelling of them (``"self.levels"``)."""
@@ -73,15 +74,25 @@ class _Scene:
     def set(self, node: ast.expr, value: object) -> bool:
         """Give the parameter ``node`` came in as ``value``; ``False`` when it did not come
         from one, or ``value`` is not plain data or changes nothing."""
-        param = origin(self.frames, len(self.frames) - 1, node)
-        if param is None or not _plain(value, self.known):
-            return False
+        found = origin(self.frames, len(self.frames) - 1, node)
         current = self.value(node)
-        if type(current) is type(value) and current == value:
+        if found is None or (type(current) is type(value) and current == value):
             return False
-        self.changes[param] = value
+        param, path = found
+        whole = _with_item(self.argument(param), path, value)
+        if whole is MISSING or not _plain(whole, list(self.arguments.values())):
+            return False
+        self.changes[param] = whole
         self.given[ast.unparse(node)] = value
         return True
+
+    def argument(self, param: str) -> object:
+        """The value parameter ``param`` has so far: changed, given, or its default."""
+        if param in self.changes:
+            return self.changes[param]
+        if param in self.arguments:
+            return self.arguments[param]
+        return self.frames[0].names.get(param, MISSING)
 
 
 class _Swap(ast.NodeTransformer):
@@ -106,7 +117,8 @@ def asserted_ctor(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         return None
     frames = frames_of(cls, error)
     statements = failing_asserts(frames[-1]) if frames else []
-    scene = _Scene(frames, [*ctor.args, *ctor.kwargs.values()])
+    given = dict(zip(_positional(cls), ctor.args, strict=False))
+    scene = _Scene(frames, {**given, **ctor.kwargs})
     for i, statement in enumerate(statements):
         if i == 0 or (scene.changes and scene.value(statement.test) is not True):
             satisfy(scene, statement.test)
@@ -424,17 +436,37 @@ def _pure(node: ast.AST) -> bool:
     )
 
 
+def _with_item(whole: object, path: tuple[str | int, ...], value: object) -> object:
+    """``whole`` with the item at ``path`` set to ``value`` (the containers on the way
+    copied); ``MISSING`` when the path is not in it."""
+    if not path:
+        return value
+    key, rest = path[0], path[1:]
+    if isinstance(whole, (list, tuple)) and type(whole) in (list, tuple) and isinstance(key, int):
+        if not -len(whole) <= key < len(whole):
+            return MISSING
+        items = list(whole)
+        items[key] = _with_item(items[key], rest, value)
+        return MISSING if items[key] is MISSING else type(whole)(items)
+    if isinstance(whole, dict) and type(whole) is dict and key in whole:
+        inner = _with_item(whole[key], rest, value)
+        return MISSING if inner is MISSING else {**whole, key: inner}
+    return MISSING
+
+
+def _positional(cls: type) -> list[str]:
+    """The names of ``cls``'s positional constructor parameters."""
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in sig.parameters.values() if p.kind in kinds]
+
+
 def _applied(ctor: Ctor, cls: type, changes: Mapping[str, object]) -> Ctor:
     """``ctor`` with ``changes``: in place where given positionally, else as keywords."""
-    try:
-        sig: inspect.Signature | None = inspect.signature(cls)
-    except (TypeError, ValueError):
-        sig = None
-    positional = [
-        p.name
-        for p in (sig.parameters.values() if sig else ())
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ][: len(ctor.args)]
+    positional = _positional(cls)[: len(ctor.args)]
     args = [changes.get(name, arg) for name, arg in zip(positional, ctor.args, strict=False)]
     args += list(ctor.args[len(args) :])
     kwargs = {k: v for k, v in changes.items() if k not in positional}
