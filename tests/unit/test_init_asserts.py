@@ -136,6 +136,12 @@ class Pair:
         self.second = Pool(directions[1])
 
 
+class Paths:
+    def __init__(self, paths: list[Any]) -> None:
+        for d in paths:
+            assert d in ("bu", "td")
+
+
 class Computed:
     def __init__(self, cfg: dict[str, Any]) -> None:
         kind = str(cfg["kind"])
@@ -216,6 +222,10 @@ def test_a_statement_over_several_lines_is_read_whole() -> None:
 def test_an_item_of_a_parameter_is_set_in_it() -> None:
     assert _repaired(Local, cfg={"kind": 1, "width": 8}) == {"cfg": {"kind": "a", "width": 8}}
     assert _repaired(Pair, directions=["up", "down"]) == {"directions": ["top", "top"]}
+
+
+def test_the_variable_of_a_loop_over_a_parameter_sets_every_item() -> None:
+    assert _repaired(Paths, paths=[16, 16]) == {"paths": ["bu", "bu"]}
 
 
 def test_the_kind_is_fixed_before_the_bounds() -> None:

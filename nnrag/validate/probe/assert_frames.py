@@ -102,6 +102,8 @@ def _var_keyword(code: types.CodeType) -> str | None:
     return code.co_varnames[index]
 
 
+EVERY = "*"
+"""The path step of a loop variable: every item (``for d in paths: assert d in (...)``)."""
 Origin = tuple[str, tuple[str | int, ...]]
 """A constructor parameter and the keys or indexes into it (``("cfg", ("stem", 0))``)."""
 
@@ -109,7 +111,8 @@ Origin = tuple[str, tuple[str | int, ...]]
 def origin(frames: list[Frame], k: int, node: ast.expr) -> Origin | None:
     """The constructor parameter (and the item of it) whose value ``node`` of frame ``k``
     is: a parameter of that function, ``self.x`` where ``self.x = x`` of one, ``p[0]`` or
-    ``p["key"]`` of one, or a local assigned once from one; else ``None``."""
+    ``p["key"]`` of one, a local assigned once from one, or the variable of a loop over
+    one (every item); else ``None``."""
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         key = node.slice.value
         outer = origin(frames, k, node.value) if isinstance(key, (str, int)) else None
@@ -128,13 +131,16 @@ def origin(frames: list[Frame], k: int, node: ast.expr) -> Origin | None:
         return None
     if name not in _arguments(frames[k].code):
         alias = _assigned_once(frames[k], name)
-        return None if alias is None else origin(frames, k, alias)
+        if isinstance(alias, ast.Subscript):
+            return origin(frames, k, alias)
+        outer = origin(frames, k, alias.iter) if isinstance(alias, ast.For) else None
+        return None if outer is None else (outer[0], (*outer[1], EVERY))
     return _parameter_origin(frames, k, name)
 
 
-def _assigned_once(frame: Frame, name: str) -> ast.expr | None:
+def _assigned_once(frame: Frame, name: str) -> ast.Subscript | ast.For | None:
     """The item expression (``cfg["stem_type"]``) a local of ``frame``'s function is
-    assigned from, when it is assigned there once only."""
+    assigned from, or the loop it is the variable of, when it is bound there once only."""
     found = function_tree(frame)
     if found is None:
         return None
@@ -143,17 +149,23 @@ def _assigned_once(frame: Frame, name: str) -> ast.expr | None:
         for n in ast.walk(found[0])
         if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
     ]
-    assigns = [
+    binds = [
         n
         for n in ast.walk(found[0])
-        if isinstance(n, ast.Assign)
-        and len(n.targets) == 1
-        and isinstance(n.targets[0], ast.Name)
-        and n.targets[0].id == name
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1 and _is_name(n.targets[0], name))
+        or (isinstance(n, ast.For) and _is_name(n.target, name))
     ]
-    if len(stores) != 1 or len(assigns) != 1 or not isinstance(assigns[0].value, ast.Subscript):
+    if len(stores) != 1 or len(binds) != 1:
         return None
-    return assigns[0].value
+    bind = binds[0]
+    if isinstance(bind, ast.For):
+        return bind
+    value = getattr(bind, "value", None)
+    return value if isinstance(value, ast.Subscript) else None
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _held_by_base(constructor: Frame, attr: str) -> str | None:

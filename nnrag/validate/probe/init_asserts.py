@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from nnrag.validate.probe.assert_frames import (
+    EVERY,
     Frame,
     failing_asserts,
     frames_of,
@@ -442,6 +443,9 @@ def _with_item(whole: object, path: tuple[str | int, ...], value: object) -> obj
     if not path:
         return value
     key, rest = path[0], path[1:]
+    if isinstance(whole, (list, tuple)) and type(whole) in (list, tuple) and key == EVERY:
+        items = [_with_item(item, rest, value) for item in whole]
+        return MISSING if MISSING in items or not items else type(whole)(items)
     if isinstance(whole, (list, tuple)) and type(whole) in (list, tuple) and isinstance(key, int):
         if not -len(whole) <= key < len(whole):
             return MISSING
