@@ -2,9 +2,10 @@
 
 The failing ``assert`` (in ``__init__`` or in what it called) is read whole, with the
 values its names had in its frame; each name is followed back through the calls
-(``Base.__init__(x, **kwargs)``, ``self._init_inputs(in_channels)``, ``Part(cfg=self.cfg)``)
-to the constructor parameter it came in as; one rule per kind of test then gives that
-parameter a value that holds the test:
+(``Base.__init__(x, **kwargs)``, ``self._init_inputs(in_channels)``, ``Part(cfg=self.cfg)``,
+``Pool(directions[0])``, ``kind = cfg["kind"]``, ``for d in paths``) to the constructor
+parameter (or the item of it) it came in as (:mod:`~nnrag.validate.probe.assert_frames`);
+one rule per kind of test then gives it a value that holds the test:
 
 - ``isinstance(p, (list, tuple))``: a list (a scalar repeated); ``dict``: a plain dict;
 - ``len(a) == len(b) == n``: lists of one length; ``len(a) > len(b)``: longer;
@@ -122,23 +123,23 @@ def asserted_ctor(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     scene = _Scene(frames, {**given, **ctor.kwargs})
     for i, statement in enumerate(statements):
         if i == 0 or (scene.changes and scene.value(statement.test) is not True):
-            satisfy(scene, statement.test)
+            _satisfy(scene, statement.test)
     return _applied(ctor, cls, scene.changes) if scene.changes else None
 
 
-def satisfy(scene: _Scene, test: ast.expr) -> bool:
+def _satisfy(scene: _Scene, test: ast.expr) -> bool:
     """Apply the rule for ``test`` (each failing part of an ``and``; the first part of an
     ``or`` that can be made to hold); ``True`` when a parameter changed."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         changed = False
         for part in test.values:
             if scene.value(part) is not True:
-                changed = satisfy(scene, part) or changed
+                changed = _satisfy(scene, part) or changed
         return changed
     if isinstance(test, ast.BoolOp):
         nones = [p for p in test.values if _is_none_test(p)]
         return any(scene.set(p.left, None) for p in nones) or any(  # type: ignore[attr-defined]
-            satisfy(scene, p) for p in test.values
+            _satisfy(scene, p) for p in test.values
         )
     return any(rule(scene, test) for rule in _RULES)
 
