@@ -17,6 +17,7 @@ from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
+from nnrag.validate.probe.init_asserts import asserted_ctor
 from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
@@ -185,6 +186,7 @@ def _decoded(record: Mapping[str, Any], args: str, kwargs: str, origin: str) -> 
 def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     """Other constructor calls suggested by the error ``ctor`` raised."""
     found = (
+        asserted_ctor(ctor, cls, error),
         listify(ctor, cls, error),
         fill_none_layers(ctor, cls, error),
         fill_none_sizes(ctor, cls),
