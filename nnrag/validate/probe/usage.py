@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from nnrag.validate.probe.signatures import init_signature, is_name, parsed_source, signature_of
@@ -21,6 +22,36 @@ def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
     return usage.reads - usage.optional, usage.builds
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Use:
+    """How the constructor uses a parameter (:func:`parameter_use`)."""
+
+    reads: frozenset[str]
+    """Attributes it reads (``p.expansion``, ``getattr(p, "x")``)."""
+    optional: frozenset[str]
+    """Attributes it reads only where ``hasattr`` says they are there."""
+    methods: frozenset[str]
+    """Attributes it calls (``p.get_classifier()``)."""
+    called: bool
+    """It calls the parameter itself (``p(in_channels, ...)``): a class or a factory."""
+    class_checked: bool
+    """It passes the parameter to ``issubclass``: a class."""
+
+
+def parameter_use(cls: Any, name: str) -> Use:
+    """What the constructor of ``cls`` (and the code it hands parameter ``name`` to, as
+    :func:`parameter_usage` follows it) does with the parameter."""
+    usage = _Usage()
+    usage.of_class(cls, name, 0)
+    return Use(
+        reads=frozenset(usage.reads - usage.optional),
+        optional=frozenset(usage.optional),
+        methods=frozenset(usage.methods),
+        called=usage.called,
+        class_checked=usage.class_checked,
+    )
+
+
 _FOLLOW_DEPTH = 6
 """How many hand-overs (``Part(config)`` inside ``Block(config)``) a parameter is followed
 (a model hands its config down through encoder, layer, attention and its implementation)."""
@@ -34,6 +65,9 @@ class _Usage:
         self.optional: set[str] = set()
         """Attributes only read where ``hasattr`` says they are there."""
         self.builds: list[str] = []
+        self.methods: set[str] = set()
+        self.called = False
+        self.class_checked = False
         self.seen: set[tuple[int, str]] = set()
 
     def of_class(self, cls: Any, name: str, depth: int) -> None:
@@ -69,6 +103,11 @@ class _Usage:
                     if isinstance(t, ast.Attribute) and is_name(t.value, "self")
                 )
             elif isinstance(node, ast.Call):
+                if is_name(node.func, name):
+                    self.called = True
+                elif is_name(node.func, name, ast.Attribute):
+                    assert isinstance(node.func, ast.Attribute)
+                    self.methods.add(node.func.attr)
                 self.of_call(node, name, depth, scope, owner)
         return held
 
@@ -86,6 +125,8 @@ class _Usage:
             self.reads.add(text)
         elif called == "hasattr" and isinstance(text, str):
             self.optional.add(text)
+        elif called == "issubclass" and node.args and is_name(node.args[0], name):
+            self.class_checked = True
         elif "build" in called.lower() and _is_config_argument(node, name):
             self.builds.append(ast.unparse(func))  # after hand-overs too: the same object
         elif depth < _FOLLOW_DEPTH and isinstance(func, (ast.Name, ast.Subscript)):
@@ -111,14 +152,13 @@ class _Usage:
         if tree is None:
             return
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Attribute)
-                and node.value.attr in held
-                and is_name(node.value.value, "self")
-            ):
+            if _held_read(node, held):
+                assert isinstance(node, ast.Attribute)
                 self.reads.add(node.attr)
-            elif (  # ``hasattr(self.config, "x") and self.config.x``: optional
+            if isinstance(node, ast.Call) and _held_read(node.func, held):
+                assert isinstance(node.func, ast.Attribute)
+                self.methods.add(node.func.attr)  # ``self.base.get_classifier()``
+            if (  # ``hasattr(self.config, "x") and self.config.x``: optional
                 isinstance(node, ast.Call)
                 and is_name(node.func, "hasattr")
                 and len(node.args) == 2
@@ -129,6 +169,16 @@ class _Usage:
                 and isinstance(node.args[1].value, str)
             ):
                 self.optional.add(node.args[1].value)
+
+
+def _held_read(node: ast.AST, held: set[str]) -> bool:
+    """``self.held.x`` for an attribute ``held`` of ``self`` that holds the parameter."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr in held
+        and is_name(node.value.value, "self")
+    )
 
 
 def _called(func: ast.expr, scope: Mapping[str, Any]) -> list[Any]:
