@@ -30,8 +30,8 @@ from nnrag.validate.probe.configs import (
 )
 from nnrag.validate.probe.ducks import (
     as_class,
+    class_annotation,
     class_with_attributes,
-    is_class_annotation,
     module_with_attributes,
     stand_in_class,
     stand_in_module,
@@ -389,16 +389,17 @@ class Synth(LeafValues):
         the code reads from the parameter; MISSING if none builds."""
         return module_with_attributes(self, self.module, reads)
 
-    def with_attributes(self, cls: Any, name: str) -> object:
+    def with_attributes(self, cls: Any, name: str, *, as_type: bool = False) -> object:
         """A value that has every attribute the constructor of ``cls`` reads from parameter
-        ``name``: for a parameter used as a class, a class of the file that has them, else
-        a stand-in class; for any other a module of the file that has them, else a
-        stand-in module. MISSING when nothing is read or no stand-in can have them."""
+        ``name``: for a parameter used or annotated (``as_type``) as a class, a class of the
+        file that has them, else a stand-in class; for any other a module of the file that
+        has them, else a stand-in module. MISSING when nothing is read or no stand-in can
+        have them."""
         use = parameter_use(cls, name)
         if not wanted(use):
             return MISSING
-        if as_class(use):
-            found = class_with_attributes(self.module, use)
+        if as_type or as_class(use):
+            found = class_with_attributes(self.module, use, as_type=True)
             return found if found is not None else stand_in_class(self, name, use)
         part = self.module_setting(set(use.reads))
         if part is not MISSING:
@@ -534,9 +535,11 @@ class Synth(LeafValues):
                 {"children", "named_children"} & parameter_usage(cls, name)[0]
             ):  # a model whose children the constructor walks: a sequence of real layers
                 value = self.layers(name)
-            elif (
-                annotation in (nn.Module, nn.Module | None) or is_class_annotation(annotation)
-            ) and (made := self.with_attributes(cls, name)) is not MISSING:
+            elif (annotation in (nn.Module, nn.Module | None) or class_annotation(annotation)) and (
+                made := self.with_attributes(
+                    cls, name, as_type=class_annotation(annotation) == "class"
+                )
+            ) is not MISSING:
                 value = made  # ``trunk.channel_list``, ``block_types.expansion``
             elif is_config_type(annotation):  # ``config: BertConfig``: plus what is read
                 value = self.config(

@@ -54,7 +54,8 @@ def as_class(use: Use) -> bool:
 
 def file_classes(module: Any) -> list[type]:
     """The classes the block file defines at module level that can be used (not abstract
-    modules), modules first, fewest required constructor parameters first, then by name."""
+    modules), modules first, fewest required constructor parameters first, bases before
+    their subclasses, then by name."""
     if module is None:
         return []
     found = [
@@ -66,24 +67,30 @@ def file_classes(module: Any) -> list[type]:
     ]
     return sorted(
         found,
-        key=lambda cls: (not issubclass(cls, nn.Module), required_count(cls), cls.__qualname__),
+        key=lambda cls: (
+            not issubclass(cls, nn.Module),
+            required_count(cls),
+            len(cls.__mro__),
+            cls.__qualname__,
+        ),
     )
 
 
-def class_with_attributes(module: Any, use: Use) -> type | None:
+def class_with_attributes(module: Any, use: Use, *, as_type: bool = False) -> type | None:
     """The block file's class that carries every wanted attribute (:func:`wanted`) on the
     class itself, to be passed as the class: for a parameter used as a class (called or
     ``issubclass``-checked) as class attributes or methods; for any other as plain class
-    data (``block.expansion``: a block class passed as a factory). Modules first, fewest
-    required constructor parameters first; ``None`` if there is none."""
+    data (``block.expansion``: a block class passed as a factory); ``as_type``: annotated
+    as a class. In the order of :func:`file_classes`; ``None`` if there is none."""
     names = wanted(use)
     if not names:
         return None
-    check = _on_class if as_class(use) else _is_class_data
+    classy = as_type or as_class(use)
+    check = _on_class if classy else _is_class_data
     found = [
         cls
         for cls in file_classes(module)
-        if (as_class(use) or issubclass(cls, nn.Module)) and all(check(cls, a) for a in names)
+        if (classy or issubclass(cls, nn.Module)) and all(check(cls, a) for a in names)
     ]
     return found[0] if found else None
 
@@ -187,24 +194,25 @@ def attribute_class(name: str, attributes: dict[str, object]) -> type:
     return type(name, (ShapeKeeping,), {**attributes, "__module__": __name__})
 
 
-def is_class_annotation(annotation: Any) -> bool:
-    """``type[...]``, ``Type[...]``, a ``Callable`` or ``type`` (optional or not): the
-    parameter is given a class or a factory."""
+def class_annotation(annotation: Any) -> str | None:
+    """``"class"`` for ``type``, ``type[nn.Module]`` or ``Type[Any]``, ``"callable"`` for a
+    ``Callable`` (optional or not): annotations that name no class of their own; else
+    ``None``."""
     options = (
         [a for a in typing.get_args(annotation) if a is not type(None)]
         if typing.get_origin(annotation) is typing.Union or type(annotation).__name__ == "UnionType"
         else [annotation]
     )
     if len(options) != 1:
-        return False
+        return None
     one = options[0]
     origin = typing.get_origin(one)
-    return (
-        one is type
-        or origin is type
-        or one is Callable
-        or getattr(origin, "__name__", "") == "Callable"
-    )
+    if one is Callable or getattr(origin, "__name__", "") == "Callable":
+        return "callable"
+    inner = typing.get_args(one) if origin is type else ()
+    if one is type or (origin is type and inner and inner[0] in (nn.Module, Any)):
+        return "class"
+    return None
 
 
 def _on_class(cls: type, attr: str) -> bool:
