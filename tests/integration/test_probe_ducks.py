@@ -185,6 +185,32 @@ def test_a_module_parameter_no_file_module_has_gets_a_stand_in_with_them(
     assert set(found["memory"]["__set__"]) == {"d_model"}
 
 
+def test_a_stand_in_has_what_is_read_through_the_attribute_holding_it(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Block(nn.Module):
+        def __init__(self, m: nn.Module):
+            super().__init__()
+            self.m = m
+            nn.init.zeros_(self.m.w3.weight)  # a layer: a torch.nn one that declares both
+            nn.init.zeros_(self.m.w3.bias)
+            self.widths = self.m.channel_list[-1]  # a list
+
+        def forward(self, x):
+            self.m.set_size(x.shape[-1])  # called later, by forward: not given as data
+            return x + self.m(x)
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.failed_stage == "forward"  # no ``set_size``: built, not run
+    assert result.recipe is not None
+    made = result.recipe.init_kwargs["m"]
+    assert made["__call__"] == STAND_IN
+    assert set(made["__set__"]) == {"w3", "channel_list"}
+    assert made["__set__"]["w3"]["__call__"] == {"__ref__": "torch.nn.modules.linear:Linear"}
+    assert isinstance(made["__set__"]["channel_list"], list)
+
+
 def test_a_module_parameter_no_file_module_has_gets_the_torch_layer_declaring_them(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

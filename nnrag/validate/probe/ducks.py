@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 
 from nnrag.validate.probe.profiles import MISSING
 from nnrag.validate.probe.signatures import (
@@ -132,24 +133,31 @@ def stand_in_module(maker: Maker, use: Use, tree: Access) -> object:
     """A module for a parameter whose attributes the constructor reads but that no module
     of the block file has: a ``torch.nn`` layer that declares them all (:func:`torch_layers`,
     built with synthesized arguments), else a :class:`ShapeKeeping` layer with each
-    attribute set by its name (or by what is read under it, ``tree``), recorded as its call
-    and the attributes set. MISSING when the constructor calls a method of it (a stand-in
-    has none) or reads nothing it lacks."""
-    for layer in torch_layers(use.reads)[:3]:
-        built = maker.build(layer)
-        if built is not MISSING and all(hasattr(built, a) for a in use.reads):
-            return built  # ``embed.num_embeddings, embed.padding_idx``: an ``nn.Embedding``
+    attribute set by its name (or by what is read under it, ``tree``; not those other
+    methods call), recorded as its call and the attributes set. MISSING when the
+    constructor calls a method of it (a stand-in has none) or reads nothing it lacks."""
+    built = torch_layer(maker, use.reads)
+    if built is not MISSING:
+        return built  # ``embed.num_embeddings, embed.padding_idx``: an ``nn.Embedding``
     plain = ShapeKeeping()
-    missing = {a for a in use.reads if not hasattr(plain, a)}
-    if not missing or use.methods & use.reads:
+    missing = {a for a in use.reads - use.later if not hasattr(plain, a)}
+    if not missing or any(not hasattr(plain, m) for m in use.methods):
         return MISSING
-    values: dict[str, object] = {}
-    for attr in sorted(missing):
-        sub = tree.get(("attr", attr))
-        values[attr] = maker.structure(attr, sub) if sub else maker.field(attr)
+    values = {attr: _attribute(maker, attr, tree.get(("attr", attr)) or {}) for attr in missing}
     for attr, value in values.items():
         setattr(plain, attr, value)
     return remember(plain, {**call(ShapeKeeping), "__set__": _encoded(values)})
+
+
+def _attribute(maker: Maker, attr: str, tree: Access) -> object:
+    """A stand-in's attribute: a ``torch.nn`` layer when what is read under it is what one
+    declares (``m.w3.weight``, ``m.w3.bias``: a ``Linear``), else a structure of what is
+    read under it, else a field by its name."""
+    if tree and all(kind == "attr" and not sub for (kind, _), sub in tree.items()):
+        built = torch_layer(maker, {key for _, key in tree})
+        if built is not MISSING:
+            return built
+    return maker.structure(attr, tree) if tree else maker.field(attr)
 
 
 def module_with_attributes(maker: Maker, module: Any, reads: frozenset[str] | set[str]) -> object:
@@ -158,6 +166,21 @@ def module_with_attributes(maker: Maker, module: Any, reads: frozenset[str] | se
     for candidate in classes_setting(module, reads)[:3]:
         built = maker.build(candidate)
         if built is not MISSING and all(hasattr(built, attr) for attr in reads):
+            return built
+    return MISSING
+
+
+def torch_layer(maker: Maker, reads: frozenset[str] | set[str]) -> object:
+    """The first of :func:`torch_layers` that builds with synthesized arguments into a
+    single layer (no child modules: not a whole ``nn.Transformer`` for a ``d_model``) that
+    has every attribute in ``reads``; MISSING if none does."""
+    for layer in torch_layers(reads)[:4]:
+        built = maker.build(layer)
+        if (
+            isinstance(built, nn.Module)
+            and not list(built.children())
+            and all(hasattr(built, a) for a in reads)
+        ):
             return built
     return MISSING
 
@@ -175,18 +198,30 @@ def torch_layers(reads: frozenset[str] | set[str]) -> list[type]:
         if isinstance(value, type)
         and issubclass(value, nn.Module)
         and set(reads) <= _declared(value)
+        and not issubclass(value, LazyModuleMixin)  # its weights have no values yet
         and not is_abstract_module(value)
     ]
     return sorted(found, key=lambda cls: (len(_declared(cls)), required_count(cls), cls.__name__))
 
 
 def _declared(cls: type) -> set[str]:
-    return {
-        name
-        for klass in cls.__mro__
-        if klass.__module__.startswith("torch.nn")
-        for name in [*vars(klass).get("__annotations__", {}), *vars(klass).get("__constants__", ())]
-    }
+    """What ``cls``'s ``torch.nn`` classes (not ``nn.Module`` itself) declare: annotations,
+    constants and the attributes their ``__init__`` sets on ``self``."""
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("torch.nn") or klass is nn.Module:
+            continue
+        found.update(vars(klass).get("__annotations__", {}), vars(klass).get("__constants__", ()))
+        init = vars(klass).get("__init__")
+        tree = parsed_source(init) if init is not None else None
+        found.update(
+            target.attr
+            for node in (ast.walk(tree) if tree is not None else ())
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Attribute) and is_name(target.value, "self")
+        )
+    return found
 
 
 def attribute_class(name: str, attributes: dict[str, object]) -> type:

@@ -31,7 +31,9 @@ class Use:
     optional: frozenset[str]
     """Attributes it reads only where ``hasattr`` says they are there."""
     methods: frozenset[str]
-    """Attributes it calls (``p.get_classifier()``)."""
+    """Attributes it calls while the block is built (``p.get_classifier()``)."""
+    later: frozenset[str]
+    """Attributes the block's other methods call (``self.trunk.set_imgsz(size)``)."""
     called: bool
     """It calls the parameter itself (``p(in_channels, ...)``): a class or a factory."""
     class_checked: bool
@@ -47,6 +49,7 @@ def parameter_use(cls: Any, name: str) -> Use:
         reads=frozenset(usage.reads - usage.optional),
         optional=frozenset(usage.optional),
         methods=frozenset(usage.methods),
+        later=frozenset(usage.later),
         called=usage.called,
         class_checked=usage.class_checked,
     )
@@ -66,6 +69,7 @@ class _Usage:
         """Attributes only read where ``hasattr`` says they are there."""
         self.builds: list[str] = []
         self.methods: set[str] = set()
+        self.later: set[str] = set()
         self.called = False
         self.class_checked = False
         self.seen: set[tuple[int, str]] = set()
@@ -151,13 +155,22 @@ class _Usage:
         tree = parsed_source(klass)
         if tree is None:
             return
+        for init in ast.walk(tree):  # ``self.base.get_classifier()``, while it is built
+            if isinstance(init, ast.FunctionDef) and init.name == "__init__":
+                self.methods.update(
+                    node.func.attr
+                    for node in ast.walk(init)
+                    if isinstance(node, ast.Call)
+                    and _held_read(node.func, held)
+                    and isinstance(node.func, ast.Attribute)
+                )
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _held_read(node.func, held):
+                assert isinstance(node.func, ast.Attribute)
+                self.later.add(node.func.attr)
             if _held_read(node, held):
                 assert isinstance(node, ast.Attribute)
                 self.reads.add(node.attr)
-            if isinstance(node, ast.Call) and _held_read(node.func, held):
-                assert isinstance(node.func, ast.Attribute)
-                self.methods.add(node.func.attr)  # ``self.base.get_classifier()``
             if (  # ``hasattr(self.config, "x") and self.config.x``: optional
                 isinstance(node, ast.Call)
                 and is_name(node.func, "hasattr")
@@ -244,10 +257,12 @@ Access = dict[tuple[str, str], "Access"]
 ``("item", "")`` (an index) to what it reads under that."""
 
 
-def access_tree(cls: Any, name: str) -> Access:
+def access_tree(cls: Any, name: str, *, held: bool = False) -> Access:
     """The attribute, string-key and index chains ``__init__`` (of ``cls`` and its bases)
     reads from parameter ``name``, merged into a tree, through local aliases
-    (``stage = extra["stage1"]`` then ``stage["num_channels"][i]``)."""
+    (``stage = extra["stage1"]`` then ``stage["num_channels"][i]``); ``held``: also through
+    the attributes of ``self`` that hold it (``self.trunk = trunk`` then
+    ``self.trunk.channel_list[-1]``)."""
     tree: Access = {}
     for klass in getattr(cls, "__mro__", ())[:4]:
         init = vars(klass).get("__init__")
@@ -263,6 +278,13 @@ def access_tree(cls: Any, name: str) -> Access:
                     target, chain = node.targets[0], _chain(node.value, roots)
                     if isinstance(target, ast.Name) and chain and target.id not in roots:
                         roots[target.id] = chain
+                    elif (
+                        held
+                        and is_name(node.value, name)
+                        and is_name(target, "self", ast.Attribute)
+                    ):
+                        assert isinstance(target, ast.Attribute)
+                        roots[f"self.{target.attr}"] = []
         for node in ast.walk(found):
             chain = _chain(node, roots) if isinstance(node, (ast.Attribute, ast.Subscript)) else []
             level = tree
@@ -284,9 +306,12 @@ def _chain(node: ast.AST, roots: Mapping[str, list[tuple[str, str]]]) -> list[tu
         else:
             steps.append(("item", ""))
         node = node.value
-    if not (isinstance(node, ast.Name) and node.id in roots):
+        if is_name(node, "self", ast.Attribute) and f"self.{getattr(node, 'attr', '')}" in roots:
+            break  # ``self.trunk``, held
+    root = node.id if isinstance(node, ast.Name) else f"self.{getattr(node, 'attr', '')}"
+    if root not in roots or not isinstance(node, (ast.Name, ast.Attribute)):
         return []
-    return [*roots[node.id], *reversed(steps)] if steps else list(roots[node.id])
+    return [*roots[root], *reversed(steps)] if steps else list(roots[root])
 
 
 def is_nested(tree: Access) -> bool:
