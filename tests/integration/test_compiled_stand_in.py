@@ -45,3 +45,19 @@ def test_block_fails_where_it_calls_the_absent_operator(
         assert result.stage_reached == "instantiate"
     else:
         assert result.passed, result.message
+
+
+@pytest.mark.parametrize("stage", ["import", "instantiate", "forward", "backward"])
+def test_the_stand_in_error_is_native_op_at_every_stage(stage: str) -> None:
+    """The error the stand-in raises when an operator is called is ``native-op``, also when
+    the source package is the block's own (not ``source-import``)."""
+    from nnrag.extract.dynimport import SHIM, shim_chunk
+    from nnrag.validate.probe.outcomes import classify
+
+    namespace: dict[str, object] = {}
+    exec(compile(shim_chunk({}, ["nnrag_absent_ops"]), "<shim>", "exec"), namespace)
+    shim = namespace[SHIM]
+    assert callable(shim)
+    with pytest.raises(ModuleNotFoundError) as called:
+        shim("nnrag_absent_ops._ext").roi_align_forward()
+    assert classify(called.value, stage, [], frozenset({"nnrag_absent_ops"})) == "native-op"
