@@ -131,7 +131,11 @@ class _Usage:
             self.optional.add(text)
         elif called == "issubclass" and node.args and is_name(node.args[0], name):
             self.class_checked = True
-        elif "build" in called.lower() and _is_config_argument(node, name):
+        elif (
+            "build" in called.lower()
+            and _is_config_argument(node, name)
+            and _receives_config(node, name, scope, owner)
+        ):
             self.builds.append(ast.unparse(func))  # after hand-overs too: the same object
         elif depth < _FOLLOW_DEPTH and isinstance(func, (ast.Name, ast.Subscript)):
             for target in _called(func, scope):
@@ -235,6 +239,29 @@ def _receiving_parameter(
 
 def _foreign_object(target: Any) -> bool:
     return str(getattr(target, "__module__", "")).split(".")[0] in {"torch", "builtins", "typing"}
+
+
+def _receives_config(node: ast.Call, name: str, scope: Mapping[str, Any], owner: Any) -> bool:
+    """Whether the ``build``-like call ``node`` takes ``name`` as a config: its callee is
+    not the block file's own function or method (a registry's ``build``), or the parameter
+    of the callee that receives it is named as one (``cfg``, ``config``); not
+    ``self.build_project(channels, ...)``, a helper that takes a size."""
+    func = node.func
+    bound = owner is not None and is_name(func, "self", ast.Attribute)
+    if bound:
+        assert isinstance(func, ast.Attribute)
+        method = inspect.getattr_static(owner, func.attr, None)
+        targets = [method] if inspect.isfunction(method) else []
+    else:
+        targets = _called(func, scope) if isinstance(func, (ast.Name, ast.Subscript)) else []
+    receiving = [
+        found
+        for target in targets
+        if (found := _receiving_parameter(target, node, name, bound=bound)) is not None
+    ]
+    return not receiving or any(
+        "cfg" in parameter.lower() or "config" in parameter.lower() for parameter in receiving
+    )
 
 
 def _is_config_argument(node: ast.Call, name: str) -> bool:
