@@ -41,6 +41,8 @@ _SPATIAL = re.compile(r"^(h|w)(_?\w{0,2})?$|^(height|width|hh|ww)$")
 _WIDTH = re.compile(
     r"^(c|ch|chans?|channels?|d|dims?|d_?model|hidden(_?dim|_?size)?|embed(ding)?_?dims?|e)$"
 )
+_LEVEL_SIZES = re.compile(r"\[\(\s*H_\{?0\}?\s*,\s*W_\{?0\}?\s*\)", re.I)
+"""``[(H_0, W_0), (H_1, W_1), ...]``: the spatial size of each level of a feature pyramid."""
 _INDEX_ARGS = re.compile(r"(^|_)(labels?|cls|classes|idx|indices|ids)$")
 _MAX_SIZE = 4096
 _SIDE = 8
@@ -170,13 +172,18 @@ class Sizes:
 
 def documented_inputs(
     module: nn.Module, params: list[inspect.Parameter], profile: Profile
-) -> dict[str, dict[str, Any]]:
-    """Tensor specs for the ``forward`` arguments whose docstring entry gives a shape (or,
-    for a ``forward`` of one argument and no entries, the first shape its summary gives);
-    labels and indices as small integers, masks as all-true booleans."""
+) -> dict[str, Any]:
+    """Tensor specs for the ``forward`` arguments whose docstring entry (or a comment in its
+    body, :func:`commented_shapes`) gives a shape (or, for a ``forward`` of one argument and
+    no entries, the first shape its summary gives); labels and indices as small integers,
+    masks as all-true booleans; an argument documented as the ``(H, W)`` of each level
+    ``[(H_0, W_0), ...]`` a list of one such pair (``sum(H_i * W_i)`` elsewhere: its area)."""
     names = [p.name for p in params]
     entries = documented_entries(type(module), "forward", names)
     texts = {name: shape_text(text) for name, (_, text) in entries.items()}
+    for name, text in commented_shapes(type(module), "forward", names).items():
+        if not isinstance(texts.get(name), list):
+            texts[name] = shape_text(text)
     required = [
         p.name
         for p in params
@@ -185,8 +192,13 @@ def documented_inputs(
     if len(required) == 1 and not entries:  # "Decode x of shape (B, 4 * c1, A) into ..."
         texts[required[0]] = shape_text(_summary(type(module), "forward"))
     sizes = Sizes(module, profile)
-    specs: dict[str, dict[str, Any]] = {}
+    specs: dict[str, Any] = {}
+    for name, (_, text) in entries.items():  # ``[(H_0, W_0), ..., (H_{L-1}, W_{L-1})]``
+        if _LEVEL_SIZES.search(text):
+            specs[name] = [{"__tuple__": [sizes.of("H_0"), sizes.of("W_0")]}]
     for name, dims in texts.items():
+        if name in specs:
+            continue
         if not isinstance(dims, list) or not dims:
             continue
         shape = [sizes.dim(d) for d in dims]
@@ -194,9 +206,38 @@ def documented_inputs(
             continue
         specs[name] = _spec(name, [int(v) for v in shape if v is not None])
     for name, other in texts.items():  # ``with the shape of image_embeddings``
-        if isinstance(other, str) and other in specs and name not in specs:
+        if isinstance(other, str) and isinstance(specs.get(other), dict) and name not in specs:
             specs[name] = _spec(name, list(specs[other]["shape"]))
     return specs
+
+
+_COMMENT = re.compile(r"^\s*#\s*`*(\w+)`*\s*(?:(?:has|is of|of|with)\s+)?(shape\b.*|:\s*[\(\[].*)$")
+"""``# prompt has shape (seq, bs, d_model)``, ``# x: (B, C, H, W)``."""
+
+
+def commented_shapes(owner: type, method: str, names: list[str]) -> dict[str, str]:
+    """The shape text of each of ``names`` a comment in the method's body gives before the
+    body first assigns to it (``# prompt has shape (seq, bs, d_model)``), for the method of
+    ``owner`` or else the nearest one it overrides."""
+    for klass in owner.__mro__:
+        func = vars(klass).get(method)
+        if func is None:
+            continue
+        try:
+            lines, _ = inspect.getsourcelines(func)
+        except (OSError, TypeError):
+            return {}
+        found: dict[str, str] = {}
+        assigned: set[str] = set()
+        for line in lines[1:]:
+            m = _COMMENT.match(line)
+            if m is not None and m.group(1) in names and m.group(1) not in assigned:
+                found.setdefault(
+                    m.group(1), "shape " + m.group(2).lstrip(":").removeprefix("shape")
+                )
+            assigned |= {n for n in names if re.match(rf"\s*{n}\s*(,[^=]*)?=[^=]", line)}
+        return found
+    return {}
 
 
 def _summary(owner: type, method: str) -> str:
@@ -215,13 +256,14 @@ def _spec(name: str, shape: list[int]) -> dict[str, Any]:
 
 
 def first_documented(
-    params: list[inspect.Parameter], specs: Mapping[str, dict[str, Any]]
+    params: list[inspect.Parameter], specs: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    """The spec of the first argument ``forward`` requires, when it is documented."""
+    """The spec of the first argument ``forward`` requires, when it is a documented tensor."""
     for p in params:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not p.empty:
             continue
-        return specs.get(p.name)
+        found = specs.get(p.name)
+        return found if isinstance(found, dict) else None
     return None
 
 

@@ -226,7 +226,7 @@ def input_candidates(
 
 def given_inputs(
     module: nn.Module, params: list[inspect.Parameter], profile: Profile
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Any]:
     """Specs by argument name from ``forward``'s docstring (:func:`documented_inputs`) and,
     for the arguments after the first, from the first layer each meets (:func:`met_inputs`);
     empty unless one of them is about an argument after the first (the first one's
@@ -249,7 +249,7 @@ def fill_inputs(
     keys: Mapping[str, list[str]] | None = None,
     scope: Mapping[str, Any] | None = None,
     *,
-    documented: Mapping[str, dict[str, Any]] | None = None,
+    documented: Mapping[str, Any] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     """Values for ``forward``'s required arguments: ``primary`` the first, the others by
     name and annotation beside it (``documented``: specs that take precedence, by name)."""
@@ -281,7 +281,10 @@ def fill_inputs(
             continue
         named = (keys or {}).get(p.name, [])
         if documented and p.name in documented:
-            given = container(dict(documented[p.name]), p.annotation, named)
+            found = documented[p.name]
+            given = (
+                container(dict(found), p.annotation, named) if isinstance(found, dict) else found
+            )
             first = False
             if p.kind == p.KEYWORD_ONLY:
                 kwargs[p.name] = given
@@ -388,6 +391,8 @@ def _text(annotation: Any) -> str:
 
 _DICT_OF = re.compile(r"(typing\.)?(Dict|dict|Mapping|OrderedDict)\[str, *(.*)\]$")
 """A dict annotation with string keys; group 3 is the value type."""
+_TENSOR_FIRST = re.compile(r"(torch\.)?Tensor *\|")
+"""A union whose first choice is one tensor (``torch.Tensor | list[torch.Tensor]``)."""
 _SEQUENCE_OF = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor")
 
 
@@ -399,6 +404,8 @@ def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     if not (isinstance(spec, dict) and "shape" in spec):
         return spec
     text = _text(annotation)
+    if _TENSOR_FIRST.match(text):  # ``Tensor | list[Tensor]``: the tensor
+        return spec
     of = _DICT_OF.match(text)
     if of is not None and _SEQUENCE_OF.match(of.group(3)):  # ``Dict[str, List[Tensor]]``
         return {"__dict__": {k: [keyed(k, spec), keyed(k, spec)] for k in keys or ["0", "1"]}}
@@ -427,6 +434,8 @@ _SCALAR_NAMES = re.compile(r"^(b|bs|bsz|batch_size|h|w|height|width)$")
 
 def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
     low = name.lower()
+    if annotation in (bool, "bool"):  # a flag, even named ``multimask_output``
+        return False
     if "mask" in low:
         return None
     if _BATCH_NAMES.match(low) and annotation in (int, "int", MISSING_ANN):

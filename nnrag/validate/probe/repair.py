@@ -119,6 +119,32 @@ def match_residual(ctor: Ctor, messages: list[str]) -> Ctor | None:
     return None
 
 
+_FIXED_WIDTH = re.compile(r"expecting embedding dimension of (\d+), but got (\d+)")
+"""An attention layer built with a literal width met the block's own (smaller) width."""
+
+
+def fixed_width(ctor: Ctor, messages: list[str]) -> Ctor | None:
+    """Repair: a layer the block builds with a literal width (``MultiheadAttention(
+    embed_dim=256)`` beside ``LayerNorm(d_model)``) wants ``w`` where the block's width is
+    ``v``: every synthesized integer argument equal to ``v`` takes ``w`` (tokens that pass
+    the attention layer then pass the block's own layers too)."""
+    if ctor.origin != "synthesized":
+        return None
+    for message in messages:
+        m = _FIXED_WIDTH.search(message)
+        if m is None:
+            continue
+        want, got = int(m.group(1)), int(m.group(2))
+        changes = {
+            name: want
+            for name, value in ctor.kwargs.items()
+            if isinstance(value, int) and not isinstance(value, bool) and value == got
+        }
+        if changes and want <= 4096:
+            return ctor.with_kwargs(changes)
+    return None
+
+
 def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     """Repair: "tuple index out of range" doubles per-stage sequences and fills empty defaults.
 

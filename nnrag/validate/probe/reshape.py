@@ -88,6 +88,24 @@ def binary_targets(args: list[Any], dtype: str = "int64") -> list[Any] | None:
     return None if changed == args[1:] else [args[0], *changed]
 
 
+def positive_inputs(
+    args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The inputs with every float tensor drawn positive (a block that takes the log or the
+    square root of a scale, ``torch.log(sigma)``, is not finite on negative values); ``None``
+    when there is none."""
+
+    def positive(value: Any) -> Any:
+        if isinstance(value, list):
+            return [positive(v) for v in value]
+        if _is_tensor_spec(value) and value["dtype"] == "float32" and "high" not in value:
+            return dict(value, positive=True)
+        return value
+
+    new = [positive(a) for a in args], {k: positive(v) for k, v in kwargs.items()}
+    return None if new == (args, kwargs) else new
+
+
 def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     """A list of tensors first: its first tensor where a tensor was wanted (an annotation
     said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""
@@ -233,10 +251,13 @@ def _embedding_dim(m: re.Match[str], t: _Tried) -> object:
     r"Target size \(.*\) must be the same as input size"
     r"|(size|shape)s? of \w+ and \w+ (must|should) (be equal|match)"
     r"|must (be|have) the same (size|shape)"
+    r"|same number of spatial dimensions, but got input with spatial dimensions of \[\]"
 )
 def _same_shape(m: re.Match[str], t: _Tried) -> object:
-    """A loss that compares its prediction with a target of the same shape: every other
-    tensor of another shape as a float tensor shaped like the first."""
+    """A loss that compares its prediction with a target of the same shape (or resizes the
+    target to the prediction's size, ``F.interpolate(target, pred.shape[-2:])``, and the
+    target had no spatial dimensions): every other tensor of another shape as a float
+    tensor shaped like the first."""
     same = [
         tensor_spec(list(t.shape)) if _is_tensor_spec(a) and a["shape"] != t.shape else a
         for a in t.args[1:]

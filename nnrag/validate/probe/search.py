@@ -31,6 +31,7 @@ from nnrag.validate.probe.profiles import PROFILES, Profile
 from nnrag.validate.probe.repair import (
     fill_none_layers,
     fill_none_sizes,
+    fixed_width,
     lengthen,
     listify,
     match_residual,
@@ -38,7 +39,7 @@ from nnrag.validate.probe.repair import (
     scale_sizes,
 )
 from nnrag.validate.probe.repair_names import failing_line
-from nnrag.validate.probe.reshape import binary_targets, repair
+from nnrag.validate.probe.reshape import binary_targets, positive_inputs, repair
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
@@ -402,6 +403,9 @@ class Search:
                         binary = binary_targets(args, dtype)
                         if binary is not None:
                             queue.insert(at, (binary, kwargs, True))
+                    positive = positive_inputs(args, kwargs)  # then every float positive
+                    if positive is not None:
+                        queue.insert(3, (*positive, True))
                 continue
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
@@ -528,6 +532,7 @@ class Search:
         class called with other arguments), once each."""
         widened = (
             match_residual(ctor, messages)
+            or fixed_width(ctor, messages)
             or called_class(ctor, messages)
             or plain_convolutions(ctor, self.cls, messages)
             or batch_norms(ctor, self.cls, messages)
