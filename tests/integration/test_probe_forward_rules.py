@@ -15,7 +15,7 @@ from nnrag.validate.probe.ctor import Ctor  # noqa: E402
 from nnrag.validate.probe.docshapes import commented_shapes, documented_inputs  # noqa: E402
 from nnrag.validate.probe.inputs import container, forward_params, input_candidates  # noqa: E402
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
-from nnrag.validate.probe.repair import fixed_width  # noqa: E402
+from nnrag.validate.probe.repair import asserted_levels, fixed_width, viewed_width  # noqa: E402
 from nnrag.validate.probe.reshape import positive_inputs, repair  # noqa: E402
 from nnrag.validate.probe.values import make_tensor, tensor_spec  # noqa: E402
 from tests.integration.test_probe_documented import run_in_child  # noqa: E402
@@ -155,3 +155,138 @@ def test_a_target_without_spatial_dimensions_takes_the_predictions_shape() -> No
     fixed = repair(message, [tensor_spec([2, 4, 8, 8]), tensor_spec([2, 4], "int64", 4)], P)
     assert fixed is not None
     assert fixed[1] == {"shape": [2, 4, 8, 8], "dtype": "float32"}
+
+
+PASSED_ON = '''
+import torch
+from torch import nn
+
+
+class Matcher(nn.Module):
+    """Match anchors to targets; call it with ``proto`` (b, nm, mh, mw) as well."""
+
+    def forward(self, scores, **extra):
+        return self.overlaps(scores, **extra)
+
+    def overlaps(self, scores, proto, weight):
+        return scores.sum() + proto.flatten(1).sum() + weight.sum()
+'''
+
+
+def test_arguments_forward_hands_on_through_kwargs_get_documented_shapes(
+    tmp_path: Path,
+) -> None:
+    result = run_in_child(tmp_path, PASSED_ON, "Matcher")
+    assert result["failed_stage"] is None, result["message"]
+    extra = result["recipe"]["input_kwargs"]
+    assert extra["proto"]["shape"] == [2, 16, 16, 16]  # the class docstring's (b, nm, mh, mw)
+    assert "shape" in extra["weight"]  # undocumented: a tensor still
+
+
+class _Tokens(nn.Module):
+    def __init__(self, dim: int = 12) -> None:
+        super().__init__()
+        self.token = nn.Embedding(1, dim)
+
+    def forward(self, image: Any) -> Any:
+        """Args:
+        image (Tensor): Embeddings with shape (B, C, H, W).
+        """
+        return image + self.token.weight.view(1, -1, 1, 1)
+
+
+def test_a_width_after_a_table_of_embeddings_is_the_tables_width() -> None:
+    block = _Tokens()
+    specs = documented_inputs(block, forward_params(block), P)
+    assert specs["image"]["shape"] == [2, 12, 8, 8]  # not the table's one row
+
+
+VIEWED = """
+import torch
+from torch import nn
+
+
+class Viewed(nn.Module):
+    def __init__(self, c1: int, c2: int, ec: int = 24, gc: int = 12):
+        super().__init__()
+        self.hc = c2
+        self.gl = nn.Linear(gc, ec)
+        self.proj = nn.Conv2d(c1, c2, 1)
+
+    def forward(self, x, guide):
+        guide = self.gl(guide).view(x.shape[0], guide.shape[1], self.hc)
+        return self.proj(x).flatten(2).transpose(1, 2) @ guide.transpose(1, 2)
+"""
+
+
+def test_a_view_to_the_blocks_width_sets_the_argument_that_made_the_last_dim(
+    tmp_path: Path,
+) -> None:
+    ctor = Ctor("synthesized", (), {"c1": 8, "c2": 8})
+    message = "RuntimeError: shape '[2, 16, 8]' is invalid for input of size 768"
+    fixed = viewed_width(ctor, type("Plain", (), {"__init__": _init}), [message])
+    assert fixed is not None
+    assert fixed.kwargs == {"c1": 8, "c2": 8, "ec": 8}  # 768 / (2 * 16) = 24: ``ec``
+    result = run_in_child(tmp_path, VIEWED, "Viewed")
+    assert result["failed_stage"] is None, result["message"]
+    x, guide = result["recipe"]["inputs"]
+    assert len(x["shape"]) == 4  # the convolution it meets, not the Linear the guide meets
+    assert guide["shape"][-1] == 12
+
+
+def _init(self: Any, c1: int, c2: int, ec: int = 24) -> None:
+    del self, c1, c2, ec
+
+
+POOLED = """
+import torch
+from torch import nn
+
+
+class Pooled(nn.Module):
+    def __init__(self, ch=(), ct: int = 12):
+        super().__init__()
+        self.nf = len(ch)
+        self.query = nn.Linear(ct, 8)
+        self.projections = nn.ModuleList(nn.Conv2d(c, 8, 1) for c in ch)
+
+    def forward(self, x: list[torch.Tensor], text: torch.Tensor):
+        assert len(x) == self.nf
+        maps = sum(proj(f).mean((2, 3)) for f, proj in zip(x, self.projections))
+        return self.query(text) * maps
+"""
+
+
+def test_a_length_asserted_against_an_empty_default_fills_the_sequence(
+    tmp_path: Path,
+) -> None:
+    message = "assert len(x) == self.nf"
+    ctor = Ctor("synthesized", (), {})
+    cls = type("Plain", (), {"__init__": _pooled_init})
+    fixed = asserted_levels(ctor, cls, ["", message])
+    assert fixed is not None
+    assert len(fixed.kwargs["ch"]) == 4
+    assert asserted_levels(ctor, cls, ["assert x.dim() == 4"]) is None
+    result = run_in_child(tmp_path, POOLED, "Pooled")
+    assert result["failed_stage"] is None, result["message"]
+    maps = result["recipe"]["inputs"][0]
+    assert len(maps) == len(result["recipe"]["init_kwargs"]["ch"]["__tuple__"])
+
+
+def _pooled_init(self: Any, ch: tuple[int, ...] = (), ct: int = 12) -> None:
+    del self, ch, ct
+
+
+def test_equal_maps_of_a_list_take_a_channel_repair_together() -> None:
+    maps = [tensor_spec([2, 16, 8, 8]) for _ in range(3)]
+    message = (
+        "RuntimeError: Given groups=1, weight of size [8, 4, 1, 1], expected input[2, 16, 8, 8]"
+        " to have 4 channels, but got 16 channels instead"
+    )
+    fixed = repair(message, [maps], P)
+    assert fixed is not None
+    assert [m["shape"][1] for m in fixed[0]] == [4, 4, 4]
+    uneven = [tensor_spec([2, 4, 8, 8]), tensor_spec([2, 16, 8, 8]), tensor_spec([2, 16, 8, 8])]
+    fixed = repair(message, [uneven], P)
+    assert fixed is not None  # the map it met and the ones after it: the first kept
+    assert [m["shape"][1] for m in fixed[0]] == [4, 4, 4]

@@ -132,7 +132,10 @@ class Sizes:
         if _SPATIAL.match(low):
             return _SIDE
         if _WIDTH.match(low):
-            size = first_layer(self.module)[1]
+            kind, size, _ = first_layer(self.module)
+            if kind == "ids":  # a table of ``size`` rows: its width is the rows' size
+                table = next(m for m in self.module.modules() if isinstance(m, nn.Embedding))
+                size = table.embedding_dim
             return size if 0 < size <= _MAX_SIZE else self.profile.dim
         return _COUNT
 
@@ -238,6 +241,40 @@ def commented_shapes(owner: type, method: str, names: list[str]) -> dict[str, st
             assigned |= {n for n in names if re.match(rf"\s*{n}\s*(,[^=]*)?=[^=]", line)}
         return found
     return {}
+
+
+_MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)$", re.M)
+"""``pair_overlaps() missing 2 required positional arguments: 'pd_kpts' and 'gt_kpts'``."""
+
+
+def passed_on_inputs(
+    message: str,
+    module: nn.Module,
+    params: list[inspect.Parameter],
+    kwargs: dict[str, Any],
+    profile: Profile,
+) -> dict[str, Any] | None:
+    """The keyword inputs again with the arguments a method ``forward`` hands its ``**kwargs``
+    on to says it misses (``self.match(..., **extra)``), each a tensor of the shape the
+    class's docstring gives it (``call it with ``proto`` (b, nm, mh, mw)``), else like the
+    first documented one; ``None`` when ``forward`` takes no ``**kwargs`` or names none."""
+    m = _MISSING.search(message)
+    if m is None or not any(p.kind == p.VAR_KEYWORD for p in params):
+        return None
+    known = {p.name for p in params} | set(kwargs)
+    names = [n for n in re.findall(r"'(\w+)'", m.group(1)) if n not in known]
+    if not names:
+        return None
+    doc = " ".join(inspect.getdoc(klass) or "" for klass in type(module).__mro__[:-1])
+    sizes = Sizes(module, profile)
+    given: dict[str, Any] = {}
+    for name in names:
+        found = re.search(rf"``{name}``\s*[\(\[]((?:[^()\[\]]|\([^()]*\))*)[\)\]]", doc)
+        shape = [sizes.dim(d) for d in split_top(found.group(1))] if found else []
+        if not shape or any(v is None for v in shape) or len(shape) > 6:
+            shape = [2, _COUNT, profile.dim]
+        given[name] = _spec(name, [int(v) for v in shape if v is not None])
+    return {**kwargs, **given}
 
 
 def _summary(owner: type, method: str) -> str:

@@ -21,7 +21,7 @@ from nnrag.validate.probe.docshapes import (
 )
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
-from nnrag.validate.probe.meets import met_inputs
+from nnrag.validate.probe.meets import first_met_elsewhere, met_inputs
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
@@ -237,7 +237,10 @@ def given_inputs(
         for p in params
         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
-    met = {k: v for k, v in met_inputs(module, params, profile).items() if k in required[1:]}
+    met_all = met_inputs(module, params, profile)
+    met = {k: v for k, v in met_all.items() if k in required[1:]}
+    if required and required[0] in met_all and first_met_elsewhere(module, required):
+        met[required[0]] = met_all[required[0]]
     given = {**met, **documented}
     return given if set(given) & set(required[1:]) or documented else {}
 

@@ -84,3 +84,20 @@ def met_inputs(
         elif kind == "flat":
             specs[name] = tensor_spec([2, size])
     return specs
+
+
+def first_met_elsewhere(module: nn.Module, names: list[str]) -> bool:
+    """Whether the block's first shape-defining layer (what the first argument's candidates
+    follow) is met by another argument, and the first one meets a layer of another shape
+    (``guide = self.gl(guide)`` before ``self.proj_conv(x)``): then what the first argument
+    meets says more about it."""
+    if not names:
+        return False
+    layers = met_layers(module, names)
+    first = layers.get(names[0])
+    if first is None:
+        return False
+    overall = first_layer(module)[:2]
+    return first_layer(first)[:2] != overall and any(
+        first_layer(layer)[:2] == overall for name, layer in layers.items() if name != names[0]
+    )

@@ -115,7 +115,7 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
     if levels is not None:
         return [levels, *args[1:]]
     want, got = _channel_numbers(message)
-    joined = several_channels(message, args[0], want, got) if want else None
+    joined = several_channels(message, args[0], want, got, onward=True) if want else None
     if joined is not None:  # the list was concatenated, or one item met a layer
         return [joined, *args[1:]]
     fixed = repair(message, [args[0][0]], profile)
@@ -399,11 +399,15 @@ def token_count(shape: list[int], got: int, want: int) -> list[int] | None:
     return [*shape[:-2], side // root_got, side // root_got]
 
 
-def several_channels(message: str, args: list[Any], want: int, got: int) -> list[Any] | None:
+def several_channels(
+    message: str, args: list[Any], want: int, got: int, *, onward: bool = False
+) -> list[Any] | None:
     """Channel repair for several image inputs: the one the layer saw, or their concatenation.
 
     Only that input changes (``flow`` and ``corr`` of a motion encoder need different
-    channels); when the layer saw all of them concatenated, their channels add up to ``want``.
+    channels), and with ``onward`` (the maps of one list, one level each) the ones after it
+    shaped like it too (not met yet: equal levels take one repair, unequal ones one each);
+    when the layer saw all of them concatenated, their channels add up to ``want``.
     """
     images = [i for i, a in enumerate(args) if _is_image_spec(a)]
     if len(images) < 2:
@@ -425,8 +429,8 @@ def several_channels(message: str, args: list[Any], want: int, got: int) -> list
     matching = [i for i in images if args[i]["shape"] == seen]
     if not matching or len(matching) == len(images) == 1:
         return None
-    i = matching[0]
-    fixed[i] = dict(args[i], shape=[seen[0], want, *seen[2:]])
+    for i in matching if onward else matching[:1]:
+        fixed[i] = dict(args[i], shape=[seen[0], want, *seen[2:]])
     return fixed
 
 
