@@ -16,7 +16,7 @@ from nnrag.validate.probe.docshapes import commented_shapes, documented_inputs  
 from nnrag.validate.probe.inputs import container, forward_params, input_candidates  # noqa: E402
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.repair import asserted_levels, fixed_width, viewed_width  # noqa: E402
-from nnrag.validate.probe.reshape import positive_inputs, repair  # noqa: E402
+from nnrag.validate.probe.reshape import positive_inputs, repair, zero_thresholds  # noqa: E402
 from nnrag.validate.probe.values import make_tensor, tensor_spec  # noqa: E402
 from tests.integration.test_probe_documented import run_in_child  # noqa: E402
 
@@ -290,3 +290,32 @@ def test_equal_maps_of_a_list_take_a_channel_repair_together() -> None:
     fixed = repair(message, [uneven], P)
     assert fixed is not None  # the map it met and the ones after it: the first kept
     assert [m["shape"][1] for m in fixed[0]] == [4, 4, 4]
+
+
+THRESHOLD = """
+import torch
+from torch import nn
+
+
+class Threshold(nn.Module):
+    def forward(self, x: torch.Tensor, conf: float) -> torch.Tensor:
+        return x.masked_fill(torch.tanh(x.abs()) < conf, float("-inf"))
+"""
+
+
+def test_a_non_finite_output_is_tried_again_with_thresholds_at_zero(tmp_path: Path) -> None:
+    assert zero_thresholds([tensor_spec([2]), 0.5], {"eps": 1e-6, "n": 3}) == (
+        [tensor_spec([2]), 0.0],
+        {"eps": 0.0, "n": 3},
+    )
+    assert zero_thresholds([tensor_spec([2]), 0.0], {}) is None
+    result = run_in_child(tmp_path, THRESHOLD, "Threshold")
+    assert result["failed_stage"] is None, result["message"]
+    assert result["recipe"]["inputs"][1] == 0.0
+
+
+def test_a_list_of_tuples_or_a_tensor_is_tuples_then_a_tensor() -> None:
+    spec = tensor_spec([2, 8, 4, 4])
+    made = container(spec, "list[tuple[torch.Tensor, ...] | torch.Tensor]")
+    assert made == [{"__tuple__": [spec, spec]}, spec]
+    assert container(spec, "list[torch.Tensor]") == [spec, spec]

@@ -396,6 +396,11 @@ _DICT_OF = re.compile(r"(typing\.)?(Dict|dict|Mapping|OrderedDict)\[str, *(.*)\]
 """A dict annotation with string keys; group 3 is the value type."""
 _TENSOR_FIRST = re.compile(r"(torch\.)?Tensor *\|")
 """A union whose first choice is one tensor (``torch.Tensor | list[torch.Tensor]``)."""
+_TUPLES_THEN_TENSOR = re.compile(
+    r"(typing\.)?(List|list)\[(typing\.)?(Tuple|tuple)\[[\w., ]*Tensor[\w., ]*\] *\|"
+    r" *(torch\.)?Tensor\]$"
+)
+"""``list[tuple[Tensor, ...] | Tensor]``: outputs of several layers, each a tuple, then a map."""
 _SEQUENCE_OF = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor")
 
 
@@ -412,6 +417,8 @@ def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     of = _DICT_OF.match(text)
     if of is not None and _SEQUENCE_OF.match(of.group(3)):  # ``Dict[str, List[Tensor]]``
         return {"__dict__": {k: [keyed(k, spec), keyed(k, spec)] for k in keys or ["0", "1"]}}
+    if _TUPLES_THEN_TENSOR.match(text):  # tuples of tensors, the last item a tensor
+        return [{"__tuple__": [spec, dict(spec)]}, dict(spec)]
     if _SEQUENCE_OF.search(text):
         return [spec, dict(spec)]
     if keys or re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):

@@ -106,6 +106,20 @@ def positive_inputs(
     return None if new == (args, kwargs) else new
 
 
+def zero_thresholds(
+    args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The inputs with every float number at 0.0 (a confidence threshold: the block masks
+    what falls below it with ``-inf``, and 0 keeps everything); ``None`` when there is none
+    other than 0."""
+
+    def zero(value: Any) -> Any:
+        return 0.0 if isinstance(value, float) and value else value
+
+    new = [zero(a) for a in args], {k: zero(v) for k, v in kwargs.items()}
+    return None if new == (args, kwargs) else new
+
+
 def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     """A list of tensors first: its first tensor where a tensor was wanted (an annotation
     said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""

@@ -42,7 +42,12 @@ from nnrag.validate.probe.repair import (
     viewed_width,
 )
 from nnrag.validate.probe.repair_names import failing_line
-from nnrag.validate.probe.reshape import binary_targets, positive_inputs, repair
+from nnrag.validate.probe.reshape import (
+    binary_targets,
+    positive_inputs,
+    repair,
+    zero_thresholds,
+)
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
@@ -413,6 +418,9 @@ class Search:
                     positive = positive_inputs(args, kwargs)  # then every float positive
                     if positive is not None:
                         queue.insert(3, (*positive, True))
+                    zeroed = zero_thresholds(args, kwargs)  # then thresholds at 0
+                    if zeroed is not None:
+                        queue.insert(4, (*zeroed, True))
                 continue
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
