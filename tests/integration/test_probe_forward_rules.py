@@ -319,3 +319,28 @@ def test_a_list_of_tuples_or_a_tensor_is_tuples_then_a_tensor() -> None:
     made = container(spec, "list[tuple[torch.Tensor, ...] | torch.Tensor]")
     assert made == [{"__tuple__": [spec, spec]}, spec]
     assert container(spec, "list[torch.Tensor]") == [spec, spec]
+
+
+class _Guided(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gl = nn.Linear(12, 8)
+
+    def forward(self, x: torch.Tensor, guide: torch.Tensor) -> torch.Tensor:
+        return x.flatten(2).mean(-1) @ self.gl(guide).transpose(1, 2)
+
+
+class _Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 1)
+        self.attn = _Guided()
+
+    def forward(self, x: torch.Tensor, guide: torch.Tensor) -> torch.Tensor:
+        return self.attn(self.conv(x), guide)
+
+
+def test_an_argument_handed_on_to_a_sub_block_takes_the_layer_it_meets_there() -> None:
+    args, _ = next(iter(input_candidates(_Outer(), P, {})))
+    assert args[0]["shape"][1] == 8
+    assert args[1]["shape"] == [2, P.seq, 12]  # ``guide`` meets ``attn.gl`` inside ``attn``
