@@ -34,18 +34,6 @@ def kwargs(result: ValidationResult) -> dict[str, Any]:
     return dict(result.recipe.init_kwargs)
 
 
-def stood_in(result: ValidationResult, *names: str) -> dict[str, Any]:
-    """The constructor arguments of a block that ran only on stand-ins for ``names``: built,
-    run, and failed as a forward on placeholders (it is not the block's own forward)."""
-    assert not result.passed
-    assert result.failed_stage == "forward"
-    wanted = f"forward ran only with placeholders for {', '.join(names)}\n"
-    assert result.message.startswith(wanted), result.message
-    assert result.recipe is not None
-    assert result.recipe.lossless, result.recipe.lossy
-    return dict(result.recipe.init_kwargs)
-
-
 def test_a_called_parameter_gets_the_file_class_with_the_methods_it_reads(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -97,7 +85,7 @@ def test_a_called_parameter_no_file_class_has_gets_a_shape_keeping_class_with_th
         def forward(self, x):
             return self.out(self.part(x))
     """
-    made = stood_in(probe(sandbox, tmp_path, code), "blocks")["blocks"]
+    made = kwargs(probe(sandbox, tmp_path, code))["blocks"]
     assert made["__call__"] == STAND_IN_CLASS
     assert made["args"] == ["Blocks", {"__dict__": {"expansion": 1}}]  # the layer keeps widths
 
@@ -127,7 +115,7 @@ def test_a_class_checked_parameter_gets_what_hasattr_looks_for(
         def forward(self, x):
             return self.out(self.part(x))
     """
-    made = stood_in(probe(sandbox, tmp_path, code), "block_type")["block_type"]
+    made = kwargs(probe(sandbox, tmp_path, code))["block_type"]
     assert made["__call__"] == STAND_IN_CLASS
     assert made["args"][1] == {"__dict__": {"expansion": 1}}
 
@@ -190,7 +178,7 @@ def test_a_module_parameter_no_file_module_has_gets_a_stand_in_with_them(
         def forward(self, x):
             return self.out(self.memory(self.trunk(x)))
     """
-    found = stood_in(probe(sandbox, tmp_path, code), "trunk", "memory")
+    found = kwargs(probe(sandbox, tmp_path, code))
     assert found["trunk"]["__call__"] == STAND_IN
     assert set(found["trunk"]["__set__"]) == {"channel_list"}
     assert found["memory"]["__call__"] == STAND_IN

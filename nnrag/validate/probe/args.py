@@ -350,7 +350,7 @@ class Synth(LeafValues):
             made = (
                 stand_in_class(self, name, use)
                 if as_class(use)
-                else stand_in_module(self, name, use, tree)
+                else stand_in_module(self, use, tree)
             )
             if made is not MISSING:
                 return made
@@ -404,7 +404,7 @@ class Synth(LeafValues):
         part = self.module_setting(set(use.reads))
         if part is not MISSING:
             return part
-        return stand_in_module(self, name, use, access_tree(cls, name, held=True))
+        return stand_in_module(self, use, access_tree(cls, name, held=True))
 
     def namespace(self, reads: list[str], tree: Access | None = None) -> object:
         """A config built from the attributes the code reads, each synthesized by its name

@@ -29,8 +29,6 @@ from nnrag.validate.probe.values import call, encode, remember
 class Maker(Protocol):
     """What the stand-ins need of the argument synthesizer (``probe.args.Synth``)."""
 
-    placeholders: list[str]
-
     def build(self, cls: type) -> object: ...
     def field(self, name: str) -> object: ...
     def structure(self, name: str, tree: Access) -> object: ...
@@ -121,24 +119,22 @@ def stand_in_class(maker: Maker, name: str, use: Use) -> object:
     """A factory class for a parameter the constructor calls and reads attributes of that
     no class of the block file has: a :class:`ShapeKeeping` subclass (made by any call, it
     keeps its input's shape) with every wanted attribute as class data, by its name; a ratio
-    (``expansion``) is 1, since the layer keeps widths; ``name`` is then a placeholder.
-    MISSING when it calls a method of the parameter (a stand-in has none) or reads nothing."""
+    (``expansion``) is 1, since the layer keeps widths. MISSING when it calls a method of
+    the parameter (a stand-in has none) or reads nothing."""
     names = wanted(use)
     if not use.called or not names or use.methods & names:
         return MISSING
     values = {a: 1 if _RATIOS.search(a.lower()) else maker.field(a) for a in sorted(names)}
     made = attribute_class(_camel(name), values)
-    maker.placeholders.append(name)  # it stands in for the part: a forward on it is not the block's
     return remember(made, call(attribute_class, [_camel(name), values]))
 
 
-def stand_in_module(maker: Maker, name: str, use: Use, tree: Access) -> object:
+def stand_in_module(maker: Maker, use: Use, tree: Access) -> object:
     """A module for a parameter whose attributes the constructor reads but that no module
     of the block file has: a ``torch.nn`` layer that declares them all (:func:`torch_layers`,
     built with synthesized arguments), else a :class:`ShapeKeeping` layer with each
     attribute set by its name (or by what is read under it, ``tree``; not those other
-    methods call), recorded as its call and the attributes set; the stand-in layer makes
-    ``name`` a placeholder (a forward that runs on it is not the block's). MISSING when the
+    methods call), recorded as its call and the attributes set. MISSING when the
     constructor calls a method of it (a stand-in has none) or reads nothing it lacks."""
     built = torch_layer(maker, use.reads)
     if built is not MISSING:
@@ -150,7 +146,6 @@ def stand_in_module(maker: Maker, name: str, use: Use, tree: Access) -> object:
     values = {attr: _attribute(maker, attr, tree.get(("attr", attr)) or {}) for attr in missing}
     for attr, value in values.items():
         setattr(plain, attr, value)
-    maker.placeholders.append(name)  # it stands in for the part: a forward on it is not the block's
     return remember(plain, {**call(ShapeKeeping), "__set__": _encoded(values)})
 
 
