@@ -518,3 +518,25 @@ def test_per_level_channels_make_the_first_candidate_a_feature_pyramid() -> None
     ]
     inputs = [torch.randn(spec["shape"]) for spec in args[0]]
     assert block(inputs, **kwargs).shape == (2, 8, P.img, P.img)
+
+
+class PickingHead(nn.Module):
+    """A head that takes a list of levels and reads the one its own ``in_index`` picks."""
+
+    def __init__(self, in_channels: int, in_index: int = -1) -> None:
+        super().__init__()
+        self.in_index = in_index
+        self.conv = nn.Conv2d(in_channels, 4, 3, padding=1)
+
+    def _transform_inputs(self, inputs):  # type: ignore[no-untyped-def]  # unannotated on purpose
+        return inputs[self.in_index]
+
+    def forward(self, inputs):  # type: ignore[no-untyped-def]  # unannotated on purpose
+        return self.conv(self._transform_inputs(inputs))
+
+
+def test_a_level_picked_by_the_blocks_own_index_makes_the_first_candidate_a_list() -> None:
+    block = PickingHead(8)
+    args, _ = next(iter(input_candidates(block, P, {"in_channels": 8})))
+    assert [spec["shape"] for spec in args[0]] == [[2, 8, P.img, P.img]]
+    assert block([torch.randn(spec["shape"]) for spec in args[0]]).shape == (2, 4, P.img, P.img)

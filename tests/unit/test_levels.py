@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from nnrag.validate.probe.levels import level_channels, level_inputs, takes_levels
+from nnrag.validate.probe.levels import indexed_levels, level_channels, level_inputs, takes_levels
 
 
 def _params(func: Any) -> list[inspect.Parameter]:
@@ -57,3 +57,43 @@ def test_only_a_required_positional_first_argument_not_typed_one_tensor_takes_le
     assert not takes_levels(_params(layer))
     assert not takes_levels(_params(optional))
     assert level_inputs(_params(layer), {"in_channels": [8, 16]}, 32) is None
+
+
+class Head:
+    """Picks its level from its first argument by its own index, two calls deep."""
+
+    def __init__(self, in_index: Any) -> None:
+        self.in_index = in_index
+
+    def forward(self, inputs: Any) -> Any:
+        return self._features(inputs)
+
+    def _features(self, feats: Any) -> Any:
+        return self._select(feats)
+
+    def _select(self, items: Any) -> Any:
+        if isinstance(self.in_index, int):
+            return items[self.in_index]
+        return [items[i] for i in self.in_index]
+
+
+class Layer:
+    def __init__(self) -> None:
+        self.dim = 1
+
+    def forward(self, x: Any) -> Any:
+        return x.sum(self.dim)
+
+
+def test_levels_picked_by_the_blocks_own_index_with_one_channel_count() -> None:
+    levels = level_inputs(_params(Head(-1).forward), {"in_channels": 8}, 32, Head(-1))
+    assert levels is not None
+    assert [spec["shape"] for spec in levels] == [[2, 8, 32, 32]]
+    assert indexed_levels(Head([0, 2]), "inputs") == 3
+    assert indexed_levels(Head(-2), "inputs") == 2
+
+
+def test_no_levels_without_an_index_or_a_channel_count() -> None:
+    assert indexed_levels(Layer(), "x") is None
+    assert level_inputs(_params(Layer().forward), {"in_channels": 8}, 32, Layer()) is None
+    assert level_inputs(_params(Head(-1).forward), {"channels": 8}, 32, Head(-1)) is None

@@ -217,7 +217,7 @@ def input_candidates(
             if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
                 keys[p.name] = named
     scope = getattr(module.forward, "__globals__", {})
-    levels = level_inputs(params, ctor, profile.img)
+    levels = level_inputs(params, ctor, profile.img, module)
     if levels is not None:  # ``in_channels=[16, 32]``: one feature map per level, first
         args, kwargs = fill_inputs(params, levels[0], profile, keys, scope)
         spread = params[0].kind == params[0].VAR_POSITIONAL  # forward(*inputs)

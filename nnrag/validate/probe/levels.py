@@ -3,8 +3,10 @@ per-level input channels (``in_channels=[16, 32, 64]``: one feature map per entr
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,15 +58,95 @@ def takes_levels(params: list[inspect.Parameter]) -> bool:
 
 
 def level_inputs(
-    params: list[inspect.Parameter], ctor: Mapping[str, object], side: int
+    params: list[inspect.Parameter], ctor: Mapping[str, object], side: int, block: object = None
 ) -> list[dict[str, Any]] | None:
-    """The first input as a feature pyramid (:func:`level_maps`) when the constructor was
-    given per-level channels (:func:`level_channels`) and forward's first argument can take
-    a list (:func:`takes_levels`); ``None`` otherwise."""
-    channels = level_channels(ctor)
-    if channels is None or not takes_levels(params):
+    """The first input as a feature pyramid (:func:`level_maps`) when forward's first
+    argument can take a list (:func:`takes_levels`) and the constructor was given per-level
+    channels (:func:`level_channels`), or one channel count while forward picks levels from
+    that argument by the block's own indices (:func:`indexed_levels`); ``None`` otherwise."""
+    if not takes_levels(params):
         return None
-    return level_maps(channels, side)
+    channels = level_channels(ctor)
+    if channels is None and block is not None:
+        count = indexed_levels(block, params[0].name)
+        single = next(
+            (v for k, v in ctor.items() if _LEVEL_CHANNELS.match(k) and _positive(v)), None
+        )
+        channels = [int(single)] * count if count and isinstance(single, int) else None
+    return None if channels is None else level_maps(channels, side)
+
+
+def indexed_levels(block: object, name: str, *, hops: int = 3) -> int | None:
+    """How many levels ``forward`` needs in its argument ``name`` when it (or a method of
+    the block it hands ``name`` to, ``hops`` calls deep) picks them by the block's own
+    integer indices: ``name[self.in_index]`` or ``[name[i] for i in self.in_index]``
+    (index ``-1`` needs one level, ``2`` three); ``None`` when it does not."""
+    found: list[int] = []
+    todo, seen = [(getattr(type(block), "forward", None), name, hops)], set()
+    while todo:
+        func, arg, left = todo.pop()
+        tree = _tree(func)
+        if tree is None or (func, arg) in seen:
+            continue
+        seen.add((func, arg))
+        for node in ast.walk(tree):
+            found.extend(_picked(block, node, arg))
+            if left and isinstance(node, ast.Call) and _self_attr(node.func) is not None:
+                at = [i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == arg]
+                method = getattr(type(block), str(_self_attr(node.func)), None)
+                names = _arg_names(method)
+                todo.extend((method, names[i], left - 1) for i in at if i < len(names))
+    return max((i + 1 if i >= 0 else -i) for i in found) if found else None
+
+
+def _picked(block: object, node: ast.AST, arg: str) -> list[int]:
+    """The block's integer indices ``node`` picks items of ``arg`` by."""
+    attr = None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        attr = _self_attr(node.slice) if node.value.id == arg else None
+    elif isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1:
+        gen, elt = node.generators[0], node.elt
+        if (
+            isinstance(elt, ast.Subscript)
+            and isinstance(elt.value, ast.Name)
+            and elt.value.id == arg
+            and isinstance(elt.slice, ast.Name)
+            and isinstance(gen.target, ast.Name)
+            and gen.target.id == elt.slice.id
+        ):
+            attr = _self_attr(gen.iter)
+    value = getattr(block, attr, None) if attr else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
+        return [int(v) for v in value]
+    return []
+
+
+def _tree(func: object) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))  # type: ignore[arg-type]
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, ast.FunctionDef) else None
+
+
+def _arg_names(func: object) -> list[str]:
+    """A method's argument names after ``self``."""
+    tree = _tree(func)
+    return [] if tree is None else [a.arg for a in tree.args.args[1:]]
+
+
+def _self_attr(node: ast.AST) -> str | None:
+    """``A`` of ``self.A``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr if node.value.id == "self" else None
+    return None
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _first_list(
