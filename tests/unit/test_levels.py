@@ -6,7 +6,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from nnrag.validate.probe.levels import indexed_levels, level_channels, level_inputs, takes_levels
+from nnrag.validate.probe.levels import (
+    ctor_defaults,
+    indexed_levels,
+    level_channels,
+    level_inputs,
+    takes_levels,
+)
 
 
 def _params(func: Any) -> list[inspect.Parameter]:
@@ -97,3 +103,19 @@ def test_no_levels_without_an_index_or_a_channel_count() -> None:
     assert indexed_levels(Layer(), "x") is None
     assert level_inputs(_params(Layer().forward), {"in_channels": 8}, 32, Layer()) is None
     assert level_inputs(_params(Head(-1).forward), {"channels": 8}, 32, Head(-1)) is None
+
+
+class Neck:
+    def __init__(self, in_channels: Any = (8, 16, 32), out_channels: int = 4) -> None:
+        self.in_channels = in_channels
+
+    def forward(self, inputs: Any) -> Any:
+        return inputs
+
+
+def test_constructor_defaults_give_the_levels_when_the_call_gave_none() -> None:
+    defaults = ctor_defaults(Neck())
+    assert defaults == {"in_channels": (8, 16, 32), "out_channels": 4}
+    levels = level_inputs(_params(Neck().forward), {**defaults}, 32, Neck())
+    assert levels is not None
+    assert [spec["shape"][1] for spec in levels] == [8, 16, 32]

@@ -76,6 +76,15 @@ def level_inputs(
     return None if channels is None else level_maps(channels, side)
 
 
+def ctor_defaults(block: object) -> dict[str, object]:
+    """The default values of the block's constructor arguments (empty when unreadable)."""
+    try:
+        sig = inspect.signature(type(block))
+    except (TypeError, ValueError):
+        return {}
+    return {k: p.default for k, p in sig.parameters.items() if p.default is not p.empty}
+
+
 def indexed_levels(block: object, name: str, *, hops: int = 3) -> int | None:
     """How many levels ``forward`` needs in its argument ``name`` when it (or a method of
     the block it hands ``name`` to, ``hops`` calls deep) picks them by the block's own
