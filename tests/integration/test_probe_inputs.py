@@ -489,3 +489,54 @@ def test_dict_of_tensor_lists_is_keyed_by_the_constructor_names() -> None:
     value = args[0]["__dict__"]
     assert set(value) == {"a", "b"}
     assert [item["shape"][-1] for item in value["a"]] == [8, 8]  # a list per name
+
+
+class Pyramid(nn.Module):
+    """A neck: one lateral convolution per input level, each upsampled level added to the
+    one above it (the levels must halve in side and carry the constructor's channels)."""
+
+    def __init__(self, in_channels: list[int], out_channels: int) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        self.laterals = nn.ModuleList(nn.Conv2d(c, out_channels, 1) for c in in_channels)
+
+    def forward(self, inputs):  # type: ignore[no-untyped-def]  # unannotated on purpose
+        assert len(inputs) == len(self.in_channels)
+        outs = [lateral(x) for lateral, x in zip(self.laterals, inputs, strict=True)]
+        for i in range(len(outs) - 1, 0, -1):
+            outs[i - 1] = outs[i - 1] + nn.functional.interpolate(outs[i], scale_factor=2.0)
+        return outs[0]
+
+
+def test_per_level_channels_make_the_first_candidate_a_feature_pyramid() -> None:
+    block = Pyramid([4, 8, 16], 8)
+    args, kwargs = next(iter(input_candidates(block, P, {"in_channels": [4, 8, 16]})))
+    assert [spec["shape"] for spec in args[0]] == [
+        [2, 4, P.img, P.img],
+        [2, 8, P.img // 2, P.img // 2],
+        [2, 16, P.img // 4, P.img // 4],
+    ]
+    inputs = [torch.randn(spec["shape"]) for spec in args[0]]
+    assert block(inputs, **kwargs).shape == (2, 8, P.img, P.img)
+
+
+class PickingHead(nn.Module):
+    """A head that takes a list of levels and reads the one its own ``in_index`` picks."""
+
+    def __init__(self, in_channels: int, in_index: int = -1) -> None:
+        super().__init__()
+        self.in_index = in_index
+        self.conv = nn.Conv2d(in_channels, 4, 3, padding=1)
+
+    def _transform_inputs(self, inputs):  # type: ignore[no-untyped-def]  # unannotated on purpose
+        return inputs[self.in_index]
+
+    def forward(self, inputs):  # type: ignore[no-untyped-def]  # unannotated on purpose
+        return self.conv(self._transform_inputs(inputs))
+
+
+def test_a_level_picked_by_the_blocks_own_index_makes_the_first_candidate_a_list() -> None:
+    block = PickingHead(8)
+    args, _ = next(iter(input_candidates(block, P, {"in_channels": 8})))
+    assert [spec["shape"] for spec in args[0]] == [[2, 8, P.img, P.img]]
+    assert block([torch.randn(spec["shape"]) for spec in args[0]]).shape == (2, 4, P.img, P.img)

@@ -21,6 +21,7 @@ from nnrag.validate.probe.docshapes import (
 )
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
+from nnrag.validate.probe.levels import ctor_defaults, level_inputs
 from nnrag.validate.probe.meets import first_met_elsewhere, met_inputs
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
@@ -216,6 +217,11 @@ def input_candidates(
             if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
                 keys[p.name] = named
     scope = getattr(module.forward, "__globals__", {})
+    levels = level_inputs(params, {**ctor_defaults(module), **ctor}, profile.img, module)
+    if levels is not None:  # ``in_channels=[16, 32]``: one feature map per level, first
+        args, kwargs = fill_inputs(params, levels[0], profile, keys, scope)
+        spread = params[0].kind == params[0].VAR_POSITIONAL  # forward(*inputs)
+        yield [*levels, *args[1:]] if spread else [levels, *args[1:]], kwargs
     documented = given_inputs(module, params, profile)
     if documented:  # the shapes forward's docstring and layers give its arguments, first
         primary = first_documented(params, documented) or specs[0]
