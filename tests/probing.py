@@ -19,11 +19,12 @@ def probe(
     code: str,
     name: str = "Block",
     replay: dict[str, Any] | None = None,
+    head: str = HEAD,
 ) -> ValidationResult:
-    """Write ``code`` (after torch's imports) as ``<name>.py`` and validate class ``name``
-    (with ``replay``: rerun exactly that recorded recipe)."""
+    """Write ``code`` (after ``head``: torch's imports) as ``<name>.py`` and validate class
+    ``name`` (with ``replay``: rerun exactly that recorded recipe)."""
     path = tmp_path / f"{name}.py"
-    path.write_text(HEAD + textwrap.dedent(code))
+    path.write_text(head + textwrap.dedent(code))
     result, _ = run_validation(
         path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox, replay=replay
     )
@@ -45,3 +46,11 @@ def check_block(
         replay=replay,
     )
     return result
+
+
+def passed_kwargs(result: ValidationResult) -> dict[str, Any]:
+    """The constructor keyword arguments of a block that passed with a lossless recipe."""
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert result.recipe.lossless, result.recipe.lossy
+    return dict(result.recipe.init_kwargs)

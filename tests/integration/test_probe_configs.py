@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nnrag.model import ValidationResult
 from nnrag.validate.sandbox import Sandbox
 from nnrag.validate.stages import run_validation
+from tests import probing
 
 pytestmark = pytest.mark.integration
 
@@ -18,17 +18,10 @@ HEAD = "import dataclasses\n\nimport torch\nfrom torch import nn\n\n"
 
 
 def probe(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "Block") -> ValidationResult:
-    path = tmp_path / f"{name}.py"
-    path.write_text(HEAD + textwrap.dedent(code))
-    result, _ = run_validation(path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox)
-    return result
+    return probing.probe(sandbox, tmp_path, code, name, head=HEAD)
 
 
-def kwargs(result: ValidationResult) -> dict[str, Any]:
-    assert result.passed, result.message
-    assert result.recipe is not None
-    assert result.recipe.lossless, result.recipe.lossy
-    return dict(result.recipe.init_kwargs)
+kwargs = probing.passed_kwargs
 
 
 def test_unannotated_config_is_the_class_whose_attributes_are_read(

@@ -3,15 +3,13 @@ each rule on a small hand-made module."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nnrag.model import ValidationResult
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests import probing
 
 pytestmark = pytest.mark.integration
 
@@ -21,17 +19,10 @@ STAND_IN_CLASS = {"__ref__": "nnrag.validate.probe.ducks:attribute_class"}
 
 
 def probe(sandbox: Sandbox, tmp_path: Path, code: str, name: str = "Block") -> ValidationResult:
-    path = tmp_path / f"{name}.py"
-    path.write_text(HEAD + textwrap.dedent(code))
-    result, _ = run_validation(path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox)
-    return result
+    return probing.probe(sandbox, tmp_path, code, name, head=HEAD)
 
 
-def kwargs(result: ValidationResult) -> dict[str, Any]:
-    assert result.passed, result.message
-    assert result.recipe is not None
-    assert result.recipe.lossless, result.recipe.lossy
-    return dict(result.recipe.init_kwargs)
+kwargs = probing.passed_kwargs
 
 
 def test_a_called_parameter_gets_the_file_class_with_the_methods_it_reads(
