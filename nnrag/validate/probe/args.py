@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import numbers
@@ -19,6 +20,7 @@ from nnrag.validate.probe.annotations import (
     is_config_type,
     is_int,
     is_mapping_type,
+    nothing_to_configure,
     preferred_member,
 )
 from nnrag.validate.probe.configs import (
@@ -37,6 +39,7 @@ from nnrag.validate.probe.kinds import (
     words,
 )
 from nnrag.validate.probe.leaf_values import LINEAR_NAMES, LeafValues
+from nnrag.validate.probe.mappings import MappingUse, mapping_use
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
@@ -66,7 +69,6 @@ _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
 _SWITCH_FIELDS = re.compile(r"^(add|output|return|tie|use|is|has|with|do)_")
 """Config fields that switch a feature on (off when synthesized: the plain path)."""
 _CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
-
 
 _KIND_SKIP = {"types", "type", "cls", "class", "fn", "factory", "constructor", "builder"}
 
@@ -287,7 +289,7 @@ class Synth(LeafValues):
         after the constructor call."""
         if cls is None:
             cls = find_config_class(self.module)
-        if cls is not None and self.depth < 2:
+        if cls is not None and self.depth < 2 and not nothing_to_configure(cls):
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(cls)
@@ -425,7 +427,54 @@ class Synth(LeafValues):
             built = self.registry_built(cls, name)
             if built is not MISSING:
                 return built
-        return self.value(name, annotation)
+        return self.as_mapping(cls, name, annotation, self.value(name, annotation))
+
+    def as_mapping(self, cls: Any, name: str, annotation: Any, value: object) -> object:
+        """``value``, or a mapping where the constructor uses ``name`` as one (:func:`mapping_use`)
+        and ``value`` cannot serve: a placeholder, an instance of a class with nothing to
+        configure, a namespace or scalar only the name chose, an empty mapping to be filled."""
+        if isinstance(value, Mapping) and value:
+            return value
+        placeholder = isinstance(value, AutoConfig) or nothing_to_configure(type(value))
+        loose = annotation is inspect.Parameter.empty or is_mapping_type(annotation)
+        guessed = loose and isinstance(value, (types.SimpleNamespace, int, float, str))
+        if not (placeholder or guessed or isinstance(value, Mapping)) or self.depth >= 2:
+            return value
+        use = mapping_use(cls, name)
+        if use is None and placeholder and parameter_usage(cls, name)[1]:
+            use = MappingUse()  # handed to a registry ``build``: a config dict, even empty
+        if use is None or (guessed and not use.sure):
+            return value
+        if isinstance(value, Mapping) and not (use.spread_into or use.default):
+            return value
+        if placeholder and name in self.placeholders:
+            self.placeholders.remove(name)
+        return self.mapping(use, value)
+
+    def mapping(self, use: MappingUse, like: object) -> object:
+        """The arguments of the first class the mapping is spread into that builds with them
+        (none builds: the first's), else the mapping default it is handed to; of ``like``'s
+        mapping type where that takes them (a config dict class), else a dict."""
+        kwargs: dict[str, object] = dict(use.default or {})
+        first: tuple[dict[str, object], list[str]] | None = None
+        for target in use.spread_into[:3]:
+            inner = Synth(self.module, self.profile, self.depth + 1)
+            try:
+                args, found = inner.fill(target)
+                first = first or (None if args else (found, inner.placeholders))
+                target(*args, **found)
+            except Exception:
+                continue
+            if not args:
+                first = (found, inner.placeholders)
+                break
+        if first is not None:
+            kwargs = first[0]
+            self.placeholders.extend(first[1])
+        if isinstance(like, Mapping) and type(like) is not dict:
+            with contextlib.suppress(Exception):
+                return remember(type(like)(**kwargs), call(type(like), (), kwargs))
+        return dict(kwargs)
 
     def registry_built(self, cls: Any, name: str) -> object:
         """A registry config dict for parameter ``name`` of ``cls`` when the constructor hands
@@ -506,6 +555,7 @@ class Synth(LeafValues):
                 )
             else:
                 value = self.value(name, annotation)
+            value = self.as_mapping(cls, name, annotation, value)
             if (
                 type(value) is nn.Identity
                 and name in self.placeholders

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+import traceback
+from collections.abc import Mapping
 
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.ctor import Ctor
+from nnrag.validate.probe.mappings import mapping_use
 from nnrag.validate.probe.profiles import PROFILES, int_for
 from nnrag.validate.probe.repair_names import failing_line, name_repairs
-from nnrag.validate.probe.signatures import signature_of
+from nnrag.validate.probe.signatures import init_signature, signature_of, type_hints
+from nnrag.validate.probe.usage import parameter_usage
 
 _NOT_A_LIST = re.compile(
     r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
@@ -87,6 +92,36 @@ def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         [*ctor.placeholders, *synth.placeholders],
         ctor.profile,
         ctor.inputs,
+    )
+
+
+def fill_none_mappings(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: a ``None`` met where a mapping was wanted (``Part(**cfg)``, a registry build of
+    ``cfg``, with ``cfg=None`` by default) gives each ``None``-defaulted parameter that a
+    line of the traceback names and that the constructor uses as a mapping
+    (:func:`mapping_use`) or hands to a ``build`` call a mapping value
+    (:meth:`Synth.parameter`)."""
+    if ctor.origin != "synthesized" or "NoneType" not in str(error):
+        return None
+    lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
+    named = set(re.findall(r"\w+", lines))
+    sig, owner = init_signature(cls)
+    hints = type_hints(sig, owner)
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    added: dict[str, object] = {}
+    for name, param in sig.parameters.items() if sig else ():
+        if param.default is not None or name in ctor.kwargs or name not in named:
+            continue
+        if mapping_use(cls, name) is None and not parameter_usage(cls, name)[1]:
+            continue
+        value = synth.parameter(cls, name, hints.get(name, param.annotation))
+        if isinstance(value, Mapping):
+            added[name] = value
+    if not added:
+        return None
+    placeholders = [*ctor.placeholders, *synth.placeholders]
+    return Ctor(
+        "synthesized", ctor.args, {**ctor.kwargs, **added}, placeholders, ctor.profile, ctor.inputs
     )
 
 
@@ -218,6 +253,7 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
 
 __all__ = [
     "fill_none_layers",
+    "fill_none_mappings",
     "fill_none_sizes",
     "lengthen",
     "listify",

@@ -30,6 +30,7 @@ from nnrag.validate.probe.outcomes import (
 from nnrag.validate.probe.profiles import PROFILES, Profile
 from nnrag.validate.probe.repair import (
     fill_none_layers,
+    fill_none_mappings,
     fill_none_sizes,
     lengthen,
     listify,
@@ -187,6 +188,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     found = (
         listify(ctor, cls, error),
         fill_none_layers(ctor, cls, error),
+        fill_none_mappings(ctor, cls, error),
         fill_none_sizes(ctor, cls),
         scale_sizes(ctor, error),
         lengthen(ctor, cls, error),
