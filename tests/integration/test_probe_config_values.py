@@ -197,3 +197,30 @@ def test_a_config_used_only_by_an_isinstance_test_keeps_its_namespace(
     """
     value = passed_kwargs(sandbox, tmp_path, code, "Tested")["config"]
     assert value["__call__"] == {"__ref__": "types:SimpleNamespace"}
+
+
+def test_a_config_dict_class_read_by_attribute_gets_those_keys(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A config dict class that serves its keys as attributes, read as ``cfg.width``: built
+    with a ``width`` key (an empty one fails on the read)."""
+    code = """
+    class AttrDict(dict):
+        def __getattr__(self, name):
+            try:
+                return self[name]
+            except KeyError:
+                raise AttributeError(name) from None
+
+
+    class ByAttribute(nn.Module):
+        def __init__(self, cfg: Union[AttrDict, dict]):
+            super().__init__()
+            self.lin = nn.Linear(cfg.width, cfg.width)
+
+        def forward(self, x):
+            return self.lin(x)
+    """
+    value = passed_kwargs(sandbox, tmp_path, code, "ByAttribute")["cfg"]
+    assert value["__call__"] == {"__ref__": "nnrag_block:AttrDict"}
+    assert set(value["kwargs"]) == {"width"}

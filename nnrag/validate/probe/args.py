@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import inspect
 import numbers
@@ -33,13 +32,12 @@ from nnrag.validate.probe.configs import (
 from nnrag.validate.probe.factories import factory_for, none_accepted
 from nnrag.validate.probe.kinds import (
     default_dicts,
-    kind_score,
     named_tables,
+    of_another_kind,
     ranked_classes,
-    words,
 )
 from nnrag.validate.probe.leaf_values import LINEAR_NAMES, LeafValues
-from nnrag.validate.probe.mappings import MappingUse, mapping_use
+from nnrag.validate.probe.mappings import MappingUse, keyed_instance, mapping_use
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
@@ -51,7 +49,6 @@ from nnrag.validate.probe.signatures import (
     find_config_class,
     init_signature,
     named_class,
-    signature_of,
     stage_lengths,
     type_hints,
     value_choices,
@@ -441,39 +438,43 @@ class Synth(LeafValues):
         if not (placeholder or guessed or isinstance(value, Mapping)) or self.depth >= 2:
             return value
         use = mapping_use(cls, name)
-        if use is None and placeholder and parameter_usage(cls, name)[1]:
-            use = MappingUse()  # handed to a registry ``build``: a config dict, even empty
+        reads = parameter_usage(cls, name)[0] if isinstance(value, Mapping) else set()
+        if use is None and ((placeholder and parameter_usage(cls, name)[1]) or reads):
+            use = MappingUse()  # handed to a ``build``, attributes read: a mapping, even empty
         if use is None or (guessed and not use.sure):
             return value
-        if isinstance(value, Mapping) and not (use.spread_into or use.default):
+        if isinstance(value, Mapping) and not (use.spread_into or use.default or reads):
             return value
         if placeholder and name in self.placeholders:
             self.placeholders.remove(name)
-        return self.mapping(use, value)
+        return self.mapping(use, value, reads)
 
-    def mapping(self, use: MappingUse, like: object) -> object:
+    def mapping(self, use: MappingUse, like: object, reads: set[str]) -> object:
         """The arguments of the first class the mapping is spread into that builds with them
         (none builds: the first's), else the mapping default it is handed to; of ``like``'s
-        mapping type where that takes them (a config dict class), else a dict."""
+        mapping type where that takes them (a config dict class: plus the attributes read)."""
         kwargs: dict[str, object] = dict(use.default or {})
-        first: tuple[dict[str, object], list[str]] | None = None
+        first: tuple[dict[str, object], list[str], type] | None = None
         for target in use.spread_into[:3]:
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, found = inner.fill(target)
-                first = first or (None if args else (found, inner.placeholders))
+                first = first or (None if args else (found, inner.placeholders, target))
                 target(*args, **found)
             except Exception:
                 continue
             if not args:
-                first = (found, inner.placeholders)
+                first = (found, inner.placeholders, target)
                 break
         if first is not None:
             kwargs = first[0]
             self.placeholders.extend(first[1])
         if isinstance(like, Mapping) and type(like) is not dict:
-            with contextlib.suppress(Exception):
-                return remember(type(like)(**kwargs), call(type(like), (), kwargs))
+            spread = first[2] if first is not None else None
+            scratch = Synth(self.module, self.profile, self.depth + 1)  # data only
+            made = keyed_instance(type(like), kwargs, reads, scratch.field, spread)
+            if made is not None:
+                return remember(made[0], call(type(like), (), made[1]))
         return dict(kwargs)
 
     def registry_built(self, cls: Any, name: str) -> object:
@@ -507,7 +508,7 @@ class Synth(LeafValues):
             except Exception:
                 continue
             self.placeholders.extend(inner.placeholders)
-            if _of_another_kind(name, option, owner):
+            if of_another_kind(name, option, owner):
                 self.placeholders.append(name)
             return {Carried.key: key, **kwargs}
         return MISSING
@@ -587,14 +588,3 @@ class AutoConfig:
 
 _SHAPE_NAMES = re.compile(r"^(shape|sizes?|dims)$")
 """A constructor's ``*shape``: the sizes of a view."""
-
-
-def _of_another_kind(name: str, option: type, owner: Any) -> bool:
-    """``option`` has none of parameter ``name``'s words but those of another parameter of
-    ``owner``'s constructor (a ``BaseDataPreprocessor`` for ``backbone`` beside
-    ``data_preprocessor``): the class that parameter wants, not this one's."""
-    if not words(name) or kind_score(name, option):
-        return False
-    sig = signature_of(owner) if owner is not None else None
-    others = [p for p in (sig.parameters if sig else ()) if p != name]
-    return any(kind_score(other, option) for other in others)

@@ -10,7 +10,7 @@ from typing import Any
 
 from nnrag.validate.probe.signatures import init_signature, is_name, parsed_source, signature_of
 
-__all__ = ["MappingUse", "mapping_use"]
+__all__ = ["MappingUse", "keyed_instance", "mapping_use"]
 
 _MAPPING_METHODS = frozenset({"get", "items", "keys", "values", "update", "setdefault"})
 """Methods only a mapping has (``copy`` and ``pop`` lists and tensors have too)."""
@@ -60,6 +60,40 @@ def _own_classes(cls: Any) -> list[type]:
         for klass in getattr(cls, "__mro__", ())[:4]
         if klass.__module__.split(".")[0] not in {"torch", "builtins", "typing"}
     ]
+
+
+def keyed_instance(
+    kind: type,
+    kwargs: Mapping[str, object],
+    reads: set[str],
+    field: Callable[[str], object],
+    target: Any = None,
+) -> tuple[object, dict[str, object]] | None:
+    """``kind(**kwargs)`` plus a key for each attribute the code reads from it (``cfg.rpn``),
+    by ``field``, where ``kind`` is a mapping class that serves its keys as attributes (a
+    config dict class); only keys ``target``, the class it is spread into, takes. The
+    instance and the keyword arguments it was called with; ``None`` if ``kind`` does not
+    build from them."""
+    sig = init_signature(target)[0] if target is not None else None
+    takes = sig is None or any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    extra = {
+        attr: field(attr)
+        for attr in sorted(reads)
+        if attr not in kwargs
+        and not attr.startswith("_")
+        and not hasattr(kind, attr)
+        and (takes or (sig is not None and attr in sig.parameters))
+    }
+    attempts = [{**kwargs, **extra}, dict(kwargs)] if extra else [dict(kwargs)]
+    for given in attempts:
+        try:
+            built = kind(**given)
+            served = all(getattr(built, k, None) == v for k, v in extra.items())
+        except Exception:
+            continue
+        if served or given is attempts[-1]:
+            return built, given
+    return None
 
 
 class _Walk:
