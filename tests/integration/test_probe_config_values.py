@@ -224,3 +224,28 @@ def test_a_config_dict_class_read_by_attribute_gets_those_keys(
     value = passed_kwargs(sandbox, tmp_path, code, "ByAttribute")["cfg"]
     assert value["__call__"] == {"__ref__": "nnrag_block:AttrDict"}
     assert set(value["kwargs"]) == {"width"}
+
+
+def test_a_none_default_of_a_base_taken_through_kwargs_is_given_a_mapping(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``Sub(*args, **kwargs)`` hands everything to a base whose ``encoder=None`` is spread
+    (``Part(**encoder)``): the repair finds ``encoder`` in the base's constructor."""
+    code = """
+    class Base(nn.Module):
+        def __init__(self, encoder: OptConfigType = None, gain: float = 1.0):
+            super().__init__()
+            self.encoder = Part(**encoder)
+            self.gain = gain
+
+        def forward(self, x):
+            return self.encoder(x) * self.gain
+
+
+    class Sub(Base):
+        def __init__(self, *args, extra: int = 1, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.extra = extra
+    """
+    value = passed_kwargs(sandbox, tmp_path, code, "Sub")["encoder"]
+    assert set(value["__dict__"]) == {"width"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import sys
@@ -105,16 +106,14 @@ def fill_none_mappings(ctor: Ctor, cls: type, error: BaseException) -> Ctor | No
         return None
     lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
     named = set(re.findall(r"\w+", lines))
-    sig, owner = init_signature(cls)
-    hints = type_hints(sig, owner)
     synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
     added: dict[str, object] = {}
-    for name, param in sig.parameters.items() if sig else ():
+    for name, (param, hint) in _declared(cls).items():
         if param.default is not None or name in ctor.kwargs or name not in named:
             continue
         if mapping_use(cls, name) is None and not parameter_usage(cls, name)[1]:
             continue
-        value = synth.parameter(cls, name, hints.get(name, param.annotation))
+        value = synth.parameter(cls, name, hint)
         if isinstance(value, Mapping):
             added[name] = value
     if not added:
@@ -123,6 +122,27 @@ def fill_none_mappings(ctor: Ctor, cls: type, error: BaseException) -> Ctor | No
     return Ctor(
         "synthesized", ctor.args, {**ctor.kwargs, **added}, placeholders, ctor.profile, ctor.inputs
     )
+
+
+def _declared(cls: type) -> dict[str, tuple[inspect.Parameter, object]]:
+    """The constructor parameters of ``cls`` with their annotations; where it takes
+    ``**kwargs``, also those of its bases' constructors that it does not name (first
+    declaration wins)."""
+    found: dict[str, tuple[inspect.Parameter, object]] = {}
+    sig, owner = init_signature(cls)
+    inits = [(sig, owner)]
+    if sig is not None and any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
+        inits += [
+            (signature_of(vars(b)["__init__"]), vars(b)["__init__"])
+            for b in cls.__mro__[1:4]
+            if "__init__" in vars(b) and b.__module__.split(".")[0] not in {"torch", "builtins"}
+        ]
+    for each, func in inits:
+        hints = type_hints(each, func)
+        for name, param in each.parameters.items() if each is not None else ():
+            if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+                found.setdefault(name, (param, hints.get(name, param.annotation)))
+    return found
 
 
 _RESIDUAL = re.compile(
