@@ -8,6 +8,18 @@ it resolves the absolute name at run time against the modules the file carries â
 object whose attributes are the file's own definitions of that module (and, for a package,
 the definitions it re-exports) â€” and raises ``ModuleNotFoundError`` naming the module for a
 module of the sources the file carries nothing of. Other modules import as usual.
+
+A private submodule of a source the file carries nothing of (``pkg._ext``: the last part
+starts with ``_``, the test ``classify`` uses to call a missing module ``native-op``) is a
+compiled extension, loaded by a module-level ``ext = load_ext("_ext", [...])`` whose
+operators many blocks call only on a CUDA path. The shim imports it for real where it is
+installed (located first, so that a pure-Python build of the package is not imported only to
+lack it); otherwise it gives a stand-in module whose public attributes are functions raising
+``ModuleNotFoundError(name="pkg._ext")`` when called, naming the module and the operator
+(``hasattr`` is true for them; dunder and private names are absent as on any module). The
+block then fails, as ``native-op``, at the stage that really calls the operator, and a block
+whose CPU path does not call it runs. A static ``from pkg import _ext`` is not served: the
+closure reports it (``native-op``, NNR503, stage ``closed``).
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ if TYPE_CHECKING:
     from nnrag.model import ModuleInfo
 
 __all__ = [
+    "COMPILED",
     "SHIM",
     "ByName",
     "by_name",
@@ -39,6 +52,8 @@ __all__ = [
 
 SHIM = "_nnrag_import_module"
 """The block-local ``importlib.import_module`` (a name no source is expected to use)."""
+COMPILED = "_nnrag_compiled_module"
+"""The shim's helper for an absent private submodule of a source (a compiled extension)."""
 DUNDER_SHIM = "_nnrag_dunder_import"
 """The block-local ``__import__``: the top-level package of what :data:`SHIM` gives."""
 _TABLE = "_NNRAG_MODULES"
@@ -256,7 +271,8 @@ def shim_chunk(
     the block file's ``__import__``)."""
     rows = "".join(f"    {module!r}: {dict(members)!r},\n" for module, members in table.items())
     packages = tuple(sorted(set(sources)))
-    return f'''# nnrag: imports by name of the sources' modules resolve to what this file carries
+    return (
+        f'''# nnrag: imports by name of the sources' modules resolve to what this file carries
 {_TABLE} = {{
 {rows}}}
 _NNRAG_SOURCES = {packages!r}
@@ -267,7 +283,8 @@ def {SHIM}(name, package=None):
     """``importlib.import_module`` of this block file (written by nnrag).
 
     A module of the block's sources is a module object whose attributes are the definitions
-    this file carries from it; one the file carries nothing of raises ModuleNotFoundError.
+    this file carries from it; one the file carries nothing of raises ModuleNotFoundError,
+    unless it is private (a compiled extension, ``pkg._ext``: see {COMPILED}).
     Any other module is imported as usual.
     """
     import importlib
@@ -282,6 +299,9 @@ def {SHIM}(name, package=None):
         members = {{}}  # a package above carried modules: its submodules are attributes
     if members is None:
         if absolute.partition(".")[0] in _NNRAG_SOURCES:
+            if "." in absolute and absolute.rpartition(".")[2].startswith("_"):
+                _NNRAG_LOADED[absolute] = {COMPILED}(absolute)
+                return _NNRAG_LOADED[absolute]
             raise ModuleNotFoundError(
                 f"No module named {{absolute!r}} in this block file: nnrag carries only the "
                 "modules the block reaches",
@@ -305,7 +325,56 @@ def {SHIM}(name, package=None):
     module.__getattr__ = __getattr__
     _NNRAG_LOADED[absolute] = module
     return module
-''' + (_DUNDER if dunder else "")
+'''
+        + _COMPILED
+        + (_DUNDER if dunder else "")
+    )
+
+
+_COMPILED = f'''
+
+def {COMPILED}(name):
+    """A compiled extension of a source this file carries nothing of (written by nnrag): the
+    installed one where it is found, else a stand-in whose public attributes are functions
+    raising ModuleNotFoundError when called: the block fails where it calls the operator."""
+    import importlib
+    import importlib.machinery
+    import importlib.util
+    import sys
+    import types
+
+    top, *below = name.split(".")
+    spec = None if top in sys.modules else importlib.util.find_spec(top)
+    for depth in range(1, len(below) + 1):  # located without importing the packages above
+        path = None if spec is None else spec.submodule_search_locations
+        found = ".".join([top, *below[:depth]])
+        spec = None if path is None else importlib.machinery.PathFinder.find_spec(found, path)
+    reason = "is not installed"
+    if top in sys.modules or spec is not None:
+        try:
+            return importlib.import_module(name)
+        except Exception as error:  # a build that does not load: its calls say why
+            reason = f"does not load ({{type(error).__name__}}: {{error}})"
+    module = types.ModuleType(name, f"stand-in for the absent compiled extension {{name!r}}")
+
+    def __getattr__(attr):
+        if attr.startswith("_"):
+            raise AttributeError(f"module {{name!r}} has no attribute {{attr!r}}")
+
+        def operator(*args, **kwargs):
+            raise ModuleNotFoundError(
+                f"{{name}}.{{attr}}: compiled extension {{name!r}} {{reason}}; the block file "
+                "deferred the import to this first call",
+                name=name,
+            )
+
+        operator.__name__ = operator.__qualname__ = attr
+        setattr(module, attr, operator)
+        return operator
+
+    module.__getattr__ = __getattr__
+    return module
+'''
 
 
 _DUNDER = f'''

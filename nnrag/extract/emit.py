@@ -56,7 +56,7 @@ from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
 from nnrag.extract.needs import scanner_for
 from nnrag.extract.registries import RegistryIndex, registries_for
-from nnrag.extract.rewrite import Rewrite
+from nnrag.extract.rewrite import KEEP_NAME, KEEP_NAME_CHUNK, Rewrite
 from nnrag.extract.tables import drop_entries
 from nnrag.model import (
     Closure,
@@ -225,6 +225,8 @@ def _unit_chunks(
     if served:  # before every unit: load-time code may import by name
         sources = {closure.block.source} | {info.source for info, _ in plan.units}
         chunks.insert(0, shim_for(index, sources, plan.flat, served))
+    if any(f"@{KEEP_NAME}(" in chunk for chunk in chunks):
+        chunks.insert(0, KEEP_NAME_CHUNK)
     return chunks
 
 

@@ -168,7 +168,8 @@ class DynamicLookups:
                 "imports a module of the source chosen at run time"
                 + (f" ({found.module}*)" if found.module else "")
                 + f": the block file resolves it against the modules it carries ({SHIM}); "
-                "any other raises ModuleNotFoundError",
+                "any other raises ModuleNotFoundError (a private one, a compiled extension, "
+                "is imported where installed, else raises when one of its functions is called)",
             )
 
     def _registry(

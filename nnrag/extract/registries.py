@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -210,8 +210,13 @@ class RegistryIndex:
         return found
 
     def registered(self, text: str) -> bool:
-        """Whether any registry of the index has an entry for ``text``."""
-        return any(text in family.entries for family in self._families())
+        """Whether any registry of the index has an entry for ``text`` (or, for a
+        scope-qualified ``'scope.Key'``, for ``Key``)."""
+        scoped = _scoped(text)
+        return any(
+            text in family.entries or (scoped is not None and scoped[1] in family.entries)
+            for family in self._families()
+        )
 
     def _families(self) -> Iterator[Family]:
         seen: set[int] = set()
@@ -262,10 +267,34 @@ class RegistryIndex:
 
     def entries(self, family: Family, text: str, present: Container[UnitKey]) -> list[Registration]:
         """The registrations of ``text`` in ``family``; those into a registry object in
-        ``present`` when there are any (a scope finds its own entry before another's)."""
-        found = family.entries.get(text, [])
+        ``present`` when there are any (a scope finds its own entry before another's).
+
+        A scope-qualified string (``'other.Conv'``: the registry looks ``Conv`` up in the
+        registry of scope ``other``) reaches the entries of ``Conv`` registered by package
+        ``other`` or into a registry object of package ``other`` only."""
+        if text not in family.entries:
+            scoped = _scoped(text)
+            if scoped is None:
+                return []
+            scope, key = scoped
+            return [r for r in family.entries.get(key, []) if scope in self._packages(r)]
+        found = family.entries[text]
         own = [r for r in found if self.into.get(r) in present]
         return own or found
+
+    def keys(self, family: Family, words: Iterable[str]) -> list[str]:
+        """The words that reach entries of ``family``: its type strings, and scope-qualified
+        forms of them (``'other.Conv'``), sorted."""
+        return sorted(
+            w
+            for w in words
+            if w in family.entries or ((s := _scoped(w)) is not None and s[1] in family.entries)
+        )
+
+    def _packages(self, registration: Registration) -> tuple[str, str | None]:
+        """The top-level packages of ``registration``'s module and of its registry object."""
+        into = self.into.get(registration)
+        return _package(registration.module), (_package(into[1]) if into else None)
 
     def _registry(self, info: ModuleInfo, unit: Unit, node: ast.expr) -> Family | None:
         """The family of the registry object ``node`` (``X`` of ``X.register_module``) denotes."""
@@ -358,7 +387,7 @@ class Carrier:
         for parent, family in self.families.values():
             reaching = self.reaching(family)
             words = set().union(*(w for p, w in self.words.items() if p in reaching))
-            for text in sorted(words & family.entries.keys()):
+            for text in self.index.keys(family, words):
                 for registration in self.index.entries(family, text, units):
                     self.carried.setdefault(registration)
                     found.append((registration, parent))
@@ -400,6 +429,16 @@ class Carrier:
 def _package(module: str) -> str:
     """The top-level package of a dotted module name."""
     return module.partition(".")[0]
+
+
+def _scoped(text: str) -> tuple[str, str] | None:
+    """``'scope.Key'`` -> ``('scope', 'Key')``: a type string qualified by the scope of the
+    registry to look it up in (split at the first dot, as registries with scopes do);
+    ``None`` for a plain string."""
+    scope, dot, key = text.partition(".")
+    if not dot or not scope.isidentifier() or not key.isidentifier():
+        return None
+    return scope, key
 
 
 def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | None]]:

@@ -19,6 +19,22 @@ from nnrag.pyscope.scopes import CALL, Access, ScopeTree, build_scopes, dotted_r
 
 ReadKind = Literal["load", "call"]
 
+KEEP_NAME = "_nnrag_original_name"
+"""The decorator a renamed module-level ``def``/``class`` gets, innermost: it sets
+``__name__``/``__qualname__`` back to the source's name before any other decorator, a
+registry (``register_module()`` keys a class by ``cls.__name__``) or a repr reads it."""
+
+KEEP_NAME_CHUNK = f'''def {KEEP_NAME}(name):
+    """Give a definition renamed in this block file the name it has in its source (written by
+    nnrag): decorators, registries and reprs read ``__name__``."""
+
+    def keep(definition):
+        definition.__name__ = definition.__qualname__ = name
+        return definition
+
+    return keep
+'''
+
 
 @dataclass(frozen=True, slots=True)
 class Rewrite:
@@ -215,7 +231,8 @@ class _Editor:
             self.replace(node, flat)
 
     def define(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
-        """Rename a module-level ``def``/``class`` name (its keyword line holds the name)."""
+        """Rename a module-level ``def``/``class`` name (its keyword line holds the name); the
+        definition keeps its source name as ``__name__`` (:data:`KEEP_NAME`)."""
         flat = self.rewrite.defs.get(node.name)
         if flat is None:
             return
@@ -227,6 +244,8 @@ class _Editor:
         position = line.find(node.name, position + len(keyword))
         begin = self.starts[node.lineno - 1] + position
         self.edits.append((begin, begin + len(node.name), flat))
+        indent = line[:column] if not line[:column].strip() else ""
+        self.edits.append((start, start, f'@{KEEP_NAME}("{node.name}")\n{indent}'))
 
     # -- walking ---------------------------------------------------------------------------
 

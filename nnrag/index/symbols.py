@@ -262,7 +262,11 @@ class Symbols:
                     return found
         if info.is_package:
             sub = f"{info.module}.{name}"
-            if self._is_module_name(sub, info.source):
+            # ``import pkg._ext`` then ``pkg._ext.op``: a compiled extension, as ``from pkg
+            # import _ext`` (``_file_kind``; not a dunder, which is a missing attribute)
+            if self._is_module_name(sub, info.source) or (
+                not name.startswith("__") and self._file_kind(sub, info.source) == "native"
+            ):
                 return self._module(sub, rest, prefer=info.source, binding=None, where=None)
         if top and name in BUILTINS:
             return Resolution(kind="builtin", name=name)
@@ -327,7 +331,7 @@ class Symbols:
             # ``from pkg import sub``: a submodule, indexed or not (a compiled extension)
             sub = f"{binding.module}.{binding.attr}"
             if self._is_module_name(sub, info.source) or (
-                found.reason == "unresolved" and target.is_package
+                found.reason in ("unresolved", "native") and target.is_package
             ):
                 return self._module(sub, rest, prefer=info.source, binding=binding, where=info)
         return found

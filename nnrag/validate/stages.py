@@ -494,7 +494,8 @@ _EXPLAINS: dict[str, re.Pattern[str]] = {
         r"FileNotFoundError|IsADirectoryError|No such file|TemplateNotFound|OSError"
     ),
     "dynamic-registry": re.compile(
-        r"KeyError|LookupError|not registered|[Uu]nknown \w+|no \w+ named|has no attribute"
+        r"KeyError|LookupError|not registered|[Uu]nknown \w+|no \w+ named"
+        r"|(?:module|type object) '[\w.]+' has no attribute"  # a namespace looked up by name
     ),
 }
 """The run-time failures (by message) each advisory problem category can explain."""

@@ -156,9 +156,13 @@ def _reads(stmt: ast.stmt) -> set[str]:
 
 
 def _mutated(stmt: ast.stmt) -> set[str]:
-    """Objects a statement changes at load time: ``@X.register``, a bare ``X.add(...)``, or
-    a bare call handed ``X`` (``fill(X)``)."""
+    """Objects a statement changes at load time: ``@X.register``, a bare ``X.add(...)``, a
+    bare call handed ``X`` (``fill(X)``), or an object constructed with ``parent=X`` (a child
+    registry enters itself into its parent, which finds entries through it)."""
     roots: set[str] = set()
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+        parents = [k.value for k in stmt.value.keywords if k.arg == "parent"]
+        return {p.id for p in parents if isinstance(p, ast.Name)}
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         funcs = [d.func if isinstance(d, ast.Call) else d for d in stmt.decorator_list]
     elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):

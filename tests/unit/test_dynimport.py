@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import cast
 
 import pytest
 
@@ -17,7 +20,11 @@ from nnrag.extract.tables import drop_entries
 from tests.unit.test_cases import run_case
 
 
-def _load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str) -> ModuleType:
+def _load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, *, mkdir: bool = False
+) -> ModuleType:
+    if mkdir:
+        tmp_path.mkdir()
     path = tmp_path / "nnrag_block.py"
     path.write_text(code, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("nnrag_block", path)
@@ -140,6 +147,94 @@ def test_shim_without_a_carried_module_refuses_source_modules() -> None:
     assert callable(shim)
     with pytest.raises(ModuleNotFoundError, match="in this block file"):
         shim("pkg.anything")
+
+
+def _shim(packages: list[str]) -> Callable[[str], ModuleType]:
+    namespace: dict[str, object] = {}
+    exec(compile(shim_chunk({}, packages), "<shim>", "exec"), namespace)
+    shim = namespace[SHIM]
+    assert callable(shim)
+    return cast("Callable[[str], ModuleType]", shim)
+
+
+@pytest.fixture
+def packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder on ``sys.path`` for hand-made packages; what they import is forgotten after."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = set(sys.modules)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def _package(root: Path, name: str, files: dict[str, str]) -> None:
+    (root / name).mkdir()
+    for file, text in {"__init__.py": "", **files}.items():
+        (root / name / file).write_text(text, encoding="utf-8")
+    importlib.invalidate_caches()
+
+
+def test_shim_stands_in_for_an_absent_compiled_extension(packages: Path) -> None:
+    """``load_ext("_ext", [...])`` of a pure-Python build: the import succeeds, ``hasattr``
+    passes for every operator, and the first call raises ModuleNotFoundError naming the module
+    (``classify``'s native-op test); the package itself is not imported to find that out."""
+    _package(packages, "nnrag_lite_ops", {"__init__.py": "raise RuntimeError('imported')\n"})
+    shim = _shim(["nnrag_lite_ops"])
+    ext = shim("nnrag_lite_ops._ext")
+    assert "nnrag_lite_ops" not in sys.modules
+    assert shim("nnrag_lite_ops._ext") is ext
+    assert hasattr(ext, "focal_forward")
+    assert ext.focal_forward is ext.focal_forward
+    assert ext.focal_forward.__name__ == "focal_forward"
+    assert not hasattr(ext, "__path__")  # dunder and private names: as on any module
+    assert not hasattr(ext, "_private")
+    with pytest.raises(ModuleNotFoundError) as called:
+        ext.focal_forward(1.0, gamma=2.0)
+    assert called.value.name == "nnrag_lite_ops._ext"
+    assert str(called.value) == (
+        "nnrag_lite_ops._ext.focal_forward: compiled extension 'nnrag_lite_ops._ext' is not "
+        "installed; the block file deferred the import to this first call"
+    )
+    with pytest.raises(ModuleNotFoundError, match="in this block file"):
+        shim("nnrag_lite_ops.models")  # a public module it carries nothing of: as before
+    with pytest.raises(ModuleNotFoundError, match="in this block file"):
+        shim("nnrag_lite_ops")
+
+
+def test_shim_uses_the_installed_compiled_extension(packages: Path) -> None:
+    _package(packages, "nnrag_full_ops", {"_ext.py": "def focal_forward(x):\n    return x + 1\n"})
+    ext = _shim(["nnrag_full_ops"])("nnrag_full_ops._ext")
+    assert ext is sys.modules["nnrag_full_ops._ext"]
+    assert ext.focal_forward(1) == 2
+
+
+def test_shim_stand_in_says_why_an_installed_extension_does_not_load(packages: Path) -> None:
+    _package(packages, "nnrag_bad_ops", {"_ext.py": "raise ImportError('undefined symbol: f')\n"})
+    ext = _shim(["nnrag_bad_ops"])("nnrag_bad_ops._ext")
+    with pytest.raises(ModuleNotFoundError, match=r"does not load \(ImportError: undefined"):
+        ext.focal_forward()
+
+
+def test_compiled_extension_block_runs_its_cpu_path_and_fails_where_it_calls_the_op(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The golden case's block files, imported: the CPU path of FocalLoss runs; FusedFocalLoss
+    calls the absent operator and raises there, naming the module."""
+    torch = pytest.importorskip("torch")
+    from nnrag.extract.block import extract
+    from tests.unit.test_cases import case_index, target_block
+
+    monkeypatch.delitem(sys.modules, "pkg", raising=False)
+    block = _load(tmp_path, monkeypatch, run_case("emit_compiled_extension_by_name").code)
+    x = torch.linspace(-2.0, 2.0, 5)
+    assert torch.isfinite(block.FocalLoss()(x)).all()
+    assert "pkg" not in sys.modules
+    index = case_index("emit_compiled_extension_by_name")
+    fused = extract(index, target_block(index, "pkg.ops.focal:FusedFocalLoss")).code
+    other = _load(tmp_path / "fused", monkeypatch, fused, mkdir=True)
+    with pytest.raises(ModuleNotFoundError, match=r"pkg\._ext\.focal_forward: compiled") as call:
+        other.FusedFocalLoss()(x)
+    assert call.value.name == "pkg._ext"
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from nnrag.blockfile.header import parse_header, split_header
 from nnrag.errors import InternalError
 from nnrag.extract.emit import _check_compiles, emit
 from nnrag.extract.emit_header import external_requirements
-from nnrag.extract.rewrite import Rewrite, absolute_module, rewrite_unit
+from nnrag.extract.rewrite import KEEP_NAME_CHUNK, Rewrite, absolute_module, rewrite_unit
 from nnrag.index.build import Index, index_tree
 from nnrag.model import BlockRef, Closure, ImportBinding, UnitRef
 
@@ -71,6 +71,7 @@ def test_rename_touches_only_module_level_references() -> None:
     )
     assert out == textwrap.dedent(
         """\
+        @_nnrag_original_name("Mlp")
         class Mlp_2(Base):  # the class
             Mlp = Mlp_2
             def f(self, Mlp=Mlp, **kw):  # the default reads the class attribute
@@ -239,6 +240,9 @@ def test_emit_layout(two_mlps: Index) -> None:
         from torch import nn
 
 
+        <KEEP_NAME_CHUNK>
+
+
         # from pkg.layers.mlp
         class Mlp(nn.Module):
             def forward(self, x):
@@ -246,6 +250,7 @@ def test_emit_layout(two_mlps: Index) -> None:
 
 
         # from pkg.model
+        @_nnrag_original_name("Mlp")
         class Mlp_2(nn.Module):
             pass
 
@@ -263,7 +268,7 @@ def test_emit_layout(two_mlps: Index) -> None:
 
         __all__ = ["Net"]
         """
-    )
+    ).replace("<KEEP_NAME_CHUNK>\n", KEEP_NAME_CHUNK)
     parsed = parse_header(extracted.code)
     assert parsed is not None
     assert parsed.block_id == "src:pkg.model:Net"

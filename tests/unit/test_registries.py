@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -226,3 +227,42 @@ def test_emitted_registries_keep_their_original_scopes(
     assert net.siblings == ["audio", "vision"]
     assert net.op(2) == 6  # Scale(factor=3), built through the child from the root
     assert net.gain.gain == 0.5
+
+
+def _run_case_block(case: str) -> object:
+    """The golden block file of ``tests/cases/<case>`` imported as a module (trusted: it is
+    the test's own hand-made source)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "cases" / case / "expected.py"
+    spec = importlib.util.spec_from_file_location(f"nnrag_case_{case}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_renamed_registered_class_keeps_its_key() -> None:
+    """A class renamed in the block file is still registered under its source name, and each
+    scope's registry finds its own class, as in the sources."""
+    import torch
+
+    block: Any = _run_case_block("resolve_registry_renamed_entry")
+    head = block.Head()
+    assert type(head.loss).__name__ == "L1Loss"
+    assert type(head.aux_loss).__name__ == "L1Loss"
+    assert type(head.loss) is not type(head.aux_loss)
+    pred, target = torch.zeros(2, 1, 4, 4), torch.ones(2, 1, 4, 4)
+    assert head.loss(pred, target).item() == 32.0  # the segmentation package's sum
+    assert head.aux_loss(pred, target).item() == 1.0  # the detection package's mean
+
+
+def test_scope_qualified_string_finds_the_other_scope() -> None:
+    """``'det.DiceLoss'`` built from the segmentation registry is the detection package's."""
+    import torch
+
+    block: Any = _run_case_block("resolve_registry_scope_qualified_string")
+    head = block.Head()
+    assert type(head.loss).__name__ == "DiceLoss"
+    assert head(torch.randn(2, 8, 4, 4), torch.rand(2, 1, 4, 4)).shape == ()

@@ -51,3 +51,12 @@ def test_an_unrelated_failure_keeps_its_category() -> None:
     assert blame_advisory_problems(plain, (TEMPLATES, REGISTRY)) == plain
     shape = failed("KeyError: 'x'", category="input-shape")
     assert blame_advisory_problems(shape, (REGISTRY,)) == shape
+
+
+def test_a_missing_attribute_of_a_value_is_not_a_registry_lookup() -> None:
+    """``'tuple' object has no attribute 'detach'`` is about a value; a module or class
+    namespace looked up by name can be the registry's."""
+    value = failed("AttributeError: 'tuple' object has no attribute 'detach'")
+    assert blame_advisory_problems(value, (REGISTRY,)) == value
+    namespace = failed("AttributeError: module 'pkg.models' has no attribute 'resnet'")
+    assert blame_advisory_problems(namespace, (REGISTRY,)).category == "dynamic-registry"

@@ -29,6 +29,15 @@ from nnrag.validate.probe.configs import (
     key_fields,
     shrink_parts,
 )
+from nnrag.validate.probe.ducks import (
+    as_class,
+    class_annotation,
+    class_with_attributes,
+    module_with_attributes,
+    stand_in_class,
+    stand_in_module,
+    wanted,
+)
 from nnrag.validate.probe.factories import factory_for, none_accepted
 from nnrag.validate.probe.kinds import (
     default_dicts,
@@ -37,13 +46,11 @@ from nnrag.validate.probe.kinds import (
     ranked_classes,
 )
 from nnrag.validate.probe.leaf_values import LINEAR_NAMES, LeafValues
-from nnrag.validate.probe.mappings import MappingUse, keyed_instance, mapping_use
+from nnrag.validate.probe.mapping_values import MappingValues
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
     CONFIG_CLASSES,
-    class_with_attributes,
-    classes_setting,
     concrete_modules,
     config_class_for,
     find_config_class,
@@ -54,7 +61,13 @@ from nnrag.validate.probe.signatures import (
     value_choices,
 )
 from nnrag.validate.probe.structured import kept_for_later, keyed, output_keys, spread_bounds
-from nnrag.validate.probe.usage import Access, access_tree, is_nested, parameter_usage
+from nnrag.validate.probe.usage import (
+    Access,
+    access_tree,
+    is_nested,
+    parameter_usage,
+    parameter_use,
+)
 
 call = probe_values.call
 remember = probe_values.remember
@@ -73,7 +86,7 @@ _KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
 """Sequences of strings under these names are keys: they must be distinct and non-empty."""
 
 
-class Synth(LeafValues):
+class Synth(LeafValues, MappingValues):
     """Synthesizes values for required parameters from annotations and names."""
 
     def __init__(self, module: Any, profile: Profile, depth: int = 0) -> None:
@@ -310,7 +323,8 @@ class Synth(LeafValues):
     def by_usage(self, cls: Any, name: str) -> object:
         """An unannotated parameter by what the constructor does with it: a config object
         whose attributes it reads, a registry config dict it passes to a ``build`` call."""
-        reads = parameter_usage(cls, name)[0]
+        use = parameter_use(cls, name)
+        reads = set(use.reads)
         value = self.registry_built(cls, name)
         if value is not MISSING:
             return value
@@ -320,7 +334,7 @@ class Synth(LeafValues):
         if nested and (not configish or any(kind != "attr" for kind, _ in tree)):
             return self.structure(name, tree)  # ``extra["stage1"]["num_channels"][i]``
         if not nested:
-            holder = class_with_attributes(self.module, reads)
+            holder = class_with_attributes(self.module, use)
             if holder is not None:  # ``block.expansion``: a class of the file is passed
                 return holder
         if reads and not configish:
@@ -331,6 +345,14 @@ class Synth(LeafValues):
             config = config_class_for(self.module, reads)
             if config is not None:
                 return self.config(name, config, reads)
+        if not nested and not configish and wanted(use):  # nothing in the file has them
+            made = (
+                stand_in_class(self, name, use)
+                if as_class(use)
+                else stand_in_module(self, name, use, tree)
+            )
+            if made is not MISSING:
+                return made
         factory = None if reads else factory_for(self.module, cls, name)
         if factory is not None:  # ``downsample(resolution, dim=dim)``: a class built inside
             return factory
@@ -364,11 +386,24 @@ class Synth(LeafValues):
     def module_setting(self, reads: set[str]) -> object:
         """A module of the file, built with synthesized arguments, that has every attribute
         the code reads from the parameter; MISSING if none builds."""
-        for candidate in classes_setting(self.module, reads)[:3]:
-            built = self.build(candidate)
-            if built is not MISSING and all(hasattr(built, attr) for attr in reads):
-                return built
-        return MISSING
+        return module_with_attributes(self, self.module, reads)
+
+    def with_attributes(self, cls: Any, name: str, *, as_type: bool = False) -> object:
+        """A value that has every attribute the constructor of ``cls`` reads from parameter
+        ``name``: for a parameter used or annotated (``as_type``) as a class, a class of the
+        file that has them, else a stand-in class; for any other a module of the file that
+        has them, else a stand-in module. MISSING when nothing is read or no stand-in can
+        have them."""
+        use = parameter_use(cls, name)
+        if not wanted(use):
+            return MISSING
+        if as_type or as_class(use):
+            found = class_with_attributes(self.module, use, as_type=True)
+            return found if found is not None else stand_in_class(self, name, use)
+        part = self.module_setting(set(use.reads))
+        if part is not MISSING:
+            return part
+        return stand_in_module(self, name, use, access_tree(cls, name, held=True))
 
     def namespace(self, reads: list[str], tree: Access | None = None) -> object:
         """A config built from the attributes the code reads, each synthesized by its name
@@ -426,56 +461,12 @@ class Synth(LeafValues):
                 return built
         return self.as_mapping(cls, name, annotation, self.value(name, annotation))
 
-    def as_mapping(self, cls: Any, name: str, annotation: Any, value: object) -> object:
-        """``value``, or a mapping where the constructor uses ``name`` as one (:func:`mapping_use`)
-        and ``value`` cannot serve: a placeholder, an instance of a class with nothing to
-        configure, a namespace or scalar only the name chose, an empty mapping to be filled."""
-        if isinstance(value, Mapping) and value:
-            return value
-        placeholder = isinstance(value, AutoConfig) or nothing_to_configure(type(value))
-        loose = annotation is inspect.Parameter.empty or is_mapping_type(annotation)
-        guessed = loose and isinstance(value, (types.SimpleNamespace, int, float, str))
-        if not (placeholder or guessed or isinstance(value, Mapping)) or self.depth >= 2:
-            return value
-        use = mapping_use(cls, name)
-        reads = parameter_usage(cls, name)[0] if isinstance(value, Mapping) else set()
-        if use is None and ((placeholder and parameter_usage(cls, name)[1]) or reads):
-            use = MappingUse()  # handed to a ``build``, attributes read: a mapping, even empty
-        if use is None or (guessed and not use.sure):
-            return value
-        if isinstance(value, Mapping) and not (use.spread_into or use.default or reads):
-            return value
-        if placeholder and name in self.placeholders:
-            self.placeholders.remove(name)
-        return self.mapping(use, value, reads)
+    def deeper(self) -> Synth:
+        """A synthesizer one level deeper (for the parts of a value)."""
+        return Synth(self.module, self.profile, self.depth + 1)
 
-    def mapping(self, use: MappingUse, like: object, reads: set[str]) -> object:
-        """The arguments of the first class the mapping is spread into that builds with them
-        (none builds: the first's), else the mapping default it is handed to; of ``like``'s
-        mapping type where that takes them (a config dict class: plus the attributes read)."""
-        kwargs: dict[str, object] = dict(use.default or {})
-        first: tuple[dict[str, object], list[str], type] | None = None
-        for target in use.spread_into[:3]:
-            inner = Synth(self.module, self.profile, self.depth + 1)
-            try:
-                args, found = inner.fill(target)
-                first = first or (None if args else (found, inner.placeholders, target))
-                target(*args, **found)
-            except Exception:
-                continue
-            if not args:
-                first = (found, inner.placeholders, target)
-                break
-        if first is not None:
-            kwargs = first[0]
-            self.placeholders.extend(first[1])
-        if isinstance(like, Mapping) and type(like) is not dict:
-            spread = first[2] if first is not None else None
-            scratch = Synth(self.module, self.profile, self.depth + 1)  # data only
-            made = keyed_instance(type(like), kwargs, reads, scratch.field, spread)
-            if made is not None:
-                return remember(made[0], call(type(like), (), made[1]))
-        return dict(kwargs)
+    def is_placeholder(self, value: object) -> bool:
+        return isinstance(value, AutoConfig)
 
     def registry_built(self, cls: Any, name: str) -> object:
         """A registry config dict for parameter ``name`` of ``cls`` when the constructor hands
@@ -550,6 +541,12 @@ class Synth(LeafValues):
                 {"children", "named_children"} & parameter_usage(cls, name)[0]
             ):  # a model whose children the constructor walks: a sequence of real layers
                 value = self.layers(name)
+            elif (annotation in (nn.Module, nn.Module | None) or class_annotation(annotation)) and (
+                made := self.with_attributes(
+                    cls, name, as_type=class_annotation(annotation) == "class"
+                )
+            ) is not MISSING:
+                value = made  # ``trunk.channel_list``, ``block_types.expansion``
             elif is_config_type(annotation):  # ``config: BertConfig``: plus what is read
                 value = self.config(
                     name, annotation, parameter_usage(cls, name)[0], access_tree(cls, name)

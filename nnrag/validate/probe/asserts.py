@@ -54,7 +54,8 @@ def asserted_inputs(
         name, size = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         count = int(size) if size.isdigit() else getattr(block, size.removeprefix("self."), None)
         if isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= 16:
-            changes[name] = lambda v, n=count: _resized(v, n)
+            for each in [name, *re.findall(r"len\((\w+)\)", m.group(0))]:  # a chain: all
+                changes[each] = lambda v, n=count: _resized(v, n)
     for m in _RANK.finditer(line):
         name, rank = next((m.group(i), int(m.group(i + 1))) for i in (1, 3, 5) if m.group(i))
         changes[name] = lambda v, r=rank: _ranked(v, r)

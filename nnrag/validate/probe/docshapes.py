@@ -41,6 +41,8 @@ _SPATIAL = re.compile(r"^(h|w)(_?\w{0,2})?$|^(height|width|hh|ww)$")
 _WIDTH = re.compile(
     r"^(c|ch|chans?|channels?|d|dims?|d_?model|hidden(_?dim|_?size)?|embed(ding)?_?dims?|e)$"
 )
+_LEVEL_SIZES = re.compile(r"\[\(\s*H_\{?0\}?\s*,\s*W_\{?0\}?\s*\)", re.I)
+"""``[(H_0, W_0), (H_1, W_1), ...]``: the spatial size of each level of a feature pyramid."""
 _INDEX_ARGS = re.compile(r"(^|_)(labels?|cls|classes|idx|indices|ids)$")
 _MAX_SIZE = 4096
 _SIDE = 8
@@ -130,7 +132,10 @@ class Sizes:
         if _SPATIAL.match(low):
             return _SIDE
         if _WIDTH.match(low):
-            size = first_layer(self.module)[1]
+            kind, size, _ = first_layer(self.module)
+            if kind == "ids":  # a table of ``size`` rows: its width is the rows' size
+                table = next(m for m in self.module.modules() if isinstance(m, nn.Embedding))
+                size = table.embedding_dim
             return size if 0 < size <= _MAX_SIZE else self.profile.dim
         return _COUNT
 
@@ -170,13 +175,18 @@ class Sizes:
 
 def documented_inputs(
     module: nn.Module, params: list[inspect.Parameter], profile: Profile
-) -> dict[str, dict[str, Any]]:
-    """Tensor specs for the ``forward`` arguments whose docstring entry gives a shape (or,
-    for a ``forward`` of one argument and no entries, the first shape its summary gives);
-    labels and indices as small integers, masks as all-true booleans."""
+) -> dict[str, Any]:
+    """Tensor specs for the ``forward`` arguments whose docstring entry (or a comment in its
+    body, :func:`commented_shapes`) gives a shape (or, for a ``forward`` of one argument and
+    no entries, the first shape its summary gives); labels and indices as small integers,
+    masks as all-true booleans; an argument documented as the ``(H, W)`` of each level
+    ``[(H_0, W_0), ...]`` a list of one such pair (``sum(H_i * W_i)`` elsewhere: its area)."""
     names = [p.name for p in params]
     entries = documented_entries(type(module), "forward", names)
     texts = {name: shape_text(text) for name, (_, text) in entries.items()}
+    for name, text in commented_shapes(type(module), "forward", names).items():
+        if not isinstance(texts.get(name), list):
+            texts[name] = shape_text(text)
     required = [
         p.name
         for p in params
@@ -185,8 +195,13 @@ def documented_inputs(
     if len(required) == 1 and not entries:  # "Decode x of shape (B, 4 * c1, A) into ..."
         texts[required[0]] = shape_text(_summary(type(module), "forward"))
     sizes = Sizes(module, profile)
-    specs: dict[str, dict[str, Any]] = {}
+    specs: dict[str, Any] = {}
+    for name, (_, text) in entries.items():  # ``[(H_0, W_0), ..., (H_{L-1}, W_{L-1})]``
+        if _LEVEL_SIZES.search(text):
+            specs[name] = [{"__tuple__": [sizes.of("H_0"), sizes.of("W_0")]}]
     for name, dims in texts.items():
+        if name in specs:
+            continue
         if not isinstance(dims, list) or not dims:
             continue
         shape = [sizes.dim(d) for d in dims]
@@ -194,9 +209,72 @@ def documented_inputs(
             continue
         specs[name] = _spec(name, [int(v) for v in shape if v is not None])
     for name, other in texts.items():  # ``with the shape of image_embeddings``
-        if isinstance(other, str) and other in specs and name not in specs:
+        if isinstance(other, str) and isinstance(specs.get(other), dict) and name not in specs:
             specs[name] = _spec(name, list(specs[other]["shape"]))
     return specs
+
+
+_COMMENT = re.compile(r"^\s*#\s*`*(\w+)`*\s*(?:(?:has|is of|of|with)\s+)?(shape\b.*|:\s*[\(\[].*)$")
+"""``# prompt has shape (seq, bs, d_model)``, ``# x: (B, C, H, W)``."""
+
+
+def commented_shapes(owner: type, method: str, names: list[str]) -> dict[str, str]:
+    """The shape text of each of ``names`` a comment in the method's body gives before the
+    body first assigns to it (``# prompt has shape (seq, bs, d_model)``), for the method of
+    ``owner`` or else the nearest one it overrides."""
+    for klass in owner.__mro__:
+        func = vars(klass).get(method)
+        if func is None:
+            continue
+        try:
+            lines, _ = inspect.getsourcelines(func)
+        except (OSError, TypeError):
+            return {}
+        found: dict[str, str] = {}
+        assigned: set[str] = set()
+        for line in lines[1:]:
+            m = _COMMENT.match(line)
+            if m is not None and m.group(1) in names and m.group(1) not in assigned:
+                found.setdefault(
+                    m.group(1), "shape " + m.group(2).lstrip(":").removeprefix("shape")
+                )
+            assigned |= {n for n in names if re.match(rf"\s*{n}\s*(,[^=]*)?=[^=]", line)}
+        return found
+    return {}
+
+
+_MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)$", re.M)
+"""``pair_overlaps() missing 2 required positional arguments: 'pd_kpts' and 'gt_kpts'``."""
+
+
+def passed_on_inputs(
+    message: str,
+    module: nn.Module,
+    params: list[inspect.Parameter],
+    kwargs: dict[str, Any],
+    profile: Profile,
+) -> dict[str, Any] | None:
+    """The keyword inputs again with the arguments a method ``forward`` hands its ``**kwargs``
+    on to says it misses (``self.match(..., **extra)``), each a tensor of the shape the
+    class's docstring gives it (``call it with ``proto`` (b, nm, mh, mw)``), else like the
+    first documented one; ``None`` when ``forward`` takes no ``**kwargs`` or names none."""
+    m = _MISSING.search(message)
+    if m is None or not any(p.kind == p.VAR_KEYWORD for p in params):
+        return None
+    known = {p.name for p in params} | set(kwargs)
+    names = [n for n in re.findall(r"'(\w+)'", m.group(1)) if n not in known]
+    if not names:
+        return None
+    doc = " ".join(inspect.getdoc(klass) or "" for klass in type(module).__mro__[:-1])
+    sizes = Sizes(module, profile)
+    given: dict[str, Any] = {}
+    for name in names:
+        found = re.search(rf"``{name}``\s*[\(\[]((?:[^()\[\]]|\([^()]*\))*)[\)\]]", doc)
+        shape = [sizes.dim(d) for d in split_top(found.group(1))] if found else []
+        if not shape or any(v is None for v in shape) or len(shape) > 6:
+            shape = [2, _COUNT, profile.dim]
+        given[name] = _spec(name, [int(v) for v in shape if v is not None])
+    return {**kwargs, **given}
 
 
 def _summary(owner: type, method: str) -> str:
@@ -215,13 +293,14 @@ def _spec(name: str, shape: list[int]) -> dict[str, Any]:
 
 
 def first_documented(
-    params: list[inspect.Parameter], specs: Mapping[str, dict[str, Any]]
+    params: list[inspect.Parameter], specs: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    """The spec of the first argument ``forward`` requires, when it is documented."""
+    """The spec of the first argument ``forward`` requires, when it is a documented tensor."""
     for p in params:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not p.empty:
             continue
-        return specs.get(p.name)
+        found = specs.get(p.name)
+        return found if isinstance(found, dict) else None
     return None
 
 

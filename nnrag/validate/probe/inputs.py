@@ -21,7 +21,7 @@ from nnrag.validate.probe.docshapes import (
 )
 from nnrag.validate.probe.graph import build_graph
 from nnrag.validate.probe.layers import first_layer
-from nnrag.validate.probe.meets import met_inputs
+from nnrag.validate.probe.meets import first_met_elsewhere, met_inputs
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
 from nnrag.validate.probe.signatures import signature_of
@@ -226,7 +226,7 @@ def input_candidates(
 
 def given_inputs(
     module: nn.Module, params: list[inspect.Parameter], profile: Profile
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Any]:
     """Specs by argument name from ``forward``'s docstring (:func:`documented_inputs`) and,
     for the arguments after the first, from the first layer each meets (:func:`met_inputs`);
     empty unless one of them is about an argument after the first (the first one's
@@ -237,7 +237,10 @@ def given_inputs(
         for p in params
         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
-    met = {k: v for k, v in met_inputs(module, params, profile).items() if k in required[1:]}
+    met_all = met_inputs(module, params, profile)
+    met = {k: v for k, v in met_all.items() if k in required[1:]}
+    if required and required[0] in met_all and first_met_elsewhere(module, required):
+        met[required[0]] = met_all[required[0]]
     given = {**met, **documented}
     return given if set(given) & set(required[1:]) or documented else {}
 
@@ -249,7 +252,7 @@ def fill_inputs(
     keys: Mapping[str, list[str]] | None = None,
     scope: Mapping[str, Any] | None = None,
     *,
-    documented: Mapping[str, dict[str, Any]] | None = None,
+    documented: Mapping[str, Any] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     """Values for ``forward``'s required arguments: ``primary`` the first, the others by
     name and annotation beside it (``documented``: specs that take precedence, by name)."""
@@ -281,7 +284,10 @@ def fill_inputs(
             continue
         named = (keys or {}).get(p.name, [])
         if documented and p.name in documented:
-            given = container(dict(documented[p.name]), p.annotation, named)
+            found = documented[p.name]
+            given = (
+                container(dict(found), p.annotation, named) if isinstance(found, dict) else found
+            )
             first = False
             if p.kind == p.KEYWORD_ONLY:
                 kwargs[p.name] = given
@@ -388,6 +394,13 @@ def _text(annotation: Any) -> str:
 
 _DICT_OF = re.compile(r"(typing\.)?(Dict|dict|Mapping|OrderedDict)\[str, *(.*)\]$")
 """A dict annotation with string keys; group 3 is the value type."""
+_TENSOR_FIRST = re.compile(r"(torch\.)?Tensor *\|")
+"""A union whose first choice is one tensor (``torch.Tensor | list[torch.Tensor]``)."""
+_TUPLES_THEN_TENSOR = re.compile(
+    r"(typing\.)?(List|list)\[(typing\.)?(Tuple|tuple)\[[\w., ]*Tensor[\w., ]*\] *\|"
+    r" *(torch\.)?Tensor\]$"
+)
+"""``list[tuple[Tensor, ...] | Tensor]``: outputs of several layers, each a tuple, then a map."""
 _SEQUENCE_OF = re.compile(r"(typing\.)?(List|list|Sequence|Tuple|tuple|Iterable)\[.*Tensor")
 
 
@@ -399,9 +412,13 @@ def container(spec: Any, annotation: Any, keys: list[str] | None = None) -> Any:
     if not (isinstance(spec, dict) and "shape" in spec):
         return spec
     text = _text(annotation)
+    if _TENSOR_FIRST.match(text):  # ``Tensor | list[Tensor]``: the tensor
+        return spec
     of = _DICT_OF.match(text)
     if of is not None and _SEQUENCE_OF.match(of.group(3)):  # ``Dict[str, List[Tensor]]``
         return {"__dict__": {k: [keyed(k, spec), keyed(k, spec)] for k in keys or ["0", "1"]}}
+    if _TUPLES_THEN_TENSOR.match(text):  # tuples of tensors, the last item a tensor
+        return [{"__tuple__": [spec, dict(spec)]}, dict(spec)]
     if _SEQUENCE_OF.search(text):
         return [spec, dict(spec)]
     if keys or re.search(r"(Dict|dict|Mapping|OrderedDict)\[str, *.*Tensor", text):
@@ -427,6 +444,8 @@ _SCALAR_NAMES = re.compile(r"^(b|bs|bsz|batch_size|h|w|height|width)$")
 
 def secondary(name: str, shape: list[int], annotation: Any, profile: Profile) -> Any:
     low = name.lower()
+    if annotation in (bool, "bool"):  # a flag, even named ``multimask_output``
+        return False
     if "mask" in low:
         return None
     if _BATCH_NAMES.match(low) and annotation in (int, "int", MISSING_ANN):

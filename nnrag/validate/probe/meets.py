@@ -2,7 +2,8 @@
 
 ``guide = self.gl(guide)`` with ``self.gl`` a ``Linear(512, 128)``: ``guide`` is tokens of
 512 features; ``self.proj(x)`` with a ``Conv2d(16, ...)``: ``x`` an image of 16 channels.
-Only direct calls of the block's own layers on the argument itself count (no hand-overs).
+Only calls of the block's own layers on the argument itself count: as their input, or handed
+on as another argument (``self.attn(x, guide)``: what ``guide`` meets inside ``attn``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from torch import nn
 
 from nnrag.validate.probe.layers import first_layer
 from nnrag.validate.probe.profiles import Profile
-from nnrag.validate.probe.signatures import parsed_source
+from nnrag.validate.probe.signatures import parsed_source, signature_of
 from nnrag.validate.probe.values import tensor_spec
 
 
@@ -30,11 +31,16 @@ def met_layers(module: nn.Module, names: list[str]) -> dict[str, nn.Module]:
     assigned: set[str] = set()
     for stmt in func.body:
         for node in _in_order(stmt):
-            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
-                name = node.args[0].id
-                layer = _own_layer(module, node.func)
-                if name in names and name not in assigned and name not in found and layer:
-                    found[name] = layer
+            layer = _own_layer(module, node.func) if isinstance(node, ast.Call) else None
+            if layer is None or not isinstance(node, ast.Call):
+                continue
+            for i, arg in enumerate(node.args):
+                name = arg.id if isinstance(arg, ast.Name) else ""
+                if name not in names or name in assigned or name in found:
+                    continue
+                met = layer if i == 0 else _handed_over(layer, i)
+                if met is not None:
+                    found[name] = met
         assigned |= {
             t.id
             for node in ast.walk(stmt)
@@ -43,6 +49,21 @@ def met_layers(module: nn.Module, names: list[str]) -> dict[str, nn.Module]:
             if isinstance(t, ast.Name)
         }
     return found
+
+
+def _handed_over(layer: nn.Module, index: int) -> nn.Module | None:
+    """The layer a sub-block's ``forward`` calls first with its argument number ``index``
+    (``self.attn(x, guide)``: what ``guide`` meets inside ``attn``), one level down."""
+    sig = signature_of(layer.forward)
+    params = [
+        p
+        for p in (sig.parameters.values() if sig else ())
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if index >= len(params):
+        return None
+    name = params[index].name
+    return met_layers(layer, [name]).get(name)
 
 
 def _in_order(stmt: ast.stmt) -> list[ast.AST]:
@@ -84,3 +105,20 @@ def met_inputs(
         elif kind == "flat":
             specs[name] = tensor_spec([2, size])
     return specs
+
+
+def first_met_elsewhere(module: nn.Module, names: list[str]) -> bool:
+    """Whether the block's first shape-defining layer (what the first argument's candidates
+    follow) is met by another argument, and the first one meets a layer of another shape
+    (``guide = self.gl(guide)`` before ``self.proj_conv(x)``): then what the first argument
+    meets says more about it."""
+    if not names:
+        return False
+    layers = met_layers(module, names)
+    first = layers.get(names[0])
+    if first is None:
+        return False
+    overall = first_layer(module)[:2]
+    return first_layer(first)[:2] != overall and any(
+        first_layer(layer)[:2] == overall for name, layer in layers.items() if name != names[0]
+    )

@@ -174,6 +174,64 @@ def match_residual(ctor: Ctor, messages: list[str]) -> Ctor | None:
     return None
 
 
+_FIXED_WIDTH = re.compile(r"expecting embedding dimension of (\d+), but got (\d+)")
+"""An attention layer built with a literal width met the block's own (smaller) width."""
+
+
+def fixed_width(ctor: Ctor, messages: list[str]) -> Ctor | None:
+    """Repair: a layer the block builds with a literal width (``MultiheadAttention(
+    embed_dim=256)`` beside ``LayerNorm(d_model)``) wants ``w`` where the block's width is
+    ``v``: every synthesized integer argument equal to ``v`` takes ``w`` (tokens that pass
+    the attention layer then pass the block's own layers too)."""
+    if ctor.origin != "synthesized":
+        return None
+    for message in messages:
+        m = _FIXED_WIDTH.search(message)
+        if m is None:
+            continue
+        want, got = int(m.group(1)), int(m.group(2))
+        changes = {
+            name: want
+            for name, value in ctor.kwargs.items()
+            if isinstance(value, int) and not isinstance(value, bool) and value == got
+        }
+        if changes and want <= 4096:
+            return ctor.with_kwargs(changes)
+    return None
+
+
+_VIEW = re.compile(r"shape '\[([\d, ]+)\]' is invalid for input of size (\d+)")
+
+
+def viewed_width(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: forward views a tensor as ``(..., a)`` but its last dimension is ``b``, the
+    value of a constructor argument (given or its default: ``ec=128`` beside ``c2=32``, the
+    block splits ``c2`` into heads): every such argument takes ``a``."""
+    if ctor.origin != "synthesized":
+        return None
+    sig = signature_of(cls)
+    defaults = {
+        n: p.default for n, p in (sig.parameters.items() if sig else ()) if n not in ctor.kwargs
+    }
+    for message in messages:
+        m = _VIEW.search(message)
+        if m is None:
+            continue
+        target, size = [int(v) for v in m.group(1).split(",")], int(m.group(2))
+        rows = math.prod(target[:-1])
+        if not rows or size % rows or size // rows == target[-1]:
+            continue
+        have, want = size // rows, target[-1]
+        changes = {
+            name: want
+            for name, value in {**defaults, **ctor.kwargs}.items()
+            if isinstance(value, int) and not isinstance(value, bool) and value == have
+        }
+        if changes:
+            return ctor.with_kwargs(changes)
+    return None
+
+
 def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     """Repair: "tuple index out of range" doubles per-stage sequences and fills empty defaults.
 
@@ -184,6 +242,27 @@ def lengthen(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         r"(tuple|list) index out of range", str(error)
     ):
         return None
+    return _longer(ctor, cls)
+
+
+def asserted_levels(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None:
+    """Repair: forward asserts a list's length against a count the block derives from its
+    constructor (``assert len(x) == self.nf`` with ``self.nf = len(ch)``) and the constructor
+    left a sequence at an empty default (``ch=()``): sequences as :func:`lengthen` fills them."""
+    if ctor.origin != "synthesized" or not any(
+        re.search(r"assert\b.*len\(\w+\)\s*==\s*self\.\w+", m) for m in messages
+    ):
+        return None
+    sig = signature_of(cls)
+    empty = [
+        n
+        for n, p in (sig.parameters.items() if sig else ())
+        if isinstance(p.default, (tuple, list)) and not p.default and n not in ctor.kwargs
+    ]
+    return _longer(ctor, cls) if empty else None
+
+
+def _longer(ctor: Ctor, cls: type) -> Ctor | None:
     sig = signature_of(cls)
     profile = ctor.profile or PROFILES[0]
     given = {

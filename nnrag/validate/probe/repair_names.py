@@ -451,8 +451,9 @@ def equal_widths(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
 
 
 def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
-    """Repair: a bare ``assert ws != 1`` on a constructor argument sets a value that holds it;
-    ``assert isinstance(depth, tuple)`` makes a scalar argument a pair."""
+    """Repair: a bare ``assert norm`` or ``assert norm is not None`` on a defaulted constructor
+    argument gives it a synthesized value (the other tests of an ``assert``:
+    :mod:`nnrag.validate.probe.init_asserts`)."""
     if ctor.origin != "synthesized" or not isinstance(error, AssertionError):
         return None
     try:
@@ -464,83 +465,23 @@ def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
     test = statement.test
     sig, owner = init_signature(cls)
     params = sig.parameters if sig else {}
-    if (  # assert isinstance(depth, tuple): a scalar argument becomes a pair of that kind
-        isinstance(test, ast.Call)
-        and getattr(test.func, "id", "") == "isinstance"
-        and len(test.args) == 2
-        and isinstance(test.args[0], ast.Name)
-        and getattr(test.args[1], "id", "") in {"tuple", "list"}
-    ):
-        name, kind = test.args[0].id, getattr(test.args[1], "id", "")
-        value = ctor.kwargs.get(name)
-        if not isinstance(value, (int, float, str)) or name not in params:
-            return None
-        return _with(ctor, {name: (value, value) if kind == "tuple" else [value, value]})
-    if isinstance(test, ast.Name) or (
-        isinstance(test, ast.Compare)
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-    ):
-        name = test.id if isinstance(test, ast.Name) else getattr(test.left, "id", "")
-        if name not in params or name in ctor.kwargs:
-            return None
-        synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
-        hint = type_hints(sig, owner).get(name, params[name].annotation)
-        value = synth.parameter(cls, name, hint)
-        return _with(ctor, {name: value}, synth.placeholders) if value else None
-    if (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Call)
-        and getattr(test.left.func, "id", "") == "len"
-        and test.left.args
-        and isinstance(test.ops[0], ast.Eq)
-    ):
-        return _match_length(ctor, test.left.args[0], test.comparators[0])
     if not (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.left, ast.Name)
-        and test.left.id in params
+        isinstance(test, ast.Name)
+        or (
+            isinstance(test, ast.Compare)
+            and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        )
     ):
         return None
-    op, right = test.ops[0], test.comparators[0]
-    items = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else [right]
-    consts = [i.value for i in items if isinstance(i, ast.Constant)]
-    if not consts:
+    name = test.id if isinstance(test, ast.Name) else getattr(test.left, "id", "")
+    if name not in params or name in ctor.kwargs:
         return None
-    c = consts[0]
-    whole = c if isinstance(c, int) and not isinstance(c, bool) else None
-    wanted: object = MISSING
-    if isinstance(op, (ast.Eq, ast.In, ast.GtE, ast.LtE)):
-        wanted = c
-    elif isinstance(op, (ast.NotEq, ast.Gt)) and whole is not None:
-        wanted = whole + 1
-    elif isinstance(op, ast.Lt) and whole is not None:
-        wanted = whole - 1
-    name = test.left.id
-    if wanted is MISSING or ctor.kwargs.get(name, MISSING) == wanted:
-        return None
-    return _with(ctor, {name: wanted})
-
-
-def _match_length(ctor: Ctor, seq: ast.expr, size: ast.expr) -> Ctor | None:
-    """``assert len(drop_path) == depth``: the list argument takes the other side's length."""
-    name = getattr(seq, "id", "")
-    value = ctor.kwargs.get(name)
-    want = (
-        size.value
-        if isinstance(size, ast.Constant)
-        else ctor.kwargs.get(size.id)
-        if isinstance(size, ast.Name)
-        else None
-    )
-    if not isinstance(value, (list, tuple)) or not value:
-        return None
-    if not isinstance(want, int) or isinstance(want, bool) or not 0 < want <= 8:
-        return None
-    items = [*value[:want], *[value[-1]] * (want - len(value))]
-    return _with(ctor, {name: tuple(items) if isinstance(value, tuple) else items})
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    hint = type_hints(sig, owner).get(name, params[name].annotation)
+    value = synth.parameter(cls, name, hint)
+    return _with(ctor, {name: value}, synth.placeholders) if value else None
 
 
 def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:

@@ -88,6 +88,38 @@ def binary_targets(args: list[Any], dtype: str = "int64") -> list[Any] | None:
     return None if changed == args[1:] else [args[0], *changed]
 
 
+def positive_inputs(
+    args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The inputs with every float tensor drawn positive (a block that takes the log or the
+    square root of a scale, ``torch.log(sigma)``, is not finite on negative values); ``None``
+    when there is none."""
+
+    def positive(value: Any) -> Any:
+        if isinstance(value, list):
+            return [positive(v) for v in value]
+        if _is_tensor_spec(value) and value["dtype"] == "float32" and "high" not in value:
+            return dict(value, positive=True)
+        return value
+
+    new = [positive(a) for a in args], {k: positive(v) for k, v in kwargs.items()}
+    return None if new == (args, kwargs) else new
+
+
+def zero_thresholds(
+    args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The inputs with every float number at 0.0 (a confidence threshold: the block masks
+    what falls below it with ``-inf``, and 0 keeps everything); ``None`` when there is none
+    other than 0."""
+
+    def zero(value: Any) -> Any:
+        return 0.0 if isinstance(value, float) and value else value
+
+    new = [zero(a) for a in args], {k: zero(v) for k, v in kwargs.items()}
+    return None if new == (args, kwargs) else new
+
+
 def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     """A list of tensors first: its first tensor where a tensor was wanted (an annotation
     said ``Tuple[Tensor, ...]``), or join it (channels), or repair every item like the first."""
@@ -97,7 +129,7 @@ def _list_repair(message: str, args: list[Any], profile: Profile) -> list[Any] |
     if levels is not None:
         return [levels, *args[1:]]
     want, got = _channel_numbers(message)
-    joined = several_channels(message, args[0], want, got) if want else None
+    joined = several_channels(message, args[0], want, got, onward=True) if want else None
     if joined is not None:  # the list was concatenated, or one item met a layer
         return [joined, *args[1:]]
     fixed = repair(message, [args[0][0]], profile)
@@ -233,10 +265,13 @@ def _embedding_dim(m: re.Match[str], t: _Tried) -> object:
     r"Target size \(.*\) must be the same as input size"
     r"|(size|shape)s? of \w+ and \w+ (must|should) (be equal|match)"
     r"|must (be|have) the same (size|shape)"
+    r"|same number of spatial dimensions, but got input with spatial dimensions of \[\]"
 )
 def _same_shape(m: re.Match[str], t: _Tried) -> object:
-    """A loss that compares its prediction with a target of the same shape: every other
-    tensor of another shape as a float tensor shaped like the first."""
+    """A loss that compares its prediction with a target of the same shape (or resizes the
+    target to the prediction's size, ``F.interpolate(target, pred.shape[-2:])``, and the
+    target had no spatial dimensions): every other tensor of another shape as a float
+    tensor shaped like the first."""
     same = [
         tensor_spec(list(t.shape)) if _is_tensor_spec(a) and a["shape"] != t.shape else a
         for a in t.args[1:]
@@ -378,11 +413,15 @@ def token_count(shape: list[int], got: int, want: int) -> list[int] | None:
     return [*shape[:-2], side // root_got, side // root_got]
 
 
-def several_channels(message: str, args: list[Any], want: int, got: int) -> list[Any] | None:
+def several_channels(
+    message: str, args: list[Any], want: int, got: int, *, onward: bool = False
+) -> list[Any] | None:
     """Channel repair for several image inputs: the one the layer saw, or their concatenation.
 
     Only that input changes (``flow`` and ``corr`` of a motion encoder need different
-    channels); when the layer saw all of them concatenated, their channels add up to ``want``.
+    channels), and with ``onward`` (the maps of one list, one level each) the ones after it
+    shaped like it too (not met yet: equal levels take one repair, unequal ones one each);
+    when the layer saw all of them concatenated, their channels add up to ``want``.
     """
     images = [i for i, a in enumerate(args) if _is_image_spec(a)]
     if len(images) < 2:
@@ -404,8 +443,8 @@ def several_channels(message: str, args: list[Any], want: int, got: int) -> list
     matching = [i for i in images if args[i]["shape"] == seen]
     if not matching or len(matching) == len(images) == 1:
         return None
-    i = matching[0]
-    fixed[i] = dict(args[i], shape=[seen[0], want, *seen[2:]])
+    for i in matching if onward else matching[:1]:
+        fixed[i] = dict(args[i], shape=[seen[0], want, *seen[2:]])
     return fixed
 
 

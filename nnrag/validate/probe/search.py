@@ -13,10 +13,12 @@ from torch import nn
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.asserts import asserted_inputs
 from nnrag.validate.probe.ctor import Ctor
+from nnrag.validate.probe.docshapes import passed_on_inputs
 from nnrag.validate.probe.examples import examples
 from nnrag.validate.probe.flags import flip_guard
 from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
+from nnrag.validate.probe.init_asserts import asserted_ctor
 from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
@@ -29,17 +31,25 @@ from nnrag.validate.probe.outcomes import (
 )
 from nnrag.validate.probe.profiles import PROFILES, Profile
 from nnrag.validate.probe.repair import (
+    asserted_levels,
     fill_none_layers,
     fill_none_mappings,
     fill_none_sizes,
+    fixed_width,
     lengthen,
     listify,
     match_residual,
     name_repairs,
     scale_sizes,
+    viewed_width,
 )
 from nnrag.validate.probe.repair_names import failing_line
-from nnrag.validate.probe.reshape import binary_targets, repair
+from nnrag.validate.probe.reshape import (
+    binary_targets,
+    positive_inputs,
+    repair,
+    zero_thresholds,
+)
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
@@ -186,6 +196,7 @@ def _decoded(record: Mapping[str, Any], args: str, kwargs: str, origin: str) -> 
 def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     """Other constructor calls suggested by the error ``ctor`` raised."""
     found = (
+        asserted_ctor(ctor, cls, error),
         listify(ctor, cls, error),
         fill_none_layers(ctor, cls, error),
         fill_none_mappings(ctor, cls, error),
@@ -216,6 +227,9 @@ def input_repairs(
     if is_graph_spec(args):  # graph candidates list their optional arguments themselves
         return []
     more = optional_inputs(message, block, args, kwargs, profile)
+    if more is None:
+        passed = passed_on_inputs(message, block, forward_params(block), kwargs, profile)
+        more = None if passed is None else (args, passed)
     return [] if more is None else [more]
 
 
@@ -378,7 +392,8 @@ class Search:
                 return "stop", messages
             except BaseException as error:
                 self.forward_error = error
-                messages.append(str(error))
+                bare = isinstance(error, AssertionError) and not str(error)
+                messages.append(failing_line(error).strip() if bare else str(error))
                 if given is None:
                     block, ctor = self.unsized(block, ctor)
                     message = f"{type(error).__name__}: {error}"
@@ -404,6 +419,12 @@ class Search:
                         binary = binary_targets(args, dtype)
                         if binary is not None:
                             queue.insert(at, (binary, kwargs, True))
+                    positive = positive_inputs(args, kwargs)  # then every float positive
+                    if positive is not None:
+                        queue.insert(3, (*positive, True))
+                    zeroed = zero_thresholds(args, kwargs)  # then thresholds at 0
+                    if zeroed is not None:
+                        queue.insert(4, (*zeroed, True))
                 continue
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
@@ -530,6 +551,9 @@ class Search:
         class called with other arguments), once each."""
         widened = (
             match_residual(ctor, messages)
+            or fixed_width(ctor, messages)
+            or viewed_width(ctor, self.cls, messages)
+            or asserted_levels(ctor, self.cls, messages)
             or called_class(ctor, messages)
             or plain_convolutions(ctor, self.cls, messages)
             or batch_norms(ctor, self.cls, messages)

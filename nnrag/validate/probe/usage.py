@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from nnrag.validate.probe.signatures import init_signature, is_name, parsed_source, signature_of
@@ -21,6 +22,39 @@ def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
     return usage.reads - usage.optional, usage.builds
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Use:
+    """How the constructor uses a parameter (:func:`parameter_use`)."""
+
+    reads: frozenset[str]
+    """Attributes it reads (``p.expansion``, ``getattr(p, "x")``)."""
+    optional: frozenset[str]
+    """Attributes it reads only where ``hasattr`` says they are there."""
+    methods: frozenset[str]
+    """Attributes it calls while the block is built (``p.get_classifier()``)."""
+    later: frozenset[str]
+    """Attributes the block's other methods call (``self.trunk.set_imgsz(size)``)."""
+    called: bool
+    """It calls the parameter itself (``p(in_channels, ...)``): a class or a factory."""
+    class_checked: bool
+    """It passes the parameter to ``issubclass``: a class."""
+
+
+def parameter_use(cls: Any, name: str) -> Use:
+    """What the constructor of ``cls`` (and the code it hands parameter ``name`` to, as
+    :func:`parameter_usage` follows it) does with the parameter."""
+    usage = _Usage()
+    usage.of_class(cls, name, 0)
+    return Use(
+        reads=frozenset(usage.reads - usage.optional),
+        optional=frozenset(usage.optional),
+        methods=frozenset(usage.methods),
+        later=frozenset(usage.later),
+        called=usage.called,
+        class_checked=usage.class_checked,
+    )
+
+
 _FOLLOW_DEPTH = 6
 """How many hand-overs (``Part(config)`` inside ``Block(config)``) a parameter is followed
 (a model hands its config down through encoder, layer, attention and its implementation)."""
@@ -34,6 +68,10 @@ class _Usage:
         self.optional: set[str] = set()
         """Attributes only read where ``hasattr`` says they are there."""
         self.builds: list[str] = []
+        self.methods: set[str] = set()
+        self.later: set[str] = set()
+        self.called = False
+        self.class_checked = False
         self.seen: set[tuple[int, str]] = set()
 
     def of_class(self, cls: Any, name: str, depth: int) -> None:
@@ -69,6 +107,11 @@ class _Usage:
                     if isinstance(t, ast.Attribute) and is_name(t.value, "self")
                 )
             elif isinstance(node, ast.Call):
+                if is_name(node.func, name):
+                    self.called = True
+                elif is_name(node.func, name, ast.Attribute):
+                    assert isinstance(node.func, ast.Attribute)
+                    self.methods.add(node.func.attr)
                 self.of_call(node, name, depth, scope, owner)
         return held
 
@@ -86,7 +129,13 @@ class _Usage:
             self.reads.add(text)
         elif called == "hasattr" and isinstance(text, str):
             self.optional.add(text)
-        elif "build" in called.lower() and _is_config_argument(node, name):
+        elif called == "issubclass" and node.args and is_name(node.args[0], name):
+            self.class_checked = True
+        elif (
+            "build" in called.lower()
+            and _is_config_argument(node, name)
+            and _receives_config(node, name, scope, owner)
+        ):
             self.builds.append(ast.unparse(func))  # after hand-overs too: the same object
         elif depth < _FOLLOW_DEPTH and isinstance(func, (ast.Name, ast.Subscript)):
             for target in _called(func, scope):
@@ -110,15 +159,23 @@ class _Usage:
         tree = parsed_source(klass)
         if tree is None:
             return
+        for init in ast.walk(tree):  # ``self.base.get_classifier()``, while it is built
+            if isinstance(init, ast.FunctionDef) and init.name == "__init__":
+                self.methods.update(
+                    node.func.attr
+                    for node in ast.walk(init)
+                    if isinstance(node, ast.Call)
+                    and _held_read(node.func, held)
+                    and isinstance(node.func, ast.Attribute)
+                )
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Attribute)
-                and node.value.attr in held
-                and is_name(node.value.value, "self")
-            ):
+            if isinstance(node, ast.Call) and _held_read(node.func, held):
+                assert isinstance(node.func, ast.Attribute)
+                self.later.add(node.func.attr)
+            if _held_read(node, held):
+                assert isinstance(node, ast.Attribute)
                 self.reads.add(node.attr)
-            elif (  # ``hasattr(self.config, "x") and self.config.x``: optional
+            if (  # ``hasattr(self.config, "x") and self.config.x``: optional
                 isinstance(node, ast.Call)
                 and is_name(node.func, "hasattr")
                 and len(node.args) == 2
@@ -129,6 +186,16 @@ class _Usage:
                 and isinstance(node.args[1].value, str)
             ):
                 self.optional.add(node.args[1].value)
+
+
+def _held_read(node: ast.AST, held: set[str]) -> bool:
+    """``self.held.x`` for an attribute ``held`` of ``self`` that holds the parameter."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr in held
+        and is_name(node.value.value, "self")
+    )
 
 
 def _called(func: ast.expr, scope: Mapping[str, Any]) -> list[Any]:
@@ -174,6 +241,29 @@ def _foreign_object(target: Any) -> bool:
     return str(getattr(target, "__module__", "")).split(".")[0] in {"torch", "builtins", "typing"}
 
 
+def _receives_config(node: ast.Call, name: str, scope: Mapping[str, Any], owner: Any) -> bool:
+    """Whether the ``build``-like call ``node`` takes ``name`` as a config: its callee is
+    not the block file's own function or method (a registry's ``build``), or the parameter
+    of the callee that receives it is named as one (``cfg``, ``config``); not
+    ``self.build_project(channels, ...)``, a helper that takes a size."""
+    func = node.func
+    bound = owner is not None and is_name(func, "self", ast.Attribute)
+    if bound:
+        assert isinstance(func, ast.Attribute)
+        method = inspect.getattr_static(owner, func.attr, None)
+        targets = [method] if inspect.isfunction(method) else []
+    else:
+        targets = _called(func, scope) if isinstance(func, (ast.Name, ast.Subscript)) else []
+    receiving = [
+        found
+        for target in targets
+        if (found := _receiving_parameter(target, node, name, bound=bound)) is not None
+    ]
+    return not receiving or any(
+        "cfg" in parameter.lower() or "config" in parameter.lower() for parameter in receiving
+    )
+
+
 def _is_config_argument(node: ast.Call, name: str) -> bool:
     """``build(param, ...)`` or ``build(cfg=param)``: the parameter is what is built (not a
     size passed beside the config, as in ``build_conv(cfg, in_channels, ...)``)."""
@@ -194,10 +284,12 @@ Access = dict[tuple[str, str], "Access"]
 ``("item", "")`` (an index) to what it reads under that."""
 
 
-def access_tree(cls: Any, name: str) -> Access:
+def access_tree(cls: Any, name: str, *, held: bool = False) -> Access:
     """The attribute, string-key and index chains ``__init__`` (of ``cls`` and its bases)
     reads from parameter ``name``, merged into a tree, through local aliases
-    (``stage = extra["stage1"]`` then ``stage["num_channels"][i]``)."""
+    (``stage = extra["stage1"]`` then ``stage["num_channels"][i]``); ``held``: also through
+    the attributes of ``self`` that hold it (``self.trunk = trunk`` then
+    ``self.trunk.channel_list[-1]``)."""
     tree: Access = {}
     for klass in getattr(cls, "__mro__", ())[:4]:
         init = vars(klass).get("__init__")
@@ -213,6 +305,13 @@ def access_tree(cls: Any, name: str) -> Access:
                     target, chain = node.targets[0], _chain(node.value, roots)
                     if isinstance(target, ast.Name) and chain and target.id not in roots:
                         roots[target.id] = chain
+                    elif (
+                        held
+                        and is_name(node.value, name)
+                        and is_name(target, "self", ast.Attribute)
+                    ):
+                        assert isinstance(target, ast.Attribute)
+                        roots[f"self.{target.attr}"] = []
         for node in ast.walk(found):
             chain = _chain(node, roots) if isinstance(node, (ast.Attribute, ast.Subscript)) else []
             level = tree
@@ -234,9 +333,12 @@ def _chain(node: ast.AST, roots: Mapping[str, list[tuple[str, str]]]) -> list[tu
         else:
             steps.append(("item", ""))
         node = node.value
-    if not (isinstance(node, ast.Name) and node.id in roots):
+        if is_name(node, "self", ast.Attribute) and f"self.{getattr(node, 'attr', '')}" in roots:
+            break  # ``self.trunk``, held
+    root = node.id if isinstance(node, ast.Name) else f"self.{getattr(node, 'attr', '')}"
+    if root not in roots or not isinstance(node, (ast.Name, ast.Attribute)):
         return []
-    return [*roots[node.id], *reversed(steps)] if steps else list(roots[node.id])
+    return [*roots[root], *reversed(steps)] if steps else list(roots[root])
 
 
 def is_nested(tree: Access) -> bool:

@@ -10,7 +10,7 @@ A recipe value is plain JSON that rebuilds the value exactly:
 - ``{"__call__": <ref>, "args": [...], "kwargs": {...}, "__set__": {...}, "__seed__": n}``
   for an object built by a call (then attributes set; the CPU generator seeded first);
 - tensors: small ones by value ``{"shape", "dtype", "data"}``, others as a spec
-  ``{"shape", "dtype", "high"?}`` drawn from the seeded generator (inputs), or as the
+  ``{"shape", "dtype", "high"?, "positive"?}`` drawn from the seeded generator (inputs), or as the
   expression that made them (``torch:eye``).
 
 What cannot be written so is ``{"__repr__": ...}`` and makes the recipe lossy.
@@ -229,13 +229,16 @@ def seed_cpu(seed: int) -> None:
 
 def make_tensor(spec: Mapping[str, Any]) -> torch.Tensor:
     """A tensor for a spec: by value (``data``), else ``{"shape", "dtype", "high"}`` drawn
-    (floats with a ``high``: whole numbers below it, 0/1 targets)."""
+    (floats with a ``high``: whole numbers below it, 0/1 targets; with ``"positive": true``:
+    in ``(0.1, 1]``)."""
     shape = [int(s) for s in spec["shape"]]
     dtype = getattr(torch, str(spec.get("dtype", "float32")))
     if "data" in spec:
         return torch.tensor(spec["data"], dtype=dtype).reshape(shape)
     if dtype == torch.bool:
         return torch.ones(shape, dtype=torch.bool)
+    if dtype.is_floating_point and spec.get("positive"):  # in (0.1, 1]: a log or a root of it
+        return 1 - 0.9 * torch.rand(shape, dtype=dtype)
     if (dtype.is_floating_point or dtype.is_complex) and "high" not in spec:
         return torch.randn(shape, dtype=dtype)
     if dtype.is_floating_point:

@@ -1,0 +1,11 @@
+from torch import nn
+
+from det.registry import MODELS
+
+
+@MODELS.register_module()
+class L1Loss(nn.Module):
+    """The detection package's L1Loss: a mean of absolute differences."""
+
+    def forward(self, pred, target):
+        return (pred - target).abs().mean()

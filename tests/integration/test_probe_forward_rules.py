@@ -1,0 +1,346 @@
+"""Forward inputs from shape comments, per-level sizes, asserted length chains, non-finite
+retries and fixed attention widths, on small hand-made modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from nnrag.validate.probe.ctor import Ctor  # noqa: E402
+from nnrag.validate.probe.docshapes import commented_shapes, documented_inputs  # noqa: E402
+from nnrag.validate.probe.inputs import container, forward_params, input_candidates  # noqa: E402
+from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
+from nnrag.validate.probe.repair import asserted_levels, fixed_width, viewed_width  # noqa: E402
+from nnrag.validate.probe.reshape import positive_inputs, repair, zero_thresholds  # noqa: E402
+from nnrag.validate.probe.values import make_tensor, tensor_spec  # noqa: E402
+from tests.integration.test_probe_documented import run_in_child  # noqa: E402
+
+pytestmark = pytest.mark.integration
+P = PROFILES[0]
+
+
+class _Commented(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, hs: Any, prompt: Any, prompt_mask: Any) -> Any:
+        """Score queries against a prompt."""
+        # hs has shape (num_layer, bs, num_query, d_model)
+        # prompt: (seq, bs, d_model)
+        # prompt_mask has shape (bs, seq), where 1 is padding
+        assert hs.dim() == 4
+        assert prompt_mask.dim() == 2
+        hs = hs.sum(0)  # hs has shape (bs, num_query, d_model): after an assignment, not read
+        pooled = (prompt * (~prompt_mask).T[..., None]).sum(0)
+        return self.proj(hs) @ pooled.unsqueeze(-1)
+
+
+def test_shapes_a_comment_in_forward_gives_before_an_assignment() -> None:
+    block = _Commented()
+    texts = commented_shapes(type(block), "forward", ["hs", "prompt", "prompt_mask"])
+    assert set(texts) == {"hs", "prompt", "prompt_mask"}
+    specs = documented_inputs(block, forward_params(block), P)
+    assert specs["hs"]["shape"] == [16, 2, 16, 8]  # d_model: the first layer's width
+    assert specs["prompt"]["shape"] == [16, 2, 8]
+    assert specs["prompt_mask"] == {"shape": [2, 16], "dtype": "bool"}
+    args, _ = next(iter(input_candidates(block, P, {})))
+    assert [a["shape"] for a in args] == [[16, 2, 16, 8], [16, 2, 8], [2, 16]]
+
+
+class _Levels(nn.Module):
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, query: Any, value: Any, value_shapes: list) -> Any:  # type: ignore[type-arg]  # as documented
+        """Attend over every level.
+
+        Args:
+            query (Tensor): Queries with shape (bs, num_queries, dim).
+            value (Tensor): Flattened levels with shape (bs, sum(H_i * W_i), dim).
+            value_shapes (list): Level sizes [(H_0, W_0), ..., (H_{L-1}, W_{L-1})].
+        """
+        assert sum(h * w for h, w in value_shapes) == value.shape[1]
+        return self.proj(query) @ value.transpose(1, 2)
+
+
+def test_level_sizes_are_a_list_of_pairs_the_flattened_levels_add_up_to() -> None:
+    block = _Levels()
+    specs = documented_inputs(block, forward_params(block), P)
+    assert specs["value_shapes"] == [{"__tuple__": [8, 8]}]
+    assert specs["value"]["shape"] == [2, 64, 8]
+    args, _ = next(iter(input_candidates(block, P, {})))
+    assert args[2] == [{"__tuple__": [8, 8]}]
+
+
+class _Flagged(nn.Module):
+    def forward(self, x: torch.Tensor, multimask_output: bool) -> torch.Tensor:
+        return x[:, 1:] if multimask_output else x[:, :1]
+
+
+def test_a_bool_argument_named_like_a_mask_is_a_flag() -> None:
+    args, _ = next(iter(input_candidates(_Flagged(), P, {})))
+    assert args[1] is False
+
+
+def test_a_tensor_or_list_annotation_takes_the_tensor() -> None:
+    spec = tensor_spec([2, 16, 8])
+    assert container(spec, "torch.Tensor | list[torch.Tensor]") == spec
+    assert container(spec, "list[torch.Tensor] | None") == [spec, spec]
+
+
+CHAINED = """
+import torch
+from torch import nn
+
+
+class Chained(nn.Module):
+    def forward(self, curr: list[torch.Tensor], pos: list[torch.Tensor]):
+        assert len(curr) == len(pos) == 1
+        return curr[0] + pos[0]
+"""
+
+
+def test_every_list_of_an_asserted_length_chain_takes_the_length(tmp_path: Path) -> None:
+    result = run_in_child(tmp_path, CHAINED, "Chained")
+    assert result["failed_stage"] is None, result["message"]
+    assert [len(a) for a in result["recipe"]["inputs"]] == [1, 1]
+
+
+SCALE = """
+import torch
+from torch import nn
+
+
+class Scale(nn.Module):
+    def forward(self, sigma, error):
+        return (torch.log(sigma) + error.abs()).sum()
+"""
+
+
+def test_a_non_finite_output_is_tried_again_with_positive_floats(tmp_path: Path) -> None:
+    spec = tensor_spec([4, 8])
+    fixed = positive_inputs([spec, tensor_spec([4], "int64", 3)], {"w": spec})
+    assert fixed is not None
+    assert fixed[0][0]["positive"] is True
+    assert "positive" not in fixed[0][1]  # integers as they were
+    assert fixed[1]["w"]["positive"] is True
+    assert bool((make_tensor(fixed[0][0]) > 0).all())
+    assert positive_inputs([tensor_spec([2], "int64", 3)], {}) is None
+    result = run_in_child(tmp_path, SCALE, "Scale")
+    assert result["failed_stage"] is None, result["message"]
+    assert result["recipe"]["inputs"][0]["positive"] is True
+
+
+def test_an_attention_layer_of_a_literal_width_sets_the_blocks_width() -> None:
+    ctor = Ctor("synthesized", (), {"d_model": 32, "dim_feedforward": 64, "pre_norm": False})
+    message = "AssertionError: was expecting embedding dimension of 256, but got 32"
+    fixed = fixed_width(ctor, ["other", message])
+    assert fixed is not None
+    assert fixed.kwargs == {"d_model": 256, "dim_feedforward": 64, "pre_norm": False}
+    assert fixed_width(Ctor("harvested", (), {"d_model": 32}), [message]) is None
+
+
+def test_a_target_without_spatial_dimensions_takes_the_predictions_shape() -> None:
+    message = (
+        "ValueError: Input and output must have the same number of spatial dimensions, but "
+        "got input with spatial dimensions of [] and output size of (8, 8)."
+    )
+    fixed = repair(message, [tensor_spec([2, 4, 8, 8]), tensor_spec([2, 4], "int64", 4)], P)
+    assert fixed is not None
+    assert fixed[1] == {"shape": [2, 4, 8, 8], "dtype": "float32"}
+
+
+PASSED_ON = '''
+import torch
+from torch import nn
+
+
+class Matcher(nn.Module):
+    """Match anchors to targets; call it with ``proto`` (b, nm, mh, mw) as well."""
+
+    def forward(self, scores, **extra):
+        return self.overlaps(scores, **extra)
+
+    def overlaps(self, scores, proto, weight):
+        return scores.sum() + proto.flatten(1).sum() + weight.sum()
+'''
+
+
+def test_arguments_forward_hands_on_through_kwargs_get_documented_shapes(
+    tmp_path: Path,
+) -> None:
+    result = run_in_child(tmp_path, PASSED_ON, "Matcher")
+    assert result["failed_stage"] is None, result["message"]
+    extra = result["recipe"]["input_kwargs"]
+    assert extra["proto"]["shape"] == [2, 16, 16, 16]  # the class docstring's (b, nm, mh, mw)
+    assert "shape" in extra["weight"]  # undocumented: a tensor still
+
+
+class _Tokens(nn.Module):
+    def __init__(self, dim: int = 12) -> None:
+        super().__init__()
+        self.token = nn.Embedding(1, dim)
+
+    def forward(self, image: Any) -> Any:
+        """Args:
+        image (Tensor): Embeddings with shape (B, C, H, W).
+        """
+        return image + self.token.weight.view(1, -1, 1, 1)
+
+
+def test_a_width_after_a_table_of_embeddings_is_the_tables_width() -> None:
+    block = _Tokens()
+    specs = documented_inputs(block, forward_params(block), P)
+    assert specs["image"]["shape"] == [2, 12, 8, 8]  # not the table's one row
+
+
+VIEWED = """
+import torch
+from torch import nn
+
+
+class Viewed(nn.Module):
+    def __init__(self, c1: int, c2: int, ec: int = 24, gc: int = 12):
+        super().__init__()
+        self.hc = c2
+        self.gl = nn.Linear(gc, ec)
+        self.proj = nn.Conv2d(c1, c2, 1)
+
+    def forward(self, x, guide):
+        guide = self.gl(guide).view(x.shape[0], guide.shape[1], self.hc)
+        return self.proj(x).flatten(2).transpose(1, 2) @ guide.transpose(1, 2)
+"""
+
+
+def test_a_view_to_the_blocks_width_sets_the_argument_that_made_the_last_dim(
+    tmp_path: Path,
+) -> None:
+    ctor = Ctor("synthesized", (), {"c1": 8, "c2": 8})
+    message = "RuntimeError: shape '[2, 16, 8]' is invalid for input of size 768"
+    fixed = viewed_width(ctor, type("Plain", (), {"__init__": _init}), [message])
+    assert fixed is not None
+    assert fixed.kwargs == {"c1": 8, "c2": 8, "ec": 8}  # 768 / (2 * 16) = 24: ``ec``
+    result = run_in_child(tmp_path, VIEWED, "Viewed")
+    assert result["failed_stage"] is None, result["message"]
+    x, guide = result["recipe"]["inputs"]
+    assert len(x["shape"]) == 4  # the convolution it meets, not the Linear the guide meets
+    assert guide["shape"][-1] == 12
+
+
+def _init(self: Any, c1: int, c2: int, ec: int = 24) -> None:
+    del self, c1, c2, ec
+
+
+POOLED = """
+import torch
+from torch import nn
+
+
+class Pooled(nn.Module):
+    def __init__(self, ch=(), ct: int = 12):
+        super().__init__()
+        self.nf = len(ch)
+        self.query = nn.Linear(ct, 8)
+        self.projections = nn.ModuleList(nn.Conv2d(c, 8, 1) for c in ch)
+
+    def forward(self, x: list[torch.Tensor], text: torch.Tensor):
+        assert len(x) == self.nf
+        maps = sum(proj(f).mean((2, 3)) for f, proj in zip(x, self.projections))
+        return self.query(text) * maps
+"""
+
+
+def test_a_length_asserted_against_an_empty_default_fills_the_sequence(
+    tmp_path: Path,
+) -> None:
+    message = "assert len(x) == self.nf"
+    ctor = Ctor("synthesized", (), {})
+    cls = type("Plain", (), {"__init__": _pooled_init})
+    fixed = asserted_levels(ctor, cls, ["", message])
+    assert fixed is not None
+    assert len(fixed.kwargs["ch"]) == 4
+    assert asserted_levels(ctor, cls, ["assert x.dim() == 4"]) is None
+    result = run_in_child(tmp_path, POOLED, "Pooled")
+    assert result["failed_stage"] is None, result["message"]
+    maps = result["recipe"]["inputs"][0]
+    assert len(maps) == len(result["recipe"]["init_kwargs"]["ch"]["__tuple__"])
+
+
+def _pooled_init(self: Any, ch: tuple[int, ...] = (), ct: int = 12) -> None:
+    del self, ch, ct
+
+
+def test_equal_maps_of_a_list_take_a_channel_repair_together() -> None:
+    maps = [tensor_spec([2, 16, 8, 8]) for _ in range(3)]
+    message = (
+        "RuntimeError: Given groups=1, weight of size [8, 4, 1, 1], expected input[2, 16, 8, 8]"
+        " to have 4 channels, but got 16 channels instead"
+    )
+    fixed = repair(message, [maps], P)
+    assert fixed is not None
+    assert [m["shape"][1] for m in fixed[0]] == [4, 4, 4]
+    uneven = [tensor_spec([2, 4, 8, 8]), tensor_spec([2, 16, 8, 8]), tensor_spec([2, 16, 8, 8])]
+    fixed = repair(message, [uneven], P)
+    assert fixed is not None  # the map it met and the ones after it: the first kept
+    assert [m["shape"][1] for m in fixed[0]] == [4, 4, 4]
+
+
+THRESHOLD = """
+import torch
+from torch import nn
+
+
+class Threshold(nn.Module):
+    def forward(self, x: torch.Tensor, conf: float) -> torch.Tensor:
+        return x.masked_fill(torch.tanh(x.abs()) < conf, float("-inf"))
+"""
+
+
+def test_a_non_finite_output_is_tried_again_with_thresholds_at_zero(tmp_path: Path) -> None:
+    assert zero_thresholds([tensor_spec([2]), 0.5], {"eps": 1e-6, "n": 3}) == (
+        [tensor_spec([2]), 0.0],
+        {"eps": 0.0, "n": 3},
+    )
+    assert zero_thresholds([tensor_spec([2]), 0.0], {}) is None
+    result = run_in_child(tmp_path, THRESHOLD, "Threshold")
+    assert result["failed_stage"] is None, result["message"]
+    assert result["recipe"]["inputs"][1] == 0.0
+
+
+def test_a_list_of_tuples_or_a_tensor_is_tuples_then_a_tensor() -> None:
+    spec = tensor_spec([2, 8, 4, 4])
+    made = container(spec, "list[tuple[torch.Tensor, ...] | torch.Tensor]")
+    assert made == [{"__tuple__": [spec, spec]}, spec]
+    assert container(spec, "list[torch.Tensor]") == [spec, spec]
+
+
+class _Guided(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gl = nn.Linear(12, 8)
+
+    def forward(self, x: torch.Tensor, guide: torch.Tensor) -> torch.Tensor:
+        return x.flatten(2).mean(-1) @ self.gl(guide).transpose(1, 2)
+
+
+class _Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 1)
+        self.attn = _Guided()
+
+    def forward(self, x: torch.Tensor, guide: torch.Tensor) -> torch.Tensor:
+        return self.attn(self.conv(x), guide)
+
+
+def test_an_argument_handed_on_to_a_sub_block_takes_the_layer_it_meets_there() -> None:
+    args, _ = next(iter(input_candidates(_Outer(), P, {})))
+    assert args[0]["shape"][1] == 8
+    assert args[1]["shape"] == [2, P.seq, 12]  # ``guide`` meets ``attn.gl`` inside ``attn``
