@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import numbers
 import typing
@@ -17,9 +18,10 @@ _SCALARS = (int, float, str, bool)
 def preferred_member(options: list[Any]) -> Any:
     """The union member to synthesize: an Enum or Literal member beats ``str`` and the rest; a
     scalar beats a sequence (``Sequence[int] | int``: one int broadcasts to any length, and a
-    bare ``tuple | str`` gives no item types to fill the tuple with); a stand-in class only
-    where there is nothing else (``Union[ConfigDict, dict]`` with an empty ``ConfigDict``)."""
-    options = [o for o in options if not is_stand_in(o)] or options
+    bare ``tuple | str`` gives no item types to fill the tuple with); a class with nothing
+    to configure only where there is nothing else (``Union[ConfigDict, dict]`` with an
+    empty ``ConfigDict``: the ``dict``)."""
+    options = [o for o in options if not nothing_to_configure(o)] or options
     for option in options:
         if typing.get_origin(option) is typing.Literal or (
             isinstance(option, type) and issubclass(option, enum.Enum)
@@ -36,13 +38,18 @@ _EMPTY_CLASS = frozenset(
 )
 
 
-def is_stand_in(option: Any) -> bool:
-    """A class with nothing of its own (no base but ``object``, no attribute but its
-    docstring): a stand-in the code only tests ``isinstance`` against, nothing to build."""
-    return (
-        isinstance(option, type)
-        and option.__bases__ == (object,)
-        and not set(vars(option)) - _EMPTY_CLASS
+def nothing_to_configure(option: Any) -> bool:
+    """A class with nothing to configure: no constructor parameters, no dataclass or attrs
+    fields, no class-level attribute (method or data) of its own or of a base but
+    ``object``. A stand-in the code only tests ``isinstance`` against is exactly that: an
+    instance of it serves no code as a config, so it is never a value candidate."""
+    if not isinstance(option, type) or option is object:
+        return False
+    if dataclasses.is_dataclass(option) or hasattr(option, "__attrs_attrs__"):
+        return False
+    return all(
+        klass.__module__ != "builtins" and not set(vars(klass)) - _EMPTY_CLASS
+        for klass in option.__mro__[:-1]
     )
 
 

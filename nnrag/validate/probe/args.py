@@ -19,6 +19,7 @@ from nnrag.validate.probe.annotations import (
     is_config_type,
     is_int,
     is_mapping_type,
+    nothing_to_configure,
     preferred_member,
 )
 from nnrag.validate.probe.configs import (
@@ -40,12 +41,12 @@ from nnrag.validate.probe.ducks import (
 from nnrag.validate.probe.factories import factory_for, none_accepted
 from nnrag.validate.probe.kinds import (
     default_dicts,
-    kind_score,
     named_tables,
+    of_another_kind,
     ranked_classes,
-    words,
 )
 from nnrag.validate.probe.leaf_values import LINEAR_NAMES, LeafValues
+from nnrag.validate.probe.mapping_values import MappingValues
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
@@ -55,7 +56,6 @@ from nnrag.validate.probe.signatures import (
     find_config_class,
     init_signature,
     named_class,
-    signature_of,
     stage_lengths,
     type_hints,
     value_choices,
@@ -80,14 +80,13 @@ _SWITCH_FIELDS = re.compile(r"^(add|output|return|tie|use|is|has|with|do)_")
 """Config fields that switch a feature on (off when synthesized: the plain path)."""
 _CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
 
-
 _KIND_SKIP = {"types", "type", "cls", "class", "fn", "factory", "constructor", "builder"}
 
 _KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
 """Sequences of strings under these names are keys: they must be distinct and non-empty."""
 
 
-class Synth(LeafValues):
+class Synth(LeafValues, MappingValues):
     """Synthesizes values for required parameters from annotations and names."""
 
     def __init__(self, module: Any, profile: Profile, depth: int = 0) -> None:
@@ -300,7 +299,7 @@ class Synth(LeafValues):
         after the constructor call."""
         if cls is None:
             cls = find_config_class(self.module)
-        if cls is not None and self.depth < 2:
+        if cls is not None and self.depth < 2 and not nothing_to_configure(cls):
             inner = Synth(self.module, self.profile, self.depth + 1)
             try:
                 args, kwargs = inner.fill(cls)
@@ -460,7 +459,14 @@ class Synth(LeafValues):
             built = self.registry_built(cls, name)
             if built is not MISSING:
                 return built
-        return self.value(name, annotation)
+        return self.as_mapping(cls, name, annotation, self.value(name, annotation))
+
+    def deeper(self) -> Synth:
+        """A synthesizer one level deeper (for the parts of a value)."""
+        return Synth(self.module, self.profile, self.depth + 1)
+
+    def is_placeholder(self, value: object) -> bool:
+        return isinstance(value, AutoConfig)
 
     def registry_built(self, cls: Any, name: str) -> object:
         """A registry config dict for parameter ``name`` of ``cls`` when the constructor hands
@@ -493,7 +499,7 @@ class Synth(LeafValues):
             except Exception:
                 continue
             self.placeholders.extend(inner.placeholders)
-            if _of_another_kind(name, option, owner):
+            if of_another_kind(name, option, owner):
                 self.placeholders.append(name)
             return {Carried.key: key, **kwargs}
         return MISSING
@@ -547,6 +553,7 @@ class Synth(LeafValues):
                 )
             else:
                 value = self.value(name, annotation)
+            value = self.as_mapping(cls, name, annotation, value)
             if (
                 type(value) is nn.Identity
                 and name in self.placeholders
@@ -578,14 +585,3 @@ class AutoConfig:
 
 _SHAPE_NAMES = re.compile(r"^(shape|sizes?|dims)$")
 """A constructor's ``*shape``: the sizes of a view."""
-
-
-def _of_another_kind(name: str, option: type, owner: Any) -> bool:
-    """``option`` has none of parameter ``name``'s words but those of another parameter of
-    ``owner``'s constructor (a ``BaseDataPreprocessor`` for ``backbone`` beside
-    ``data_preprocessor``): the class that parameter wants, not this one's."""
-    if not words(name) or kind_score(name, option):
-        return False
-    sig = signature_of(owner) if owner is not None else None
-    others = [p for p in (sig.parameters if sig else ()) if p != name]
-    return any(kind_score(other, option) for other in others)

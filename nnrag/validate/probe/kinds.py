@@ -110,3 +110,14 @@ def _candidate(value: object, name: str, owner: Any) -> bool:
         return False
     sig = signature_of(value)
     return sig is None or name not in sig.parameters
+
+
+def of_another_kind(name: str, option: type, owner: Any) -> bool:
+    """``option`` has none of parameter ``name``'s words but those of another parameter of
+    ``owner``'s constructor (a ``BaseDataPreprocessor`` for ``backbone`` beside
+    ``data_preprocessor``): the class that parameter wants, not this one's."""
+    if not words(name) or kind_score(name, option):
+        return False
+    sig = signature_of(owner) if owner is not None else None
+    others = [p for p in (sig.parameters if sig else ()) if p != name]
+    return any(kind_score(other, option) for other in others)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
+import sys
+import traceback
+from collections.abc import Mapping
 
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.ctor import Ctor
+from nnrag.validate.probe.mappings import mapping_use
 from nnrag.validate.probe.profiles import PROFILES, int_for
 from nnrag.validate.probe.repair_names import failing_line, name_repairs
-from nnrag.validate.probe.signatures import signature_of
+from nnrag.validate.probe.signatures import init_signature, signature_of, type_hints
+from nnrag.validate.probe.usage import parameter_usage
 
 _NOT_A_LIST = re.compile(
     r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
@@ -88,6 +94,55 @@ def fill_none_layers(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
         ctor.profile,
         ctor.inputs,
     )
+
+
+def fill_none_mappings(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: a ``None`` met where a mapping was wanted (``Part(**cfg)``, a registry build of
+    ``cfg``, with ``cfg=None`` by default) gives each ``None``-defaulted parameter that a
+    line of the traceback names and that the constructor uses as a mapping
+    (:func:`mapping_use`) or hands to a ``build`` call a mapping value
+    (:meth:`Synth.parameter`)."""
+    if ctor.origin != "synthesized" or "NoneType" not in str(error):
+        return None
+    lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
+    named = set(re.findall(r"\w+", lines))
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    added: dict[str, object] = {}
+    for name, (param, hint) in _declared(cls).items():
+        if param.default is not None or name in ctor.kwargs or name not in named:
+            continue
+        if mapping_use(cls, name) is None and not parameter_usage(cls, name)[1]:
+            continue
+        value = synth.parameter(cls, name, hint)
+        if isinstance(value, Mapping):
+            added[name] = value
+    if not added:
+        return None
+    placeholders = [*ctor.placeholders, *synth.placeholders]
+    return Ctor(
+        "synthesized", ctor.args, {**ctor.kwargs, **added}, placeholders, ctor.profile, ctor.inputs
+    )
+
+
+def _declared(cls: type) -> dict[str, tuple[inspect.Parameter, object]]:
+    """The constructor parameters of ``cls`` with their annotations; where it takes
+    ``**kwargs``, also those of its bases' constructors that it does not name (first
+    declaration wins)."""
+    found: dict[str, tuple[inspect.Parameter, object]] = {}
+    sig, owner = init_signature(cls)
+    inits = [(sig, owner)]
+    if sig is not None and any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
+        inits += [
+            (signature_of(vars(b)["__init__"]), vars(b)["__init__"])
+            for b in cls.__mro__[1:4]
+            if "__init__" in vars(b) and b.__module__.split(".")[0] not in {"torch", "builtins"}
+        ]
+    for each, func in inits:
+        hints = type_hints(each, func)
+        for name, param in each.parameters.items() if each is not None else ():
+            if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+                found.setdefault(name, (param, hints.get(name, param.annotation)))
+    return found
 
 
 _RESIDUAL = re.compile(
@@ -297,6 +352,7 @@ def scale_sizes(ctor: Ctor, error: BaseException) -> Ctor | None:
 
 __all__ = [
     "fill_none_layers",
+    "fill_none_mappings",
     "fill_none_sizes",
     "lengthen",
     "listify",

@@ -18,7 +18,12 @@ from torch import nn
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import MISSING, PROFILES, int_for
-from nnrag.validate.probe.signatures import init_signature, type_hints, value_choices
+from nnrag.validate.probe.signatures import (
+    init_signature,
+    signature_of,
+    type_hints,
+    value_choices,
+)
 
 _PROBE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -79,11 +84,23 @@ def add_missing(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         return _with(ctor, made, synth.placeholders, real=False) if made else None
     choices = value_choices(cls)  # ``depth`` checked against ``self.arch_settings``
     added = {
-        name: choices[name] if name in choices else synth.by_name(name)
+        name: choices[name] if name in choices else _missing_value(synth, cls, name)
         for name in re.findall(r"'(\w+)'", m.group(1))
         if name not in ctor.kwargs and (name in params or _takes_kwargs(sig))
     }
     return _with(ctor, added, synth.placeholders) if added else None
+
+
+def _missing_value(synth: Synth, cls: type, name: str) -> object:
+    """A value for a required parameter ``cls`` takes through ``**kwargs``: by the annotation
+    the base that declares it gives (``layer_cfg: ConfigType``), else by its name."""
+    for base in getattr(cls, "__mro__", ())[1:]:
+        sig = signature_of(vars(base).get("__init__"))
+        param = sig.parameters.get(name) if sig is not None else None
+        if param is not None:
+            hint = type_hints(sig, vars(base)["__init__"]).get(name, param.annotation)
+            return synth.parameter(cls, name, hint)
+    return synth.by_name(name)
 
 
 def add_key(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:

@@ -33,6 +33,7 @@ from nnrag.validate.probe.profiles import PROFILES, Profile
 from nnrag.validate.probe.repair import (
     asserted_levels,
     fill_none_layers,
+    fill_none_mappings,
     fill_none_sizes,
     fixed_width,
     lengthen,
@@ -198,6 +199,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         asserted_ctor(ctor, cls, error),
         listify(ctor, cls, error),
         fill_none_layers(ctor, cls, error),
+        fill_none_mappings(ctor, cls, error),
         fill_none_sizes(ctor, cls),
         scale_sizes(ctor, error),
         lengthen(ctor, cls, error),

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from nnrag.validate.probe.annotations import nothing_to_configure
+
 
 def type_hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
     try:
@@ -354,6 +356,8 @@ CONFIG_CLASSES = re.compile(r"(Config|Cfg|Args|Params)$")
 
 
 def find_config_class(module: Any) -> type | None:
+    """The block file's first class named like a config (:data:`CONFIG_CLASSES`) that has
+    something to configure (not a stand-in the file only tests against)."""
     if module is None:
         return None
     for name, value in vars(module).items():
@@ -361,6 +365,7 @@ def find_config_class(module: Any) -> type | None:
             isinstance(value, type)
             and value.__module__ == module.__name__
             and CONFIG_CLASSES.search(name)
+            and not nothing_to_configure(value)
         ):
             return value
     return None
