@@ -249,3 +249,27 @@ def test_a_none_default_of_a_base_taken_through_kwargs_is_given_a_mapping(
     """
     value = passed_kwargs(sandbox, tmp_path, code, "Sub")["encoder"]
     assert set(value["__dict__"]) == {"width"}
+
+
+def test_a_union_of_a_scalar_and_a_mapping_keeps_the_scalar(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``in_channels: Union[int, Dict[str, int]]`` read as a mapping only after an
+    ``isinstance`` test: the code takes both, so the width the prober chose stays."""
+    code = """
+    from typing import Dict
+
+
+    class Block(nn.Module):
+        def __init__(self, in_channels: Union[int, Dict[str, int]], out_channels: int):
+            super().__init__()
+            if isinstance(in_channels, dict):
+                self.types = list(in_channels.keys())
+                in_channels = max(in_channels.values())
+            self.lin = nn.Linear(in_channels, out_channels)
+
+        def forward(self, x):
+            return self.lin(x)
+    """
+    value = passed_kwargs(sandbox, tmp_path, code, "Block")["in_channels"]
+    assert isinstance(value, int)

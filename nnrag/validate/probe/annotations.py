@@ -81,5 +81,18 @@ def is_mapping_type(annotation: Any) -> bool:
     return isinstance(target, type) and issubclass(target, Mapping)
 
 
+def admits(annotation: Any, value: object) -> bool:
+    """Whether a union annotation names ``value``'s own kind beside what else it takes
+    (``Union[int, Dict[str, int]]`` admits ``16``): the code handles both, by an
+    ``isinstance`` test."""
+    origin = typing.get_origin(annotation)
+    if not (origin is typing.Union or type(annotation).__name__ == "UnionType"):
+        return False
+    return any(
+        isinstance(member, type) and not issubclass(member, Mapping) and isinstance(value, member)
+        for member in typing.get_args(annotation)
+    )
+
+
 def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)

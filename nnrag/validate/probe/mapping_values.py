@@ -7,7 +7,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from nnrag.validate.probe.annotations import is_mapping_type, nothing_to_configure
+from nnrag.validate.probe.annotations import admits, is_mapping_type, nothing_to_configure
 from nnrag.validate.probe.mappings import MappingUse, keyed_instance, mapping_use
 from nnrag.validate.probe.profiles import Profile
 from nnrag.validate.probe.usage import parameter_usage
@@ -45,7 +45,11 @@ class MappingValues:
             return value
         placeholder = self.is_placeholder(value) or nothing_to_configure(type(value))
         loose = annotation is inspect.Parameter.empty or is_mapping_type(annotation)
-        guessed = loose and isinstance(value, (types.SimpleNamespace, int, float, str))
+        guessed = (
+            loose
+            and isinstance(value, (types.SimpleNamespace, int, float, str))
+            and not admits(annotation, value)  # ``Union[int, Dict[str, int]]`` takes the int
+        )
         if not (placeholder or guessed or isinstance(value, Mapping)) or self.depth >= 2:
             return value
         use = mapping_use(cls, name)
