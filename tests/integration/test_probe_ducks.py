@@ -264,3 +264,27 @@ def test_a_parameter_whose_method_no_file_class_has_gets_no_stand_in(
     assert not result.passed
     assert result.failed_stage == "instantiate"
     assert "get_classifier" in result.message
+
+
+def test_a_parameter_told_apart_by_isinstance_gets_no_stand_in(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``isinstance(module, nn.Linear)`` before ``module.in_features``: a stand-in carrying the
+    attributes would fail the test, so the module comes from the usual candidates."""
+    code = """
+    class Block(nn.Module):
+        def __init__(self, module: nn.Module):
+            super().__init__()
+            if isinstance(module, nn.Linear):
+                width = module.in_features
+            elif isinstance(module, nn.Conv2d):
+                width = module.in_channels
+            else:
+                raise ValueError(f"Expected a linear or convolution module (got {type(module)})")
+            self.out = nn.Linear(width, 4)
+
+        def forward(self, x):
+            return self.out(x)
+    """
+    made = kwargs(probe(sandbox, tmp_path, code))["module"]
+    assert made["__call__"] != STAND_IN

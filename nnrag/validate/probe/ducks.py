@@ -135,9 +135,10 @@ def stand_in_module(maker: Maker, use: Use, tree: Access) -> object:
     built with synthesized arguments), else a :class:`ShapeKeeping` layer with each
     attribute set by its name (or by what is read under it, ``tree``; not those other
     methods call), recorded as its call and the attributes set. MISSING when the
-    constructor calls a method of it (a stand-in has none) or reads nothing it lacks."""
+    constructor calls a method of it (a stand-in has none), reads nothing it lacks, or tells
+    kinds of module apart with ``isinstance`` (a stand-in is none of them)."""
     built = torch_layer(maker, use.reads)
-    if built is not MISSING:
+    if built is not MISSING or use.instance_checked:  # a stand-in passes no isinstance test
         return built  # ``embed.num_embeddings, embed.padding_idx``: an ``nn.Embedding``
     plain = ShapeKeeping()
     missing = {a for a in use.reads - use.later if not hasattr(plain, a)}

@@ -38,6 +38,8 @@ class Use:
     """It calls the parameter itself (``p(in_channels, ...)``): a class or a factory."""
     class_checked: bool
     """It passes the parameter to ``issubclass``: a class."""
+    instance_checked: bool = False
+    """It passes the parameter to ``isinstance``: the code tells kinds of value apart."""
 
 
 def parameter_use(cls: Any, name: str) -> Use:
@@ -52,6 +54,7 @@ def parameter_use(cls: Any, name: str) -> Use:
         later=frozenset(usage.later),
         called=usage.called,
         class_checked=usage.class_checked,
+        instance_checked=usage.instance_checked,
     )
 
 
@@ -72,6 +75,7 @@ class _Usage:
         self.later: set[str] = set()
         self.called = False
         self.class_checked = False
+        self.instance_checked = False
         self.seen: set[tuple[int, str]] = set()
 
     def of_class(self, cls: Any, name: str, depth: int) -> None:
@@ -131,6 +135,8 @@ class _Usage:
             self.optional.add(text)
         elif called == "issubclass" and node.args and is_name(node.args[0], name):
             self.class_checked = True
+        elif called == "isinstance" and node.args and is_name(node.args[0], name):
+            self.instance_checked = True
         elif (
             "build" in called.lower()
             and _is_config_argument(node, name)
