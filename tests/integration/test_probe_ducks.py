@@ -288,3 +288,37 @@ def test_a_parameter_told_apart_by_isinstance_gets_no_stand_in(
     """
     made = kwargs(probe(sandbox, tmp_path, code))["module"]
     assert made["__call__"] != STAND_IN
+
+
+class _Maker:
+    """Builds a layer with the first of a few plain argument lists that works."""
+
+    def __init__(self) -> None:
+        self.placeholders: list[str] = []
+
+    def build(self, cls: type) -> object:
+        for args in ((), (3,), (3, 3), (3, 3, 1)):
+            try:
+                return cls(*args)
+            except Exception:
+                continue
+        return None
+
+    def field(self, name: str) -> object:
+        return 1
+
+    def structure(self, name: str, tree: object) -> object:
+        return 1
+
+
+def test_a_torch_layer_is_indexable_where_the_code_indexes_it() -> None:
+    """``layer.kernel_size[0]``: the smallest layer declaring ``kernel_size`` and
+    ``dilation`` (``nn.Unfold``) holds ints there; a layer with pairs is taken instead."""
+    from nnrag.validate.probe.ducks import torch_layer
+
+    reads = {"kernel_size", "dilation"}
+    plain = torch_layer(_Maker(), reads)
+    assert isinstance(plain.kernel_size, int)  # type: ignore[attr-defined]  # a module built for the test
+    tree = {("attr", "kernel_size"): {("item", ""): {}}}
+    indexed = torch_layer(_Maker(), reads, tree)
+    assert indexed.kernel_size[0] == 1  # type: ignore[attr-defined]  # a module built for the test

@@ -137,7 +137,9 @@ def stand_in_module(maker: Maker, use: Use, tree: Access) -> object:
     methods call), recorded as its call and the attributes set. MISSING when the
     constructor calls a method of it (a stand-in has none), reads nothing it lacks, or tells
     kinds of module apart with ``isinstance`` (a stand-in is none of them)."""
-    built = torch_layer(maker, use.reads)
+    everywhere = set(use.reads) | {key for kind, key in tree if kind == "attr"}
+    built = torch_layer(maker, everywhere, tree)  # what the other methods read too, then less
+    built = torch_layer(maker, use.reads, tree) if built is MISSING else built
     if built is not MISSING or use.instance_checked:  # a stand-in passes no isinstance test
         return built  # ``embed.num_embeddings, embed.padding_idx``: an ``nn.Embedding``
     plain = ShapeKeeping()
@@ -171,16 +173,23 @@ def module_with_attributes(maker: Maker, module: Any, reads: frozenset[str] | se
     return MISSING
 
 
-def torch_layer(maker: Maker, reads: frozenset[str] | set[str]) -> object:
+def torch_layer(
+    maker: Maker, reads: frozenset[str] | set[str], tree: Access | None = None
+) -> object:
     """The first of :func:`torch_layers` that builds with synthesized arguments into a
     single layer (no child modules: not a whole ``nn.Transformer`` for a ``d_model``) that
-    has every attribute in ``reads``; MISSING if none does."""
-    for layer in torch_layers(reads)[:4]:
+    has every attribute in ``reads``, indexable where the code indexes it (``tree``:
+    ``layer.kernel_size[0]`` wants a pair, not an ``nn.Unfold``'s int); MISSING if none does."""
+    indexed = {
+        a for a in reads if any(kind == "item" for kind, _ in (tree or {}).get(("attr", a), {}))
+    }
+    for layer in torch_layers(reads)[: 8 if indexed else 4]:
         built = maker.build(layer)
         if (
             isinstance(built, nn.Module)
             and not list(built.children())
             and all(hasattr(built, a) for a in reads)
+            and all(hasattr(getattr(built, a), "__getitem__") for a in indexed)
         ):
             return built
     return MISSING
