@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nnrag.validate.probe.signatures import init_signature, is_name, parsed_source, signature_of
+from nnrag.validate.probe.usage import receiving_parameter
 
 __all__ = ["MappingUse", "keyed_instance", "mapping_use"]
 
@@ -195,11 +196,11 @@ class _Walk:
             return
         if isinstance(func, ast.Attribute) and is_name(func.value, "self") and owner is not None:
             method = inspect.getattr_static(owner, func.attr, None)  # self._make(cfg)
-            inner = _receiving(method, node, target, bound=True)
+            inner = receiving_parameter(method, node, target, bound=True)
             if inner is not None:
                 self.function(method, inner, depth + 1, owner)
         elif _of_block(called, owner):
-            inner = _receiving(called, node, target)
+            inner = receiving_parameter(called, node, target)
             if inner is None:
                 return
             sig = init_signature(called)[0] if inspect.isclass(called) else signature_of(called)
@@ -221,23 +222,3 @@ def _of_block(value: Any, owner: Any) -> bool:
     return (inspect.isclass(value) or inspect.isfunction(value)) and getattr(
         value, "__module__", None
     ) == getattr(owner, "__module__", "")
-
-
-def _receiving(
-    target: Any, node: ast.Call, handed: Callable[[ast.AST], bool], *, bound: bool = False
-) -> str | None:
-    """The parameter of ``target`` that receives the handed value in the call ``node``."""
-    if not (inspect.isclass(target) or inspect.isfunction(target)):
-        return None
-    for keyword in node.keywords:
-        if keyword.arg is not None and handed(keyword.value):
-            return keyword.arg
-    position = next((i for i, a in enumerate(node.args) if handed(a)), None)
-    sig = init_signature(target)[0] if inspect.isclass(target) else signature_of(target)
-    if sig is None or position is None:
-        return None
-    params = [
-        p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    position += bound
-    return params[position].name if position < len(params) else None

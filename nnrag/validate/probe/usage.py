@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,12 +227,23 @@ def _receiving_parameter(
     """The parameter of the block file's class or function ``target`` that receives ``name``
     in the call ``node`` (by position or keyword; ``bound``: a method called on ``self``),
     or ``None``."""
-    if not (inspect.isclass(target) or inspect.isfunction(target)) or _foreign_object(target):
+    if _foreign_object(target):
+        return None
+    return receiving_parameter(target, node, lambda a: is_name(a, name), bound=bound)
+
+
+def receiving_parameter(
+    target: Any, node: ast.Call, handed: Callable[[ast.AST], bool], *, bound: bool = False
+) -> str | None:
+    """The parameter of class or function ``target`` that receives the argument ``handed``
+    picks in the call ``node`` (by keyword, else by position; ``bound``: a method called on
+    ``self``), or ``None``."""
+    if not (inspect.isclass(target) or inspect.isfunction(target)):
         return None
     for keyword in node.keywords:
-        if keyword.arg is not None and is_name(keyword.value, name):
+        if keyword.arg is not None and handed(keyword.value):
             return keyword.arg
-    position = next((i for i, a in enumerate(node.args) if is_name(a, name)), None)
+    position = next((i for i, a in enumerate(node.args) if handed(a)), None)
     sig = init_signature(target)[0] if inspect.isclass(target) else signature_of(target)
     if sig is None or position is None:
         return None
