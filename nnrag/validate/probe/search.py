@@ -50,6 +50,7 @@ from nnrag.validate.probe.reshape import (
     repair,
     zero_thresholds,
 )
+from nnrag.validate.probe.samples import sample_inputs
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
@@ -216,7 +217,8 @@ def input_repairs(
     """The inputs to try after a forward error, best first: the shape repair (which changes
     the first input and the inputs shaped like it), then, for a new width, the same repair of
     only the others (the first input already passed the layers before: a cross-attention's
-    memory beside its queries); else the optional arguments forward used, given values.
+    memory beside its queries); else per-sample records for an argument forward reads by
+    attribute (and their fields); else the optional arguments forward used, given values.
     Empty: no idea."""
     fixed = repair(message, args, profile)
     if fixed is not None:
@@ -226,11 +228,12 @@ def input_repairs(
         return found
     if is_graph_spec(args):  # graph candidates list their optional arguments themselves
         return []
+    records = sample_inputs(message, block, forward_params(block), args, kwargs)
     more = optional_inputs(message, block, args, kwargs, profile)
     if more is None:
         passed = passed_on_inputs(message, block, forward_params(block), kwargs, profile)
         more = None if passed is None else (args, passed)
-    return [] if more is None else [more]
+    return records + ([] if more is None else [more])
 
 
 def _width_only(args: list[Any], fixed: list[Any]) -> bool:
