@@ -15,7 +15,7 @@ from tests.integration.test_probe_documented import run_in_child
 pytestmark = pytest.mark.integration
 
 RECORDS = '''
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import torch
 from torch import nn
@@ -104,7 +104,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.proj = nn.Linear(8, 8)
 
-    def forward(self, feat: torch.Tensor, data_samples: Optional[List[Sample]] = None):
+    def forward(self, feat: torch.Tensor, data_samples: Optional[Sequence[Sample]] = None):
         ratios = [s.get("valid_ratio") for s in data_samples]
         return self.proj(feat) * min(ratios)
 '''

@@ -4,6 +4,7 @@ at a time from the ``AttributeError`` forward raised."""
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
 import re
 import typing
@@ -208,17 +209,21 @@ def _is_sequence(annotation: Any, scope: Mapping[str, Any]) -> bool:
     """Whether an annotation asks for a list or tuple (``List[Sample]``, a ``SampleList``
     alias of one, ``Optional[...]`` of either)."""
     if isinstance(annotation, str) and re.search(
-        r"\b(List|list|Sequence|Tuple|tuple)\[", annotation
+        r"\b(List|list|Sequence|Tuple|tuple|Iterable)\[", annotation
     ):
         return True
     stack = _annotation_items(annotation, scope)
     while stack:
         item = stack.pop(0)
-        if typing.get_origin(item) in (list, tuple) or item in (list, tuple):
+        if typing.get_origin(item) in _SEQUENCES or item in _SEQUENCES:
             return True
         if typing.get_origin(item) is typing.Union:
             stack.extend(a for a in typing.get_args(item) if a is not type(None))
     return False
+
+
+_SEQUENCES = (list, tuple, collections.abc.Sequence, collections.abc.Iterable)
+"""What a ``List[...]``, ``Tuple[...]``, ``Sequence[...]`` or ``Iterable[...]`` annotation is of."""
 
 
 def _annotation_items(annotation: Any, scope: Mapping[str, Any]) -> list[Any]:
