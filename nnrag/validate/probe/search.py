@@ -29,6 +29,7 @@ from nnrag.validate.probe.outcomes import (
     output_digest,
     shapes_of,
 )
+from nnrag.validate.probe.placeholders import failed_in_placeholders
 from nnrag.validate.probe.profiles import PROFILES, Profile
 from nnrag.validate.probe.repair import (
     asserted_levels,
@@ -266,6 +267,7 @@ class Search:
         self.stopped = False
         self.ctor_error: BaseException | None = None
         self.forward_error: BaseException | None = None
+        self.forward_placeholders: list[str] = []  # the last forward error came from inside
         self.output_error: OutputError | None = None
         self.screened_error: RuntimeError | None = None
         self.pending: list[Candidate] = []
@@ -395,6 +397,7 @@ class Search:
                 return "stop", messages
             except BaseException as error:
                 self.forward_error = error
+                self.forward_placeholders = failed_in_placeholders(error, block, ctor)
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
                 if given is None:
@@ -584,5 +587,13 @@ class Search:
                 or RuntimeError("no input candidate within the attempt bound")
             )
             stage = "forward"
+        if failure is self.forward_error and self.forward_placeholders:
+            names = ", ".join(self.forward_placeholders)
+            message = (
+                f"forward failed inside placeholders for {names} (stand-ins: the block file"
+                f" has no class of their kind): {describe(failure)}"
+            )
+            runner.finish(stage, "ctor-args", message, error=failure)
+            return
         category = classify(failure, stage, runner.violations)
         runner.finish(stage, category, describe(failure), error=failure)
