@@ -99,6 +99,15 @@ class Preprocess(nn.Module):
         return {"inputs": inputs * 2, "data_samples": data_samples}
 
 
+class Marker:
+    """An empty stand-in: the file only tests against it."""
+
+
+class Checked(nn.Module):
+    def forward(self, x: torch.Tensor, samples: List[Marker]):
+        return x * samples[0].get("scale_factor")[0]
+
+
 class Encoder(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -166,3 +175,9 @@ def test_facts_forward_reads_by_key_come_with_the_records(tmp_path: Path) -> Non
     assert result["failed_stage"] is None, result["message"]
     sample = result["recipe"]["inputs"][1][0]  # the None default, given after the error
     assert sample["kwargs"]["metainfo"]["__dict__"] == {"valid_ratio": 1.0}
+
+
+def test_an_empty_stand_in_is_no_record(tmp_path: Path) -> None:
+    result = run_in_child(tmp_path, RECORDS, "Checked")
+    assert result["failed_stage"] == "forward"
+    assert "Marker" not in repr(result["recipe"]["inputs"])

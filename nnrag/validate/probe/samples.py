@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nnrag.validate.probe.annotations import nothing_to_configure
 from nnrag.validate.probe.kinds import kind_score
 from nnrag.validate.probe.signatures import signature_of
 from nnrag.validate.probe.structured import dict_keys
@@ -237,10 +238,12 @@ def _annotation_items(annotation: Any, scope: Mapping[str, Any]) -> list[Any]:
 
 
 def _record_class(cls: type) -> bool:
-    """A plain data class: not a module, tensor, exception or builtin, and constructible
-    without arguments."""
+    """A plain data class: not a module, tensor, exception or builtin, constructible
+    without arguments, and not an empty stand-in the block file only tests against (its
+    records would carry none of the methods forward calls)."""
     if (
-        issubclass(cls, (nn.Module, torch.Tensor, BaseException))
+        nothing_to_configure(cls)
+        or issubclass(cls, (nn.Module, torch.Tensor, BaseException))
         or cls.__module__ == "builtins"
         or cls.__module__.startswith(("torch", "typing", "numpy"))
     ):
