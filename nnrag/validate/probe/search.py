@@ -29,6 +29,7 @@ from nnrag.validate.probe.outcomes import (
     output_digest,
     shapes_of,
 )
+from nnrag.validate.probe.placeholders import failed_in_placeholders
 from nnrag.validate.probe.profiles import PROFILES, Profile
 from nnrag.validate.probe.repair import (
     asserted_levels,
@@ -50,6 +51,7 @@ from nnrag.validate.probe.reshape import (
     repair,
     zero_thresholds,
 )
+from nnrag.validate.probe.samples import sample_inputs
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
@@ -216,7 +218,8 @@ def input_repairs(
     """The inputs to try after a forward error, best first: the shape repair (which changes
     the first input and the inputs shaped like it), then, for a new width, the same repair of
     only the others (the first input already passed the layers before: a cross-attention's
-    memory beside its queries); else the optional arguments forward used, given values.
+    memory beside its queries); else per-sample records for an argument forward reads by
+    attribute (and their fields); else the optional arguments forward used, given values.
     Empty: no idea."""
     fixed = repair(message, args, profile)
     if fixed is not None:
@@ -226,11 +229,12 @@ def input_repairs(
         return found
     if is_graph_spec(args):  # graph candidates list their optional arguments themselves
         return []
+    records = sample_inputs(message, block, forward_params(block), args, kwargs)
     more = optional_inputs(message, block, args, kwargs, profile)
     if more is None:
         passed = passed_on_inputs(message, block, forward_params(block), kwargs, profile)
         more = None if passed is None else (args, passed)
-    return [] if more is None else [more]
+    return records + ([] if more is None else [more])
 
 
 def _width_only(args: list[Any], fixed: list[Any]) -> bool:
@@ -263,6 +267,7 @@ class Search:
         self.stopped = False
         self.ctor_error: BaseException | None = None
         self.forward_error: BaseException | None = None
+        self.forward_placeholders: list[str] = []  # the last forward error came from inside
         self.output_error: OutputError | None = None
         self.screened_error: RuntimeError | None = None
         self.pending: list[Candidate] = []
@@ -392,6 +397,7 @@ class Search:
                 return "stop", messages
             except BaseException as error:
                 self.forward_error = error
+                self.forward_placeholders = failed_in_placeholders(error, block, ctor)
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
                 if given is None:
@@ -581,5 +587,13 @@ class Search:
                 or RuntimeError("no input candidate within the attempt bound")
             )
             stage = "forward"
+        if failure is self.forward_error and self.forward_placeholders:
+            names = ", ".join(self.forward_placeholders)
+            message = (
+                f"forward failed inside placeholders for {names} (stand-ins: the block file"
+                f" has no class of their kind): {describe(failure)}"
+            )
+            runner.finish(stage, "ctor-args", message, error=failure)
+            return
         category = classify(failure, stage, runner.violations)
         runner.finish(stage, category, describe(failure), error=failure)
