@@ -35,7 +35,13 @@ NNR408   syntax            parse      index     a source file cannot be parsed (
 NNR409   internal-error    parse      index     nnrag failed analyzing a file (please report it)
 NNR501   unresolved-name   closed     resolve   a name the closure needs is defined nowhere
 NNR502   source-import     closed     resolve   an import of a source module that is not indexed
-NNR503   native-op         closed     resolve   a compiled extension of a source (``mmcv._ext``)
+NNR503   native-op         closed     resolve   a static import of a compiled extension of a source
+                                                (``from pkg import _C``); not a call of
+                                                ``torch.ops.<source package>.op``, nor an import
+                                                by name (``pkg._ext``): the block file loads
+                                                those from the installed distribution and
+                                                fails as ``native-op`` only where it calls one
+                                                that is absent (:mod:`nnrag.extract.dynimport`)
 NNR504   dynamic-registry  closed     resolve   a lookup by a key computed at run time (a registry,
                                                 ``getattr(module, name)``, ``importlib``)
 NNR505   resource-file     closed     resolve   a file read relative to the module (``__file__``)

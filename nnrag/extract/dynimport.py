@@ -20,6 +20,17 @@ lack it); otherwise it gives a stand-in module whose public attributes are funct
 block then fails, as ``native-op``, at the stage that really calls the operator, and a block
 whose CPU path does not call it runs. A static ``from pkg import _ext`` is not served: the
 closure reports it (``native-op``, NNR503, stage ``closed``).
+
+An operator a source's compiled extension registers with torch (``torch.ops.pkg.nms``, where
+``pkg`` is a source package) is served the same way: the Python closure is complete, what
+the block needs is the binary. The block file declares the distribution that provides the
+namespace (its header's requirements), reads ``torch.ops.pkg`` through
+``_nnrag_torch_ops("pkg", "dist")``, and gives the inlined units of ``pkg`` the ``__file__``
+of the installed module, so that the original's own loading code (a library next to the
+module, ``torch.ops.load_library``) finds the binary where the distribution is installed.
+An operator still absent on first use makes the installed package load it, as importing the
+original does; failing that, calling it raises ``ModuleNotFoundError`` naming the operator
+and the distribution to install (category ``native-op``).
 """
 
 from __future__ import annotations
@@ -39,11 +50,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPILED",
+    "MODULE_FILE",
     "SHIM",
+    "TORCH_OPS",
     "ByName",
     "by_name",
     "import_by_name",
+    "native_chunk",
+    "native_namespaces",
     "serve_imports",
+    "serve_module_file",
+    "serve_native_ops",
     "served_imports",
     "shim_chunk",
     "shim_for",
@@ -56,6 +73,10 @@ COMPILED = "_nnrag_compiled_module"
 """The shim's helper for an absent private submodule of a source (a compiled extension)."""
 DUNDER_SHIM = "_nnrag_dunder_import"
 """The block-local ``__import__``: the top-level package of what :data:`SHIM` gives."""
+TORCH_OPS = "_nnrag_torch_ops"
+"""The block-local ``torch.ops.<namespace>`` of an operator namespace of a source package."""
+MODULE_FILE = "_nnrag_module_file"
+"""The block-local ``__file__`` of an inlined unit of a package whose operators it needs."""
 _TABLE = "_NNRAG_MODULES"
 _SERVED = frozenset({"importlib.import_module", "import_module"})
 _CALLS = _SERVED | {"__import__"}
@@ -384,4 +405,174 @@ def {DUNDER_SHIM}(name, globals=None, locals=None, fromlist=(), level=0):
     as {SHIM} gives it with a ``fromlist``, else its top-level package."""
     module = {SHIM}(name)
     return module if fromlist else {SHIM}(name.partition(".")[0])
+'''
+
+
+# --------------------------------------------------------------------------- torch.ops
+
+
+def _ops_namespace(node: ast.AST) -> str | None:
+    """``ns`` of an expression ``torch.ops.ns`` (``torch`` maybe renamed: ``torch_2``)."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)):
+        return None
+    root = node.value.value
+    if node.value.attr != "ops" or not isinstance(root, ast.Name):
+        return None
+    if root.id == "torch" or (root.id.startswith("torch_") and root.id[6:].isdigit()):
+        return node.attr
+    return None
+
+
+def _parsed(chunk: str) -> ast.Module | None:
+    try:
+        return ast.parse(chunk)
+    except SyntaxError:
+        return None
+
+
+def native_namespaces(chunk: str, is_source: Callable[[str], bool]) -> frozenset[str]:
+    """Operator namespaces of source packages that ``chunk`` reads (``torch.ops.pkg``)."""
+    if ".ops." not in chunk:
+        return frozenset()
+    tree = _parsed(chunk)
+    if tree is None:
+        return frozenset()
+    found = {_ops_namespace(node) for node in ast.walk(tree)}
+    return frozenset(name for name in found if name is not None and is_source(name))
+
+
+Span = tuple[int, int, int, int, str]
+"""(line, column, end line, end column, new text) of one expression; UTF-8 offsets."""
+
+
+def _replaced(chunk: str, spans: Iterable[Span]) -> str:
+    """``chunk`` with each one-line span replaced (a chain broken over lines is kept)."""
+    lines = [line.encode() for line in chunk.splitlines(keepends=True)]
+    for line, start, end_line, end, text in sorted(spans, reverse=True):
+        if end_line == line:
+            data = lines[line - 1]
+            lines[line - 1] = data[:start] + text.encode() + data[end:]
+    return b"".join(lines).decode()
+
+
+def serve_native_ops(chunk: str, distributions: Mapping[str, str]) -> str:
+    """``chunk`` with ``torch.ops.ns`` read through :data:`TORCH_OPS` for each namespace
+    ``ns`` of ``distributions`` (namespace -> the distribution that provides it)."""
+    tree = _parsed(chunk)
+    if tree is None:
+        return chunk
+    spans: list[Span] = []
+    for node in ast.walk(tree):
+        name = _ops_namespace(node)
+        if name is None or name not in distributions or not isinstance(node, ast.Attribute):
+            continue
+        if node.end_lineno is not None and node.end_col_offset is not None:
+            text = f"{TORCH_OPS}({name!r}, {distributions[name]!r})"
+            spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
+    return _replaced(chunk, spans) if spans else chunk
+
+
+def serve_module_file(chunk: str, module: str) -> str:
+    """``chunk`` (a unit of source module ``module``) with its reads of ``__file__`` through
+    :data:`MODULE_FILE`: the installed module's file where its distribution is installed."""
+    tree = _parsed(chunk) if "__file__" in chunk else None
+    if tree is None:
+        return chunk
+    text = f"{MODULE_FILE}({module!r})"
+    spans: list[Span] = [
+        (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name)
+        and node.id == "__file__"
+        and isinstance(node.ctx, ast.Load)
+        and node.end_lineno is not None
+        and node.end_col_offset is not None
+    ]
+    return _replaced(chunk, spans) if spans else chunk
+
+
+def native_chunk(*, module_file: bool) -> str:
+    """The text of :data:`TORCH_OPS` (and, with ``module_file``, :data:`MODULE_FILE`)."""
+    return _LOCATE + _TORCH_OPS + (_MODULE_FILE if module_file else "")
+
+
+_LOCATE = '''# nnrag: the sources' compiled operators come from their installed distribution
+_NNRAG_TORCH_OPS = {}
+
+
+def _nnrag_locate(name):
+    """The spec of installed module ``name``, located without importing it (or None)."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    top, *below = name.split(".")
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return getattr(loaded, "__spec__", None)
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    for depth in range(1, len(below) + 1):  # without importing the packages above
+        path = None if spec is None else spec.submodule_search_locations
+        found = ".".join([top, *below[:depth]])
+        spec = None if path is None else importlib.machinery.PathFinder.find_spec(found, path)
+    return spec
+'''
+
+_TORCH_OPS = f'''
+
+def {TORCH_OPS}(namespace, distribution):
+    """``torch.ops.<namespace>`` of this block file (written by nnrag): an operator is the one
+    registered with torch; one that is not is loaded by importing the installed package (as
+    importing the original does), else is a function raising ModuleNotFoundError when called,
+    naming the operator and the distribution to install."""
+    import importlib
+    import sys
+    import types
+
+    import torch
+
+    if namespace in _NNRAG_TORCH_OPS:
+        return _NNRAG_TORCH_OPS[namespace]
+    real = getattr(torch.ops, namespace)
+
+    def __getattr__(attr):
+        try:
+            return getattr(real, attr)
+        except (AttributeError, RuntimeError):
+            pass
+        reason = "is not installed"
+        if namespace not in sys.modules and _nnrag_locate(namespace) is not None:
+            try:
+                importlib.import_module(namespace)
+                return getattr(real, attr)
+            except Exception as error:  # a build without the operator: its calls say why
+                reason = f"does not provide it ({{type(error).__name__}}: {{error}})"
+
+        def operator(*args, **kwargs):
+            raise ModuleNotFoundError(
+                f"torch.ops.{{namespace}}.{{attr}}: an operator of the compiled extension of "
+                f"{{distribution!r}}, which {{reason}}; install {{distribution!r}} to run it",
+                name=namespace,
+            )
+
+        operator.__name__ = operator.__qualname__ = attr
+        return operator
+
+    ops = types.ModuleType(f"torch.ops.{{namespace}}")
+    ops.__getattr__ = __getattr__
+    _NNRAG_TORCH_OPS[namespace] = ops
+    return ops
+'''
+
+_MODULE_FILE = f'''
+
+def {MODULE_FILE}(name):
+    """``__file__`` of source module ``name`` (written by nnrag): the installed module's, where
+    its distribution is installed (its compiled extension sits next to it), else this file's."""
+    spec = _nnrag_locate(name)
+    origin = None if spec is None else spec.origin
+    return origin if isinstance(origin, str) and origin.endswith(".py") else __file__
 '''

@@ -126,15 +126,7 @@ class UnitEffect:
         """A read that becomes a problem (see :meth:`UnitScanner.summary`)."""
         info = self.info
         found = use.found
-        if found.kind == "external":
-            self._problem(
-                "native-op",
-                f"calls {found.target}, an operator registered by a compiled extension "
-                "of the source",
-                name=use.root,
-                line=use.line,
-            )
-        elif found.kind == "dunder":
+        if found.kind == "dunder":
             if found.name in _RESOURCE_DUNDERS:
                 self._problem(
                     "resource-file",

@@ -31,7 +31,11 @@ from nnrag.extract.dynimport import (
     DUNDER_SHIM,
     SHIM,
     ByName,
+    native_chunk,
+    native_namespaces,
     serve_imports,
+    serve_module_file,
+    serve_native_ops,
     served_imports,
     shim_for,
 )
@@ -119,6 +123,7 @@ def emit(index: Index, closure: Closure) -> Extracted:
         [b for b in plan.imports.values() if not b.conditional],
         exclude=source_packages(index, closure, modules),
         roots=source_roots(index, block.source, modules),
+        native=plan.native,
     )
     files = sorted(
         {(info.source, info.path, info.sha1) for info in modules.values()},
@@ -173,6 +178,7 @@ def _unit_chunks(
     closure cannot call (``closure.pruned``).
     """
     chunks: list[str] = []
+    owners: list[tuple[int, str]] = []  # (chunk, its module): for ``__file__``
     emitted: dict[str, set[int]] = {}
     cache = cache_for(index)
     scanner = scanner_for(index)
@@ -221,13 +227,34 @@ def _unit_chunks(
         chunk = chunk if trying is None else in_try(chunk, trying)
         flag = plan.guards.wrapped.get(id(unit))
         chunks.append(chunk if flag is None else under_guard(chunk, flag))
+        owners.append((len(chunks) - 1, info.module))
+        plan.native.update(native_namespaces(chunk, is_source))
     chunks.extend(namespaces.get(len(plan.units) - 1, ()))
+    if plan.native:
+        chunks[:] = _native_served(chunks, owners, plan.native)
     if served:  # before every unit: load-time code may import by name
         sources = {closure.block.source} | {info.source for info, _ in plan.units}
         chunks.insert(0, shim_for(index, sources, plan.flat, served))
     if any(f"@{KEEP_NAME}(" in chunk for chunk in chunks):
         chunks.insert(0, KEEP_NAME_CHUNK)
     return chunks
+
+
+def _native_served(chunks: list[str], owners: list[tuple[int, str]], native: set[str]) -> list[str]:
+    """``chunks`` reading ``torch.ops.<ns>`` of each namespace in ``native`` through the block
+    file's loader, the units of those packages with the installed module's ``__file__``
+    (where their compiled extension is), and the loader first (see :mod:`.dynimport`)."""
+    from nnrag.blockfile.requirements import distribution_of
+
+    distributions = {name: distribution_of(name) for name in sorted(native)}
+    served = [serve_native_ops(chunk, distributions) for chunk in chunks]
+    file_read = False
+    for position, module in owners:
+        if module.split(".", 1)[0] in distributions:
+            chunk = served[position]
+            served[position] = serve_module_file(chunk, module)
+            file_read = file_read or served[position] != chunk
+    return [native_chunk(module_file=file_read), *served]
 
 
 def _registry_fixed(registries: RegistryIndex, info: ModuleInfo, unit: Unit, chunk: str) -> str:

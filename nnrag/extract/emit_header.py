@@ -76,12 +76,14 @@ def external_requirements(
     *,
     exclude: frozenset[str] = frozenset(),
     roots: Sequence[Path] = (),
+    native: Iterable[str] = (),
 ) -> tuple[str, ...]:
     """PEP 508 strings for the third-party top-level modules ``bindings`` import.
 
     Distribution names (``Pillow`` for ``PIL``), each with the version specifier the
     sources at ``roots`` declare for it, if any (:mod:`nnrag.blockfile.requirements`).
-    Standard-library modules and ``exclude`` (the source packages) are left out.
+    Standard-library modules and ``exclude`` (the source packages) are left out, except the
+    packages in ``native``: their compiled operators come from the installed distribution.
     """
     from nnrag.blockfile.requirements import requirements_for
 
@@ -91,7 +93,7 @@ def external_requirements(
         for top in tops
         if top and top not in sys.stdlib_module_names and top not in exclude and top != "__future__"
     ]
-    return requirements_for(sorted(wanted), roots)
+    return requirements_for(sorted({*wanted, *native}), roots)
 
 
 # --------------------------------------------------------------------------- header

@@ -31,6 +31,9 @@ class EmitPlan:
     """Per source file (``source:path``): lines of methods left out of plain classes."""
     guards: Guards = field(default_factory=Guards)
     """Modules imported only under a guard: their imports and load-time units stay guarded."""
+    native: set[str] = field(default_factory=set)
+    """Operator namespaces of source packages the units read (``torch.ops.pkg``): the block
+    file loads them from the distribution, which it declares (see :mod:`.dynimport`)."""
 
 
 def collect_units(index: Index, closure: Closure, plan: EmitPlan) -> dict[str, ModuleInfo]:

@@ -128,8 +128,6 @@ class UnitScanner:
                                 )
             elif found.kind == "external" and home is not None and found.binding is not None:
                 imports.append(((home.module, found.name), home, found.binding))
-                if self._native_op(found.target):
-                    others.append(use)
             elif found.kind == "builtin":
                 builtins.add((info.module, found.name))
                 continue
@@ -189,15 +187,6 @@ class UnitScanner:
             if body is not None and any(mutates(stmt, targets) for stmt in body.body):
                 found.append(other)
         return tuple(found)
-
-    def _native_op(self, target: str) -> bool:
-        """``torch.ops.<source package>.op``: an operator a compiled extension registers."""
-        parts = target.split(".")
-        return (
-            len(parts) > 2
-            and parts[:2] == ["torch", "ops"]
-            and self.index.source_of_module(parts[2]) is not None
-        )
 
     def uses(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> tuple[Use, ...]:
         """Every read of ``unit`` resolved, plus internal imports kept inside its text."""

@@ -297,3 +297,60 @@ def test_string_table_whose_keys_the_block_never_mentions_is_carried_whole(
     assert "class Gelu" in extracted.code
     assert "class Silu" in extracted.code
     assert not extracted.problems
+
+
+def test_torch_ops_namespaces_of_source_packages() -> None:
+    """``torch.ops.ns`` (``torch`` maybe renamed) of a source package is found; other
+    namespaces (``aten``, a package not of the sources) and other ``ops`` are not."""
+    from nnrag.extract.dynimport import native_namespaces
+
+    chunk = (
+        "def f(x):\n"
+        "    y = torch.ops.vis.nms(x) + torch_2.ops.vis2.roi(x)\n"
+        "    return torch.ops.aten.add(y, y) + other.ops.vis3.f(x) + torch.ops.ext.g(x)\n"
+    )
+    assert native_namespaces(chunk, lambda name: name.startswith("vis")) == {"vis", "vis2"}
+    assert native_namespaces("x = 1\n", lambda name: True) == frozenset()
+
+
+def test_serve_native_ops_and_module_file_rewrite_only_their_expressions() -> None:
+    from nnrag.extract.dynimport import MODULE_FILE, TORCH_OPS, serve_module_file, serve_native_ops
+
+    chunk = (
+        "def f(x):\n"
+        "    here = __file__  # é\n"
+        "    return torch.ops.vis.nms(x), torch.ops.aten.add(x, x), torch.ops.vis.qnms.default\n"
+    )
+    served = serve_module_file(serve_native_ops(chunk, {"vis": "vis-dist"}), "vis.ops.boxes")
+    assert served == (
+        "def f(x):\n"
+        f"    here = {MODULE_FILE}('vis.ops.boxes')  # é\n"
+        f"    return {TORCH_OPS}('vis', 'vis-dist').nms(x), torch.ops.aten.add(x, x), "
+        f"{TORCH_OPS}('vis', 'vis-dist').qnms.default\n"
+    )
+    assert serve_module_file("def g(__file__):\n    return 1\n", "m") == (
+        "def g(__file__):\n    return 1\n"
+    )
+
+
+def test_native_chunk_stands_in_for_an_operator_of_an_absent_distribution() -> None:
+    """The block file's ``torch.ops.<ns>``: an absent operator of a distribution that is not
+    installed is a function raising ModuleNotFoundError naming the operator and what to
+    install; a registered operator is torch's own."""
+    pytest.importorskip("torch")
+    from nnrag.extract.dynimport import TORCH_OPS, native_chunk
+
+    namespace: dict[str, object] = {"__file__": "block.py"}
+    exec(compile(native_chunk(module_file=True), "<native>", "exec"), namespace)
+    ops = cast("Callable[[str, str], ModuleType]", namespace[TORCH_OPS])
+    absent = ops("nnrag_absent_namespace", "nnrag-absent-dist")
+    assert ops("nnrag_absent_namespace", "nnrag-absent-dist") is absent
+    with pytest.raises(ModuleNotFoundError) as called:
+        absent.nms(1)
+    assert str(called.value) == (
+        "torch.ops.nnrag_absent_namespace.nms: an operator of the compiled extension of "
+        "'nnrag-absent-dist', which is not installed; install 'nnrag-absent-dist' to run it"
+    )
+    assert ops("aten", "torch").add.__name__ == "add"
+    module_file = cast("Callable[[str], str]", namespace["_nnrag_module_file"])
+    assert module_file("nnrag_absent_namespace.extension") == "block.py"

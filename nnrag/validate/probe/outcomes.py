@@ -69,7 +69,7 @@ def classify(
         return "memory"
     if re.search(
         r"undefined symbol|\.so\b|torch\.ops\.|load_library|cpp_extension|Could not run '"
-        r"|No such operator",
+        r"|No such operator|'_OpNamespace'|C\+\+ (?:ops|extension)",
         text,
     ):
         return "native-op"
