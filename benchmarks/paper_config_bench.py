@@ -178,12 +178,21 @@ def assemble(work: Path) -> tuple[Path, dict[str, Any]]:
 
 
 class TreeRss:
-    """Samples the RSS of a process and all its descendants (peak total, peak single)."""
+    """Samples the RSS of a process and all its descendants: the peak of the whole tree, of one
+    nnrag process (the pytest controller, an xdist worker, a sandbox server and the process in
+    it that forks the blocks) and of one block's sandboxed child (its own allocations, capped by
+    the sandbox's per-block memory limit: a block child is a leaf whose parent runs the server).
+    """
+
+    SERVER = "nnrag.validate.server"
+    """What the command line of a sandbox server, and of every process it forks, contains."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak_total = 0
         self.peak_single = 0
+        self.peak_nnrag = 0
+        self.peak_block = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -194,6 +203,15 @@ class TreeRss:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+    def _is_block_child(self, proc: Any) -> bool:
+        parent = proc.parent()
+        return (
+            parent is not None
+            and not proc.children()
+            and self.SERVER in " ".join(proc.cmdline())
+            and self.SERVER in " ".join(parent.cmdline())
+        )
 
     def _run(self) -> None:
         import psutil
@@ -207,6 +225,10 @@ class TreeRss:
                         rss = proc.memory_info().rss
                         total += rss
                         self.peak_single = max(self.peak_single, rss)
+                        if self._is_block_child(proc):
+                            self.peak_block = max(self.peak_block, rss)
+                        else:
+                            self.peak_nnrag = max(self.peak_nnrag, rss)
                 self.peak_total = max(self.peak_total, total)
 
 
@@ -229,6 +251,8 @@ def run_plugin(repos: Path, work: Path, *, workers: str, depth: str) -> dict[str
         "wall_s": round(wall, 1),
         "peak_rss_tree_gb": round(rss.peak_total / 2**30, 2),
         "peak_rss_process_gb": round(rss.peak_single / 2**30, 2),
+        "peak_rss_nnrag_process_gb": round(rss.peak_nnrag / 2**30, 2),
+        "peak_rss_block_child_gb": round(rss.peak_block / 2**30, 2),
         "report": str(report),
         "cache": str(cache),
         "log": str(log),
@@ -514,7 +538,14 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Cold run: **{run['wall_s'] / 60:.1f} min** wall (exit {run['exit']}), peak RSS "
         f"{run['peak_rss_process_gb']} GB in one process, {run['peak_rss_tree_gb']} GB for the "
-        "whole process tree (sampled each second)."
+        "whole process tree (sampled each second)"
+        + (
+            f"; {run['peak_rss_nnrag_process_gb']} GB in one nnrag process (controller, worker, "
+            f"sandbox server), {run['peak_rss_block_child_gb']} GB in one block's sandboxed "
+            "child (capped by the per-block memory limit)."
+            if run.get("peak_rss_nnrag_process_gb") is not None
+            else "."
+        )
         if run.get("exit") is not None
         else f"The run was stopped after {run['wall_s'] / 60:.1f} min wall; its peak RSS was not "
         "recorded (the sampler belongs to the stopped driver).",
