@@ -8,6 +8,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nnrag.extract.deadtry import dead_imports
 from nnrag.extract.findings import DynamicLookups, Finding
 from nnrag.extract.syntax import assigns_a_call, dotted, lookups_only, mutates, type_tests
 from nnrag.index.symbols import Resolution, Symbols
@@ -82,6 +83,7 @@ class UnitScanner:
         self._lookups: dict[tuple[UnitKey, str], tuple[tuple[str, ...], bool] | None] = {}
         self._tests: dict[UnitKey, frozenset[str]] = {}
         self._aliases: dict[UnitKey, bool] = {}
+        self._dead: dict[UnitKey, frozenset[tuple[int, str]]] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
         """The closure effects of including ``unit`` (memoized)."""
@@ -218,10 +220,14 @@ class UnitScanner:
                     inclusive=unit.kind in COMPOUND,
                 )
                 found.append(_make_use(info, chain, parts, resolved, load=load))
+        dead = self.dead_imports(info, unit, symbols)
         inner = [
             (b, True)
             for b in unit.imports
-            if unit.kind in ("if", "try", "with") and not b.type_checking and b.attr != "*"
+            if unit.kind in ("if", "try", "with")
+            and not b.type_checking
+            and b.attr != "*"
+            and (b.line, b.name) not in dead
         ]
         # imports in function bodies run at call time (those in class bodies, rare, at load
         # time: the index does not tell them apart, so they are ordered like calls)
@@ -248,6 +254,27 @@ class UnitScanner:
         result = tuple(found)
         self._uses[key] = result
         return result
+
+    def dead_imports(
+        self, info: ModuleInfo, unit: Unit, symbols: Symbols
+    ) -> frozenset[tuple[int, str]]:
+        """(line, local name) of the import bindings of a ``try`` unit that never bind a
+        name the block can read (:mod:`nnrag.extract.deadtry`), memoized."""
+        key = (info.source, info.module, unit.index)
+        found = self._dead.get(key)
+        if found is None:
+            tree = self.tree(info, unit) if unit.kind == "try" else None
+            found = self._dead[key] = (
+                frozenset()
+                if tree is None
+                else dead_imports(
+                    tree,
+                    unit,
+                    lambda b: symbols.absent_import(info, unit, b),
+                    lambda b: self.index.source_of_module(b.module) is not None,
+                )
+            )
+        return found
 
     def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
@@ -387,3 +414,4 @@ def _make_use(
         found=found,
         crosses=crosses,
     )
+
