@@ -115,7 +115,11 @@ class _Walk:
         self.tables: dict[UnitKey, int] = {}
         """String tables (:mod:`nnrag.extract.tables`) -> how many prunable entries they have."""
         self.loaded: set[str] = set()
-        """Attribute names (and quoted words) the kept code reads (:mod:`nnrag.extract.stored`)."""
+        """Attribute names (and quoted words) the kept code scanned so far reads
+        (:mod:`nnrag.extract.stored`)."""
+        self.unscanned: list[tuple[ModuleInfo, Unit, tuple[tuple[int, int], ...]]] = []
+        """Kept code not scanned for :attr:`loaded` yet (a unit, the lines it leaves out):
+        scanned only when a function waits on an attribute its text spells."""
         self.waiting: dict[str, dict[UnitKey, _Included]] = {}
         """Attribute -> functions only stored in it so far (carried once it is read)."""
 
@@ -329,7 +333,7 @@ class _Walk:
         members = self.methods.members(entry.info, entry.unit)
         if members is None:
             effect = entry.effect = self._effect(key, entry.info, entry.unit)
-            self._read(self.scanner.loaded(entry.info, entry.unit))
+            self.unscanned.append((entry.info, entry.unit, ()))
             self._apply(effect)
             self.attributes |= self.methods.attributes(entry.info, entry.unit)
             if entry.unit.kind == "class":
@@ -337,7 +341,7 @@ class _Walk:
             return
         always = self._effect((key[0], key[1], members.always.index), entry.info, members.always)
         spans = tuple(span for method in members.methods for span in method.spans)
-        self._read(self.scanner.loaded(entry.info, entry.unit, spans))
+        self.unscanned.append((entry.info, entry.unit, spans))
         self.parts[key] = [always]
         self._apply(always, parent=key)
         self.attributes |= members.attributes
@@ -416,20 +420,31 @@ class _Walk:
         while True:
             while self.queue:
                 self._visit(self.queue.pop())
-            if not self._keep_methods() and not self.queue:
+            if not self._keep_methods() and not self._scan():
                 return
 
-    def _read(self, attributes: frozenset[str]) -> None:
-        """The closure now reads ``attributes``: the functions stored in them are carried."""
-        fresh = attributes - self.loaded
-        if not fresh:
-            return
-        self.loaded |= fresh
-        for attr in fresh & self.waiting.keys():
+    def _scan(self) -> bool:
+        """Scan the kept code whose text spells an attribute a function waits on (its reads
+        go to :attr:`loaded`), and carry the functions stored in the attributes it reads.
+        Whether any was carried."""
+        if not self.waiting or not self.unscanned:
+            return False
+        left: list[tuple[ModuleInfo, Unit, tuple[tuple[int, int], ...]]] = []
+        for info, unit, without in self.unscanned:
+            text = self.scanner.text(info, unit)
+            if any(attr in text for attr in self.waiting):
+                self.loaded |= self.scanner.loaded(info, unit, without)
+            else:
+                left.append((info, unit, without))
+        self.unscanned = left
+        carried = False
+        for attr in self.loaded & self.waiting.keys():
             for dep, entry in self.waiting.pop(attr).items():
                 if dep not in self.units:
                     self.units[dep] = entry
                     self.queue.append(dep)
+                    carried = True
+        return carried
 
     def _keep_methods(self) -> bool:
         kept = False
@@ -444,7 +459,7 @@ class _Walk:
                 for part in method.parts:
                     effect = self._effect((key[0], key[1], part.index), entry.info, part)
                     self.parts[key].append(effect)
-                    self._read(self.scanner.loaded(entry.info, part))
+                    self.unscanned.append((entry.info, part, ()))
                     self._apply(effect, parent=key)
                 self.attributes |= method.attributes
                 self._own(key).update(method.own)
