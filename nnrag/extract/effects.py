@@ -50,6 +50,9 @@ class Effect:
     """(module used as an object, attr, what it denotes); ``None``: the module only."""
     problems: tuple[Located, ...]
     sort_key: SortKey
+    stored: tuple[tuple[UnitKey, str], ...] = ()
+    """Functions among ``deps`` only stored in an attribute, with it (a stand-in does
+    until the closure reads that attribute: :mod:`nnrag.extract.stored`)."""
     tested: frozenset[UnitKey] = frozenset()
     """Classes among ``deps`` only tested against or named in annotations (a stand-in
     does, unless another unit of the closure needs the class itself)."""
@@ -114,6 +117,7 @@ class UnitEffect:
             members=tuple(self.members),
             problems=tuple(dict.fromkeys(self.problems)),
             sort_key=(key[0], key[1], self.unit.start_line, self.unit.index),
+            stored=summary.stored,
             tested=summary.tested,
         )
 

@@ -308,7 +308,18 @@ def _with_keyword(chunk: str, name: str, value: str) -> str:
 
 
 def _stand_in(info: ModuleInfo, unit: Unit, plan: EmitPlan) -> str:
-    """An empty class named like the class of ``unit`` (see ``Closure.stand_ins``)."""
+    """An empty class named like the class of ``unit``, or a function that raises named like
+    the function of ``unit`` (see ``Closure.stand_ins``)."""
+    if unit.kind == "def":
+        name = unit.binds[0]
+        flat = plan.flat.get(("def", info.module, name), name)
+        qualified = f"{info.module}.{name}"
+        return (
+            f"# from {info.module}\ndef {flat}(*args, **kwargs):\n"
+            f'    """Stand-in for {qualified}: the block only stores it in an attribute\n'
+            '    it never reads."""\n'
+            f'    raise NotImplementedError("{qualified} is left out of this block file")\n'
+        )
     name = unit.classes[0].name
     flat = plan.flat.get(("def", info.module, name), name)
     return (

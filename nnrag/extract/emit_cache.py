@@ -348,14 +348,15 @@ def _rewrite_key(rewrite: Rewrite) -> tuple[_RewriteKey, str]:
     raises = tuple(sorted(rewrite.raises.items()))
     absent = tuple((f"{m}\0{n}", error) for (m, n), error in sorted(rewrite.absent.items()))
     moved = tuple((f"{m}\0{n}", text) for (m, n), text in sorted(rewrite.moved.items()))
-    keyed = (*(tuple(sorted(m.items())) for m in maps), imported, raises, absent, moved)
+    dead = tuple((str(line), name) for line, name in sorted(rewrite.dead))
+    keyed = (*(tuple(sorted(m.items())) for m in maps), imported, raises, absent, moved, dead)
     return keyed, rewrite.package
 
 
 @functools.lru_cache(maxsize=4096)
 def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) -> str:
     """:func:`rewrite_unit`, memoized: many blocks share the same rewritten unit."""
-    (load, call, defs, imported, raises, absent, moved), package = key
+    (load, call, defs, imported, raises, absent, moved, dead), package = key
     rewrite = Rewrite(
         raises=dict(raises),
         absent={tuple(k.split("\0", 1)): v for k, v in absent},  # type: ignore[misc]  # as imported
@@ -365,5 +366,6 @@ def _rewrite_cached(text: str, key: tuple[_RewriteKey, str], stringify: bool) ->
         defs=dict(defs),
         imported={tuple(k.split("\0", 1)): v for k, v in imported},  # type: ignore[misc]  # the split always gives 2 parts (the key was joined from 2)
         package=package,
+        dead=frozenset((int(line), name) for line, name in dead),
     )
     return rewrite_unit(text, rewrite, stringify_annotations=stringify)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from nnrag.errors import ExtractionError
 from nnrag.extract.emit_cache import Entity, IndexCache, Read, cache_for, import_entity
 from nnrag.extract.guards import Guards
+from nnrag.extract.needs import scanner_for
 from nnrag.extract.rewrite import Rewrite
 from nnrag.model import Closure, Diagnostic, ImportBinding, ModuleInfo, Unit
 
@@ -168,6 +169,7 @@ def plan_rewrites(
             defs.setdefault(entity[1], {})[entity[2]] = flat
     rewrites: dict[int, Rewrite] = {}
     cache = cache_for(index)
+    scanner = scanner_for(index)
     empty: dict[str, str] = {}
     # entities whose flat name is not the name they are read by where they are defined
     respelled = {entity for entity, flat in plan.flat.items() if entity[-1] != flat}
@@ -190,8 +192,12 @@ def plan_rewrites(
                     raises[named] = guard
         absent = dict(cache.absent_imports(symbols, info, unit))
         moved = dict(cache.moved_imports(symbols, info, unit))
+        dead = frozenset(
+            (line - unit.start_line + 1, name)
+            for line, name in scanner.dead_imports(info, unit, symbols)
+        )
         renamed = defs.get(info.module, empty)
-        changed = load or call or imported or absent or moved
+        changed = load or call or imported or absent or moved or dead
         if changed or any(name in renamed for name in unit.binds):
             if renamed:
                 # a name absent from the text cannot be renamed in it: leaving it out changes
@@ -209,6 +215,7 @@ def plan_rewrites(
                 raises=raises,
                 absent=absent,
                 moved=moved,
+                dead=dead,
             )
     return rewrites
 

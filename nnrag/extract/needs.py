@@ -8,7 +8,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nnrag.extract.deadtry import dead_imports
 from nnrag.extract.findings import DynamicLookups, Finding
+from nnrag.extract.stored import init_keeps, loaded_attributes, stored_names
 from nnrag.extract.syntax import assigns_a_call, dotted, lookups_only, mutates, type_tests
 from nnrag.index.symbols import Resolution, Symbols
 from nnrag.model import ImportBinding, ModuleInfo, Unit
@@ -59,6 +61,9 @@ class Summary:
     others: tuple[Use, ...]
     """Reads that become problems (or need the walk's context)."""
     findings: tuple[Finding, ...]
+    stored: tuple[tuple[UnitKey, str], ...] = ()
+    """Functions among ``deps`` it only stores in an attribute, with that attribute: needed
+    only once the closure reads it (:mod:`nnrag.extract.stored`)."""
     tested: frozenset[UnitKey] = frozenset()
     """Classes among ``deps`` it only tests against (``isinstance(x, C)``) or names in
     annotations: a stand-in class of the same name does for them (see ``resolve``)."""
@@ -82,6 +87,9 @@ class UnitScanner:
         self._lookups: dict[tuple[UnitKey, str], tuple[tuple[str, ...], bool] | None] = {}
         self._tests: dict[UnitKey, frozenset[str]] = {}
         self._aliases: dict[UnitKey, bool] = {}
+        self._dead: dict[UnitKey, frozenset[tuple[int, str]]] = {}
+        self._stored: dict[UnitKey, dict[str, str]] = {}
+        self._loaded: dict[tuple[UnitKey, tuple[tuple[int, int], ...]], frozenset[str]] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
         """The closure effects of including ``unit`` (memoized)."""
@@ -96,11 +104,20 @@ class UnitScanner:
         others: list[Use] = []
         tested: set[UnitKey] = set()
         strong: set[UnitKey] = set()
+        stored: dict[UnitKey, str | None] = {}
         findings = self.findings(info, unit, symbols)
         for use in self.uses(info, unit, symbols):
             found = use.found
             home = found.module
             if found.kind == "definition" and home is not None:
+                attr = (
+                    self.stored_names(info, unit, symbols).get(use.chain)
+                    if all(dep.kind == "def" for dep in found.units)
+                    else None
+                )
+                for dep in found.units:
+                    ident = (home.source, home.module, dep.index)
+                    stored[ident] = attr if stored.get(ident, attr) == attr else None
                 weak = (
                     not use.line
                     and use.prefix == use.chain  # the class itself, not ``C.Inner``
@@ -149,6 +166,7 @@ class UnitScanner:
             builtins=tuple(sorted(builtins)),
             others=tuple(others),
             findings=findings,
+            stored=tuple((k, a) for k, a in stored.items() if a is not None),
             tested=frozenset(tested - strong),
         )
         self._summaries[key] = summary
@@ -207,10 +225,14 @@ class UnitScanner:
                     inclusive=unit.kind in COMPOUND,
                 )
                 found.append(_make_use(info, chain, parts, resolved, load=load))
+        dead = self.dead_imports(info, unit, symbols)
         inner = [
             (b, True)
             for b in unit.imports
-            if unit.kind in ("if", "try", "with") and not b.type_checking and b.attr != "*"
+            if unit.kind in ("if", "try", "with")
+            and not b.type_checking
+            and b.attr != "*"
+            and (b.line, b.name) not in dead
         ]
         # imports in function bodies run at call time (those in class bodies, rare, at load
         # time: the index does not tell them apart, so they are ordered like calls)
@@ -237,6 +259,82 @@ class UnitScanner:
         result = tuple(found)
         self._uses[key] = result
         return result
+
+    def dead_imports(
+        self, info: ModuleInfo, unit: Unit, symbols: Symbols
+    ) -> frozenset[tuple[int, str]]:
+        """(line, local name) of the import bindings of a ``try`` unit that never bind a
+        name the block can read (:mod:`nnrag.extract.deadtry`), memoized."""
+        key = (info.source, info.module, unit.index)
+        found = self._dead.get(key)
+        if found is None:
+            tree = self.tree(info, unit) if unit.kind == "try" else None
+            found = self._dead[key] = (
+                frozenset()
+                if tree is None
+                else dead_imports(
+                    tree,
+                    unit,
+                    lambda b: symbols.absent_import(info, unit, b),
+                    lambda b: self.index.source_of_module(b.module) is not None,
+                )
+            )
+        return found
+
+    def stored_names(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> dict[str, str]:
+        """Names ``unit`` only stores in one attribute -> that attribute
+        (:func:`nnrag.extract.stored.stored_names`), memoized."""
+        key = (info.source, info.module, unit.index)
+        found = self._stored.get(key)
+        if found is None:
+            tree = self.tree(info, unit)
+
+            def keeps(callee: str, keyword: str | int) -> str | None:
+                resolved = symbols.lookup(info, callee.split("."), before=0)
+                if resolved.kind != "definition" or resolved.module is None:
+                    return None
+                if len(resolved.units) != 1 or resolved.units[0].kind != "class":
+                    return None
+                klass = self.tree(resolved.module, resolved.units[0])
+                node = klass.body[0] if klass is not None and len(klass.body) == 1 else None
+                if not isinstance(node, ast.ClassDef):
+                    return None
+                init = next(
+                    (
+                        stmt
+                        for stmt in node.body
+                        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and stmt.name == "__init__"
+                    ),
+                    None,
+                )
+                return None if init is None else init_keeps(init, keyword)
+
+            found = self._stored[key] = {} if tree is None else stored_names(tree, keeps)
+        return found
+
+    def loaded(
+        self, info: ModuleInfo, unit: Unit, without: tuple[tuple[int, int], ...] = ()
+    ) -> frozenset[str]:
+        """Attribute names (and short quoted words) ``unit``'s code reads
+        (:func:`nnrag.extract.stored.loaded_attributes`), leaving out the statements on the
+        lines ``without`` (methods a plain class leaves out), memoized."""
+        key = ((info.source, info.module, unit.index), without)
+        found = self._loaded.get(key)
+        if found is None:
+            tree = self.tree(info, unit)
+            if tree is None:  # over-approximated from the text: every ``.name`` and word
+                text = _PROSE.sub("", self.text(info, unit))
+                found = frozenset(re.findall(r"\.\s*([A-Za-z_]\w*)", text)) | frozenset(
+                    m.group(2) for m in _QUOTED.finditer(text)
+                )
+            else:
+                offset = unit.start_line - 1
+                found = loaded_attributes(
+                    _outside(tree, [(a - offset, b - offset) for a, b in without])
+                )
+            self._loaded[key] = found
+        return found
 
     def type_tests(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """Chains ``unit`` reads only as the class argument of ``isinstance``/``issubclass``
@@ -376,3 +474,35 @@ def _make_use(
         found=found,
         crosses=crosses,
     )
+
+
+def _outside(tree: ast.Module, spans: list[tuple[int, int]]) -> list[ast.AST]:
+    """Subtrees covering ``tree`` but the defs that start inside ``spans``."""
+    if not spans:
+        return [tree]
+    parents: dict[int, ast.AST] = {}
+    cut: set[int] = set()
+    mixed: set[int] = set()
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            first <= line <= last for first, last in spans
+        ):
+            cut.add(id(node))
+            up = parents.get(id(node))
+            while up is not None and id(up) not in mixed:
+                mixed.add(id(up))
+                up = parents.get(id(up))
+    kept: list[ast.AST] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if id(node) in cut:
+            continue
+        if id(node) in mixed:
+            stack.extend(ast.iter_child_nodes(node))
+        else:
+            kept.append(node)
+    return kept

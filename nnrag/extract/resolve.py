@@ -114,6 +114,14 @@ class _Walk:
         """(sizes it was built at, every word of the closure joined): see :meth:`_mentioned`."""
         self.tables: dict[UnitKey, int] = {}
         """String tables (:mod:`nnrag.extract.tables`) -> how many prunable entries they have."""
+        self.loaded: set[str] = set()
+        """Attribute names (and quoted words) the kept code scanned so far reads
+        (:mod:`nnrag.extract.stored`)."""
+        self.unscanned: list[tuple[ModuleInfo, Unit, tuple[tuple[int, int], ...]]] = []
+        """Kept code not scanned for :attr:`loaded` yet (a unit, the lines it leaves out):
+        scanned only when a function waits on an attribute its text spells."""
+        self.waiting: dict[str, dict[UnitKey, _Included]] = {}
+        """Attribute -> functions only stored in it so far (carried once it is read)."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -325,12 +333,15 @@ class _Walk:
         members = self.methods.members(entry.info, entry.unit)
         if members is None:
             effect = entry.effect = self._effect(key, entry.info, entry.unit)
+            self.unscanned.append((entry.info, entry.unit, ()))
             self._apply(effect)
             self.attributes |= self.methods.attributes(entry.info, entry.unit)
             if entry.unit.kind == "class":
                 self._keep_bases_whole(entry.info, entry.unit)
             return
         always = self._effect((key[0], key[1], members.always.index), entry.info, members.always)
+        spans = tuple(span for method in members.methods for span in method.spans)
+        self.unscanned.append((entry.info, entry.unit, spans))
         self.parts[key] = [always]
         self._apply(always, parent=key)
         self.attributes |= members.attributes
@@ -372,11 +383,17 @@ class _Walk:
         """Include what ``effect`` adds: its units (queued), imports, names, problems."""
         key = parent or (effect.sort_key[0], effect.sort_key[1], effect.sort_key[3])
         units, queue, tested = self.units, self.queue, effect.tested
+        stored = dict(effect.stored)
         for dep, home, unit in effect.deps:
             if dep in units:
                 continue
             if dep in tested:
                 self.tested.setdefault(dep, _Included(info=home, unit=unit, parent=key))
+                continue
+            attr = stored.get(dep)
+            if attr is not None and attr not in self.loaded:
+                waiting = self.waiting.setdefault(attr, {})
+                waiting.setdefault(dep, _Included(info=home, unit=unit, parent=key))
                 continue
             units[dep] = _Included(info=home, unit=unit, parent=key)
             queue.append(dep)
@@ -403,8 +420,31 @@ class _Walk:
         while True:
             while self.queue:
                 self._visit(self.queue.pop())
-            if not self._keep_methods():
+            if not self._keep_methods() and not self._scan():
                 return
+
+    def _scan(self) -> bool:
+        """Scan the kept code whose text spells an attribute a function waits on (its reads
+        go to :attr:`loaded`), and carry the functions stored in the attributes it reads.
+        Whether any was carried."""
+        if not self.waiting or not self.unscanned:
+            return False
+        left: list[tuple[ModuleInfo, Unit, tuple[tuple[int, int], ...]]] = []
+        for info, unit, without in self.unscanned:
+            text = self.scanner.text(info, unit)
+            if any(attr in text for attr in self.waiting):
+                self.loaded |= self.scanner.loaded(info, unit, without)
+            else:
+                left.append((info, unit, without))
+        self.unscanned = left
+        carried = False
+        for attr in self.loaded & self.waiting.keys():
+            for dep, entry in self.waiting.pop(attr).items():
+                if dep not in self.units:
+                    self.units[dep] = entry
+                    self.queue.append(dep)
+                    carried = True
+        return carried
 
     def _keep_methods(self) -> bool:
         kept = False
@@ -419,6 +459,7 @@ class _Walk:
                 for part in method.parts:
                     effect = self._effect((key[0], key[1], part.index), entry.info, part)
                     self.parts[key].append(effect)
+                    self.unscanned.append((entry.info, part, ()))
                     self._apply(effect, parent=key)
                 self.attributes |= method.attributes
                 self._own(key).update(method.own)
@@ -439,8 +480,11 @@ class _Walk:
     def _stand_ins(self) -> None:
         """Classes the closure only tests against (``isinstance(x, C)``) or names in
         annotations: no code of the closure builds one, so no object of the block is one,
-        and an empty class of that name answers every such test as the original would."""
-        for key, entry in self.tested.items():
+        and an empty class of that name answers every such test as the original would.
+        Functions it only stores in attributes it never reads: a function that raises when
+        called stands in (:mod:`nnrag.extract.stored`)."""
+        waiting = [item for deps in self.waiting.values() for item in deps.items()]
+        for key, entry in [*self.tested.items(), *waiting]:
             if key in self.units:
                 continue
             self.units[key] = entry

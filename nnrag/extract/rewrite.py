@@ -68,9 +68,20 @@ class Rewrite:
     the ``from <that module> import <name>`` it becomes, still inside the function
     (:meth:`nnrag.index.symbols.Symbols.lazy_export`)."""
 
+    dead: frozenset[tuple[int, str]] = frozenset()
+    """(line relative to the unit's first, local name) of the import bindings of a ``try``
+    that never bind a name the block can read (:mod:`nnrag.extract.deadtry`): left out of
+    their import (an import left with none becomes ``pass``)."""
+
     def __bool__(self) -> bool:
         return bool(
-            self.load or self.call or self.defs or self.imported or self.absent or self.moved
+            self.load
+            or self.call
+            or self.defs
+            or self.imported
+            or self.absent
+            or self.moved
+            or self.dead
         )
 
 
@@ -332,7 +343,9 @@ class _Editor:
             self.replace(node, "global " + ", ".join(defs.get(n, n) for n in node.names))
 
     def import_(self, node: ast.Import | ast.ImportFrom) -> None:
-        """Internal from-imports become assignments/``pass``; renamed module names get ``as``."""
+        """Internal from-imports become assignments/``pass``; renamed module names get ``as``;
+        the bindings that never bind (``Rewrite.dead``) are left out."""
+        dead = self.rewrite.dead
         module = None
         if isinstance(node, ast.ImportFrom):
             module = absolute_module(self.rewrite.package, node.level, node.module)
@@ -344,6 +357,9 @@ class _Editor:
         moved: list[str] = []
         for position, alias in enumerate(node.names):
             local = alias.asname or alias.name.split(".")[0]
+            if (node.lineno, local) in dead:
+                renamed = True  # left out: the statement changes
+                continue
             key = (f"import {alias.name}", local) if module is None else (module, alias.name)
             error = self.rewrite.absent.get(key)
             if error is not None:
