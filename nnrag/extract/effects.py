@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nnrag.extract.needs import UnitKey, UnitScanner, Use
+from nnrag.extract.releases import release_mismatch
 from nnrag.index.symbols import Resolution, Symbols
 from nnrag.model import Category, ImportBinding, ModuleInfo, Unit
 
@@ -282,6 +283,8 @@ class UnitEffect:
             message = f"{chain!r} comes from {found.target}, which is not indexed"
         elif found.binding is not None and found.target:
             message = f"{chain!r} is imported from {found.target}, which does not exist"
+        elif mismatch := release_mismatch(self.index, self.symbols, info, chain, found):
+            message = mismatch
         else:
             message = f"name {chain!r} is not defined anywhere"
             if found.module is not None and found.module.module != info.module:

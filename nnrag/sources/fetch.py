@@ -405,10 +405,23 @@ def _safe(name: str) -> bool:
     return not Path(name).is_absolute() and ".." not in parts
 
 
-def _version_of(archive: Path, tree: Path) -> str:
+def tree_version(tree: Path) -> str | None:
+    """The version an unpacked distribution declares (``*.dist-info/METADATA`` or
+    ``PKG-INFO``), ``None`` if it declares none."""
     for meta in (*tree.glob("*.dist-info/METADATA"), *tree.glob("*/PKG-INFO")):
-        for line in meta.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            text = meta.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
             if line.startswith("Version:"):
                 return line.split(":", 1)[1].strip()
+    return None
+
+
+def _version_of(archive: Path, tree: Path) -> str:
+    version = tree_version(tree)
+    if version is not None:
+        return version
     match = re.match(r"[^-]+-([^-]+?)(?:\.tar\.gz|\.zip|-)", archive.name)
     return match.group(1) if match else "unknown"

@@ -310,3 +310,21 @@ def test_a_lazy_export_of_an_optional_package_is_imported_where_the_original_loo
     with pytest.raises(ModuleNotFoundError) as missing:
         upload(3, remote=True)  # type: ignore[operator]  # the executed file's function
     assert missing.value.name == "cloud_sdk_absent"
+
+
+def test_a_name_another_source_s_release_lacks_says_so_and_where_it_moved() -> None:
+    """The from-import that fails, the indexed release (version from its metadata), the
+    module of that release that defines the name, and what to do."""
+    (problem,) = run_case("resolve_problem_release_mismatch").problems
+    assert problem.code == "NNR501"
+    assert problem.message == (
+        "`from libpkg.modeling import chunked`: the indexed release of libpkg.modeling "
+        "(source 'lib', version 2.0) does not bind 'chunked' (the importing source was "
+        "written for another release; libpkg.helpers of that release defines it): pin a "
+        "matching release in repos.json or exclude the block"
+    )
+
+
+def test_a_name_missing_from_the_block_s_own_source_is_no_release_mismatch() -> None:
+    (problem,) = run_case("resolve_problem_unresolved_name").problems
+    assert "release" not in problem.message

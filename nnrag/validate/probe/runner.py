@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -32,6 +33,7 @@ from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.search import Search
 from nnrag.validate.probe.values import encode, lossy, seed_cpu
+from nnrag.validate.unbound import unbound_message
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -207,16 +209,29 @@ class Runner:
             return
         cls = getattr(module, str(self.request["class_name"]), None)
         if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-            self.finish(
-                "instantiate",
-                "internal-error",
-                f"{self.request['class_name']} is not an nn.Module class in the file",
-            )
+            self.not_a_module(cls)
             return
         try:
             self.search(module, cls, depth)
         except RecipeError as error:
             self.finish("instantiate", "ctor-args", str(error))
+
+    def not_a_module(self, bound: object) -> None:
+        """Finish a block whose imported file does not bind its class to an nn.Module class:
+        ``missing-external`` when the file's own code decided so (the definition sits under
+        a guard that was false here, or a base is a fallback), else an nnrag bug."""
+        name = str(self.request["class_name"])
+        try:
+            text = Path(str(self.request["path"])).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        message = unbound_message(text, name, bound)
+        if message is None:
+            self.finish(
+                "instantiate", "internal-error", f"{name} is not an nn.Module class in the file"
+            )
+            return
+        self.finish("instantiate", "missing-external", message)
 
     def search(self, module: Any, cls: type, depth: str) -> None:
         Search(self, module, cls, depth).run()

@@ -1,0 +1,6 @@
+def scale(x):
+    return 2 * x
+
+
+def chunked(x):
+    return x

@@ -1,0 +1,64 @@
+"""The guard of a class definition, read from a block file's AST."""
+
+from __future__ import annotations
+
+import textwrap
+
+from nnrag.validate.unbound import class_guard, unbound_message
+
+TEXT = textwrap.dedent(
+    """
+    import torch
+
+    if torch.__version__ >= "1.7":
+        pass
+    else:
+        class Old:
+            pass
+
+    try:
+        import fast
+        class Quick:
+            pass
+    except (ImportError, OSError):
+        class Slow:
+            pass
+
+    with open("x") as f:
+        class Opened:
+            pass
+
+    def make():
+        class Inner:
+            pass
+    """
+)
+
+
+def test_the_innermost_guard_of_each_definition_says_when_it_runs() -> None:
+    assert class_guard(TEXT, "Old") == (7, "when `torch.__version__ >= '1.7'` (line 4) is false")
+    assert class_guard(TEXT, "Quick") == (
+        12,
+        "when the body of the `try:` (line 10) runs up to it without raising",
+    )
+    assert class_guard(TEXT, "Slow") == (
+        15,
+        "when the body of the `try:` (line 10) raises (ImportError, OSError)",
+    )
+    assert class_guard(TEXT, "Opened") == (19, "when the `with` block (line 18) runs its body")
+
+
+def test_a_class_inside_a_function_or_nowhere_is_not_found() -> None:
+    assert class_guard(TEXT, "Inner") is None
+    assert class_guard(TEXT, "Missing") is None
+    assert unbound_message(TEXT, "Missing", None) is None
+
+
+def test_the_message_names_the_class_its_line_the_condition_and_the_fix() -> None:
+    message = unbound_message(TEXT, "Old", None)
+    assert message == (
+        "Old is defined at line 7 of the block file only when `torch.__version__ >= '1.7'` "
+        "(line 4) is false, which was not the case when the file was imported here, so the "
+        "file leaves it unbound: run the block where that condition holds, or exclude it "
+        "with repos.json `exclude`"
+    )
