@@ -402,6 +402,11 @@ def prepare_block(
     except (ExtractionError, InternalError) as error:
         return _unusable(block.id, depth, "parse", "internal-error", error)
     facts = _extraction_facts(extracted, time.perf_counter() - started)
+    # A block that does not close is keyed by its problems too: their text comes from the
+    # extraction code, not the body, so a better message is not hidden by an older result.
+    problems = extracted.blocking_problems
+    if problems:
+        suffix += f"+problems:{_digest([str(problem) for problem in problems])}"
     key = cache_key(extracted.digest + suffix, depth)
     path = workspace.block_file(extracted)
     cache.put_extraction(block.id, state, extracted.digest, str(path))

@@ -232,6 +232,36 @@ def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None
         workspace.close()
 
 
+def test_closure_problem_text_is_part_of_the_result_key(tmp_path: Path) -> None:
+    """A closed failure is not served from the cache once the problem's text changes (nnrag
+    now says more about it) although the block body is the same."""
+    from dataclasses import replace
+
+    from nnrag.diagnostics import diagnostic
+    from nnrag.validate.stages import validate_block
+
+    def with_problem(detail: str) -> FakeWorkspace:
+        workspace = FakeWorkspace(tmp_path, block())
+        problem = diagnostic("NNR501", path="pkg/mod.py", line=3, detail=detail)
+        workspace.extracted = replace(workspace.extracted, problems=(problem,))
+        return workspace
+
+    first, second = with_problem("name 'x' is not defined"), with_problem("x moved to y")
+    try:
+        old = validate_block(first, "Block", depth="forward")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
+        again = validate_block(first, "Block", depth="forward")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
+        new = validate_block(second, "Block", depth="forward")  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
+    finally:
+        first.close()
+        second.close()
+    assert (old.failed_stage, old.category) == ("closed", "unresolved-name")
+    assert again.cached
+    assert again.message == old.message
+    assert not new.cached
+    assert "x moved to y" in new.message
+    assert "is not defined" not in new.message
+
+
 def test_workspace_uses_config_hints(tmp_path: Path) -> None:
     from nnrag.model import BlockHints, SourceSpec
     from nnrag.validate.stages import validate_block
