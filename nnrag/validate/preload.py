@@ -237,17 +237,16 @@ def trial_main(
             importlib.import_module(name)
         except BaseException as caught:  # an installed module's import may raise anything
             error = f"{type(caught).__name__}: {caught}"
-        why = error or _side_effects(tasks, files, refused, tmp, violations, probes)
+        why = error or _side_effects(tasks, files, refused, tmp, [*violations, *probes])
         write_frame(result_fd, {"kind": "preload", "module": name, "clean": not why, "why": why})
         if why:
             break
     write_frame(result_fd, {"kind": "result"})
 
 
-def _side_effects(
-    tasks: int, files: set[str], refused: int, tmp: Path, violations: list[str], probes: list[str]
-) -> str:
-    if len(violations) + len(probes) > refused:
+def _side_effects(tasks: int, files: set[str], refused: int, tmp: Path, now: list[str]) -> str:
+    """What an import did that a preloaded module may not (empty: nothing)."""
+    if len(now) > refused:
         return "refused by the sandbox"
     if task_count() > tasks:
         return "started a thread"

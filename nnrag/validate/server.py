@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import os
 import pickle
@@ -99,14 +100,14 @@ def serve(
         if mode == "spawn":
             reply, cleanup = _spawn_child(request, memory_mb)
         else:
+            server_fds = (req_fd, resp_fd)
             if preloader is not None:
-                server_fds = (req_fd, resp_fd)
                 preloader.before(
                     request.path,
                     request.source_packages,
-                    lambda names: _trial(names, setup, server_fds),
+                    functools.partial(_trial, setup=setup, server_fds=server_fds),
                 )
-            reply, cleanup = _run_child(request, setup, (req_fd, resp_fd))
+            reply, cleanup = _run_child(request, setup, server_fds)
         write_frame(resp_fd, reply.to_plain())
         cleanup()  # after replying: the client goes on while the child is torn down
 

@@ -26,7 +26,8 @@ PACKAGES = {
         "import os\nopen(os.path.join(os.path.expanduser('~'), 'made.txt'), 'w').close()\n"
     ),
     "nnrag_pre_socket": (
-        "import socket\ntry:\n    socket.socket(socket.AF_INET).close()\nexcept OSError:\n    pass\n"
+        "import socket\n"
+        "try:\n    socket.socket(socket.AF_INET).close()\nexcept OSError:\n    pass\n"
     ),
     "nnrag_pre_raises": "raise RuntimeError('this package cannot be imported')\n",
     "nnrag_pre_own": "VALUE = 3\n",
@@ -124,9 +125,7 @@ def test_modules_after_an_unclean_one_wait_for_their_own_trial(
     assert "loaded before: ['nnrag_pre_clean', 'nnrag_pre_second']" in second.message, second
 
 
-def test_the_blocks_own_source_package_is_never_preloaded(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
+def test_the_blocks_own_source_package_is_never_preloaded(sandbox: Sandbox, tmp_path: Path) -> None:
     reply = run(sandbox, tmp_path, block("nnrag_pre_own"), source_packages=("nnrag_pre_own",))
     assert reply.category == "source-import", reply  # the child saw the block import it
 
