@@ -28,7 +28,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +44,14 @@ Trial = Callable[[Sequence[str]], list[Message]]
 
 
 def top_level_imports(code: str) -> list[str]:
-    """Absolute modules a file imports at its top level (``import a.b`` -> ``a.b``; ``from a.b
-    import c`` -> ``a.b``), in order, once each; ``[]`` for a file that does not parse."""
+    """Absolute modules a file imports at its top level before its first ``def``, ``class`` or
+    decorator (``import a.b`` -> ``a.b``; ``from a.b import c`` -> ``a.b``), in order, once
+    each; ``[]`` when that part does not parse. Only the part before is parsed: the server
+    reads every block file, and a whole OpenMMLab block file takes long to parse."""
+    ends = [code.find(f"\n{start}") for start in ("def ", "async def ", "class ", "@")]
+    end = min((at for at in ends if at >= 0), default=len(code))
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(code[:end])
     except (SyntaxError, ValueError):
         return []
     found: dict[str, None] = {}
@@ -67,14 +71,15 @@ def _top_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             yield node
 
 
-def wanted(code: str, source_packages: Sequence[str]) -> list[str]:
+def wanted(code: str, source_packages: Sequence[str], decided: Collection[str] = ()) -> list[str]:
     """The modules of ``code``'s top-level imports the server may preload: absolute, not loaded
-    yet, installed, outside the standard library and the block's own ``source_packages``."""
+    yet nor ``decided``, installed, outside the standard library and the block's own
+    ``source_packages``."""
     own = {"__future__", "__main__", *source_packages}
     names = []
     for name in top_level_imports(code):
         top = name.partition(".")[0]
-        if name in sys.modules or top in own or top in sys.stdlib_module_names:
+        if name in sys.modules or name in decided or top in own or top in sys.stdlib_module_names:
             continue
         if _installed(top):
             names.append(name)
@@ -107,7 +112,7 @@ class Preloader:
         """Preload what the block file at ``path`` imports; return the modules imported now."""
         if not self.enabled:
             return []
-        names = [n for n in wanted(_read(path), source_packages) if n not in self.decided]
+        names = wanted(_read(path), source_packages, self.decided)
         if not names:
             return []
         clean = _clean_modules(trial(names))

@@ -32,8 +32,14 @@ class K:
     assert top_level_imports(code) == ["a.b", "c.d", "g"]
 
 
+def test_only_the_part_before_the_first_definition_is_read() -> None:
+    code = "import a\n\n@decorate\ndef f():\n    pass\n\nimport b\n"
+    assert top_level_imports(code) == ["a"]
+    assert top_level_imports("import a\nclass K:\n    pass\nimport b\n") == ["a"]
+
+
 def test_a_file_that_does_not_parse_imports_nothing() -> None:
-    assert top_level_imports("import a\ndef (:\n") == []
+    assert top_level_imports("import a\nfrom (:\n") == []
 
 
 @pytest.fixture
@@ -60,6 +66,7 @@ from {installed} import VALUE
 """
     assert wanted(code, source_packages=()) == [f"{installed}.sub", installed]
     assert wanted(code, source_packages=(installed,)) == []
+    assert wanted(code, source_packages=(), decided={installed}) == [f"{installed}.sub"]
     monkeypatch.setitem(sys.modules, installed, sys.modules["os"])
     assert wanted(code, source_packages=()) == [f"{installed}.sub"]
 
