@@ -5,13 +5,14 @@ A block file starts with its imports; an OpenMMLab block imports ``rich``, ``yam
 top, and each forked child would import them again, block after block. The server instead
 imports them before it forks, under these guards:
 
-- only modules the file imports at its top level (module body and top-level ``try`` bodies),
-  absolute, installed (found without importing anything), outside the standard library and
-  outside the block's own source packages; never the block's own code;
+- only modules the file imports at its top level before its first definition (module body
+  and top-level ``try`` bodies), absolute, installed (found without importing anything),
+  outside the standard library and outside the block's own source packages; never the
+  block's own code;
 - a module is first imported in a throwaway child confined like a block (:func:`trial_main`):
   it must import without an error, without a refusal of the sandbox, without starting a
-  thread and without creating a file; the first module that fails stops the trial (the
-  modules after it were tried with it loaded);
+  thread, without creating a file and without installing a signal handler; the first module
+  that fails stops the trial (the modules after it were tried with it loaded);
 - the server imports the trial's clean modules in the same order, with its standard streams
   on ``/dev/null``, HOME, TMPDIR and working folder in an empty folder of its own; a module
   that fails there is skipped; if the server's thread count grows, or its resident memory
@@ -27,6 +28,7 @@ import contextlib
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
@@ -233,16 +235,20 @@ def trial_main(
     probes: list[str],
 ) -> None:
     """In a child confined like a block: import ``modules`` one by one, one ``preload`` frame
-    each (``clean``: no error, no refusal, no new thread, no new file in ``tmp``); stop at the
+    each (``clean``: no error, no refusal, no new thread, no new file in ``tmp``, no signal
+    handler changed); stop at the
     first that is not clean; then a ``result`` frame."""
     for name in modules:
         tasks, files, refused = task_count(), _files(tmp), len(violations) + len(probes)
+        handlers = _handlers()
         error = ""
         try:
             importlib.import_module(name)
         except BaseException as caught:  # an installed module's import may raise anything
             error = f"{type(caught).__name__}: {caught}"
         why = error or _side_effects(tasks, files, refused, tmp, [*violations, *probes])
+        if not why and _handlers() != handlers:
+            why = "installed a signal handler"
         write_frame(result_fd, {"kind": "preload", "module": name, "clean": not why, "why": why})
         if why:
             break
@@ -258,6 +264,15 @@ def _side_effects(tasks: int, files: set[str], refused: int, tmp: Path, now: lis
     if _files(tmp) != files:
         return "created a file"
     return ""
+
+
+def _handlers() -> dict[int, object]:
+    """This process's signal handlers (a preloaded module must not change the server's)."""
+    found: dict[int, object] = {}
+    for number in signal.valid_signals():
+        with contextlib.suppress(ValueError, OSError):
+            found[int(number)] = signal.getsignal(number)
+    return found
 
 
 def _files(folder: Path) -> set[str]:

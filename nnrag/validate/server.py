@@ -35,8 +35,9 @@ from nnrag.validate.lockdown import PR_SET_PDEATHSIG, lock_down, prctl
 from nnrag.validate.replies import summarize
 
 PR_SET_CHILD_SUBREAPER = 36
-TRIAL_TIMEOUT_S = 60.0
-"""How long a preloading trial (:mod:`nnrag.validate.preload`) may take."""
+TRIAL_TIMEOUT_S = 20.0
+"""How long a preloading trial (:mod:`nnrag.validate.preload`) may take (a module whose
+import takes longer is not preloaded; the client waits a block's timeout + 60 s)."""
 
 
 def serve(

@@ -30,6 +30,7 @@ PACKAGES = {
         "try:\n    socket.socket(socket.AF_INET).close()\nexcept OSError:\n    pass\n"
     ),
     "nnrag_pre_raises": "raise RuntimeError('this package cannot be imported')\n",
+    "nnrag_pre_signal": "import signal\nsignal.signal(signal.SIGUSR1, lambda *_: None)\n",
     "nnrag_pre_own": "VALUE = 3\n",
 }
 
@@ -102,7 +103,14 @@ def test_a_clean_module_is_loaded_before_the_block_runs(sandbox: Sandbox, tmp_pa
 
 
 @pytest.mark.parametrize(
-    "module", ["nnrag_pre_thread", "nnrag_pre_file", "nnrag_pre_socket", "nnrag_pre_raises"]
+    "module",
+    [
+        "nnrag_pre_thread",
+        "nnrag_pre_file",
+        "nnrag_pre_socket",
+        "nnrag_pre_raises",
+        "nnrag_pre_signal",
+    ],
 )
 def test_a_module_with_side_effects_is_not_preloaded(
     sandbox: Sandbox, tmp_path: Path, module: str
