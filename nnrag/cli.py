@@ -20,6 +20,7 @@ from nnrag.cli_common import Handler
 from nnrag.cli_runs import add_run_commands
 from nnrag.cli_validate import add_validate_commands
 from nnrag.errors import NnragError
+from nnrag.workspace import collect_rarely
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nnrag`` console script."""
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
+    collect_rarely()
     try:
         return handler(args)
     except NnragError as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,26 @@ if TYPE_CHECKING:
     from nnrag.plugins import Plugins
     from nnrag.validate.results import ResultCache
     from nnrag.validate.sandbox import Sandbox
+
+
+FULL_COLLECTION_EVERY = 100
+"""Young collections between two full ones of the cyclic garbage collector, at least, in a
+process that runs a workspace (:func:`collect_rarely`)."""
+
+
+def collect_rarely() -> None:
+    """Let the cyclic garbage collector run a full collection at most every
+    :data:`FULL_COLLECTION_EVERY` young ones (CPython's default: 10); call it once in a
+    process that runs a workspace (the CLI, each pytest worker).
+
+    Such a process holds a large heap for its whole life (the index, its analyses, the
+    extractions) that grows as blocks go by; each full collection traverses all of it, and
+    with the default ones that happened to start in an ``ast.parse`` made that parse last
+    seconds. Young garbage is collected as before; cyclic garbage that reached the oldest
+    generation waits longer (at most that many young collections' worth of survivors).
+    """
+    young, middle, full = gc.get_threshold()
+    gc.set_threshold(young, middle, max(full, FULL_COLLECTION_EVERY))
 
 
 class Workspace:

@@ -55,6 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     repos = path_option(config, "nnrag_repos")
     if repos is None:
         return
+    from nnrag.workspace import collect_rarely
+
+    collect_rarely()  # a run holds the index and the extractions: a large, growing heap
     state = make_state(config, repos)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(NnragSession(config, state), SESSION_PLUGIN)

@@ -25,12 +25,42 @@ def block_main(
     rules: Any,
     channel: socket.socket | None,
 ) -> None:
-    """Main of the child the server forks for ``request``.
+    """Main of the child the server forks for ``request``: :func:`confine`, then the probe."""
+    violations, probes = confine(
+        tmp,
+        timeout_s=request.timeout_s,
+        result_fd=result_fd,
+        stderr_fd=stderr_fd,
+        memory_mb=memory_mb,
+        disk_mb=disk_mb,
+        layers=layers,
+        rules=rules,
+        channel=channel,
+    )
+    from nnrag.validate.probe import runner as probe
+
+    send = sender(result_fd, probes)
+    probe.run_block(request.to_plain(), send=send, violations=violations)
+
+
+def confine(
+    tmp: Path,
+    *,
+    timeout_s: float,
+    result_fd: int,
+    stderr_fd: int,
+    memory_mb: int,
+    disk_mb: int,
+    layers: dict[str, bool],
+    rules: Any,
+    channel: socket.socket | None,
+) -> tuple[list[str], list[str]]:
+    """Confine this forked child; return the lists the audit hook fills (violations, probes).
 
     In order: own mount namespace (read-only machine, ``tmp`` a tmpfs of ``disk_mb``), no
     capabilities, no inherited descriptor but the result pipe (and ``channel`` until the
     seccomp listener went through it to the server), Landlock, seccomp, then the Python-level
-    lockdown (session, environment, rlimits, audit hook) and the probe.
+    lockdown (session, environment, rlimits, audit hook).
     """
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if layers.get("namespaces"):
@@ -41,16 +71,7 @@ def block_main(
         isolation.apply_landlock(tmp)
     if rules is not None:
         syscalls.load(rules, channel)  # closes the channel
-    violations, probes = lock_down(
-        tmp,
-        timeout_s=request.timeout_s,
-        memory_mb=memory_mb,
-        stderr_fd=stderr_fd,
-    )
-    from nnrag.validate.probe import runner as probe
-
-    send = sender(result_fd, probes)
-    probe.run_block(request.to_plain(), send=send, violations=violations)
+    return lock_down(tmp, timeout_s=timeout_s, memory_mb=memory_mb, stderr_fd=stderr_fd)
 
 
 def sender(result_fd: int, probes: list[str]) -> Callable[[Message], None]:

@@ -40,12 +40,15 @@ class Sandbox:
         strict: bool = False,
         disk_mb: int = 512,
         kernel_layers: bool = True,
+        preload: bool = True,
     ) -> None:
         self.memory_mb = memory_mb
         self.disk_mb = disk_mb
         self.strict = strict
         self.kernel_layers = kernel_layers
         """``False``: no namespaces, seccomp or Landlock (measuring their cost; debugging)."""
+        self.preload = preload
+        """Preload the third-party modules block files import (:mod:`nnrag.validate.preload`)."""
         self.spawn = spawn or not hasattr(os, "fork")
         self.python = python or sys.executable
         self.info: Message = {}
@@ -100,7 +103,8 @@ class Sandbox:
             f"import sys; sys.path[:0] = {[p for p in sys.path if p]!r}; "
             "from nnrag.validate.server import serve; "
             f"serve({req_r}, {resp_w}, {self.memory_mb}, spawn={self.spawn}, "
-            f"disk_mb={self.disk_mb}, kernel_layers={self.kernel_layers})"
+            f"disk_mb={self.disk_mb}, kernel_layers={self.kernel_layers}, "
+            f"preload_imports={self.preload})"
         )
         env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import os
 import pickle
@@ -15,11 +16,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nnrag.validate import isolation, syscalls
-from nnrag.validate.child import block_main, sender
+from nnrag.validate import isolation, preload, syscalls
+from nnrag.validate.child import block_main, confine, sender
 from nnrag.validate.frames import (
     BlockReply,
     BlockRequest,
@@ -34,6 +35,9 @@ from nnrag.validate.lockdown import PR_SET_PDEATHSIG, lock_down, prctl
 from nnrag.validate.replies import summarize
 
 PR_SET_CHILD_SUBREAPER = 36
+TRIAL_TIMEOUT_S = 20.0
+"""How long a preloading trial (:mod:`nnrag.validate.preload`) may take (a module whose
+import takes longer is not preloaded; the client waits a block's timeout + 60 s)."""
 
 
 def serve(
@@ -44,8 +48,13 @@ def serve(
     spawn: bool = False,
     disk_mb: int = 512,
     kernel_layers: bool = True,
+    preload_imports: bool = True,
 ) -> None:
-    """Warm server main loop: import torch once, then fork a child per request."""
+    """Warm server main loop: import torch once, then fork a child per request.
+
+    ``preload_imports``: import the installed third-party modules a block file imports into
+    this server before forking its child (:mod:`nnrag.validate.preload`).
+    """
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     mode = "spawn" if spawn or not hasattr(os, "fork") else "fork"
     namespaces = False
@@ -72,11 +81,14 @@ def serve(
     setup = {"memory_mb": memory_mb, "disk_mb": disk_mb, "layers": layers, "rules": rules}
     gc.collect()
     gc.freeze()  # forked children's collections skip (and so do not copy) the warm objects
+    home = Path(tempfile.mkdtemp(prefix="nnrag-preload-")).resolve()
+    preloader = preload.Preloader(home) if mode == "fork" and preload_imports else None
     ready = {"ready": True, "torch": torch_version, "mode": mode, "netns": netns}
     write_frame(resp_fd, {**ready, "layers": layers, "server_pid": server_pid})
     while True:
         frame = read_frame(requests)
         if frame is None:
+            shutil.rmtree(home, ignore_errors=True)
             return
         try:
             request = BlockRequest.from_plain(frame)
@@ -89,7 +101,14 @@ def serve(
         if mode == "spawn":
             reply, cleanup = _spawn_child(request, memory_mb)
         else:
-            reply, cleanup = _run_child(request, setup, (req_fd, resp_fd))
+            server_fds = (req_fd, resp_fd)
+            if preloader is not None:
+                preloader.before(
+                    request.path,
+                    request.source_packages,
+                    functools.partial(_trial, setup=setup, server_fds=server_fds),
+                )
+            reply, cleanup = _run_child(request, setup, server_fds)
         write_frame(resp_fd, reply.to_plain())
         cleanup()  # after replying: the client goes on while the child is torn down
 
@@ -109,8 +128,60 @@ def _run_child(
     request: BlockRequest, setup: Message, server_fds: tuple[int, ...]
 ) -> tuple[BlockReply, Callable[[], None]]:
     """Fork a child for ``request``; it closes ``server_fds`` (the client's pipes) first."""
+
+    def main(tmp: Path, result_fd: int, stderr_fd: int, channel: socket.socket | None) -> None:
+        block_main(
+            request,
+            tmp=tmp,
+            result_fd=result_fd,
+            stderr_fd=stderr_fd,
+            memory_mb=setup["memory_mb"],
+            disk_mb=setup["disk_mb"],
+            layers=setup["layers"],
+            rules=setup["rules"],
+            channel=channel,
+        )
+
+    return _forked(main, request.timeout_s, setup, server_fds)
+
+
+def _trial(modules: Sequence[str], setup: Message, server_fds: tuple[int, ...]) -> list[Message]:
+    """Import ``modules`` in a child confined like a block (:func:`preload.trial_main`); its
+    messages (a ``refused`` one for each system call the server refused it)."""
+
+    def main(tmp: Path, result_fd: int, stderr_fd: int, channel: socket.socket | None) -> None:
+        violations, probes = confine(
+            tmp,
+            timeout_s=TRIAL_TIMEOUT_S,
+            result_fd=result_fd,
+            stderr_fd=stderr_fd,
+            memory_mb=setup["memory_mb"],
+            disk_mb=setup["disk_mb"],
+            layers=setup["layers"],
+            rules=setup["rules"],
+            channel=channel,
+        )
+        preload.trial_main(
+            modules, result_fd=result_fd, tmp=tmp, violations=violations, probes=probes
+        )
+
+    messages: list[Message] = []
+    _forked(main, TRIAL_TIMEOUT_S, setup, server_fds, messages=messages)[1]()
+    return messages
+
+
+def _forked(
+    main: Callable[[Path, int, int, socket.socket | None], None],
+    timeout_s: float,
+    setup: Message,
+    server_fds: tuple[int, ...],
+    *,
+    messages: list[Message] | None = None,
+) -> tuple[BlockReply, Callable[[], None]]:
+    """Fork a child that runs ``main(tmp, result_fd, stderr_fd, channel)`` in a fresh folder
+    and closes ``server_fds`` first; its reply, and the cleanup to run after replying (the
+    raw frames go to ``messages`` too, when given)."""
     tmp = Path(tempfile.mkdtemp(prefix="nnrag-block-")).resolve()
-    timeout_s = request.timeout_s
     stderr_fd = os.open(tmp / "stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     read_fd, write_fd = os.pipe()
     ours, theirs = socket.socketpair() if setup["rules"] is not None else (None, None)
@@ -123,17 +194,7 @@ def _run_child(
                 os.close(fd)
             if ours is not None:
                 ours.close()
-            block_main(
-                request,
-                tmp=tmp,
-                result_fd=write_fd,
-                stderr_fd=stderr_fd,
-                memory_mb=setup["memory_mb"],
-                disk_mb=setup["disk_mb"],
-                layers=setup["layers"],
-                rules=setup["rules"],
-                channel=theirs,
-            )
+            main(tmp, write_fd, stderr_fd, theirs)
             exit_code = 0
         except BaseException as error:  # the child must never return into the server loop
             with contextlib.suppress(BaseException):
@@ -149,7 +210,9 @@ def _run_child(
         ours.close()
     namespaced = bool(setup["layers"]["namespaces"])
     keeper = syscalls.Keeper(str(tmp), namespaced=namespaced) if listener is not None else None
-    messages, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, keeper)
+    found, status, timed_out = _collect(pid, read_fd, started + timeout_s, listener, keeper)
+    if messages is not None:
+        messages.extend(found)
     os.close(read_fd)
     if listener is not None:
         os.close(listener)
@@ -162,11 +225,11 @@ def _run_child(
         _reap_leftovers(pid, namespaced=namespaced)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    if messages and messages[-1].get("kind") == "result":
-        return summarize(messages, status=status, timed_out=timed_out), cleanup
+    if found and found[-1].get("kind") == "result":
+        return summarize(found, status=status, timed_out=timed_out), cleanup
     _reap_leftovers(pid, namespaced=namespaced)
     stderr_tail = _tail(tmp / "stderr.txt")
-    return summarize(messages, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
+    return summarize(found, status=status, timed_out=timed_out, stderr=stderr_tail), cleanup
 
 
 def _spawn_child(request: BlockRequest, memory_mb: int) -> tuple[BlockReply, Callable[[], None]]:

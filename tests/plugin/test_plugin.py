@@ -78,6 +78,25 @@ def test_no_torch_in_the_test_process(pytester: pytest.Pytester, project: Path, 
     result.assert_outcomes(passed=3, failed=2)
 
 
+def test_a_run_collects_its_old_generation_rarely(
+    pytester: pytest.Pytester, project: Path, cli: Cli
+) -> None:
+    pytester.makepyfile(
+        test_mine="""
+        import gc
+
+        from nnrag.workspace import FULL_COLLECTION_EVERY
+
+        def test_threshold():
+            assert gc.get_threshold()[2] >= FULL_COLLECTION_EVERY
+        """
+    )
+    result = pytester.runpytest_subprocess(*cli("-p", "no:cacheprovider", "-k", "threshold"))
+    result.assert_outcomes(passed=1)
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "threshold")
+    plain.assert_outcomes(failed=1)  # without --nnrag-repos the plugin changes nothing
+
+
 # --------------------------------------------------------------------------- collection
 
 
