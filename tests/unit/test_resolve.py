@@ -694,3 +694,59 @@ def test_a_data_class_forward_receives_through_an_alias_is_real_with_its_called_
     assert "to" in classes["Sample"]
     assert "save" not in classes["Sample"]
     assert classes["Options"] == set()  # the empty stand-in
+
+
+def test_an_alias_first_reached_as_a_type_test_is_real_once_a_method_receives_it(
+    tmp_path: Path,
+) -> None:
+    """``describe(samples: Samples)`` (a function: a type test) brings the alias in first;
+    the method ``Helper.consume(samples: Samples)``, kept later (method by method), makes
+    its class real all the same."""
+    index = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/data.py": """
+                from typing import List
+
+
+                class Sample:
+                    def to(self, device):
+                        return self
+
+
+                Samples = List[Sample]
+
+
+                def describe(samples: Samples) -> int:
+                    return 0
+
+
+                class Helper:
+                    def consume(self, samples: Samples):
+                        return [sample.to(0) for sample in samples]
+            """,
+            "pkg/model.py": """
+                from torch import nn
+
+                from .data import Helper, describe
+
+
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.helper = Helper()
+
+                    def forward(self, x, samples=()):
+                        describe(samples)
+                        return x, self.helper.consume(samples)
+            """,
+        },
+    )
+    code = extract(index, block(index, "pkg.model:Block")).code
+    classes = {
+        node.name: {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        for node in ast.parse(code).body
+        if isinstance(node, ast.ClassDef)
+    }
+    assert "to" in classes["Sample"]
