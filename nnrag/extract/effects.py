@@ -57,6 +57,11 @@ class Effect:
     tested: frozenset[UnitKey] = frozenset()
     """Classes among ``deps`` only tested against or named in annotations (a stand-in
     does, unless another unit of the closure needs the class itself)."""
+    typed: frozenset[UnitKey] = frozenset()
+    """Type aliases among ``deps`` read as a method's parameter annotation (not a type test):
+    their classes are carried for real (``Summary.typed``)."""
+    alias: bool = False
+    """The unit is a type alias: its ``tested`` classes are real once it is ``typed``."""
 
 
 class UnitEffect:
@@ -120,6 +125,8 @@ class UnitEffect:
             sort_key=(key[0], key[1], self.unit.start_line, self.unit.index),
             stored=summary.stored,
             tested=summary.tested,
+            typed=summary.typed,
+            alias=summary.alias,
         )
 
     def _include(self, info: ModuleInfo, unit: Unit) -> UnitKey:

@@ -67,6 +67,14 @@ class Summary:
     tested: frozenset[UnitKey] = frozenset()
     """Classes among ``deps`` it only tests against (``isinstance(x, C)``) or names in
     annotations: a stand-in class of the same name does for them (see ``resolve``)."""
+    typed: frozenset[UnitKey] = frozenset()
+    """Type aliases among ``deps`` (``SampleList = List[C]``) it reads other than as a type
+    test or a constructor's parameter annotation (a ``forward(x, samples: SampleList)``
+    parameter's): the classes they name are what its methods receive, whose methods they
+    may call, so they are real classes, not stand-ins (see ``resolve``)."""
+    alias: bool = False
+    """Whether the unit is itself a type alias (its ``typed`` count only when it is read
+    so)."""
 
 
 class UnitScanner:
@@ -86,6 +94,7 @@ class UnitScanner:
         self._words: dict[UnitKey, frozenset[str]] = {}
         self._lookups: dict[tuple[UnitKey, str], tuple[tuple[str, ...], bool] | None] = {}
         self._tests: dict[UnitKey, frozenset[str]] = {}
+        self._received: dict[UnitKey, frozenset[str]] = {}
         self._aliases: dict[UnitKey, bool] = {}
         self._dead: dict[UnitKey, frozenset[tuple[int, str]]] = {}
         self._stored: dict[UnitKey, dict[str, str]] = {}
@@ -104,6 +113,7 @@ class UnitScanner:
         others: list[Use] = []
         tested: set[UnitKey] = set()
         strong: set[UnitKey] = set()
+        typed: set[UnitKey] = set()
         stored: dict[UnitKey, str | None] = {}
         findings = self.findings(info, unit, symbols)
         for use in self.uses(info, unit, symbols):
@@ -128,6 +138,12 @@ class UnitScanner:
                 )
                 for dep in found.units:
                     (tested if weak else strong).add((home.source, home.module, dep.index))
+                    if (
+                        dep.kind == "assign"
+                        and use.chain not in self.received(info, unit)
+                        and self.alias(home, dep, symbols)
+                    ):
+                        typed.add((home.source, home.module, dep.index))
                     # a load-time read of a name bound only further down the same module
                     # is not an ordering constraint (the original would not run it either)
                     later = home is info and dep.start_line > unit.start_line
@@ -168,6 +184,8 @@ class UnitScanner:
             findings=findings,
             stored=tuple((k, a) for k, a in stored.items() if a is not None),
             tested=frozenset(tested - strong),
+            typed=frozenset(typed),
+            alias=self.alias(info, unit, symbols),
         )
         self._summaries[key] = summary
         return summary
@@ -350,6 +368,21 @@ class UnitScanner:
             method = unit.index < 0 and unit.kind == "def"  # a method carried on its own
             found = self._tests[key] = (
                 type_tests(tree, method=method) if tree is not None else frozenset()
+            )
+        return found
+
+    def received(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """Chains ``unit`` reads only as type tests (:meth:`type_tests`) or in constructor
+        parameter annotations: the rest of its annotations say what its methods receive."""
+        key = (info.source, info.module, unit.index)
+        found = self._received.get(key)
+        if found is None:
+            tree = self.tree(info, unit)
+            method = unit.index < 0 and unit.kind == "def"
+            found = self._received[key] = (
+                type_tests(tree, method=method, constructors=True)
+                if tree is not None
+                else frozenset()
             )
         return found
 

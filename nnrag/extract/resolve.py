@@ -106,6 +106,9 @@ class _Walk:
         """Classes only tested against so far (``isinstance``, annotations)."""
         self.stubs: set[UnitKey] = set()
         """Classes nothing but type tests reach: emitted as stand-ins."""
+        self.typed: set[UnitKey] = set()
+        """Type aliases read as a method's parameter annotation (directly or through another
+        such alias): the classes they name are what the block receives, carried for real."""
         self.family: dict[UnitKey, UnitKey] = {}
         """Plain class -> a class it derives from or that derives from it (union-find)."""
         self.own: dict[UnitKey, set[str]] = {}
@@ -383,6 +386,11 @@ class _Walk:
         """Include what ``effect`` adds: its units (queued), imports, names, problems."""
         key = parent or (effect.sort_key[0], effect.sort_key[1], effect.sort_key[3])
         units, queue, tested = self.units, self.queue, effect.tested
+        if not effect.alias or key in self.typed:
+            for alias in effect.typed:
+                self._type(alias)
+            if effect.alias:
+                tested = frozenset()
         stored = dict(effect.stored)
         for dep, home, unit in effect.deps:
             if dep in units:
@@ -411,6 +419,25 @@ class _Walk:
                 members[attr] = target
         for problem in effect.problems:
             self.problems.setdefault(problem, key)
+
+    def _type(self, key: UnitKey) -> None:
+        """A type alias is read as a method's parameter annotation: the classes it names
+        (and those of the aliases it names) are values the block's code receives, whose
+        methods it may call: real classes (method by method if plain), not stand-ins.
+        An alias visited before is applied again for them."""
+        if key in self.typed:
+            return
+        self.typed.add(key)
+        entry = self.units.get(key)
+        if entry is None or entry.effect is None:
+            return  # not visited yet: ``_apply`` sees it typed
+        for alias in entry.effect.typed:
+            self._type(alias)
+        for dep, home, unit in entry.effect.deps:
+            if dep in entry.effect.tested and dep not in self.units:
+                self.tested.pop(dep, None)
+                self.units[dep] = _Included(info=home, unit=unit, parent=key)
+                self.queue.append(dep)
 
     # -- methods of plain classes ------------------------------------------------------------
 

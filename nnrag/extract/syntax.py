@@ -158,15 +158,49 @@ def _arguments(arguments: ast.arguments) -> list[ast.arg]:
     return named + [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
 
 
-def type_tests(tree: ast.Module, *, method: bool = False) -> frozenset[str]:
+_CONSTRUCTORS = frozenset({"__init__", "__new__"})
+
+
+def _building(klass: ast.ClassDef) -> set[int]:
+    """The methods of ``klass`` that run only while it is built: its constructors, and the
+    methods only they (or such methods) call on ``self`` (``self._init_layers(cfg)``)."""
+    defs = {item.name: item for item in klass.body if isinstance(item, _DEFS)}
+    callers: dict[str, set[str]] = {}
+    for name, item in defs.items():
+        for node in ast.walk(item):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in ("self", "cls")
+                and node.func.attr in defs
+            ):
+                callers.setdefault(node.func.attr, set()).add(name)
+    found = {name for name in defs if name in _CONSTRUCTORS}
+    grown = True
+    while grown:
+        grown = False
+        for name, by in callers.items():
+            if name not in found and by <= found:
+                found.add(name)
+                grown = True
+    return {id(defs[name]) for name in found}
+
+
+def type_tests(
+    tree: ast.Module, *, method: bool = False, constructors: bool = False
+) -> frozenset[str]:
     """See :meth:`nnrag.extract.needs.UnitScanner.type_tests` (one walk that sees a parent
     before its children, so what it marks is known when they come). ``method``: ``tree`` is
-    one method of a class on its own (a part of a class carried method by method)."""
+    one method of a class on its own (a part of a class carried method by method).
+    ``constructors``: a constructor's (``__init__``, ``__new__``) parameter annotations count
+    as tests too (what is left is what the block's other methods receive)."""
     tests: set[int] = set()
     fields: set[int] = set()  # a class body's annotations are fields (dataclass, NamedTuple)
     # a class body's defs: their parameters are what callers build
     methods: set[int] = {id(s) for s in tree.body if isinstance(s, _DEFS)} if method else set()
     inner: set[int] = set()  # the value of an attribute: part of a longer chain
+    building: set[int] = set()  # methods only constructors call (``constructors``)
     weak: set[str] = set()
     strong: set[str] = set()
     for node in nodes(tree):
@@ -181,6 +215,8 @@ def type_tests(tree: ast.Module, *, method: bool = False) -> frozenset[str]:
         elif isinstance(node, ast.ClassDef):
             fields.update(id(item) for item in node.body if isinstance(item, ast.AnnAssign))
             methods.update(id(item) for item in node.body if isinstance(item, _DEFS))
+            if constructors:
+                building |= _building(node)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -200,7 +236,11 @@ def type_tests(tree: ast.Module, *, method: bool = False) -> frozenset[str]:
         annotations: list[ast.expr | None] = []
         if isinstance(node, _DEFS):
             annotations.append(node.returns)
-            if id(node) not in methods:
+            if (
+                id(node) not in methods
+                or id(node) in building
+                or (constructors and node.name in _CONSTRUCTORS)
+            ):
                 annotations += [a.annotation for a in _arguments(node.args)]
         elif isinstance(node, ast.AnnAssign) and id(node) not in fields:
             annotations.append(node.annotation)

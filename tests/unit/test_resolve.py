@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
+from nnrag.extract.block import extract
 from nnrag.extract.resolve import resolve
 from nnrag.index.build import Index, index_tree
 from nnrag.model import BlockRef, Closure
@@ -638,3 +640,113 @@ def test_memoized_components_order_like_tarjan_and_kahn() -> None:
         sub = {key: needs[key] for key in part}
         assert _Components.order(memo, sub, sort_key) == _topological(sub, sort_key)
         assert _Components.order(memo, needs, sort_key) == expected
+
+
+def test_a_data_class_forward_receives_through_an_alias_is_real_with_its_called_method(
+    tmp_path: Path,
+) -> None:
+    """forward(x, samples: Samples) with Samples = List[Sample]: the block receives Sample
+    objects and calls ``to`` on them, so the emitted Sample is the real class with ``to``;
+    a class named through an alias only in the constructor's parameters stays a stand-in."""
+    index = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/data.py": """
+                class Sample:
+                    def to(self, device):
+                        return self
+
+                    def save(self, path):
+                        return path
+
+
+                class Options:
+                    def load(self):
+                        return {}
+            """,
+            "pkg/model.py": """
+                from typing import List, Union
+
+                from torch import nn
+
+                from .data import Options, Sample
+
+                Samples = List[Sample]
+                OptionsType = Union[Options, dict]
+
+
+                class Block(nn.Module):
+                    def __init__(self, options: OptionsType = None):
+                        super().__init__()
+
+                    def forward(self, x, samples: Samples = ()):
+                        return x, [sample.to(x.device) for sample in samples]
+            """,
+        },
+    )
+    code = extract(index, block(index, "pkg.model:Block")).code
+    classes = {
+        node.name: {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        for node in ast.parse(code).body
+        if isinstance(node, ast.ClassDef)
+    }
+    assert "to" in classes["Sample"]
+    assert "save" not in classes["Sample"]
+    assert classes["Options"] == set()  # the empty stand-in
+
+
+def test_an_alias_first_reached_as_a_type_test_is_real_once_a_method_receives_it(
+    tmp_path: Path,
+) -> None:
+    """``describe(samples: Samples)`` (a function: a type test) brings the alias in first;
+    the method ``Helper.consume(samples: Samples)``, kept later (method by method), makes
+    its class real all the same."""
+    index = tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/data.py": """
+                from typing import List
+
+
+                class Sample:
+                    def to(self, device):
+                        return self
+
+
+                Samples = List[Sample]
+
+
+                def describe(samples: Samples) -> int:
+                    return 0
+
+
+                class Helper:
+                    def consume(self, samples: Samples):
+                        return [sample.to(0) for sample in samples]
+            """,
+            "pkg/model.py": """
+                from torch import nn
+
+                from .data import Helper, describe
+
+
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.helper = Helper()
+
+                    def forward(self, x, samples=()):
+                        describe(samples)
+                        return x, self.helper.consume(samples)
+            """,
+        },
+    )
+    code = extract(index, block(index, "pkg.model:Block")).code
+    classes = {
+        node.name: {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        for node in ast.parse(code).body
+        if isinstance(node, ast.ClassDef)
+    }
+    assert "to" in classes["Sample"]
