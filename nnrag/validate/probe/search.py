@@ -63,6 +63,7 @@ from nnrag.validate.probe.stand_ins import (
     real_stand_ins,
     viewed_linear,
 )
+from nnrag.validate.probe.unpacked import named_items
 from nnrag.validate.probe.values import decode, seed_cpu
 
 if TYPE_CHECKING:
@@ -203,6 +204,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         fill_none_sizes(ctor, cls),
         scale_sizes(ctor, error),
         lengthen(ctor, cls, error),
+        named_items(ctor, cls, error),
         *name_repairs(ctor, cls, error),
         flip_guard(ctor, cls, error),
         profile_layers(ctor),
