@@ -1,4 +1,5 @@
-"""A recursive block's ``levels``: one level of recursion, on a small hand-made module."""
+"""A recursive block's ``levels`` (one level of recursion) and its layer factory, on small
+hand-made modules."""
 
 from __future__ import annotations
 
@@ -30,3 +31,20 @@ def test_a_tree_gets_one_level(sandbox: Sandbox, tmp_path: Path) -> None:
     """
     kwargs = probing.passed_kwargs(probing.probe(sandbox, tmp_path, code))
     assert kwargs["levels"] == 1
+
+
+def test_a_factory_whose_layers_take_a_residual_gets_shape_keeping_layers(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Tree(nn.Module):
+        def __init__(self, block: type[nn.Module], channels: int):
+            super().__init__()
+            self.first = block(channels, channels)
+            self.second = block(channels, channels)
+
+        def forward(self, x):
+            return self.second(self.first(x), x)  # a layer called with a residual beside x
+    """
+    kwargs = probing.passed_kwargs(probing.probe(sandbox, tmp_path, code, "Tree"))
+    assert kwargs["block"] == {"__ref__": "nnrag.validate.probe.stand_ins:ShapeKeeping"}
