@@ -322,3 +322,22 @@ def test_a_torch_layer_is_indexable_where_the_code_indexes_it() -> None:
     tree = {("attr", "kernel_size"): {("item", ""): {}}}
     indexed = torch_layer(_Maker(), reads, tree)
     assert indexed.kernel_size[0] == 1  # type: ignore[attr-defined]  # a module built for the test
+
+
+def test_a_module_parameter_is_never_an_instance_of_the_block_itself(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Residual(nn.Module):
+        def __init__(self, m: nn.Module):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return x + self.m(x)
+
+        def fuse(self):  # only the block itself has ``fuse``: it is no value for ``m``
+            return self.m.fuse() if isinstance(self.m, Residual) else self
+    """
+    m = kwargs(probe(sandbox, tmp_path, code, "Residual"))["m"]
+    assert m["__call__"] != {"__ref__": "nnrag_block:Residual"}

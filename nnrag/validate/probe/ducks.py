@@ -163,10 +163,16 @@ def _attribute(maker: Maker, attr: str, tree: Access) -> object:
     return maker.structure(attr, tree) if tree else maker.field(attr)
 
 
-def module_with_attributes(maker: Maker, module: Any, reads: frozenset[str] | set[str]) -> object:
+def module_with_attributes(
+    maker: Maker, module: Any, reads: frozenset[str] | set[str], *, exclude: Any = None
+) -> object:
     """A module of the block file, built with synthesized arguments, that has every
-    attribute in ``reads`` (:func:`classes_setting`); MISSING if none builds."""
-    for candidate in classes_setting(module, reads)[:3]:
+    attribute in ``reads`` (:func:`classes_setting`), not an ``exclude`` class (nor a
+    subclass of it); MISSING if none builds."""
+    found = classes_setting(module, reads)
+    if isinstance(exclude, type):
+        found = [c for c in found if not issubclass(c, exclude)]
+    for candidate in found[:3]:
         built = maker.build(candidate)
         if built is not MISSING and all(hasattr(built, attr) for attr in reads):
             return built
