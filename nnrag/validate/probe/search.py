@@ -12,6 +12,7 @@ from torch import nn
 
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.asserts import asserted_inputs
+from nnrag.validate.probe.branches import other_branch
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.docshapes import passed_on_inputs
 from nnrag.validate.probe.examples import examples
@@ -207,6 +208,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         named_items(ctor, cls, error),
         *name_repairs(ctor, cls, error),
         flip_guard(ctor, cls, error),
+        other_branch(ctor, cls, error),
         profile_layers(ctor),
     )
     return [repaired for repaired in found if repaired is not None]
