@@ -21,6 +21,7 @@ from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.init_asserts import asserted_ctor
 from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
+from nnrag.validate.probe.none_callables import fill_none_callables
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
     OutputError,
@@ -564,6 +565,7 @@ class Search:
             or heads_divide_widths(ctor, self.cls, messages)
             or viewed_linear(ctor, messages)
             or fill_none_modules(ctor, self.cls, messages)
+            or fill_none_callables(ctor, self.cls, self.forward_error)
             or many_argument_stand_ins(ctor, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
