@@ -55,6 +55,7 @@ from nnrag.validate.probe.reshape import (
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
+    ShapeKeeping,
     batch_norms,
     fill_none_modules,
     fresh_lazy,
@@ -213,6 +214,16 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         profile_layers(ctor),
     )
     return [repaired for repaired in found if repaired is not None]
+
+
+def unsize_stand_ins(block: nn.Module) -> None:
+    """Unmake the layers the block's shape-keeping stand-ins made at a forward that failed:
+    a later input that runs must size them itself, as the recipe's replay (one forward on a
+    fresh block) does; a layer kept from an earlier input (a linear layer over the last
+    dimension where a convolution over the channels comes fresh) made the replay differ."""
+    for module in list(block.modules()):
+        if isinstance(module, ShapeKeeping) and module.layer is not None:
+            module.layer = None
 
 
 def input_repairs(
@@ -399,6 +410,7 @@ class Search:
                 self.forward_error = error
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
+                unsize_stand_ins(block)  # the next inputs size them again, as a replay does
                 if given is None:
                     block, ctor = self.unsized(block, ctor)
                     message = f"{type(error).__name__}: {error}"
