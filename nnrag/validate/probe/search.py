@@ -567,7 +567,11 @@ class Search:
         """Queue the constructor call the forward errors point to (a residual's width, a
         class called with other arguments), once each."""
         widened = (
-            match_residual(ctor, messages)
+            # placeholders first (a callable left at None, a layer given more than its input):
+            # what the other messages say came after them
+            fill_none_callables(ctor, self.cls, self.forward_error)
+            or many_argument_stand_ins(ctor, messages)
+            or match_residual(ctor, messages)
             or fixed_width(ctor, messages)
             or viewed_width(ctor, self.cls, messages)
             or asserted_levels(ctor, self.cls, messages)
@@ -577,8 +581,6 @@ class Search:
             or heads_divide_widths(ctor, self.cls, messages)
             or viewed_linear(ctor, messages)
             or fill_none_modules(ctor, self.cls, messages)
-            or fill_none_callables(ctor, self.cls, self.forward_error)
-            or many_argument_stand_ins(ctor, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))
