@@ -41,10 +41,12 @@ from nnrag.validate.stages import run_validation
 from nnrag.workspace import Workspace
 
 CORPORA = {
-    "timm": Path("/work/corpora/src/timm-1.0.31"),
-    "torchvision": Path("/work/corpora/src/torchvision-0.29.1"),
-    "torch_geometric": Path("/work/corpora/src/torch_geometric-2.8.1"),
+    "timm": Path("/work/corpora/timm/unpacked"),
+    "torchvision": Path("/work/corpora/torchvision/unpacked"),
+    "torch_geometric": Path("/work/corpora/torch-geometric/unpacked"),
 }
+"""Each corpus's unpacked wheel (timm 1.0.31, torchvision 0.29.1, torch-geometric 2.8.1); the
+key is its package."""
 TARGETS = {
     "timm": (90, 92),
     "torchvision": (85, 85),
@@ -117,7 +119,7 @@ def combined_index() -> Index:
     """One index over the three corpora (a temporary cache), as a repos.json with all three."""
     config = {
         "sources": [
-            {"name": name, "path": str(root), "paths": [root.name.rsplit("-", 1)[0]]}
+            {"name": name, "path": str(root), "paths": [name]}
             for name, root in sorted(CORPORA.items())
         ]
     }
@@ -148,8 +150,7 @@ def run_corpus(
 ) -> dict[str, Any]:
     started = time.perf_counter()
     index = shared if shared is not None else index_tree(root, source=name)
-    package = root.name.rsplit("-", 1)[0]
-    blocks = [b for b in discover_blocks(index) if b.module.split(".")[0] == package][:limit]
+    blocks = [b for b in discover_blocks(index) if b.module.split(".")[0] == name][:limit]
     report = run_blocks(
         name,
         index,

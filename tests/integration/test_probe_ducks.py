@@ -322,3 +322,44 @@ def test_a_torch_layer_is_indexable_where_the_code_indexes_it() -> None:
     tree = {("attr", "kernel_size"): {("item", ""): {}}}
     indexed = torch_layer(_Maker(), reads, tree)
     assert indexed.kernel_size[0] == 1  # type: ignore[attr-defined]  # a module built for the test
+
+
+def test_a_module_parameter_is_never_an_instance_of_the_block_itself(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Residual(nn.Module):
+        def __init__(self, m: nn.Module):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return x + self.m(x)
+
+        def fuse(self):  # only the block itself has ``fuse``: it is no value for ``m``
+            return self.m.fuse() if isinstance(self.m, Residual) else self
+    """
+    m = kwargs(probe(sandbox, tmp_path, code, "Residual"))["m"]
+    assert m["__call__"] != {"__ref__": "nnrag_block:Residual"}
+
+
+def test_a_stand_in_class_scaled_by_its_ratio_maps_its_first_width_to_its_second(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    code = """
+    class Net(nn.Module):
+        def __init__(self, block: Type[nn.Module], width: int):
+            super().__init__()
+            self.stem = nn.Conv2d(3, width, 1)
+            # stages double the width: layers that kept 32 channels would meet a 128-wide head
+            self.stage1 = block(width, 2 * width)
+            self.stage2 = block(2 * width * block.expansion, 4 * width)
+            self.head = nn.Linear(4 * width * block.expansion, 10)
+
+        def forward(self, x):
+            x = self.stage2(self.stage1(self.stem(x)))
+            return self.head(x.mean((2, 3)))
+    """
+    made = kwargs(probe(sandbox, tmp_path, code, "Net"))["block"]
+    assert made["__call__"] == STAND_IN_CLASS
+    assert made["kwargs"] == {"widening": True}

@@ -66,6 +66,8 @@ def test_name_tables_size_parameters_by_name_for_a_profile() -> None:
     assert int_for("num_classes", small) == 10
     assert int_for("spatial_dims", small) == 2  # before the "dim" rule
     assert int_for("num_layers", small) == 1  # "layers$" before "^num_"
+    assert int_for("levels", small) == 1  # a tree's depth: one level, not a width
+    assert int_for("num_levels", small) == 2
     assert int_for("zzz", small) is MISSING
     assert float_for("drop_path_rate") == 0.0
     assert float_for("layer_scale_init") == 1.0

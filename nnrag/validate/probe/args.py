@@ -338,7 +338,7 @@ class Synth(LeafValues, MappingValues):
             if holder is not None:  # ``block.expansion``: a class of the file is passed
                 return holder
         if reads and not configish:
-            part = self.module_setting(reads)
+            part = self.module_setting(reads, cls)
             if part is not MISSING:  # ``memory.d_model``: a module of the file that has it
                 return part
         if len(reads) >= 2 and self.depth < 2 and not nested:
@@ -383,10 +383,12 @@ class Synth(LeafValues, MappingValues):
             )
         return fields
 
-    def module_setting(self, reads: set[str]) -> object:
+    def module_setting(self, reads: set[str], owner: Any = None) -> object:
         """A module of the file, built with synthesized arguments, that has every attribute
-        the code reads from the parameter; MISSING if none builds."""
-        return module_with_attributes(self, self.module, reads)
+        the code reads from the parameter; MISSING if none builds. Never an ``owner`` (the
+        class whose parameter it is): its own instance nests it until the depth bound leaves
+        a placeholder at the bottom, which no forward makes real."""
+        return module_with_attributes(self, self.module, reads, exclude=owner)
 
     def with_attributes(self, cls: Any, name: str, *, as_type: bool = False) -> object:
         """A value that has every attribute the constructor of ``cls`` reads from parameter
@@ -400,7 +402,7 @@ class Synth(LeafValues, MappingValues):
         if as_type or as_class(use):
             found = class_with_attributes(self.module, use, as_type=True)
             return found if found is not None else stand_in_class(self, name, use)
-        part = self.module_setting(set(use.reads))
+        part = self.module_setting(set(use.reads), cls)
         if part is not MISSING:
             return part
         return stand_in_module(self, use, access_tree(cls, name, held=True))
@@ -534,7 +536,7 @@ class Synth(LeafValues, MappingValues):
             ):  # ``backbone: ConfigType`` handed to ``MODELS.build``: a ``dict(type=...)``
                 value = built
             elif annotation in (nn.Module, nn.Module | None) and (
-                (part := self.module_setting(parameter_usage(cls, name)[0])) is not MISSING
+                (part := self.module_setting(parameter_usage(cls, name)[0], cls)) is not MISSING
             ):
                 value = part
             elif annotation in (nn.Module, nn.Module | None) and (

@@ -11,6 +11,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import torch
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 
@@ -23,7 +24,7 @@ from nnrag.validate.probe.signatures import (
 )
 from nnrag.validate.probe.stand_ins import ShapeKeeping
 from nnrag.validate.probe.usage import Access, Use
-from nnrag.validate.probe.values import call, encode, remember
+from nnrag.validate.probe.values import call, encode, remember, seed_cpu
 
 
 class Maker(Protocol):
@@ -125,6 +126,9 @@ def stand_in_class(maker: Maker, name: str, use: Use) -> object:
     if not use.called or not names or use.methods & names:
         return MISSING
     values = {a: 1 if _RATIOS.search(a.lower()) else maker.field(a) for a in sorted(names)}
+    if any(_RATIOS.search(a.lower()) for a in names):  # ``planes * block.expansion``
+        made = attribute_class(_camel(name), values, widening=True)
+        return remember(made, call(attribute_class, [_camel(name), values], {"widening": True}))
     made = attribute_class(_camel(name), values)
     return remember(made, call(attribute_class, [_camel(name), values]))
 
@@ -163,10 +167,16 @@ def _attribute(maker: Maker, attr: str, tree: Access) -> object:
     return maker.structure(attr, tree) if tree else maker.field(attr)
 
 
-def module_with_attributes(maker: Maker, module: Any, reads: frozenset[str] | set[str]) -> object:
+def module_with_attributes(
+    maker: Maker, module: Any, reads: frozenset[str] | set[str], *, exclude: Any = None
+) -> object:
     """A module of the block file, built with synthesized arguments, that has every
-    attribute in ``reads`` (:func:`classes_setting`); MISSING if none builds."""
-    for candidate in classes_setting(module, reads)[:3]:
+    attribute in ``reads`` (:func:`classes_setting`), not an ``exclude`` class (nor a
+    subclass of it); MISSING if none builds."""
+    found = classes_setting(module, reads)
+    if isinstance(exclude, type):
+        found = [c for c in found if not issubclass(c, exclude)]
+    for candidate in found[:3]:
         built = maker.build(candidate)
         if built is not MISSING and all(hasattr(built, attr) for attr in reads):
             return built
@@ -234,9 +244,43 @@ def _declared(cls: type) -> set[str]:
     return found
 
 
-def attribute_class(name: str, attributes: dict[str, object]) -> type:
-    """A :class:`ShapeKeeping` subclass named ``name`` with ``attributes`` as class data."""
-    return type(name, (ShapeKeeping,), {**attributes, "__module__": __name__})
+def attribute_class(name: str, attributes: dict[str, object], *, widening: bool = False) -> type:
+    """A :class:`ShapeKeeping` subclass named ``name`` with ``attributes`` as class data
+    (``widening``: a :class:`Widening` one)."""
+    base = Widening if widening else ShapeKeeping
+    return type(name, (base,), {**attributes, "__module__": __name__})
+
+
+class Widening(ShapeKeeping):
+    """A stand-in for a factory whose width the code scales by a ratio it reads from it
+    (``block(inplanes, planes)``, then ``planes * block.expansion`` wide, the ratio 1):
+    built with two leading ints, its layer maps an input as wide as the first to the second
+    (a 1x1 convolution over an image's channels, a linear layer over the last dimension);
+    otherwise it keeps the shape, as :class:`ShapeKeeping`."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__()
+        del kwargs
+        pair = args[:2]
+        self.widths = (
+            (int(pair[0]), int(pair[1]))  # type: ignore[call-overload]  # checked: two ints
+            if len(pair) == 2 and all(type(a) is int and a > 0 for a in pair)
+            else None
+        )
+
+    def forward(self, x: torch.Tensor, *rest: object, **options: object) -> torch.Tensor:
+        if self.layer is None and self.widths is not None and isinstance(x, torch.Tensor):
+            wide, out = self.widths
+            image = x.dim() == 4 and x.shape[1] == wide
+            if x.is_floating_point() and (image or (x.dim() >= 2 and x.shape[-1] == wide)):
+                state = torch.get_rng_state()
+                try:
+                    seed_cpu(0)
+                    layer = nn.Conv2d(wide, out, 1) if image else nn.Linear(wide, out)
+                finally:
+                    torch.set_rng_state(state)
+                self.layer = layer.to(device=x.device, dtype=x.dtype)
+        return super().forward(x, *rest, **options)
 
 
 def class_annotation(annotation: Any) -> str | None:

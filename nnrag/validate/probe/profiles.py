@@ -48,7 +48,7 @@ INT_RULES: Rules[Profile] = Rules.of(
     (r"feat_?size|feature_size|grid_size|feat_res", lambda _, p: p.img // 4),
     (r"img|image|resolution|input_size|^size$|^hw$", lambda _, p: p.img),
     (r"(seq|max|context|block)_?(len|length)|positions|n_ctx|max_len", lambda _, p: 64),
-    (r"depths?$|layers$|num_blocks|n_blocks|blocks$|repeats$|stages$", lambda _, p: 1),
+    (r"depths?$|layers$|num_blocks|n_blocks|blocks$|repeats$|stages$|^levels?$", lambda _, p: 1),
     (r"num_experts|experts", lambda _, p: 2),
     (r"top_?k", lambda _, p: 1),
     (r"reduction|ratio|expan", lambda _, p: 4),

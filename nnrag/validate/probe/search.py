@@ -12,6 +12,7 @@ from torch import nn
 
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.asserts import asserted_inputs
+from nnrag.validate.probe.branches import other_branch
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.docshapes import passed_on_inputs
 from nnrag.validate.probe.examples import examples
@@ -20,6 +21,7 @@ from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.init_asserts import asserted_ctor
 from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
+from nnrag.validate.probe.none_callables import fill_none_callables
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
     OutputError,
@@ -55,6 +57,7 @@ from nnrag.validate.probe.samples import sample_inputs
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.signatures import init_signature, shallow_defaults
 from nnrag.validate.probe.stand_ins import (
+    ShapeKeeping,
     batch_norms,
     fill_none_modules,
     fresh_lazy,
@@ -65,6 +68,7 @@ from nnrag.validate.probe.stand_ins import (
     real_stand_ins,
     viewed_linear,
 )
+from nnrag.validate.probe.unpacked import named_items
 from nnrag.validate.probe.values import decode, seed_cpu
 
 if TYPE_CHECKING:
@@ -205,11 +209,23 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         fill_none_sizes(ctor, cls),
         scale_sizes(ctor, error),
         lengthen(ctor, cls, error),
+        named_items(ctor, cls, error),
         *name_repairs(ctor, cls, error),
         flip_guard(ctor, cls, error),
+        other_branch(ctor, cls, error),
         profile_layers(ctor),
     )
     return [repaired for repaired in found if repaired is not None]
+
+
+def unsize_stand_ins(block: nn.Module) -> None:
+    """Unmake the layers the block's shape-keeping stand-ins made at a forward that failed:
+    a later input that runs must size them itself, as the recipe's replay (one forward on a
+    fresh block) does; a layer kept from an earlier input (a linear layer over the last
+    dimension where a convolution over the channels comes fresh) made the replay differ."""
+    for module in list(block.modules()):
+        if isinstance(module, ShapeKeeping) and module.layer is not None:
+            module.layer = None
 
 
 def input_repairs(
@@ -400,6 +416,7 @@ class Search:
                 self.forward_placeholders = failed_in_placeholders(error, block, ctor)
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
+                unsize_stand_ins(block)  # the next inputs size them again, as a replay does
                 if given is None:
                     block, ctor = self.unsized(block, ctor)
                     message = f"{type(error).__name__}: {error}"
@@ -556,7 +573,11 @@ class Search:
         """Queue the constructor call the forward errors point to (a residual's width, a
         class called with other arguments), once each."""
         widened = (
-            match_residual(ctor, messages)
+            # placeholders first (a callable left at None, a layer given more than its input):
+            # what the other messages say came after them
+            fill_none_callables(ctor, self.cls, self.forward_error)
+            or many_argument_stand_ins(ctor, messages)
+            or match_residual(ctor, messages)
             or fixed_width(ctor, messages)
             or viewed_width(ctor, self.cls, messages)
             or asserted_levels(ctor, self.cls, messages)
@@ -566,7 +587,6 @@ class Search:
             or heads_divide_widths(ctor, self.cls, messages)
             or viewed_linear(ctor, messages)
             or fill_none_modules(ctor, self.cls, messages)
-            or many_argument_stand_ins(ctor, messages)
         )
         if widened is not None and repr(widened.kwargs) not in self.widened_seen:
             self.widened_seen.add(repr(widened.kwargs))

@@ -345,14 +345,18 @@ _MORE_ARGUMENTS = re.compile(r"Identity\.forward\(\) (takes 2 positional argumen
 def many_argument_stand_ins(ctor: Ctor, messages: list[str]) -> Ctor | None:
     """Repair: a placeholder layer was called with more than its input (``encoder(x,
     edge_index)``): each placeholder instance becomes a :class:`ShapeKeeping` layer, which
-    keeps the shape of its first argument and takes the others."""
+    keeps the shape of its first argument and takes the others, and each placeholder class
+    (``block(in_channels, out_channels)`` then ``tree(x, residual)``) the class itself."""
     if ctor.origin != "synthesized" or not any(_MORE_ARGUMENTS.search(m) for m in messages):
         return None
-    swaps = {
+    swaps: dict[str, object] = {
         name: remember(ShapeKeeping(), call(ShapeKeeping))
         for name in ctor.placeholders
         if type(ctor.kwargs.get(name)) is nn.Identity
     }
+    swaps.update(  # a placeholder class (a factory): its layers keep their first argument's shape
+        {name: ShapeKeeping for name in ctor.placeholders if ctor.kwargs.get(name) is nn.Identity}
+    )
     if not swaps:
         return None
     rest = [name for name in ctor.placeholders if name not in swaps]
