@@ -135,14 +135,16 @@ def _run_child(
             tmp=tmp,
             result_fd=result_fd,
             stderr_fd=stderr_fd,
-            memory_mb=setup["memory_mb"],
-            disk_mb=setup["disk_mb"],
-            layers=setup["layers"],
-            rules=setup["rules"],
             channel=channel,
+            **_confinement(setup),
         )
 
     return _forked(main, request.timeout_s, setup, server_fds)
+
+
+def _confinement(setup: Message) -> Message:
+    """The limits and layers of the server's ``setup`` that confine each child it forks."""
+    return {key: setup[key] for key in ("memory_mb", "disk_mb", "layers", "rules")}
 
 
 def _trial(modules: Sequence[str], setup: Message, server_fds: tuple[int, ...]) -> list[Message]:
@@ -155,11 +157,8 @@ def _trial(modules: Sequence[str], setup: Message, server_fds: tuple[int, ...]) 
             timeout_s=TRIAL_TIMEOUT_S,
             result_fd=result_fd,
             stderr_fd=stderr_fd,
-            memory_mb=setup["memory_mb"],
-            disk_mb=setup["disk_mb"],
-            layers=setup["layers"],
-            rules=setup["rules"],
             channel=channel,
+            **_confinement(setup),
         )
         preload.trial_main(
             modules, result_fd=result_fd, tmp=tmp, violations=violations, probes=probes

@@ -33,3 +33,15 @@ class Ctor:
             self.profile,
             self.inputs,
         )
+
+    def with_placeholders(self, filled: Mapping[str, object]) -> Ctor:
+        """This candidate with ``filled`` merged into its keyword arguments, each of them a
+        placeholder (a stand-in the constructor gets in place of a value it needs)."""
+        return Ctor(
+            self.origin,
+            self.args,
+            {**self.kwargs, **filled},
+            [*self.placeholders, *filled],
+            self.profile,
+            self.inputs,
+        )

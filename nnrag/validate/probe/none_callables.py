@@ -37,14 +37,7 @@ def fill_none_callables(ctor: Ctor, cls: type, error: BaseException | None) -> C
     }
     if not filled:
         return None
-    return Ctor(
-        ctor.origin,
-        ctor.args,
-        {**ctor.kwargs, **filled},
-        [*ctor.placeholders, *filled],
-        ctor.profile,
-        ctor.inputs,
-    )
+    return ctor.with_placeholders(filled)
 
 
 __all__ = ["fill_none_callables"]

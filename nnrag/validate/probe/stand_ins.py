@@ -329,14 +329,7 @@ def fill_none_modules(ctor: Ctor, cls: type, messages: list[str]) -> Ctor | None
     }
     if not filled:
         return None
-    return Ctor(
-        ctor.origin,
-        ctor.args,
-        {**ctor.kwargs, **filled},
-        [*ctor.placeholders, *filled],
-        ctor.profile,
-        ctor.inputs,
-    )
+    return ctor.with_placeholders(filled)
 
 
 _MORE_ARGUMENTS = re.compile(r"Identity\.forward\(\) (takes 2 positional arguments but|got an)")
