@@ -61,3 +61,41 @@ def test_the_stand_in_error_is_native_op_at_every_stage(stage: str) -> None:
     with pytest.raises(ModuleNotFoundError) as called:
         shim("nnrag_absent_ops._ext").roi_align_forward()
     assert classify(called.value, stage, [], frozenset({"nnrag_absent_ops"})) == "native-op"
+
+
+NATIVE_FORWARD = """
+import torch
+from torch import nn
+
+
+def fused(x):
+    raise ModuleNotFoundError(
+        "pkg._ext.fused: compiled extension 'pkg._ext' is not installed", name="pkg._ext"
+    )
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int = 8, hidden: int = 16):
+        super().__init__()
+        self.lin = nn.Linear(dim, hidden)
+
+    def forward(self, x):
+        return fused(self.lin(x))
+"""
+
+
+def test_search_ends_on_an_absent_operator_and_reports_it(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Inputs that get through to an absent compiled operator end the input search: the block
+    fails as native-op naming the operator (not with the shape error of a worse input tried
+    later), after at most NATIVE_OP_TRIES constructor candidates."""
+    from nnrag.validate.probe.search import NATIVE_OP_TRIES
+
+    path = tmp_path / "block.py"
+    path.write_text(NATIVE_FORWARD)
+    result = validate_file(
+        path, block_id="t:block:Block", class_name="Block", depth="forward", sandbox=sandbox
+    )
+    assert (result.failed_stage, result.category) == ("forward", "native-op"), result.message
+    assert "compiled extension 'pkg._ext' is not installed" in result.message
+    assert result.recipe is not None
+    assert result.recipe.attempts <= NATIVE_OP_TRIES + 1

@@ -117,6 +117,9 @@ class Runner(Protocol):
 
 
 MAX_ATTEMPTS = 40
+NATIVE_OP_TRIES = 3
+"""Constructor candidates whose forward may reach an absent compiled operator before the search
+ends: inputs cannot avoid the operator, only a candidate whose options take another path can."""
 """Hard bound on constructor plus forward attempts per block."""
 
 Inputs = list[tuple[list[Any], dict[str, Any]]]
@@ -283,6 +286,7 @@ class Search:
         self.stopped = False
         self.ctor_error: BaseException | None = None
         self.forward_error: BaseException | None = None
+        self.native_errors: list[BaseException] = []  # forward reached an absent operator
         self.forward_placeholders: list[str] = []  # the last forward error came from inside
         self.output_error: OutputError | None = None
         self.screened_error: RuntimeError | None = None
@@ -416,6 +420,12 @@ class Search:
                 self.forward_placeholders = failed_in_placeholders(error, block, ctor)
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
+                if classify(error, "forward", runner.violations) == "native-op":
+                    # the inputs got through to an operator whose binary is absent: other
+                    # inputs meet it too; another constructor candidate may take another path
+                    self.native_errors.append(error)
+                    done = len(self.native_errors) >= NATIVE_OP_TRIES
+                    return ("stop" if done else "next"), messages
                 unsize_stand_ins(block)  # the next inputs size them again, as a replay does
                 if given is None:
                     block, ctor = self.unsized(block, ctor)
@@ -602,6 +612,7 @@ class Search:
         else:
             failure = (
                 self.output_error
+                or (self.native_errors[-1] if self.native_errors else None)
                 or self.forward_error
                 or self.screened_error
                 or RuntimeError("no input candidate within the attempt bound")
