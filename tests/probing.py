@@ -12,6 +12,28 @@ from nnrag.validate.stages import run_validation
 
 HEAD = "import torch\nfrom torch import nn\n\n"
 
+TOY_REGISTRY = """class Registry:
+    def __init__(self, name):
+        self.name = name
+        self._module_dict = {}
+
+    def register_module(self, module=None):
+        if module is not None:
+            self._module_dict[module.__name__] = module
+            return module
+
+        def register(cls):
+            self._module_dict[cls.__name__] = cls
+            return cls
+        return register
+
+    def build(self, cfg):
+        cfg = dict(cfg)
+        return self._module_dict[cfg.pop("type")](**cfg)
+"""
+"""A registry in the shape of the frameworks' (``register_module`` as a decorator or with
+``module=``, ``build`` of a ``dict(type=...)``), for hand-made blocks to paste in."""
+
 
 def probe(
     sandbox: Sandbox,

@@ -10,31 +10,21 @@ import pytest
 pytest.importorskip("torch")
 
 from tests.integration.test_probe_documented import run_in_child
+from tests.probing import TOY_REGISTRY
 
 pytestmark = pytest.mark.integration
 
-RECOGNIZER = '''
+RECOGNIZER = (
+    """
 from typing import Optional
 
 import torch
 from torch import nn
 
 
-class Registry:
-    def __init__(self, name):
-        self.name = name
-        self._module_dict = {}
-
-    def register_module(self):
-        def register(cls):
-            self._module_dict[cls.__name__] = cls
-            return cls
-        return register
-
-    def build(self, cfg):
-        cfg = dict(cfg)
-        return self._module_dict[cfg.pop("type")](**cfg)
-
+"""
+    + TOY_REGISTRY
+    + '''
 
 MODELS = Registry("model")
 
@@ -68,6 +58,7 @@ class Plain(nn.Module):
     def forward(self, x):
         return self.conv(x).view(7, -1, 5)
 '''
+)
 
 
 def test_an_error_inside_a_stand_in_of_another_kind_names_the_placeholder(

@@ -11,32 +11,21 @@ from nnrag.recipes import recipe_to_dict
 from nnrag.validate.probe.values import decode
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
-from tests.probing import probe
+from tests.probing import TOY_REGISTRY, probe
 
 pytestmark = pytest.mark.integration
 
-BLOCKS = """
+BLOCKS = (
+    """
 from typing import Optional, Union
 
 import torch
 from torch import nn
 
 
-class Registry:
-    def __init__(self, name):
-        self.name = name
-        self._module_dict = {}
-
-    def register_module(self):
-        def register(cls):
-            self._module_dict[cls.__name__] = cls
-            return cls
-        return register
-
-    def build(self, cfg):
-        cfg = dict(cfg)
-        return self._module_dict[cfg.pop("type")](**cfg)
-
+"""
+    + TOY_REGISTRY
+    + """
 
 MODELS = Registry("model")
 
@@ -89,6 +78,7 @@ class PlainDictDetector(nn.Module):
     def forward(self, x):
         return self.neck(x)
 """
+)
 
 
 @pytest.mark.parametrize("name", ["Detector", "PlainDictDetector"])

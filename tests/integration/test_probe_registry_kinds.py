@@ -13,36 +13,21 @@ from nnrag.recipes import recipe_to_dict
 from nnrag.validate.probe.values import decode
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
-from tests.probing import probe
+from tests.probing import TOY_REGISTRY, probe
 
 pytestmark = pytest.mark.integration
 
-BLOCKS = """
+BLOCKS = (
+    """
 from typing import Dict, Optional, Union
 
 import torch
 from torch import nn
 
 
-class Registry:
-    def __init__(self, name):
-        self.name = name
-        self._module_dict = {}
-
-    def register_module(self, module=None):
-        if module is not None:
-            self._module_dict[module.__name__] = module
-            return module
-
-        def register(cls):
-            self._module_dict[cls.__name__] = cls
-            return cls
-        return register
-
-    def build(self, cfg):
-        cfg = dict(cfg)
-        return self._module_dict[cfg.pop("type")](**cfg)
-
+"""
+    + TOY_REGISTRY
+    + """
 
 MODELS = Registry("model")
 TASK_UTILS = Registry("task util")
@@ -230,6 +215,7 @@ class Options(nn.Module):
     def forward(self, x):
         return x * self.factor
 """
+)
 
 EXPECTED = {
     "Detector": ("head", "ConvHead"),
