@@ -41,7 +41,10 @@ class Present(nn.Module):
 """
 
 
-def _validate(sandbox: Sandbox, path: Path, name: str) -> tuple[str, str | None, str]:
+def _validate(sandbox: Sandbox, tmp_path: Path, name: str) -> tuple[str, str | None, str]:
+    """Validate class ``name`` of the GUARDED file: (failed stage, category, message)."""
+    path = tmp_path / "guarded.py"
+    path.write_text(textwrap.dedent(GUARDED))
     result, _ = run_validation(
         path,
         block_id=f"t:guarded:{name}",
@@ -56,9 +59,7 @@ def _validate(sandbox: Sandbox, path: Path, name: str) -> tuple[str, str | None,
 def test_a_class_defined_under_a_false_guard_is_a_missing_external_naming_it(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    path = tmp_path / "guarded.py"
-    path.write_text(textwrap.dedent(GUARDED))
-    stage, category, message = _validate(sandbox, path, "Fast")
+    stage, category, message = _validate(sandbox, tmp_path, "Fast")
     assert (stage, category) == ("instantiate", "missing-external")
     assert "Fast is defined at line 9 of the block file only when `HAS_ACCELERATOR`" in message
     assert "(line 7) is true, which was not the case" in message
@@ -68,9 +69,7 @@ def test_a_class_defined_under_a_false_guard_is_a_missing_external_naming_it(
 def test_a_class_whose_base_is_an_import_fallback_is_a_missing_external(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    path = tmp_path / "guarded.py"
-    path.write_text(textwrap.dedent(GUARDED))
-    stage, category, message = _validate(sandbox, path, "Fallback")
+    stage, category, message = _validate(sandbox, tmp_path, "Fallback")
     assert (stage, category) == ("instantiate", "missing-external")
     assert "a class with bases (object)" in message
 
@@ -78,8 +77,6 @@ def test_a_class_whose_base_is_an_import_fallback_is_a_missing_external(
 def test_a_class_the_file_does_not_define_at_all_stays_an_internal_error(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    path = tmp_path / "guarded.py"
-    path.write_text(textwrap.dedent(GUARDED))
-    stage, category, message = _validate(sandbox, path, "Nowhere")
+    stage, category, message = _validate(sandbox, tmp_path, "Nowhere")
     assert (stage, category) == ("instantiate", "internal-error")
     assert "Nowhere is not an nn.Module class in the file" in message
