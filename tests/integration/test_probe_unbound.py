@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests.probing import check_block
 
 pytestmark = pytest.mark.integration
 
@@ -45,14 +45,7 @@ def _validate(sandbox: Sandbox, tmp_path: Path, name: str) -> tuple[str, str | N
     """Validate class ``name`` of the GUARDED file: (failed stage, category, message)."""
     path = tmp_path / "guarded.py"
     path.write_text(textwrap.dedent(GUARDED))
-    result, _ = run_validation(
-        path,
-        block_id=f"t:guarded:{name}",
-        class_name=name,
-        depth="forward",
-        timeout_s=30.0,
-        sandbox=sandbox,
-    )
+    result = check_block(sandbox, path, name)
     return result.failed_stage or "", result.category, result.message
 
 
