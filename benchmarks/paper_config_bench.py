@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -177,15 +178,20 @@ def assemble(work: Path) -> tuple[Path, dict[str, Any]]:
 # --------------------------------------------------------------------------- running
 
 
-class TreeRss:
-    """Samples the RSS of a process and all its descendants: the peak of the whole tree, of one
+class TreeSampler:
+    """Samples the process tree of a run each second: the peak RSS of the whole tree, of one
     nnrag process (the pytest controller, an xdist worker, a sandbox server and the process in
     it that forks the blocks) and of one block's sandboxed child (its own allocations, capped by
-    the sandbox's per-block memory limit: a block child is a leaf whose parent runs the server).
+    the sandbox's per-block memory limit: a block child is a leaf whose parent runs the server);
+    and the CPU seconds each xdist worker's subtree (the worker, its sandbox server, the blocks
+    it forks) has used, so the run can say when each worker last had work.
     """
 
     SERVER = "nnrag.validate.server"
     """What the command line of a sandbox server, and of every process it forks, contains."""
+
+    BUSY_CPU_S = 0.3
+    """CPU seconds within one second's sample that count a worker as busy in it."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -193,10 +199,13 @@ class TreeRss:
         self.peak_single = 0
         self.peak_nnrag = 0
         self.peak_block = 0
+        self.started = time.monotonic()
+        self.worker_cpu: dict[int, list[tuple[float, float]]] = defaultdict(list)
+        """Per xdist worker pid: (seconds since start, CPU seconds of its subtree so far)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> TreeRss:
+    def __enter__(self) -> TreeSampler:
         self._thread.start()
         return self
 
@@ -230,6 +239,71 @@ class TreeRss:
                         else:
                             self.peak_nnrag = max(self.peak_nnrag, rss)
                 self.peak_total = max(self.peak_total, total)
+                now = time.monotonic() - self.started
+                for worker in top.children():
+                    with contextlib.suppress(psutil.Error):
+                        if self.SERVER not in " ".join(worker.cmdline()):
+                            self.worker_cpu[worker.pid].append((now, _subtree_cpu(worker)))
+
+    def workers(self) -> dict[str, Any]:
+        """When each worker last had work (a second with at least ``BUSY_CPU_S`` of CPU), and
+        the straggler time: from the first worker running out of work to the last."""
+        last_busy: list[float] = []
+        busy_s: list[float] = []
+        for samples in self.worker_cpu.values():
+            busy = [
+                t
+                for (_, before), (t, after) in itertools.pairwise(samples)
+                if after - before >= self.BUSY_CPU_S
+            ]
+            if busy:
+                last_busy.append(busy[-1])
+                busy_s.append(float(len(busy)))
+        return {
+            "workers": len(last_busy),
+            "last_busy_s": sorted(round(t, 1) for t in last_busy),
+            "busy_s": sorted(round(t, 1) for t in busy_s),
+            "straggler_s": round(max(last_busy) - min(last_busy), 1) if last_busy else None,
+        }
+
+
+def _subtree_cpu(proc: Any) -> float:
+    """CPU seconds of ``proc`` and its descendants, living or reaped (a reaped child's CPU is
+    in its parent's ``children_*`` times, a living one's in its own)."""
+    import psutil
+
+    total = 0.0
+    for each in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            times = each.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+class LogTap:
+    """Copies a run's output to its log line by line and notes when the harvest pass (the
+    plugin's ``harvest pass:`` progress lines) was first and last heard from."""
+
+    MARK = "harvest pass:"
+
+    def __init__(self, stream: Any, log: Path, started: float) -> None:
+        self.first_harvest_s: float | None = None
+        self.last_harvest_s: float | None = None
+        self._stream, self._log, self._started = stream, log, started
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with open(self._log, "w") as out:
+            for line in iter(self._stream.readline, ""):
+                out.write(line)
+                if self.MARK in line:
+                    now = round(time.perf_counter() - self._started, 1)
+                    self.first_harvest_s = self.first_harvest_s or now
+                    self.last_harvest_s = now
+
+    def join(self) -> None:
+        self._thread.join()
 
 
 def run_plugin(repos: Path, work: Path, *, workers: str, depth: str) -> dict[str, Any]:
@@ -240,19 +314,27 @@ def run_plugin(repos: Path, work: Path, *, workers: str, depth: str) -> dict[str
     run_dir.mkdir()
     log = work / "pytest.log"
     start = time.perf_counter()
-    with open(log, "w") as out:
-        proc = subprocess.Popen(command, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT)
-        with TreeRss(proc.pid) as rss:
-            code = proc.wait()
+    proc = subprocess.Popen(
+        command, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    tap = LogTap(proc.stdout, log, start)
+    with TreeSampler(proc.pid) as sampler:
+        code = proc.wait()
+    tap.join()
     wall = time.perf_counter() - start
     return {
         "command": " ".join(command),
         "exit": code,
         "wall_s": round(wall, 1),
-        "peak_rss_tree_gb": round(rss.peak_total / 2**30, 2),
-        "peak_rss_process_gb": round(rss.peak_single / 2**30, 2),
-        "peak_rss_nnrag_process_gb": round(rss.peak_nnrag / 2**30, 2),
-        "peak_rss_block_child_gb": round(rss.peak_block / 2**30, 2),
+        "phases_s": {
+            "harvest_pass_first_heard": tap.first_harvest_s,
+            "harvest_pass_last_heard": tap.last_harvest_s,
+        },
+        "workers": sampler.workers(),
+        "peak_rss_tree_gb": round(sampler.peak_total / 2**30, 2),
+        "peak_rss_process_gb": round(sampler.peak_single / 2**30, 2),
+        "peak_rss_nnrag_process_gb": round(sampler.peak_nnrag / 2**30, 2),
+        "peak_rss_block_child_gb": round(sampler.peak_block / 2**30, 2),
         "report": str(report),
         "cache": str(cache),
         "log": str(log),
@@ -527,6 +609,30 @@ def _round(values: list[float]) -> list[float]:
 # --------------------------------------------------------------------------- output
 
 
+def _timeline(run: dict[str, Any]) -> list[str]:
+    """The run's phases and its workers' last busy seconds, when the run recorded them."""
+    phases, workers = run.get("phases_s"), run.get("workers")
+    if not phases or not workers:
+        return []
+    first, last = phases["harvest_pass_first_heard"], phases["harvest_pass_last_heard"]
+    lines = []
+    if first is not None and last is not None:
+        lines.append(
+            f"Timeline: index and collection until the harvest pass's first progress line at "
+            f"{first / 60:.1f} min, its last at {last / 60:.1f} min (every 50 blocks), the "
+            f"verdicts after the freeze until {run['wall_s'] / 60:.1f} min."
+        )
+    if workers["workers"]:
+        lines.append(
+            f"Workers ({workers['workers']}): last second with work at "
+            + ", ".join(f"{t / 60:.1f}" for t in workers["last_busy_s"])
+            + f" min (busy {', '.join(f'{t / 60:.1f}' for t in workers['busy_s'])} min each); "
+            f"straggler time (first worker out of work to the last): "
+            f"**{workers['straggler_s']} s**."
+        )
+    return [*lines, ""] if lines else []
+
+
 def markdown(result: dict[str, Any]) -> str:
     run, totals = result["run"], result["totals"]
     md = [
@@ -550,6 +656,7 @@ def markdown(result: dict[str, Any]) -> str:
         else f"The run was stopped after {run['wall_s'] / 60:.1f} min wall; its peak RSS was not "
         "recorded (the sampler belongs to the stopped driver).",
         "",
+        *_timeline(run),
         f"Discovered **{totals['discovered']}** blocks; validated {totals['blocks']}"
         + (
             f" (**{totals['not_run']} not run**: the run was stopped before its end)"
