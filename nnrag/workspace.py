@@ -252,14 +252,17 @@ class Workspace:
         *,
         depth: Stage | None = None,
         hints: BlockHints | None = None,
+        final_harvest: bool = False,
     ) -> ValidationResult:
         """Validate one block to ``depth`` (default: settings.depth), using the result cache.
 
-        ``hints`` (e.g. from the ``pytest_nnrag_block_inputs`` hook) win over config hints.
+        ``hints`` (e.g. from the ``pytest_nnrag_block_inputs`` hook) win over config hints;
+        ``final_harvest``: the harvest pass's word that the block's harvest is final
+        (``nnrag.validate.stages.prepare_block``).
         """
         from nnrag.validate.stages import validate_block
 
-        return validate_block(self, query, depth=depth, hints=hints)
+        return validate_block(self, query, depth=depth, hints=hints, final_harvest=final_harvest)
 
     def replay(self, query: str | BlockRef) -> Replay:
         """Rebuild and rerun a block from its recorded recipe; say whether it reproduces."""

@@ -186,10 +186,12 @@ class NnragSession:
         workerinput = getattr(self.config, "workerinput", {})
         progress = _PassProgress(str(workerinput.get("workerid", "")))
 
-        def validate(block: BlockRef) -> None:
+        def validate(block: BlockRef, final: bool) -> None:
             item = items[block.id]
             with contextlib.suppress(Exception):  # the item runs again and reports the error
-                self.state.workspace.validate(block, depth=item.depth, hints=item.hints())
+                self.state.workspace.validate(
+                    block, depth=item.depth, hints=item.hints(), final_harvest=final
+                )
             progress.step()
 
         done = harvest_first(

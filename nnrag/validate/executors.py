@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from nnrag.model import BlockJob, JobOutcome, RayOptions, ValidationResult
@@ -60,6 +60,7 @@ def validate_many(
     *,
     executor: Executor,
     depth: Stage | None = None,
+    final_harvest: Collection[str] = frozenset(),
 ) -> Iterator[ValidationResult]:
     """Validate ``blocks`` through ``executor``; yield each result as soon as it is known.
 
@@ -68,11 +69,13 @@ def validate_many(
     cache writes of every outcome (:func:`~nnrag.validate.stages.finish_job`). So a run
     through any executor leaves the same cache and gives the same results as a local run.
     Cached and closure-decided results come first, then the jobs in :func:`schedule` order
-    as they finish.
+    as they finish. ``final_harvest``: ids of blocks whose harvest the harvest pass knows to be
+    final (:func:`~nnrag.validate.stages.prepare_block`).
     """
     jobs: list[BlockJob] = []
     for block in blocks:
-        prepared = prepare_block(workspace, block, depth=depth)
+        final = block.id in final_harvest
+        prepared = prepare_block(workspace, block, depth=depth, final_harvest=final)
         if isinstance(prepared, ValidationResult):
             yield prepared
         else:

@@ -1,22 +1,95 @@
 """The harvest pass: every block of a source runs once, recording the real constructor calls
-of its parts, and the harvest is frozen before any verdict uses it (the first session too)."""
+of its parts, and the harvest is frozen before any verdict uses it (the first session too).
+
+A record of class ``X`` can only come from a block whose file defines a class ``X`` (its
+*container*): so once every container of ``X`` ran, ``X``'s harvest is final. A block whose
+file defines no class named like another block of its source (a *leaf*) records nothing a
+verdict reads; a leaf whose containers all ran gets its final verdict in the pass (the job
+:func:`~nnrag.validate.stages.prepare_block` makes after the freeze, same key), instead of a
+recording run now and a second run after the freeze. Other blocks run as they always did
+(without recipes, recording), so the harvest and every verdict are the same whatever the
+order and the number of processes; only how many blocks run twice changes.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
+from nnrag.errors import ExtractionError, InternalError
 from nnrag.model import BlockRef
 from nnrag.validate.executors import Executor, validate_many
 from nnrag.validate.stages import BlockSource, complete_harvests
 
 POLL_S = 0.5
 """How often a share waits for the other shares of the pass."""
+CLASS_STATEMENT = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def defined_classes(code: str) -> frozenset[str]:
+    """The names of the class statements of ``code``, at any depth (more, never fewer: a line
+    of a string that reads like one counts too)."""
+    return frozenset(CLASS_STATEMENT.findall(code))
+
+
+@dataclass(frozen=True, slots=True)
+class HarvestOrder:
+    """Which blocks of the pass can record the class of which others (see the module)."""
+
+    containers: Mapping[str, frozenset[str]]
+    """Block id -> ids of the other blocks of its source whose files define a class of its
+    name: only their runs can record its class."""
+    leaves: frozenset[str]
+    """Ids of the blocks whose files define no class named like another block of their
+    source: what they record no verdict reads."""
+
+    def ready(self, block_id: str, done: Collection[str]) -> bool:
+        """Whether running the block now loses nothing: it is no leaf (it runs recording,
+        as always), or every container of it ran (its run is its verdict)."""
+        return block_id not in self.leaves or self.final(block_id, done)
+
+    def final(self, block_id: str, done: Collection[str]) -> bool:
+        """Whether a run of the block now is its verdict: a leaf whose containers all ran
+        (``done``: ids of blocks whose runs finished, their records stored)."""
+        return block_id in self.leaves and all(c in done for c in self.containers.get(block_id, ()))
+
+
+def harvest_order(
+    blocks: Sequence[BlockRef], defines: Mapping[str, frozenset[str]]
+) -> HarvestOrder:
+    """The :class:`HarvestOrder` of ``blocks``, given the classes each one's file defines
+    (``defines``, by id; a block missing there defines none)."""
+    named: dict[tuple[str, str], list[str]] = {}
+    for block in blocks:
+        named.setdefault((block.source, block.name), []).append(block.id)
+    containers: dict[str, set[str]] = {}
+    holders: set[str] = set()
+    for block in blocks:
+        for name in defines.get(block.id, frozenset()):
+            for part in named.get((block.source, name), ()):
+                if part != block.id:
+                    containers.setdefault(part, set()).add(block.id)
+                    holders.add(block.id)
+    return HarvestOrder(
+        containers={i: frozenset(ids) for i, ids in sorted(containers.items())},
+        leaves=frozenset(b.id for b in blocks if b.id not in holders),
+    )
+
+
+def block_defines(workspace: BlockSource, block: BlockRef) -> frozenset[str]:
+    """The classes ``block``'s file defines (extracted as its run will be: the workspace
+    memoizes it); none when it cannot be extracted (its run then fails before the sandbox)."""
+    try:
+        return defined_classes(workspace.extract(block).code)
+    except (ExtractionError, InternalError):
+        return frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,13 +123,21 @@ def harvest_with(
     parallel, locally or on Ray), then freeze: what ``nnrag validate --all`` runs first.
 
     Results and harvest go to the cache, so the verdicts that follow are cache hits for blocks
-    without harvested parts; nothing is reported here.
+    without harvested parts, and for leaves (:class:`HarvestOrder`): they run in a second wave,
+    after every container; nothing is reported here.
     """
     sources = pending_sources(workspace, selected)
     if not sources:
         return HarvestPass()
     blocks = sorted((b for b in selected if b.source in sources), key=lambda b: b.id)
-    for _ in validate_many(workspace, blocks, executor=executor):
+    order = harvest_order(blocks, {b.id: block_defines(workspace, b) for b in blocks})
+    # Two waves: every container runs in the first, so the leaves left are final in the second.
+    first = [b for b in blocks if order.ready(b.id, ())]
+    later = [b for b in blocks if not order.ready(b.id, ())]
+    for _ in validate_many(workspace, first, executor=executor):
+        pass
+    final = frozenset(b.id for b in later)
+    for _ in validate_many(workspace, later, executor=executor, final_harvest=final):
         pass
     frozen = complete_harvests(workspace, [b.id for b in blocks])
     return HarvestPass(frozen=tuple(frozen), ran=frozenset(b.id for b in blocks))
@@ -65,7 +146,7 @@ def harvest_with(
 def harvest_first(
     workspace: BlockSource,
     selected: Sequence[BlockRef],
-    validate: Callable[[BlockRef], object],
+    validate: Callable[[BlockRef, bool], object],
     *,
     share: tuple[int, int] = (0, 1),
     run_id: str = "",
@@ -74,41 +155,123 @@ def harvest_first(
 ) -> HarvestPass:
     """Run this process's ``share`` (index, count) of the harvest pass, then freeze.
 
-    ``validate`` runs one block as the session will (its results and harvest go to the
-    cache, so the session's own run of a block without harvested parts is a cache hit). With
-    several processes (``count`` > 1, e.g. xdist workers of one run ``run_id``), each takes
-    the next block of ``selected`` not yet taken (a counter in ``folder`` shared by the run's
-    processes), in the order given, until none is left: a process that finishes a block takes
-    the next, so none idles while another works through a fixed share (given costliest
-    first, the last blocks are the quick ones). Then each waits, up to ``wait_s``, for the
-    others' marker files in ``folder``; a share that never finishes leaves the harvest
-    unfrozen (verdicts then use no harvest, as keyed).
+    ``validate(block, final)`` runs one block as the session will (its results and harvest
+    go to the cache, so the session's own run of a block without harvested parts is a cache
+    hit); ``final``: the block's harvest is final (:meth:`HarvestOrder.final`), so the run is
+    the verdict the session would compute after the freeze. Blocks are taken one at a time,
+    the first *ready* one (:meth:`HarvestOrder.ready`) in the order given (costliest first),
+    else the first not taken, so no process idles while blocks remain. With several processes
+    (``count`` > 1, e.g. xdist workers of one run ``run_id``) the blocks taken and done are
+    shared in ``folder`` (under a file lock), and the classes each block's file defines are
+    read first, each process extracting a share; then each waits, up to ``wait_s``, for the
+    others' marker files; a share that never finishes leaves the harvest unfrozen (verdicts
+    then use no harvest, as keyed).
     """
     sources = pending_sources(workspace, selected)
     if not sources:
         return HarvestPass()
     index, count = share
     blocks = [b for b in selected if b.source in sources]
-    mine = blocks if count <= 1 else _claimed(blocks, folder / f"run-{run_id}")
+    marks = folder / f"run-{run_id}"
+    mine: Iterator[tuple[BlockRef, bool]]
+    if count <= 1:
+        defines = {b.id: block_defines(workspace, b) for b in blocks}
+        mine = _taken_here(blocks, harvest_order(blocks, defines))
+    else:
+        order = _shared_order(workspace, blocks, marks, index=index, count=count, wait_s=wait_s)
+        mine = _claimed(blocks, order, marks)
     ran_now: list[str] = []
-    for block in mine:
-        validate(block)
+    for block, final in mine:
+        validate(block, final)
         ran_now.append(block.id)
     ran = frozenset(ran_now)
     if count > 1:
-        others = _all_shares_done(folder, run_id, ran, index=index, count=count, wait_s=wait_s)
-        if others is None:
+        shares = _publish_and_wait(
+            marks, "share", sorted(ran), index=index, count=count, wait_s=wait_s
+        )
+        if shares is None:
             return HarvestPass(ran=ran)
-        ran |= others
+        ran |= frozenset(i for ids in shares for i in ids)
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder / "freeze.lock")):
         frozen = complete_harvests(workspace, [b.id for b in blocks])
     return HarvestPass(frozen=tuple(frozen), ran=ran)
 
 
-def _claimed(blocks: Sequence[BlockRef], marks: Path) -> Iterator[BlockRef]:
-    """The blocks this process takes, one at a time, from a counter every process of the run
-    shares (``marks/next``, under a file lock): each block goes to exactly one process."""
+def _next_block(
+    blocks: Sequence[BlockRef],
+    order: HarvestOrder | None,
+    taken: Collection[str],
+    done: Collection[str],
+) -> BlockRef | None:
+    """The first block not taken that is ready, else the first not taken (a leaf taken
+    before its containers ran runs recording, as without the order); ``None`` when all are."""
+    left = [b for b in blocks if b.id not in taken]
+    if order is not None:
+        ready = next((b for b in left if order.ready(b.id, done)), None)
+        if ready is not None:
+            return ready
+    return left[0] if left else None
+
+
+def _taken_here(blocks: Sequence[BlockRef], order: HarvestOrder) -> Iterator[tuple[BlockRef, bool]]:
+    """Every block, in :func:`_next_block` order, and whether its harvest is final (one
+    process: a block is done when the next is asked for)."""
+    taken: set[str] = set()
+    while (block := _next_block(blocks, order, taken, taken)) is not None:
+        final = order.final(block.id, taken)
+        taken.add(block.id)
+        yield block, final
+
+
+def _claimed(
+    blocks: Sequence[BlockRef], order: HarvestOrder | None, marks: Path
+) -> Iterator[tuple[BlockRef, bool]]:
+    """The blocks this process takes, one at a time, by :func:`_next_block` over the blocks
+    every process of the run took and finished (``marks/pass.json``, under a file lock):
+    each block goes to exactly one process. A block is done when this process asks for the
+    next; with no ``order``, no block's harvest is final."""
+    marks.mkdir(parents=True, exist_ok=True)
+    state = marks / "pass.json"
+    finished: str | None = None
+    while True:
+        with FileLock(str(marks / "pass.lock")):
+            seen = json.loads(state.read_text()) if state.exists() else {"taken": [], "done": []}
+            taken, done = set(seen["taken"]), set(seen["done"])
+            if finished is not None:
+                done.add(finished)
+            block = _next_block(blocks, order, taken, done)
+            if block is not None:
+                taken.add(block.id)
+            _write_whole(state, {"taken": sorted(taken), "done": sorted(done)})
+        if block is None:
+            return
+        yield block, order is not None and order.final(block.id, done)
+        finished = block.id
+
+
+def _shared_order(
+    workspace: BlockSource,
+    blocks: Sequence[BlockRef],
+    marks: Path,
+    *,
+    index: int,
+    count: int,
+    wait_s: float,
+) -> HarvestOrder | None:
+    """The :class:`HarvestOrder` of ``blocks``, each process of the run extracting a share
+    (taken from a counter in ``marks``); ``None`` (no block final) when a share never came."""
+    mine = {b.id: sorted(block_defines(workspace, b)) for b in _counted(blocks, marks)}
+    shares = _publish_and_wait(marks, "defines", mine, index=index, count=count, wait_s=wait_s)
+    if shares is None:
+        return None
+    defines = {i: frozenset(names) for share in shares for i, names in share.items()}
+    return harvest_order(blocks, defines)
+
+
+def _counted(blocks: Sequence[BlockRef], marks: Path) -> Iterator[BlockRef]:
+    """The blocks this process takes from a counter every process of the run shares
+    (``marks/next``, under a file lock): each block goes to exactly one process."""
     marks.mkdir(parents=True, exist_ok=True)
     counter = marks / "next"
     while True:
@@ -120,20 +283,23 @@ def _claimed(blocks: Sequence[BlockRef], marks: Path) -> Iterator[BlockRef]:
         yield blocks[taken]
 
 
-def _all_shares_done(
-    folder: Path, run_id: str, ran: frozenset[str], *, index: int, count: int, wait_s: float
-) -> frozenset[str] | None:
-    """Mark this share done (with the blocks it ran); wait for every other share of run
-    ``run_id``; return the blocks all shares ran, or ``None`` when one never finished."""
-    marks = folder / f"run-{run_id}"
+def _write_whole(path: Path, value: object) -> None:
+    """Write ``value`` as JSON to ``path``: whole, or not there."""
+    path.with_suffix(".tmp").write_text(json.dumps(value))
+    path.with_suffix(".tmp").replace(path)
+
+
+def _publish_and_wait(
+    marks: Path, what: str, value: Any, *, index: int, count: int, wait_s: float
+) -> list[Any] | None:
+    """Publish this share's ``value`` (``marks/<what>-<index>.json``); wait for every other
+    share's; return them all, or ``None`` when one never came."""
     marks.mkdir(parents=True, exist_ok=True)
-    done = marks / f"share-{index}.json"
-    done.with_suffix(".tmp").write_text(json.dumps(sorted(ran)))
-    done.with_suffix(".tmp").replace(done)  # whole, or not there
+    _write_whole(marks / f"{what}-{index}.json", value)
     deadline = time.monotonic() + wait_s
-    paths = [marks / f"share-{i}.json" for i in range(count)]
+    paths = [marks / f"{what}-{i}.json" for i in range(count)]
     while time.monotonic() < deadline:
         if all(path.exists() for path in paths):
-            return frozenset(i for path in paths for i in json.loads(path.read_text()))
+            return [json.loads(path.read_text()) for path in paths]
         time.sleep(POLL_S)
     return None

@@ -320,8 +320,11 @@ def _validate_block(
     *,
     depth: Stage | None = None,
     hints: BlockHints | None = None,
+    final_harvest: bool = False,
 ) -> ValidationResult:
-    prepared = prepare_block(workspace, query, depth=depth, hints=hints)
+    prepared = prepare_block(
+        workspace, query, depth=depth, hints=hints, final_harvest=final_harvest
+    )
     if isinstance(prepared, ValidationResult):
         return prepared
     return finish_job(workspace, prepared, run_job(prepared, sandbox=workspace.sandbox()))
@@ -365,9 +368,15 @@ def prepare_block(
     *,
     depth: Stage | None = None,
     hints: BlockHints | None = None,
+    final_harvest: bool = False,
 ) -> ValidationResult | BlockJob:
     """Everything before the sandbox, on the driver: a result (cached, or decided by the
-    closure) or the :class:`BlockJob` an executor runs. The block file is written here."""
+    closure) or the :class:`BlockJob` an executor runs. The block file is written here.
+
+    ``final_harvest``: the harvest pass knows this block's harvest is final before its source
+    is frozen (every block that can record its class ran) and that nothing this run would
+    record is read by a verdict; a harvested block then gets the job it gets after the freeze
+    (same recipes, same key), not a run that records (see ``nnrag.validate.harvesting``)."""
     from nnrag.validate.results import cache_key
 
     settings = workspace.settings
@@ -384,8 +393,8 @@ def prepare_block(
     state = workspace.extraction_state()
     # Harvested recipes only once the source's harvest pass is over, and a result is keyed by
     # the harvest it used: the verdict never depends on which blocks happened to run first.
-    final = cache.harvest_complete(block.source, state)
-    harvested = cache.harvested(block.source, block.name) if final else []
+    frozen = cache.harvest_complete(block.source, state)
+    harvested = cache.harvested(block.source, block.name) if frozen or final_harvest else []
     if harvested:
         suffix += f"+harvest:{_digest(harvested)}"
     if not settings.revalidate:
@@ -433,7 +442,7 @@ def prepare_block(
         source_packages=workspace.index().source_packages(block.source),
         problems=extracted.problems,
         harvested=tuple(harvested),
-        harvest=not final,
+        harvest=not frozen and not harvested,  # a harvested block's run is the frozen one
         plugins=plugins.child_spec(),
         facts=facts,
     )
@@ -474,11 +483,15 @@ def validate_block(
     *,
     depth: Stage | None = None,
     hints: BlockHints | None = None,
+    final_harvest: bool = False,
 ) -> ValidationResult:
     """Extract, write and validate one block, through the workspace's result cache; the
-    ``nnrag_result`` observers see every result, cached or not."""
+    ``nnrag_result`` observers see every result, cached or not (``final_harvest``: see
+    :func:`prepare_block`)."""
     block = workspace.find(query) if isinstance(query, str) else query
-    result = _validate_block(workspace, block, depth=depth, hints=hints)
+    result = _validate_block(
+        workspace, block, depth=depth, hints=hints, final_harvest=final_harvest
+    )
     workspace.plugins().observe(block.id, result)
     return result
 

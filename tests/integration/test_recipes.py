@@ -291,7 +291,9 @@ def test_cli_validate_all_runs_the_library_harvest_pass_first(
 ) -> None:
     """``nnrag validate --all``: the first run already gives Part its harvested call (the
     pass is :func:`nnrag.validate.harvesting.harvest_with`, shared with the library)."""
+    import contextlib
     import json
+    import sqlite3
 
     from nnrag.cli import main
 
@@ -307,6 +309,14 @@ def test_cli_validate_all_runs_the_library_harvest_pass_first(
     rows = {row["block_id"].rsplit(":", 1)[1]: row for row in json.loads(capsys.readouterr().out)}
     assert {name: row["passed"] for name, row in rows.items()} == {"Part": True, "Whole": True}
     assert rows["Part"]["recipe"]["origin"] == "harvested"
+    # Part is a leaf (its file defines no other block's class): it ran once, in the pass's
+    # second wave, with its final harvest; the verdict after the freeze was that result
+    with contextlib.closing(sqlite3.connect(tmp_path / "cache" / "results.sqlite")) as db:
+        ran = [
+            json.loads(value)["block_id"] for (value,) in db.execute("SELECT value FROM results")
+        ]
+    assert sorted(ran) == ["hv:hv.parts:Part", "hv:hv.parts:Whole"]
+    assert rows["Part"]["cached"]
     assert main(args) == 0  # frozen: the second run has no pass and the same verdicts
     again = json.loads(capsys.readouterr().out)
     assert [(row["block_id"], row["cached"]) for row in again] == [

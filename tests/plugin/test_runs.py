@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -233,3 +234,80 @@ def test_the_first_session_already_uses_the_harvest(
         result.assert_outcomes(passed=2)  # Part passes only with Whole's real call to it
     assert outcomes[0] == outcomes[1]
     assert set(outcomes[0].values()) == {"passed"}
+
+
+NESTED = """\
+from torch import nn
+
+
+class Part(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
+        self.lin = nn.Linear(rows, cols)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Middle(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        int(spec.split("x")[0])  # only a real call builds it
+        self.part = Part(spec)
+
+    def forward(self, x):
+        return self.part(x)
+
+
+class Whole(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.middle = Middle("3x5")
+
+    def forward(self, x):
+        return self.middle(x)
+"""
+
+
+def _runs_by_block(cache: Path) -> dict[str, int]:
+    """How many distinct results (runs) the cache holds for each block."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(cache / "results.sqlite")) as db:
+        rows = db.execute("SELECT value FROM results").fetchall()
+    counts: dict[str, int] = {}
+    for (value,) in rows:
+        name = json.loads(value)["block_id"].rsplit(":", 1)[-1]
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["-n", "2"], ["--nnrag-order", "reverse"], ["-n", "2", "--nnrag-order", "reverse"]],
+    ids=["serial", "xdist", "reverse", "xdist-reverse"],
+)
+def test_a_part_whose_containers_ran_gets_its_verdict_in_the_pass(
+    pytester: pytest.Pytester, cli: Cli, extra: list[str]
+) -> None:
+    pytester.mkpydir("hv")
+    (pytester.path / "hv/parts.py").write_text(NESTED)
+    (pytester.path / "repos.json").write_text(
+        json.dumps({"sources": [{"name": "hv", "path": "."}]})
+    )
+    result = pytester.runpytest_subprocess(
+        *cli("--nnrag-report", "r.json", *extra, depth="forward")
+    )
+    result.assert_outcomes(passed=3)  # Middle and Part pass only with the harvested calls
+    report = json.loads((pytester.path / "r.json").read_text())
+    origins = {b["id"].rsplit(":", 1)[-1]: b["recipe"]["origin"] for b in report["blocks"]}
+    assert origins["Part"] == origins["Middle"] == "harvested"
+    # Part (a leaf: its file defines no other block's class) ran once, after Whole and
+    # Middle, with its final harvest; Middle records for Part, so it runs twice, as before
+    # (on xdist Part may be taken before its containers ran, rather than idle: twice too).
+    runs = _runs_by_block(pytester.path / ".nnrag-cache")
+    assert runs["Whole"] == 1
+    assert runs["Middle"] == 2
+    assert runs["Part"] == (1 if "-n" not in extra else runs["Part"])
+    assert runs["Part"] in {1, 2}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 from nnrag.model import BlockRef
-from nnrag.validate.harvesting import HarvestPass, harvest_first
+from nnrag.validate.harvesting import HarvestPass, defined_classes, harvest_first, harvest_order
 from nnrag.validate.results import ResultCache
 
 
@@ -26,6 +27,9 @@ class FakeWorkspace:
     def extraction_state(self) -> str:
         return "state"
 
+    def extract(self, block: BlockRef) -> SimpleNamespace:
+        return SimpleNamespace(code=f"class {block.name}:\n    pass\n")
+
 
 def _block(name: str) -> BlockRef:
     return BlockRef(source="src", module="m", name=name, path="m.py", line=1)
@@ -37,7 +41,7 @@ def test_a_share_on_a_slow_block_leaves_the_others_to_the_other_share(tmp_path: 
     quick_done = threading.Event()
     quick_ran: list[str] = []
 
-    def validate(block: BlockRef) -> None:
+    def validate(block: BlockRef, final: bool) -> None:
         if block.name == "Slow":  # finishes only once the other share ran every other block
             assert quick_done.wait(timeout=60), "a fixed share left quick blocks behind Slow"
             return
@@ -66,4 +70,119 @@ def test_a_share_on_a_slow_block_leaves_the_others_to_the_other_share(tmp_path: 
     assert sorted(quick_ran) == ["A", "B", "C", "D"]  # each block ran once, in one share
     assert results[0].ran == results[1].ran == frozenset(b.id for b in blocks)
     assert results[0].frozen + results[1].frozen == ("src",)  # frozen once
+    assert workspace.results().harvest_complete("src", "state")
+
+
+# --------------------------------------------------------------------------- the order
+
+
+class CodeWorkspace(FakeWorkspace):
+    """A fake workspace whose block files define the classes given (by block name)."""
+
+    def __init__(
+        self, blocks: list[BlockRef], cache: ResultCache, files: dict[str, list[str]]
+    ) -> None:
+        super().__init__(blocks, cache)
+        self._files = files
+
+    def extract(self, block: BlockRef) -> SimpleNamespace:
+        names = self._files.get(block.name, [block.name])
+        return SimpleNamespace(code="".join(f"class {n}(nn.Module):\n    pass\n" for n in names))
+
+
+def test_defined_classes_are_the_class_statements_at_any_depth() -> None:
+    code = "class A(nn.Module):\n    class Inner:\n        pass\ndef f():\n    class B: pass\n"
+    assert defined_classes(code) == {"A", "Inner", "B"}
+
+
+def test_a_container_is_a_block_whose_file_defines_a_class_of_the_name() -> None:
+    whole, middle, part = _block("Whole"), _block("Middle"), _block("Part")
+    other = BlockRef(source="src", module="n", name="Part", path="n.py", line=1)
+    foreign = BlockRef(source="elsewhere", module="m", name="Part", path="m.py", line=1)
+    order = harvest_order(
+        [whole, middle, part, other, foreign],
+        {
+            whole.id: frozenset({"Whole", "Middle", "Part"}),
+            middle.id: frozenset({"Middle", "Part"}),
+            part.id: frozenset({"Part"}),
+            other.id: frozenset({"Part"}),
+        },
+    )
+    # a class of that name from any module of the source; never from another source
+    assert order.containers[part.id] == {whole.id, middle.id, other.id}
+    assert order.containers[middle.id] == {whole.id}
+    assert whole.id not in order.containers
+    assert order.leaves == {foreign.id}  # Part: the other module's file defines Part
+    assert order.ready(part.id, set())  # no leaf: it records, so it runs whenever taken
+    assert not order.final(part.id, {whole.id, middle.id, other.id})
+    alone = harvest_order([whole, part], {whole.id: frozenset({"Whole", "Part"})})
+    assert alone.leaves == {part.id}
+    assert not alone.ready(part.id, set())
+    assert alone.final(part.id, {whole.id})
+
+
+def test_one_process_runs_containers_before_their_parts(tmp_path: Path) -> None:
+    # given costliest first: the part first, its container last
+    blocks = [_block(n) for n in ("Part", "Lone", "Middle", "Whole")]
+    files = {"Whole": ["Whole", "Middle", "Part"], "Middle": ["Middle", "Part"]}
+    workspace = CodeWorkspace(blocks, ResultCache(tmp_path / "results.sqlite"), files)
+    runs: list[tuple[str, bool]] = []
+    done = harvest_first(
+        workspace,  # type: ignore[arg-type]  # the part of the BlockSource protocol it reads
+        blocks,
+        lambda block, final: runs.append((block.name, final)),
+        folder=tmp_path / "pass",
+    )
+    # Middle and Whole record (no leaves): taken at once; the leaves once their containers ran
+    assert runs == [("Lone", True), ("Middle", False), ("Whole", False), ("Part", True)]
+    assert done.frozen == ("src",)
+
+
+def test_a_cycle_runs_as_without_the_order(tmp_path: Path) -> None:
+    blocks = [_block(n) for n in ("A", "B")]
+    files = {"A": ["A", "B"], "B": ["B", "A"]}  # each file holds the other class
+    workspace = CodeWorkspace(blocks, ResultCache(tmp_path / "results.sqlite"), files)
+    runs: list[tuple[str, bool]] = []
+    harvest_first(
+        workspace,  # type: ignore[arg-type]  # the part of the BlockSource protocol it reads
+        blocks,
+        lambda block, final: runs.append((block.name, final)),
+        folder=tmp_path / "pass",
+    )
+    assert runs == [("A", False), ("B", False)]  # both record; both rerun after the freeze
+
+
+def test_a_process_with_no_ready_block_takes_a_part_rather_than_idle(tmp_path: Path) -> None:
+    blocks = [_block(n) for n in ("Whole", "Part", "Lone")]
+    files = {"Whole": ["Whole", "Part"]}
+    workspace = CodeWorkspace(blocks, ResultCache(tmp_path / "results.sqlite"), files)
+    part_ran = threading.Event()
+    runs: dict[str, tuple[int, bool]] = {}
+
+    def share(index: int) -> None:
+        def validate(block: BlockRef, final: bool) -> None:
+            runs[block.name] = (index, final)
+            if block.name == "Whole":  # still running when the other share looks for work
+                assert part_ran.wait(timeout=60), "a share idled while Part was left"
+            if block.name == "Part":
+                part_ran.set()
+
+        harvest_first(
+            workspace,  # type: ignore[arg-type]  # the part of the BlockSource protocol it reads
+            blocks,
+            validate,
+            share=(index, 2),
+            run_id="run",
+            folder=tmp_path / "pass",
+            wait_s=60,
+        )
+
+    threads = [threading.Thread(target=share, args=(i,)) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert set(runs) == {"Whole", "Part", "Lone"}
+    assert runs["Part"][1] is False  # taken before Whole finished: it records, as before
+    assert runs["Part"][0] != runs["Whole"][0]
     assert workspace.results().harvest_complete("src", "state")
