@@ -542,9 +542,11 @@ class BlockJob:
     """Advisory closure problems: named as the likely cause of a run-time failure."""
     harvested: tuple[Mapping[str, object], ...] = ()
     """Recipes recorded for this class while composite blocks ran, once its source's harvest
-    pass is complete (part of the result key, so a verdict never depends on run order)."""
+    pass is complete, or the pass knows them final (part of the result key, so a verdict
+    never depends on run order)."""
     harvest: bool = True
-    """Record the sub-block recipes this run sees (the harvest pass; off once it is complete)."""
+    """Record the sub-block recipes this run sees (the harvest pass; off once it is complete,
+    and for a run with harvested recipes)."""
     plugins: Mapping[str, Any] | None = None
     """The plugins the sandbox child loads (``Plugins.child_spec()``: plain data)."""
     facts: Mapping[str, Any] = field(default_factory=dict)
