@@ -58,8 +58,7 @@ def _seconds_option(config: pytest.Config, name: str) -> float | None:
         return seconds(ini)
     except argparse.ArgumentTypeError:
         raise pytest.UsageError(
-            f"ini option {name} = {ini!r}: expected a number of seconds > 0, "
-            f"e.g. {name} = 60"
+            f"ini option {name} = {ini!r}: expected a number of seconds > 0, e.g. {name} = 60"
         ) from None
 
 

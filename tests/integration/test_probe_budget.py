@@ -43,7 +43,7 @@ SPIN = "start = time.process_time()\n                while time.process_time() -
 SLEEP = "time.sleep(0.2)"
 
 
-def validate(sandbox: Sandbox, tmp_path: Path, code: str, **options: float) -> ValidationResult:
+def validate(sandbox: Sandbox, tmp_path: Path, code: str) -> ValidationResult:
     path = tmp_path / "block.py"
     path.write_text(code)
     result, _ = run_validation(
@@ -53,13 +53,13 @@ def validate(sandbox: Sandbox, tmp_path: Path, code: str, **options: float) -> V
         depth="forward",
         sandbox=sandbox,
         harvest=False,
-        **options,  # type: ignore[arg-type]  # search_cpu_s, timeout_s: floats
+        search_cpu_s=BUDGET_S,
     )
     return result
 
 
 def test_a_search_that_uses_its_budget_says_so(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = validate(sandbox, tmp_path, failing_block(SPIN), search_cpu_s=BUDGET_S)
+    result = validate(sandbox, tmp_path, failing_block(SPIN))
     assert (result.failed_stage, result.category) == ("forward", "input-shape")
     assert result.message.startswith(
         f"the constructor/input search used its budget of {BUDGET_S:g} CPU seconds after "
@@ -71,11 +71,11 @@ def test_a_search_that_uses_its_budget_says_so(sandbox: Sandbox, tmp_path: Path)
 def test_the_budget_counts_cpu_time_not_waiting(sandbox: Sandbox, tmp_path: Path) -> None:
     # the same block sleeping instead of spinning: its forwards cost no CPU time, so the
     # search ends on its attempt bound (more attempts than the spinning block got)
-    spun = validate(sandbox, tmp_path, failing_block(SPIN), search_cpu_s=BUDGET_S)
-    slept = validate(sandbox, tmp_path, failing_block(SLEEP), search_cpu_s=BUDGET_S)
+    spun = validate(sandbox, tmp_path, failing_block(SPIN))
+    slept = validate(sandbox, tmp_path, failing_block(SLEEP))
     assert (slept.failed_stage, slept.category) == ("forward", "input-shape")
     assert "budget" not in slept.message
     assert slept.message.startswith("ValueError: this block never runs")
-    assert spun.recipe is not None and slept.recipe is not None
+    assert spun.recipe is not None
+    assert slept.recipe is not None
     assert slept.recipe.attempts > spun.recipe.attempts
-
