@@ -327,7 +327,7 @@ class Search:
 
     def spent(self) -> bool:
         """The search's CPU budget is used up (and the search ends on it: ``out_of_budget``)."""
-        self.out_of_budget = self.out_of_budget or self.budget.spent()
+        self.out_of_budget = self.budget.spent()
         return self.out_of_budget
 
     def next_candidate(self, candidates: Iterator[Candidate]) -> Candidate | None:
