@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from nnrag.cli_common import add_repos_options, sources
-from nnrag.model import STAGES
+from nnrag.model import SEARCH_CPU_S, STAGES
 from nnrag.report import verdict_line
 
 if TYPE_CHECKING:
@@ -23,6 +23,14 @@ def add_validate_commands(commands: Any) -> None:
     validate.add_argument("--all", action="store_true", help="validate every discovered block")
     validate.add_argument("--depth", choices=STAGES, default="forward", help="last stage to run")
     validate.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per block")
+    validate.add_argument(
+        "--search-budget",
+        type=float,
+        default=SEARCH_CPU_S,
+        metavar="S",
+        help="CPU seconds per block for the search of constructor arguments and inputs "
+        f"(default: {SEARCH_CPU_S:g}; --timeout stays the wall-clock limit)",
+    )
     validate.add_argument("--revalidate", action="store_true", help="ignore cached results")
     validate.add_argument(
         "--sandbox",
@@ -81,6 +89,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         args,
         depth=args.depth,
         timeout_s=args.timeout,
+        search_cpu_s=args.search_budget,
         revalidate=args.revalidate,
         sandbox=args.sandbox,
     )

@@ -48,6 +48,10 @@ UnitKind = Literal["def", "class", "assign", "import", "if", "try", "with", "oth
 DEFAULT_EXTERN: tuple[str, ...] = ("torch",)
 """Packages never inlined, even where indexed: the runtime itself (torch.package's ``extern``)."""
 
+SEARCH_CPU_S = 20.0
+"""Default CPU seconds of the sandbox child's constructor/input search (``--nnrag-search-budget``):
+counted in CPU time, so a verdict does not depend on how loaded the machine is."""
+
 
 def stage_index(stage: Stage) -> int:
     """Position of ``stage`` in the pipeline (``parse`` is 0)."""
@@ -106,6 +110,9 @@ class Settings:
     repos_file: Path | None = None
     depth: Stage = "forward"
     timeout_s: float = 60.0
+    search_cpu_s: float = SEARCH_CPU_S
+    """CPU seconds the sandbox child's constructor/input search may use (``timeout_s`` stays
+    the wall-clock guard)."""
     revalidate: bool = False
     jobs: int | None = None
     """Worker processes for parsing (``None``: one per core)."""
@@ -547,6 +554,8 @@ class BlockJob:
     harvest: bool = True
     """Record the sub-block recipes this run sees (the harvest pass; off once it is complete,
     and for a run with harvested recipes)."""
+    search_cpu_s: float = SEARCH_CPU_S
+    """CPU seconds the constructor/input search may use (:attr:`Settings.search_cpu_s`)."""
     plugins: Mapping[str, Any] | None = None
     """The plugins the sandbox child loads (``Plugins.child_spec()``: plain data)."""
     facts: Mapping[str, Any] = field(default_factory=dict)

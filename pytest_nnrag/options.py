@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 STAGES = ("parse", "compile", "closed", "import", "instantiate", "forward", "backward")
 """Mirror of ``nnrag.model.STAGES`` (kept here so that option parsing imports nothing)."""
 DEFAULT_DEPTH: Stage = "forward"
+SEARCH_CPU_S = 20.0
+"""Mirror of ``nnrag.model.SEARCH_CPU_S`` (the default of ``--nnrag-search-budget``)."""
 Order = Literal["cost", "name", "reverse"]
 ORDERS: tuple[Order, ...] = ("cost", "name", "reverse")
 """``--nnrag-order``: likely-slow blocks first (the default), by name, or slow last (to check
@@ -20,14 +22,14 @@ that verdicts do not depend on the order); ``pytest_nnrag.schedule`` orders by i
 
 
 def seconds(text: str) -> float:
-    """`--nnrag-timeout`: a number of seconds > 0."""
+    """`--nnrag-timeout`, `--nnrag-search-budget`: a number of seconds > 0."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value > 0:
         raise argparse.ArgumentTypeError(
-            f"expected a number of seconds > 0 (e.g. --nnrag-timeout 60), got {text!r}"
+            f"expected a number of seconds > 0 (e.g. 60), got {text!r}"
         )
     return value
 
@@ -70,6 +72,16 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
         default=None,
         help="Seconds a block may take in the sandbox before it fails as a timeout "
         "(default: 60). Ini: nnrag_timeout.",
+    )
+    group.addoption(
+        "--nnrag-search-budget",
+        metavar="S",
+        type=seconds,
+        default=None,
+        help="CPU seconds a block's search for constructor arguments and inputs may use, "
+        f"counted in the sandbox child's CPU time so load does not change it (default: "
+        f"{SEARCH_CPU_S:g}; --nnrag-timeout stays the wall-clock limit). "
+        "Ini: nnrag_search_budget.",
     )
     group.addoption(
         "--nnrag-order",
@@ -169,6 +181,7 @@ def _add_ini_options(parser: pytest.Parser) -> None:
     parser.addini("nnrag_cache", "nnrag cache folder (relative to the ini file)")
     parser.addini("nnrag_depth", f"stage every block must reach: {', '.join(STAGES)}")
     parser.addini("nnrag_timeout", "seconds per block in the sandbox")
+    parser.addini("nnrag_search_budget", "CPU seconds per block for the constructor/input search")
     parser.addini("nnrag_sandbox", "default or strict (every kernel isolation layer required)")
     parser.addini("nnrag_report", "path of the JSON run report (relative to the ini file)")
     parser.addini("nnrag_badge", "path of the SVG pass-rate badge (relative to the ini file)")

@@ -46,19 +46,19 @@ def _depth(config: pytest.Config) -> Stage:
     return ini  # type: ignore[return-value]  # checked against STAGES just above
 
 
-def _timeout_option(config: pytest.Config) -> float | None:
-    flag = config.getoption("nnrag_timeout")
+def _seconds_option(config: pytest.Config, name: str) -> float | None:
+    """The flag ``--nnrag-...`` or ini key ``name``: seconds > 0, or ``None`` when unset."""
+    flag = config.getoption(name)
     if flag is not None:
         return float(flag)
-    ini = str(config.getini("nnrag_timeout") or "").strip()
+    ini = str(config.getini(name) or "").strip()
     if not ini:
         return None
     try:
         return seconds(ini)
     except argparse.ArgumentTypeError:
         raise pytest.UsageError(
-            f"ini option nnrag_timeout = {ini!r}: expected a number of seconds > 0, "
-            "e.g. nnrag_timeout = 60"
+            f"ini option {name} = {ini!r}: expected a number of seconds > 0, e.g. {name} = 60"
         ) from None
 
 
@@ -75,9 +75,10 @@ def make_state(config: pytest.Config, repos: Path) -> NnragState:
         "depth": _depth(config),
         "revalidate": bool(config.getoption("nnrag_revalidate")),
     }
-    timeout = _timeout_option(config)
-    if timeout is not None:
-        overrides["timeout_s"] = timeout
+    for name, key in (("nnrag_timeout", "timeout_s"), ("nnrag_search_budget", "search_cpu_s")):
+        value = _seconds_option(config, name)
+        if value is not None:
+            overrides[key] = value
     mode = config.getoption("nnrag_sandbox") or str(config.getini("nnrag_sandbox") or "").strip()
     if mode not in ("", "default", "strict"):
         raise pytest.UsageError(f"ini option nnrag_sandbox = {mode!r}: expected default or strict")

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, BinaryIO
 
-from nnrag.model import CATEGORIES, STAGES
+from nnrag.model import CATEGORIES, SEARCH_CPU_S, STAGES
 
 Message = dict[str, Any]
 _HEADER = struct.Struct("!Q")
@@ -35,6 +35,8 @@ class BlockRequest:
     class_name: str
     depth: str = "forward"
     timeout_s: float = 60.0
+    search_cpu_s: float = SEARCH_CPU_S
+    """CPU seconds (of the child) the constructor/input search may use."""
     hints: Mapping[str, Any] | None = None
     """Constructor arguments and inputs (``stages.hints_request``)."""
     harvested: tuple[Mapping[str, Any], ...] = ()
@@ -119,6 +121,7 @@ _REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
     "class_name": (str,),
     "depth": (str,),
     "timeout_s": (int, float),
+    "search_cpu_s": (int, float),
     "hints": (dict, _NONE),
     "harvested": (list, tuple),
     "harvest": (bool,),

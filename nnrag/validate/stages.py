@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from nnrag.errors import ConfigError, ExtractionError, InternalError
 from nnrag.model import (
+    SEARCH_CPU_S,
     STAGES,
     BlockHints,
     BlockJob,
@@ -119,6 +120,7 @@ def run_validation(
     class_name: str,
     depth: Stage = "forward",
     timeout_s: float = 60.0,
+    search_cpu_s: float = SEARCH_CPU_S,
     hints: BlockHints | None = None,
     source_packages: frozenset[str] = frozenset(),
     sandbox: Sandbox | None = None,
@@ -168,6 +170,7 @@ def run_validation(
         class_name=class_name,
         depth=depth,
         timeout_s=timeout_s,
+        search_cpu_s=search_cpu_s,
         hints=hints_request(hints),
         harvested=tuple(harvested),
         harvest=harvest,
@@ -434,6 +437,7 @@ def prepare_block(
         class_name=block.name,
         depth=depth,
         timeout_s=settings.timeout_s,
+        search_cpu_s=settings.search_cpu_s,
         file=str(path),
         sha256=hashlib.sha256(data).hexdigest(),
         size=len(data),
@@ -456,6 +460,7 @@ def run_job(job: BlockJob, *, sandbox: Sandbox, path: Path | None = None) -> Job
         class_name=job.class_name,
         depth=job.depth,
         timeout_s=job.timeout_s,
+        search_cpu_s=job.search_cpu_s,
         hints=job.hints,
         source_packages=job.source_packages,
         sandbox=sandbox,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.model import STAGES
+from nnrag.model import SEARCH_CPU_S, STAGES
 from pytest_nnrag import options
 
 Cli = Callable[..., list[str]]
@@ -38,6 +38,10 @@ def test_nothing_loaded(pytestconfig):
 
 def test_stage_mirror_matches_the_model() -> None:
     assert options.STAGES == STAGES
+
+
+def test_search_budget_mirror_matches_the_model() -> None:
+    assert options.SEARCH_CPU_S == SEARCH_CPU_S
 
 
 # --------------------------------------------------------------------------- activation
@@ -231,9 +235,14 @@ def test_ini_options(pytester: pytest.Pytester, project: Path) -> None:
         (["--nnrag-repos", "missing.json"], "*missing.json is not a file*"),
         (["--nnrag-repos", "repos.json", "--nnrag-depth", "deep"], "*invalid choice: 'deep'*"),
         (["--nnrag-repos", "repos.json", "--nnrag-timeout", "-1"], "*seconds > 0*"),
+        (["--nnrag-repos", "repos.json", "--nnrag-search-budget", "0"], "*seconds > 0*"),
         (["--nnrag-repos", "broken.json"], "*broken.json:1:*malformed JSON*"),
         (["--nnrag-repos", "repos.json", "-o", "nnrag_depth=deep"], "*nnrag_depth = 'deep'*"),
         (["--nnrag-repos", "repos.json", "-o", "nnrag_timeout=soon"], "*nnrag_timeout = 60*"),
+        (
+            ["--nnrag-repos", "repos.json", "-o", "nnrag_search_budget=lots"],
+            "*nnrag_search_budget = 60*",
+        ),
     ],
 )
 def test_usage_errors(

@@ -105,7 +105,6 @@ class Runner:
         self.source_packages = frozenset(request.get("source_packages", ()))
         self.baseline = frozenset(sys.modules)
         """Modules imported before the block: only those it imports count as its own."""
-        self.deadline = time.monotonic() + min(0.6 * float(request.get("timeout_s", 60.0)), 40.0)
         self.plugins: pluggy.PluginManager | None = None
         self.replay: Mapping[str, Any] | None = request.get("replay")
         self.input_seed = self.seed

@@ -13,6 +13,7 @@ from torch import nn
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.asserts import asserted_inputs
 from nnrag.validate.probe.branches import other_branch
+from nnrag.validate.probe.budget import SearchBudget
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.docshapes import passed_on_inputs
 from nnrag.validate.probe.examples import examples
@@ -85,7 +86,6 @@ class Runner(Protocol):
     violations: list[str]
     plugins: pluggy.PluginManager | None
     replay: Mapping[str, Any] | None
-    deadline: float
     seed: int
     input_seed: int
 
@@ -280,6 +280,9 @@ class Search:
         harvest = bool(runner.request.get("harvest")) and self.want_forward
         self.harvester = Harvester(module, cls) if harvest else None
         self.started = time.monotonic()
+        self.budget = SearchBudget.of(runner.request)
+        """Counted from here: the block's import is not the search."""
+        self.out_of_budget = False
         self.forward_started = 0.0
         self.attempts = 0
         self.built_any = False
@@ -299,9 +302,7 @@ class Search:
         candidates = ctor_candidates(runner.request, self.module, self.cls)
         while (item := self.next_candidate(candidates)) is not None:
             ctor, given = item
-            if self.attempts >= MAX_ATTEMPTS or (
-                time.monotonic() > runner.deadline and self.built_any
-            ):
+            if self.attempts >= MAX_ATTEMPTS or (self.built_any and self.spent()):
                 break
             block = self.construct(ctor, given)
             if self.stopped:
@@ -323,6 +324,11 @@ class Search:
             if runner.replay is None:
                 self.widen(ctor, given, messages)
         self.fail()
+
+    def spent(self) -> bool:
+        """The search's CPU budget is used up (and the search ends on it: ``out_of_budget``)."""
+        self.out_of_budget = self.budget.spent()
+        return self.out_of_budget
 
     def next_candidate(self, candidates: Iterator[Candidate]) -> Candidate | None:
         """The next constructor candidate: repairs first, then the generator's."""
@@ -391,7 +397,7 @@ class Search:
         screen = runner.screen_for(self.cls, ctor, block) if given is None else None
         tried: list[str] = []
         messages: list[str] = []
-        while queue and self.attempts < MAX_ATTEMPTS and time.monotonic() < runner.deadline:
+        while queue and self.attempts < MAX_ATTEMPTS and not self.spent():
             args, kwargs, screened = queue.pop(0)
             key = repr((args, kwargs))
             if key in tried:
@@ -618,13 +624,14 @@ class Search:
                 or RuntimeError("no input candidate within the attempt bound")
             )
             stage = "forward"
+        spent = f"{self.budget.message(self.attempts)}: " if self.out_of_budget else ""
         if failure is self.forward_error and self.forward_placeholders:
             names = ", ".join(self.forward_placeholders)
             message = (
-                f"forward failed inside placeholders for {names} (stand-ins: the block file"
-                f" has no class of their kind): {describe(failure)}"
+                f"{spent}forward failed inside placeholders for {names} (stand-ins: the block"
+                f" file has no class of their kind): {describe(failure)}"
             )
             runner.finish(stage, "ctor-args", message, error=failure)
             return
         category = classify(failure, stage, runner.violations)
-        runner.finish(stage, category, describe(failure), error=failure)
+        runner.finish(stage, category, spent + describe(failure), error=failure)
