@@ -133,6 +133,8 @@ class UnitScanner:
                     if use.line and use.load and unit.kind in COMPOUND
                     else None  # an import of the unit's own text, not a read of its code
                 )
+                if bound is not None and bound in self.read_roots(unit):
+                    bound = None  # the unit's own code reads it (a class defined in the try)
                 for dep in found.units:
                     ident = (home.source, home.module, dep.index)
                     lone = bound is not None and dep.kind in {"class", "def"}
@@ -471,6 +473,11 @@ class UnitScanner:
         if lines is None:
             lines = self._lines[key] = self.index.text(info).splitlines(keepends=True)
         return "".join(lines[unit.start_line - 1 : unit.end_line])
+
+    @staticmethod
+    def read_roots(unit: Unit) -> frozenset[str]:
+        """The module-level names ``unit``'s code reads (the roots of its chains)."""
+        return frozenset(c.split(".", 1)[0] for c in (*unit.load_reads, *unit.call_reads))
 
     def spoken(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """Every identifier-shaped word of the unit's code and strings (not its docstrings or
