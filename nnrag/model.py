@@ -361,6 +361,9 @@ class Closure:
     stand_ins: tuple[tuple[str, str, int], ...] = ()
     """(source, module, unit index) of classes the closure only tests against
     (``isinstance``) or names in annotations: emitted as an empty class of the same name."""
+    unread: tuple[tuple[str, str, int], ...] = ()
+    """Those of :attr:`stand_ins` the closure only imports under a guard
+    (``try: from x import A``) and never reads: an empty class, or a function that raises."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -62,6 +62,9 @@ class Effect:
     their classes are carried for real (``Summary.typed``)."""
     alias: bool = False
     """The unit is a type alias: its ``tested`` classes are real once it is ``typed``."""
+    imported: tuple[tuple[UnitKey, str], ...] = ()
+    """Classes and functions among ``deps`` only imported under a guard, with the name the
+    import binds in the unit's module (a stand-in does until the closure reads that name)."""
 
 
 class UnitEffect:
@@ -127,6 +130,7 @@ class UnitEffect:
             tested=summary.tested,
             typed=summary.typed,
             alias=summary.alias,
+            imported=summary.imported,
         )
 
     def _include(self, info: ModuleInfo, unit: Unit) -> UnitKey:

@@ -214,7 +214,7 @@ def _unit_chunks(
         if by_name:
             chunk = serve_imports(chunk, is_source)
         if (info.source, info.module, unit.index) in stand_ins:
-            stand_in = _stand_in(info, unit, plan)
+            stand_in = _stand_in(info, unit, plan, unread=closure.unread)
             file = f"{info.source}:{info.path}"
             plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - stand_in.count("\n")
             chunks.append(stand_in)
@@ -307,24 +307,36 @@ def _with_keyword(chunk: str, name: str, value: str) -> str:
     return (before + separator + keyword + data[end:]).decode()
 
 
-def _stand_in(info: ModuleInfo, unit: Unit, plan: EmitPlan) -> str:
+def _stand_in(
+    info: ModuleInfo, unit: Unit, plan: EmitPlan, *, unread: tuple[tuple[str, str, int], ...]
+) -> str:
     """An empty class named like the class of ``unit``, or a function that raises named like
     the function of ``unit`` (see ``Closure.stand_ins``)."""
+    only_imported = (info.source, info.module, unit.index) in unread
     if unit.kind == "def":
         name = unit.binds[0]
         flat = plan.flat.get(("def", info.module, name), name)
         qualified = f"{info.module}.{name}"
+        why = (
+            "the block only imports it under a guard\n    and never reads it"
+            if only_imported
+            else "the block only stores it in an attribute\n    it never reads"
+        )
         return (
             f"# from {info.module}\ndef {flat}(*args, **kwargs):\n"
-            f'    """Stand-in for {qualified}: the block only stores it in an attribute\n'
-            '    it never reads."""\n'
+            f'    """Stand-in for {qualified}: {why}."""\n'
             f'    raise NotImplementedError("{qualified} is left out of this block file")\n'
         )
     name = unit.classes[0].name
     flat = plan.flat.get(("def", info.module, name), name)
+    why = (
+        "the block only imports it under a\n    guard and never reads it"
+        if only_imported
+        else "the block only tests against it"
+    )
     return (
         f"# from {info.module}\nclass {flat}:\n"
-        f'    """Stand-in for {info.module}.{name}: the block only tests against it."""\n'
+        f'    """Stand-in for {info.module}.{name}: {why}."""\n'
     )
 
 

@@ -31,6 +31,7 @@ COMPOUND = frozenset({"if", "try", "with"})
 _TYPING = frozenset({"typing", "typing_extensions", "collections"})
 _QUOTED = re.compile(r"""(['"])([A-Za-z_][\w.:-]{0,79})\1""")
 _PROSE = re.compile(r"""(\"\"\"|\'\'\')[\s\S]*?\1|#[^\n]*""")
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,10 @@ class Summary:
     alias: bool = False
     """Whether the unit is itself a type alias (its ``typed`` count only when it is read
     so)."""
+    imported: tuple[tuple[UnitKey, str], ...] = ()
+    """Classes and functions among ``deps`` it reaches only by importing them at module
+    level under a guard (``try: from x import A, B``), with the name the import binds:
+    needed only once code of the closure reads that name (see ``resolve``)."""
 
 
 class UnitScanner:
@@ -99,6 +104,8 @@ class UnitScanner:
         self._dead: dict[UnitKey, frozenset[tuple[int, str]]] = {}
         self._stored: dict[UnitKey, dict[str, str]] = {}
         self._loaded: dict[tuple[UnitKey, tuple[tuple[int, int], ...]], frozenset[str]] = {}
+        self._spoken: dict[UnitKey, frozenset[str]] = {}
+        self._importers: dict[tuple[str, str], frozenset[tuple[str, str | None]]] = {}
 
     def summary(self, info: ModuleInfo, unit: Unit, symbols: Symbols) -> Summary:
         """The closure effects of including ``unit`` (memoized)."""
@@ -115,11 +122,25 @@ class UnitScanner:
         strong: set[UnitKey] = set()
         typed: set[UnitKey] = set()
         stored: dict[UnitKey, str | None] = {}
+        imported: dict[UnitKey, str | None] = {}
         findings = self.findings(info, unit, symbols)
         for use in self.uses(info, unit, symbols):
             found = use.found
             home = found.module
             if found.kind == "definition" and home is not None:
+                bound = (
+                    use.chain
+                    if use.line and use.load and unit.kind in COMPOUND
+                    else None  # an import of the unit's own text, not a read of its code
+                )
+                if bound is not None and bound in self.read_roots(unit):
+                    bound = None  # the unit's own code reads it (a class defined in the try)
+                for dep in found.units:
+                    ident = (home.source, home.module, dep.index)
+                    lone = bound is not None and dep.kind in {"class", "def"}
+                    lone = lone and not self.mutators(home, dep)
+                    name = bound if lone else None
+                    imported[ident] = name if imported.get(ident, name) == name else None
                 attr = (
                     self.stored_names(info, unit, symbols).get(use.chain)
                     if all(dep.kind == "def" for dep in found.units)
@@ -186,6 +207,7 @@ class UnitScanner:
             tested=frozenset(tested - strong),
             typed=frozenset(typed),
             alias=self.alias(info, unit, symbols),
+            imported=tuple((k, n) for k, n in imported.items() if n is not None),
         )
         self._summaries[key] = summary
         return summary
@@ -451,6 +473,34 @@ class UnitScanner:
         if lines is None:
             lines = self._lines[key] = self.index.text(info).splitlines(keepends=True)
         return "".join(lines[unit.start_line - 1 : unit.end_line])
+
+    @staticmethod
+    def read_roots(unit: Unit) -> frozenset[str]:
+        """The module-level names ``unit``'s code reads (the roots of its chains)."""
+        return frozenset(c.split(".", 1)[0] for c in (*unit.load_reads, *unit.call_reads))
+
+    def spoken(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """Every identifier-shaped word of the unit's code and strings (not its docstrings or
+        comments), memoized: an over-approximation of the names it can read."""
+        key = (info.source, info.module, unit.index)
+        found = self._spoken.get(key)
+        if found is None:
+            text = _PROSE.sub("", self.text(info, unit))
+            found = self._spoken[key] = frozenset(_WORD.findall(text))
+        return found
+
+    def importers(self, info: ModuleInfo) -> frozenset[tuple[str, str | None]]:
+        """(module, attr) of every import binding of ``info``'s units (``*`` for a star
+        import, ``None`` for ``import m``), memoized."""
+        key = (info.source, info.module)
+        found = self._importers.get(key)
+        if found is None:
+            found = self._importers[key] = frozenset(
+                (b.module, b.attr)
+                for unit in info.units
+                for b in (*unit.imports, *unit.local_imports)
+            )
+        return found
 
     def tree(self, info: ModuleInfo, unit: Unit) -> ast.Module | None:
         """The unit's statements parsed alone (line numbers relative to its first line)."""

@@ -125,6 +125,16 @@ class _Walk:
         scanned only when a function waits on an attribute its text spells."""
         self.waiting: dict[str, dict[UnitKey, _Included]] = {}
         """Attribute -> functions only stored in it so far (carried once it is read)."""
+        self.unread: dict[tuple[str, str], dict[UnitKey, _Included]] = {}
+        """(module, name) -> classes and functions only imported under a guard as that name
+        so far (carried once code of the closure may read it: :meth:`_read_names`)."""
+        self.heard: set[str] = set()
+        """Words the kept units spell, each but the names it only imports (see
+        :meth:`_read_names`)."""
+        self.heard_from: set[UnitKey] = set()
+        """Kept units whose words are in :attr:`heard`."""
+        self.imported: set[UnitKey] = set()
+        """Stand-ins for definitions only imported under a guard, never read."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -184,6 +194,7 @@ class _Walk:
                 key: tuple(sorted(waiting)) for key, waiting in self.pending.items() if waiting
             },
             stand_ins=tuple(sorted(self.stubs)),
+            unread=tuple(sorted(self.imported)),
         )
 
     def _carry_registrations(self) -> tuple[Registration, ...]:
@@ -392,6 +403,7 @@ class _Walk:
             if effect.alias:
                 tested = frozenset()
         stored = dict(effect.stored)
+        imported = dict(effect.imported)
         for dep, home, unit in effect.deps:
             if dep in units:
                 continue
@@ -402,6 +414,11 @@ class _Walk:
             if attr is not None and attr not in self.loaded:
                 waiting = self.waiting.setdefault(attr, {})
                 waiting.setdefault(dep, _Included(info=home, unit=unit, parent=key))
+                continue
+            name = imported.get(dep)
+            if name is not None and name not in self.heard:
+                unread = self.unread.setdefault((key[1], name), {})
+                unread.setdefault(dep, _Included(info=home, unit=unit, parent=key))
                 continue
             units[dep] = _Included(info=home, unit=unit, parent=key)
             queue.append(dep)
@@ -447,8 +464,40 @@ class _Walk:
         while True:
             while self.queue:
                 self._visit(self.queue.pop())
-            if not self._keep_methods() and not self._scan():
+            if not self._keep_methods() and not self._scan() and not self._read_names():
                 return
+
+    def _read_names(self) -> bool:
+        """Carry the definitions only imported under a guard whose names kept code may read:
+        a kept unit spells the name (in code or a string; the unit that imports it aside),
+        or a module of the closure imports it from the importing module. Whether any was
+        carried."""
+        if not self.unread:
+            return False
+        for key, entry in self.units.items():
+            if key not in self.heard_from:
+                self.heard_from.add(key)
+                words = self.scanner.spoken(entry.info, entry.unit)
+                effect = self.memo.effects.get(key)
+                own = {name for _, name in effect.imported} if effect is not None else set()
+                self.heard |= words - own if own else words
+        importers: set[tuple[str, str | None]] = set()
+        for info in {(k[0], k[1]): e.info for k, e in self.units.items()}.values():
+            importers |= self.scanner.importers(info)
+        carried = False
+        for module, name in list(self.unread):
+            if (
+                name in self.heard
+                or (module, name) in importers
+                or (module, "*") in importers
+                or (module, None) in importers
+            ):
+                for dep, entry in self.unread.pop((module, name)).items():
+                    if dep not in self.units:
+                        self.units[dep] = entry
+                        self.queue.append(dep)
+                        carried = True
+        return carried
 
     def _scan(self) -> bool:
         """Scan the kept code whose text spells an attribute a function waits on (its reads
@@ -511,11 +560,14 @@ class _Walk:
         Functions it only stores in attributes it never reads: a function that raises when
         called stands in (:mod:`nnrag.extract.stored`)."""
         waiting = [item for deps in self.waiting.values() for item in deps.items()]
-        for key, entry in [*self.tested.items(), *waiting]:
+        unread = [item for deps in self.unread.values() for item in deps.items()]
+        for key, entry in [*self.tested.items(), *waiting, *unread]:
             if key in self.units:
                 continue
             self.units[key] = entry
             self.stubs.add(key)
+            if any(key in deps for deps in self.unread.values()):
+                self.imported.add(key)
             entry.effect = Effect(
                 deps=(),
                 load=frozenset(),
