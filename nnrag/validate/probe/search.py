@@ -6,6 +6,7 @@ import copy
 import itertools
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch import nn
@@ -68,6 +69,7 @@ from nnrag.validate.probe.stand_ins import (
     real_stand_ins,
     viewed_linear,
 )
+from nnrag.validate.probe.state import BuiltState
 from nnrag.validate.probe.unpacked import named_items
 from nnrag.validate.probe.values import decode, seed_cpu
 
@@ -389,6 +391,7 @@ class Search:
         )
         queue: list[tuple[list[Any], dict[str, Any], bool]] = [(a, k, False) for a, k in found]
         screen = runner.screen_for(self.cls, ctor, block) if given is None else None
+        built = BuiltState(block)
         tried: list[str] = []
         messages: list[str] = []
         while queue and self.attempts < MAX_ATTEMPTS and time.monotonic() < runner.deadline:
@@ -408,6 +411,11 @@ class Search:
                 continue
             tried.append(key)
             self.attempts += 1
+            if built.block is not block:  # built again for fresh lazy layers: as built
+                built = BuiltState(block)
+            elif built.changed():  # an earlier forward changed it: run on the block as built
+                block, ctor = self.rebuilt(block, ctor)
+                built = BuiltState(block)
             # the last inputs tried stay in the recipe, so a failure can be reproduced too
             runner.recipe.update(inputs=args, input_kwargs=kwargs)
             try:
@@ -462,6 +470,25 @@ class Search:
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
         return "next", messages
+
+    def rebuilt(self, block: nn.Module, ctor: Ctor) -> tuple[nn.Module, Ctor]:
+        """The block built again as a replay builds it (from the recipe's recorded call when
+        that is lossless: argument objects an earlier forward may have changed are built anew
+        too), for a forward after an earlier one changed the block; else the same block."""
+        recipe = self.runner.recipe
+        try:
+            again = ctor
+            if recipe.get("lossless"):
+                decoded = _decoded(recipe, "init_args", "init_kwargs", ctor.origin)
+                again = replace(ctor, args=decoded.args, kwargs=decoded.kwargs)
+            seed_cpu(self.runner.seed)
+            fresh = cast(nn.Module, self.cls(*again.args, **again.kwargs))
+            fresh.eval()
+        except _FATAL:
+            raise
+        except Exception:  # it built before: keep the changed block rather than none
+            return block, ctor
+        return fresh, again
 
     def unsized(self, block: nn.Module, ctor: Ctor) -> tuple[nn.Module, Ctor]:
         """The block built again with fresh lazy layers when a failed forward sized the ones
