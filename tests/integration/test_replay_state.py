@@ -81,6 +81,25 @@ CHANGED_BY_A_FAILED_TRY = textwrap.dedent(
 )
 
 
+NAN_THEN_ANOTHER_ERROR = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(4))  # never filled
+
+        def forward(self, x):
+            if bool((x > 0).all()):  # the search's retry with positive inputs ends the search
+                raise MemoryError("positive inputs take all the memory")
+            return x * self.weight
+    """
+)
+
+
 def validate(sandbox: Sandbox, tmp_path: Path, code: str, **extra: Any) -> ValidationResult:
     path = tmp_path / "block.py"
     path.write_text(code)
@@ -124,6 +143,16 @@ def test_memory_the_constructor_never_fills_reads_as_nan_on_every_run(
     assert first.recipe.output_digest
     assert first.recipe.output_digest == second.recipe.output_digest
     replayed(sandbox, tmp_path, UNFILLED, first)
+
+
+def test_a_non_finite_verdict_keeps_the_recipe_that_gave_it(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    recorded = validate(sandbox, tmp_path, NAN_THEN_ANOTHER_ERROR)
+    assert (recorded.failed_stage, recorded.category) == ("forward", "non-finite")
+    assert recorded.recipe is not None
+    assert not any(isinstance(i, dict) and i.get("positive") for i in recorded.recipe.inputs)
+    replayed(sandbox, tmp_path, NAN_THEN_ANOTHER_ERROR, recorded)
 
 
 def test_a_block_that_fills_its_memory_gives_what_it_gives_outside_the_sandbox(

@@ -291,6 +291,7 @@ class Search:
         self.native_errors: list[BaseException] = []  # forward reached an absent operator
         self.forward_placeholders: list[str] = []  # the last forward error came from inside
         self.output_error: OutputError | None = None
+        self.output_recipe: dict[str, Any] = {}  # the recipe that gave ``output_error``
         self.screened_error: RuntimeError | None = None
         self.pending: list[Candidate] = []
         self.widened_seen: set[str] = set()
@@ -451,6 +452,7 @@ class Search:
             problem = runner.check_output(out)
             if problem:
                 self.forward_error = self.output_error = OutputError(problem)
+                self.output_recipe = copy.deepcopy(runner.recipe)  # later tries change it
                 if NON_FINITE in problem and runner.input_seed == runner.seed and given is None:
                     runner.input_seed = runner.seed + 1  # once, with other input values
                     tried.remove(key)
@@ -645,6 +647,9 @@ class Search:
                 or RuntimeError("no input candidate within the attempt bound")
             )
             stage = "forward"
+            if failure is self.output_error and self.output_recipe:  # what replays it
+                runner.recipe.clear()
+                runner.recipe.update(self.output_recipe, attempts=self.attempts)
         if failure is self.forward_error and self.forward_placeholders:
             names = ", ".join(self.forward_placeholders)
             message = (
