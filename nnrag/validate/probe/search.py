@@ -414,7 +414,7 @@ class Search:
             self.attempts += 1
             if built.block is not block:  # built again for fresh lazy layers: as built
                 built = BuiltState(block)
-            elif built.changed():  # an earlier forward changed it: run on the block as built
+            elif type(block) is built.kind and built.changed():  # run on the block as built
                 block, ctor = self.rebuilt(block, ctor)
                 built = BuiltState(block)
             # the last inputs tried stay in the recipe, so a failure can be reproduced too

@@ -19,11 +19,15 @@ class BuiltState:
     each tensor among them, its in-place version counter (``weight.copy_(...)`` under
     ``no_grad``, a buffer updated in place). A list or dict attribute changed in place does
     not show. A replay runs one forward on a block as built, so a forward that runs after
-    another changed the block must run on the block built again.
+    another changed the block must run on the block built again. ``kind``: its class when
+    built: a lazy module that became its ``cls_to_become`` is left to the search's lazy
+    handling (built again, torch's ``LazyBatchNorm2d`` failed its next forward with a
+    ``super()`` TypeError in the sandbox; not yet understood).
     """
 
     def __init__(self, block: nn.Module) -> None:
         self.block = block
+        self.kind = type(block)
         self.held = _held(block)
 
     def changed(self) -> bool:
