@@ -189,12 +189,11 @@ def test_non_finite_for_one_draw_passes_with_the_other(sandbox: Sandbox, tmp_pat
         def __init__(self):
             super().__init__()
             self.lin = nn.Linear(8, 8)
-            self.calls = 0
 
         def forward(self, x):
-            self.calls += 1
+            first = float(x.flatten()[0])  # seed 0's first draw: -1.126 (1.541 under 16 values)
             out = self.lin(x)
-            return out / 0.0 if self.calls == 1 else out
+            return out / 0.0 if -1.3 < first < 0.0 or first > 1.0 else out  # seed 1's: not
     """
     result = probe(sandbox, tmp_path, code)
     assert result.passed, result.message

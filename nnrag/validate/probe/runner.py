@@ -18,6 +18,7 @@ from torch import nn
 
 from nnrag.plugins import builtin_child_manager, child_manager
 from nnrag.validate import refusals
+from nnrag.validate.probe.boot import fill_uninitialized_memory
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs
@@ -370,5 +371,6 @@ def load(path: str) -> Any:
 
 def run_block(request: Mapping[str, Any], *, send: Send, violations: list[str]) -> None:
     """Entry point in the sandbox child."""
+    fill_uninitialized_memory()
     seed_cpu(int(request.get("seed", 0)))
     Runner(request, send, violations).run()

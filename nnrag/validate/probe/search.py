@@ -6,6 +6,7 @@ import copy
 import itertools
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from torch import nn
@@ -69,6 +70,7 @@ from nnrag.validate.probe.stand_ins import (
     real_stand_ins,
     viewed_linear,
 )
+from nnrag.validate.probe.state import BuiltState
 from nnrag.validate.probe.unpacked import named_items
 from nnrag.validate.probe.values import decode, seed_cpu
 
@@ -292,6 +294,7 @@ class Search:
         self.native_errors: list[BaseException] = []  # forward reached an absent operator
         self.forward_placeholders: list[str] = []  # the last forward error came from inside
         self.output_error: OutputError | None = None
+        self.output_recipe: dict[str, Any] = {}  # the recipe that gave ``output_error``
         self.screened_error: RuntimeError | None = None
         self.pending: list[Candidate] = []
         self.widened_seen: set[str] = set()
@@ -395,6 +398,7 @@ class Search:
         )
         queue: list[tuple[list[Any], dict[str, Any], bool]] = [(a, k, False) for a, k in found]
         screen = runner.screen_for(self.cls, ctor, block) if given is None else None
+        built = BuiltState(block)
         tried: list[str] = []
         messages: list[str] = []
         while queue and self.attempts < MAX_ATTEMPTS and not self.spent():
@@ -414,6 +418,11 @@ class Search:
                 continue
             tried.append(key)
             self.attempts += 1
+            if built.block is not block:  # built again for fresh lazy layers: as built
+                built = BuiltState(block)
+            elif type(block) is built.kind and built.changed():  # run on the block as built
+                block, ctor = self.rebuilt(block, ctor)
+                built = BuiltState(block)
             # the last inputs tried stay in the recipe, so a failure can be reproduced too
             runner.recipe.update(inputs=args, input_kwargs=kwargs)
             try:
@@ -449,6 +458,7 @@ class Search:
             problem = runner.check_output(out)
             if problem:
                 self.forward_error = self.output_error = OutputError(problem)
+                self.output_recipe = copy.deepcopy(runner.recipe)  # later tries change it
                 if NON_FINITE in problem and runner.input_seed == runner.seed and given is None:
                     runner.input_seed = runner.seed + 1  # once, with other input values
                     tried.remove(key)
@@ -468,6 +478,25 @@ class Search:
             self.succeed(block, ctor, args, kwargs)
             return "done", messages
         return "next", messages
+
+    def rebuilt(self, block: nn.Module, ctor: Ctor) -> tuple[nn.Module, Ctor]:
+        """The block built again as a replay builds it (from the recipe's recorded call when
+        that is lossless: argument objects an earlier forward may have changed are built anew
+        too), for a forward after an earlier one changed the block; else the same block."""
+        recipe = self.runner.recipe
+        try:
+            again = ctor
+            if recipe.get("lossless"):
+                decoded = _decoded(recipe, "init_args", "init_kwargs", ctor.origin)
+                again = replace(ctor, args=decoded.args, kwargs=decoded.kwargs)
+            seed_cpu(self.runner.seed)
+            fresh = cast(nn.Module, self.cls(*again.args, **again.kwargs))
+            fresh.eval()
+        except _FATAL:
+            raise
+        except Exception:  # it built before: keep the changed block rather than none
+            return block, ctor
+        return fresh, again
 
     def unsized(self, block: nn.Module, ctor: Ctor) -> tuple[nn.Module, Ctor]:
         """The block built again with fresh lazy layers when a failed forward sized the ones
@@ -624,6 +653,9 @@ class Search:
                 or RuntimeError("no input candidate within the attempt bound")
             )
             stage = "forward"
+            if failure is self.output_error and self.output_recipe:  # what replays it
+                runner.recipe.clear()
+                runner.recipe.update(self.output_recipe, attempts=self.attempts)
         spent = f"{self.budget.message(self.attempts)}: " if self.out_of_budget else ""
         if failure is self.forward_error and self.forward_placeholders:
             names = ", ".join(self.forward_placeholders)
