@@ -50,6 +50,7 @@ from nnrag.extract.emit_header import (
 from nnrag.extract.emit_plan import (
     EmitPlan,
     assign_flat_names,
+    augmented_preludes,
     collect_units,
     load_order,
     member_flat,
@@ -177,6 +178,8 @@ def _unit_chunks(
     :meth:`RegistryIndex.inferred_scope`). A plain helper class loses the methods the
     closure cannot call (``closure.pruned``).
     """
+    from nnrag.index.symbols import symbols_for
+
     chunks: list[str] = []
     owners: list[tuple[int, str]] = []  # (chunk, its module): for ``__file__``
     emitted: dict[str, set[int]] = {}
@@ -185,6 +188,7 @@ def _unit_chunks(
     registries = registries_for(index, scanner)
     stand_ins = set(closure.stand_ins)
     served: list[ByName] = []
+    symbols = symbols_for(index)
 
     def is_source(name: str) -> bool:
         return index.source_of_module(name) is not None
@@ -220,6 +224,7 @@ def _unit_chunks(
             chunks.append(stand_in)
             continue
         chunk = _without_pruned(closure, plan, info, unit, chunk)
+        chunk = augmented_preludes(cache, symbols, plan, info, unit, tree=tree()) + chunk
         # not when the calls were in methods left out
         if by_name and (f"{SHIM}(" in chunk or f"{DUNDER_SHIM}(" in chunk):
             served += by_name

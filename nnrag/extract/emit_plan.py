@@ -3,6 +3,7 @@ imports, and the rewrite of each unit whose names change."""
 
 from __future__ import annotations
 
+import ast
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -218,6 +219,38 @@ def plan_rewrites(
                 dead=dead,
             )
     return rewrites
+
+
+def augmented_preludes(
+    cache: IndexCache,
+    symbols: Symbols,
+    plan: EmitPlan,
+    info: ModuleInfo,
+    unit: Unit,
+    *,
+    tree: ast.Module | None,
+) -> str:
+    """``<flat> = <previous binding's flat>`` lines for a module-level ``NAME op= value`` of
+    ``unit`` (``tree``) whose ``NAME`` was bound before by another definition, under another
+    flat name (``from .a import DOC`` then ``DOC += "..."``): one ``Name`` node is both the
+    read and the binding, so renaming the binding alone would read a name never bound."""
+    if tree is None:
+        return ""
+    targets = {
+        node.target.id
+        for node in tree.body
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+    }
+    lines: list[str] = []
+    for chain, _, entity, at_load in cache.reads(symbols, info, unit):
+        if not at_load or chain not in targets or entity is None:
+            continue
+        own = plan.flat.get(("def", info.module, chain))
+        previous = plan.flat.get(entity)
+        if own is not None and previous is not None and own != previous:
+            lines.append(f"{own} = {previous}\n")
+            targets.discard(chain)
+    return "".join(lines)
 
 
 def member_flat(

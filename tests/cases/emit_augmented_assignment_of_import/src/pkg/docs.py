@@ -1,0 +1,2 @@
+DOC = "Arguments:"
+EXTRA = ["a"]
