@@ -416,6 +416,8 @@ class Extracted:
     """Registry entries carried for the type strings the closure reaches."""
     file_lines: Mapping[str, int] = field(default_factory=dict)
     """Per inlined source file (``source:path``): how many of its lines the block holds."""
+    seconds: float = 0.0
+    """Wall seconds the extraction took (closure and emission), however often it is read."""
 
     @property
     def lines(self) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +22,9 @@ def extract(index: Index, block: BlockRef) -> Extracted:
     """The standalone file of ``block``: its closure (``nnrag.extract.resolve``) emitted."""
     from nnrag.extract.resolve import resolve
 
-    return emit(index, resolve(index, block))
+    started = time.perf_counter()
+    extracted = emit(index, resolve(index, block))
+    return replace(extracted, seconds=time.perf_counter() - started)
 
 
 def spec_path(block_path: Path) -> Path:

@@ -408,12 +408,11 @@ def prepare_block(
             # Results are content-addressed: the same body in another source (or module)
             # shares the result, but the report keys it by this block.
             return replace(cached, block_id=block.id, file=known[1] if known else cached.file)
-    started = time.perf_counter()
     try:
         extracted = workspace.extract(block)
     except (ExtractionError, InternalError) as error:
         return _unusable(block.id, depth, "parse", "internal-error", error)
-    facts = _extraction_facts(extracted, time.perf_counter() - started)
+    facts = _extraction_facts(extracted)
     # A block that does not close is keyed by its problems too: their text comes from the
     # extraction code, not the body, so a better message is not hidden by an older result.
     problems = extracted.blocking_problems
@@ -501,11 +500,12 @@ def validate_block(
     return result
 
 
-def _extraction_facts(extracted: Extracted, seconds: float) -> dict[str, Any]:
-    """What the report tells about a block file: extraction time, lines, inlined files."""
+def _extraction_facts(extracted: Extracted) -> dict[str, Any]:
+    """What the report tells about a block file: extraction time (of the extraction itself,
+    not of a later read of the process's memo), lines, inlined files."""
     own = extracted.block.source
     return {
-        "extract_s": seconds,
+        "extract_s": extracted.seconds,
         "lines": extracted.code.count("\n") + (not extracted.code.endswith("\n")),
         "source_files": len({(f.source, f.path) for f in extracted.files}),
         "linked_sources": tuple(sorted({f.source for f in extracted.files} - {own})),
