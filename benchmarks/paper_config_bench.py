@@ -512,12 +512,13 @@ def analyze(
     info: dict[str, Any],
     *,
     extract_sample: int = 0,
+    retime: bool = False,
 ) -> dict[str, Any]:
     every: list[dict[str, Any]] = report["blocks"]
     not_run = Counter(b["source"] for b in every if b["outcome"] == "not-run")
     blocks = [b for b in every if b["outcome"] != "not-run"]
     config = json.loads(repos.read_text())
-    has_times = any("extract_s" in b for b in blocks)
+    has_times = not retime and any("extract_s" in b for b in blocks)
     ids = [b["id"] for b in every]
     if extract_sample and len(ids) > extract_sample:
         ids = ids[:: -(-len(ids) // extract_sample)]
@@ -733,6 +734,12 @@ def main() -> None:
     parser.add_argument("--wall-s", type=float, default=0.0, help="with --analyze, no run.json")
     parser.add_argument("--extract-sample", type=int, default=0, help="time N blocks (0: all)")
     parser.add_argument(
+        "--retime-extraction",
+        action="store_true",
+        help="time each block's extraction in-process after the run, even where the report "
+        "has times",
+    )
+    parser.add_argument(
         "--index-cache",
         type=Path,
         default=None,
@@ -778,7 +785,14 @@ def main() -> None:
     )
     if args.index_cache is not None:
         run["index_cache"] = str(args.index_cache)
-    totals = analyze(report, run, repos, info, extract_sample=args.extract_sample)
+    totals = analyze(
+        report,
+        run,
+        repos,
+        info,
+        extract_sample=args.extract_sample,
+        retime=args.retime_extraction,
+    )
     import torch
 
     result = {
