@@ -143,6 +143,14 @@ def test_memory_the_constructor_never_fills_reads_as_nan_on_every_run(
     assert first.recipe.output_digest
     assert first.recipe.output_digest == second.recipe.output_digest
     replayed(sandbox, tmp_path, UNFILLED, first)
+    assert "the constructor never fills weight (uninitialized memory" in first.message
+
+
+def test_a_non_finite_output_of_filled_tensors_names_none(sandbox: Sandbox, tmp_path: Path) -> None:
+    code = UNFILLED.replace("torch.Tensor(width)", "torch.full((width,), float('inf'))")
+    result = validate(sandbox, tmp_path, code)
+    assert (result.failed_stage, result.category) == ("forward", "non-finite")
+    assert "never fills" not in result.message
 
 
 def test_a_non_finite_verdict_keeps_the_recipe_that_gave_it(

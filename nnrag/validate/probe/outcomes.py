@@ -109,6 +109,28 @@ def classify(
 NON_FINITE = "non-finite"
 
 
+def unfilled_note(block: Any, *, limit: int = 4) -> str:
+    """Why forward's output may be NaN: the block's floating parameters and buffers that are
+    NaN throughout (memory the constructor never filled reads as NaN in the sandbox), and
+    what to do; empty when there are none."""
+    names = [
+        name
+        for name, tensor in (*block.named_parameters(), *block.named_buffers())
+        if tensor.is_floating_point() and tensor.numel() and bool(torch.isnan(tensor).all())
+    ]
+    if not names:
+        return ""
+    shown = ", ".join(names[:limit]) + (
+        f" and {len(names) - limit} more" if len(names) > limit else ""
+    )
+    return (
+        f"; the constructor never fills {shown} (uninitialized memory reads as NaN in the "
+        "sandbox, so the verdict does not depend on what the allocator returned): the code "
+        "leaves them to a later initialization call; a block usable as built fills them in "
+        "__init__"
+    )
+
+
 class OutputError(Exception):
     """Forward ran but returned no tensor or non-finite values."""
 

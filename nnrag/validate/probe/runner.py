@@ -29,6 +29,7 @@ from nnrag.validate.probe.outcomes import (
     classify,
     describe,
     tensors_in,
+    unfilled_note,
 )
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.screen import MetaScreen
@@ -297,7 +298,7 @@ class Runner:
             return block(*real_args, **real_kwargs)
 
     @staticmethod
-    def check_output(out: Any) -> str:
+    def check_output(out: Any, block: nn.Module) -> str:
         found = tensors_in(out)
         if not found:
             return f"forward returned no tensor (got {type(out).__name__})"
@@ -305,7 +306,7 @@ class Runner:
             if (tensor.is_floating_point() or tensor.is_complex()) and not bool(
                 torch.isfinite(tensor).all()
             ):
-                return f"forward returned {NON_FINITE} values (nan or inf)"
+                return f"forward returned {NON_FINITE} values (nan or inf)" + unfilled_note(block)
         return ""
 
     def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None:

@@ -114,7 +114,7 @@ class Runner(Protocol):
     def record_ctor(self, ctor: Ctor) -> None: ...
     def record_built(self, block: nn.Module) -> None: ...
     def forward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> Any: ...
-    def check_output(self, out: Any) -> str: ...
+    def check_output(self, out: Any, block: nn.Module) -> str: ...
     def backward(self, block: nn.Module, args: list[Any], kwargs: dict[str, Any]) -> None: ...
 
 
@@ -455,7 +455,7 @@ class Search:
                     queue[:0] = [(a, k, False) for a, k in fixes]
                 continue
             self.record_output(runner, args, kwargs, out)
-            problem = runner.check_output(out)
+            problem = runner.check_output(out, block)
             if problem:
                 self.forward_error = self.output_error = OutputError(problem)
                 self.output_recipe = copy.deepcopy(runner.recipe)  # later tries change it
@@ -602,7 +602,7 @@ class Search:
             runner.record_built(real)
             real.eval()
             out = runner.forward(real, args, kwargs)
-            problem = runner.check_output(out)
+            problem = runner.check_output(out, real)
         except _FATAL:
             raise
         except BaseException:
