@@ -53,6 +53,17 @@ def probe(
     return result
 
 
+def validate_text(sandbox: Sandbox, tmp_path: Path, code: str, **extra: Any) -> ValidationResult:
+    """Write ``code`` as ``block.py`` and validate its class ``Block`` (``extra``: the options
+    of :func:`nnrag.validate.stages.run_validation`, e.g. ``replay``)."""
+    path = tmp_path / "block.py"
+    path.write_text(code)
+    result, _ = run_validation(
+        path, block_id="t:block:Block", class_name="Block", sandbox=sandbox, **extra
+    )
+    return result
+
+
 def check_block(
     sandbox: Sandbox, blocks: Path, name: str, replay: dict[str, Any] | None = None
 ) -> ValidationResult:

@@ -9,7 +9,7 @@ import pytest
 
 from nnrag.model import ValidationResult
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests.probing import validate_text
 
 pytestmark = pytest.mark.integration
 
@@ -44,18 +44,14 @@ SLEEP = "time.sleep(0.2)"
 
 
 def validate(sandbox: Sandbox, tmp_path: Path, code: str) -> ValidationResult:
-    path = tmp_path / "block.py"
-    path.write_text(code)
-    result, _ = run_validation(
-        path,
-        block_id="t:block:Block",
-        class_name="Block",
+    return validate_text(
+        sandbox,
+        tmp_path,
+        code,
         depth="forward",
-        sandbox=sandbox,
         harvest=False,
         search_cpu_s=BUDGET_S,
     )
-    return result
 
 
 def test_a_search_that_uses_its_budget_says_so(sandbox: Sandbox, tmp_path: Path) -> None:

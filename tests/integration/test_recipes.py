@@ -14,13 +14,12 @@ import pytest
 import torch
 from torch import nn
 
-from nnrag.model import ValidationResult
 from nnrag.recipes import recipe_to_dict
 from nnrag.validate.probe.values import SMALL_TENSOR, call, decode, encode, lossy, remember
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
 from tests.integration.test_validate import FakeWorkspace
+from tests.probing import validate_text as validate
 
 pytestmark = pytest.mark.integration
 
@@ -112,15 +111,6 @@ CONFIGURED = textwrap.dedent(
             return self.act(self.proj(x)) * self.scale.mean()
     """
 )
-
-
-def validate(sandbox: Sandbox, tmp_path: Path, code: str, **extra: Any) -> ValidationResult:
-    path = tmp_path / "block.py"
-    path.write_text(code)
-    result, _ = run_validation(
-        path, block_id="t:block:Block", class_name="Block", sandbox=sandbox, **extra
-    )
-    return result
 
 
 def test_passing_recipe_is_lossless_and_replays_the_same_outputs(

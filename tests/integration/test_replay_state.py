@@ -21,7 +21,7 @@ from nnrag.validate.probe.state import BuiltState
 from nnrag.validate.probe.values import seed_cpu
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
-from nnrag.validate.stages import run_validation
+from tests.probing import validate_text as validate
 
 pytestmark = pytest.mark.integration
 
@@ -98,15 +98,6 @@ NAN_THEN_ANOTHER_ERROR = textwrap.dedent(
             return x * self.weight
     """
 )
-
-
-def validate(sandbox: Sandbox, tmp_path: Path, code: str, **extra: Any) -> ValidationResult:
-    path = tmp_path / "block.py"
-    path.write_text(code)
-    result, _ = run_validation(
-        path, block_id="t:block:Block", class_name="Block", sandbox=sandbox, **extra
-    )
-    return result
 
 
 def replayed(sandbox: Sandbox, tmp_path: Path, code: str, recorded: ValidationResult) -> None:

@@ -187,7 +187,7 @@ def test_identical_blocks_in_two_sources_are_two_report_entries(
 # --------------------------------------------------------------------------- harvest
 
 
-HARVEST = """\
+PART = """\
 from torch import nn
 
 
@@ -199,6 +199,11 @@ class Part(nn.Module):
 
     def forward(self, x):
         return self.lin(x)
+"""
+
+HARVEST = (
+    PART
+    + """
 
 
 class Whole(nn.Module):
@@ -209,6 +214,7 @@ class Whole(nn.Module):
     def forward(self, x):
         return self.part(x)
 """
+)
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
@@ -236,18 +242,9 @@ def test_the_first_session_already_uses_the_harvest(
     assert set(outcomes[0].values()) == {"passed"}
 
 
-NESTED = """\
-from torch import nn
-
-
-class Part(nn.Module):
-    def __init__(self, spec):
-        super().__init__()
-        rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
-        self.lin = nn.Linear(rows, cols)
-
-    def forward(self, x):
-        return self.lin(x)
+NESTED = (
+    PART
+    + """
 
 
 class Middle(nn.Module):
@@ -268,6 +265,7 @@ class Whole(nn.Module):
     def forward(self, x):
         return self.middle(x)
 """
+)
 
 
 def _runs_by_block(cache: Path) -> dict[str, int]:

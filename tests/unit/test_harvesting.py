@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -35,6 +36,35 @@ def _block(name: str) -> BlockRef:
     return BlockRef(source="src", module="m", name=name, path="m.py", line=1)
 
 
+def _two_shares(
+    workspace: object,
+    blocks: list[BlockRef],
+    validate_in: Callable[[int], Callable[[BlockRef, bool], None]],
+    folder: Path,
+) -> dict[int, HarvestPass]:
+    """Run the pass as two processes of one run would (threads here), each validating with
+    ``validate_in(its index)``; what each share's pass returned."""
+    results: dict[int, HarvestPass] = {}
+
+    def share(index: int) -> None:
+        results[index] = harvest_first(
+            workspace,  # type: ignore[arg-type]  # the part of the BlockSource protocol it reads
+            blocks,
+            validate_in(index),
+            share=(index, 2),
+            run_id="run",
+            folder=folder,
+            wait_s=60,
+        )
+
+    threads = [threading.Thread(target=share, args=(i,)) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return results
+
+
 def test_a_share_on_a_slow_block_leaves_the_others_to_the_other_share(tmp_path: Path) -> None:
     blocks = [_block(n) for n in ("Slow", "A", "B", "C", "D")]  # costliest first
     workspace = FakeWorkspace(blocks, ResultCache(tmp_path / "results.sqlite"))
@@ -49,24 +79,7 @@ def test_a_share_on_a_slow_block_leaves_the_others_to_the_other_share(tmp_path: 
         if len(quick_ran) == 4:
             quick_done.set()
 
-    results: dict[int, HarvestPass] = {}
-
-    def share(index: int) -> None:
-        results[index] = harvest_first(
-            workspace,  # type: ignore[arg-type]  # the part of the BlockSource protocol it reads
-            blocks,
-            validate,
-            share=(index, 2),
-            run_id="run",
-            folder=tmp_path / "pass",
-            wait_s=60,
-        )
-
-    threads = [threading.Thread(target=share, args=(i,)) for i in (0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    results = _two_shares(workspace, blocks, lambda _: validate, tmp_path / "pass")
     assert sorted(quick_ran) == ["A", "B", "C", "D"]  # each block ran once, in one share
     assert results[0].ran == results[1].ran == frozenset(b.id for b in blocks)
     assert results[0].frozen + results[1].frozen == ("src",)  # frozen once
@@ -159,7 +172,7 @@ def test_a_process_with_no_ready_block_takes_a_part_rather_than_idle(tmp_path: P
     part_ran = threading.Event()
     runs: dict[str, tuple[int, bool]] = {}
 
-    def share(index: int) -> None:
+    def validate_in(index: int) -> Callable[[BlockRef, bool], None]:
         def validate(block: BlockRef, final: bool) -> None:
             runs[block.name] = (index, final)
             if block.name == "Whole":  # still running when the other share looks for work
@@ -167,21 +180,9 @@ def test_a_process_with_no_ready_block_takes_a_part_rather_than_idle(tmp_path: P
             if block.name == "Part":
                 part_ran.set()
 
-        harvest_first(
-            workspace,  # type: ignore[arg-type]  # the part of the BlockSource protocol it reads
-            blocks,
-            validate,
-            share=(index, 2),
-            run_id="run",
-            folder=tmp_path / "pass",
-            wait_s=60,
-        )
+        return validate
 
-    threads = [threading.Thread(target=share, args=(i,)) for i in (0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    _two_shares(workspace, blocks, validate_in, tmp_path / "pass")
     assert set(runs) == {"Whole", "Part", "Lone"}
     assert runs["Part"][1] is False  # taken before Whole finished: it records, as before
     assert runs["Part"][0] != runs["Whole"][0]
