@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
+from nnrag.model import Stage
 from nnrag.validate import stages
 from nnrag.validate.stages import compiled_statements, static_stages
 
@@ -16,14 +19,14 @@ NO_PARSE = HELPER + "\n\nclass Half(torch.nn.Module:\n    pass\n"
 FILES = {"good.py": GOOD, "unbound.py": UNBOUND, "compile.py": NO_COMPILE, "parse.py": NO_PARSE}
 
 
-def verdicts(depth: str) -> dict[str, tuple[object, ...]]:
-    found = {}
+def verdicts(depth: Stage) -> dict[str, tuple[object, ...]]:
+    found: dict[str, tuple[object, ...]] = {}
     for name, code in FILES.items():
         reached, failed, category, message, timings = static_stages(
             code,
             filename=name,
             source_packages=frozenset(),
-            depth=depth,  # type: ignore[arg-type]  # a Stage name from the parametrization
+            depth=depth,
         )
         found[name] = (reached, failed, category, message, sorted(timings))
     return found
@@ -36,9 +39,9 @@ def test_static_verdicts_do_not_depend_on_the_files_checked_before(
     """Files sharing a helper: the second round reuses the statements the first parsed and
     compiled, and every verdict (stage, category, message, timed stages) is the same."""
     monkeypatch.setattr(stages, "_compiled", [])
-    first = verdicts(depth)
+    first = verdicts(cast(Stage, depth))
     assert any(text.startswith("def helper") for _, text in compiled_statements().statements)
-    assert verdicts(depth) == first
+    assert verdicts(cast(Stage, depth)) == first
     if depth == "forward":
         assert first["good.py"] == (
             "closed",
