@@ -37,6 +37,7 @@ import importlib.util
 import re
 import symtable
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -162,21 +163,45 @@ def check_text(
     filename: str,
     source_packages: frozenset[str] | None,
     compiled: Compiled | None = None,
+    timings: dict[str, float] | None = None,
 ) -> tuple[tuple[Diagnostic, ...], dict[str, bool]]:
     """:func:`check_code`, plus whether each third-party module it looked up is installed.
 
+    ``compiled``: statements parsed and compiled by earlier calls (shared by the files of one
+    run; the findings are the same with or without it). ``timings``: filled with the seconds
+    spent parsing (``parse``), compiling (``compile``) and on the other checks (``closed``).
     The cyclic garbage collector is paused meanwhile: a file's ast is thousands of objects
     without cycles (freed by reference counting) that it would traverse repeatedly.
     """
     paused = gc.isenabled()
     gc.disable()
+    clock = _Clock(timings)
     try:
         return _check_all(
-            code, filename=filename, source_packages=source_packages, compiled=compiled
+            code,
+            filename=filename,
+            source_packages=source_packages,
+            compiled=compiled,
+            clock=clock,
         )
     finally:
+        clock.lap("closed")
         if paused:
             gc.enable()
+
+
+class _Clock:
+    """Adds the seconds since its last lap to a stage's entry of ``timings`` (if any)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+            self.last = now
 
 
 def _check_all(
@@ -185,10 +210,12 @@ def _check_all(
     filename: str,
     source_packages: frozenset[str] | None,
     compiled: Compiled | None,
+    clock: _Clock,
 ) -> tuple[tuple[Diagnostic, ...], dict[str, bool]]:
     probes: dict[str, bool] = {}
     compiled = Compiled() if compiled is None else compiled
     units = parse_units(code, filename, compiled)
+    clock.lap("parse")
     parts = None
     compile_error: SyntaxError | None = None
     if units is not None:
@@ -196,6 +223,7 @@ def _check_all(
             parts = compile_units(code, units, filename, compiled)
         except SyntaxError as error:
             compile_error = error
+        clock.lap("compile")
     reads = None if parts is None or units is None else function_reads(units, parts)
     deltas = None if units is None else [first - 1 for first, _, nodes in units if nodes]
     if parts is None:  # the whole file, as one
@@ -206,6 +234,8 @@ def _check_all(
             return (_syntax_finding("NNR001", error, filename),), probes
         except ValueError as error:  # source code string cannot contain null bytes
             return (diagnostic("NNR001", path=filename, line=1, col=1, error=error),), probes
+        finally:
+            clock.lap("parse")
         try:
             if compile_error is not None:
                 raise compile_error
@@ -218,6 +248,8 @@ def _check_all(
                 symtable.symtable(code, filename, "exec")
         except SyntaxError as error:
             return (_syntax_finding("NNR002", error, filename),), probes
+        finally:
+            clock.lap("compile")
     else:
         tree = ast.Module(body=[n for _, _, nodes in units or () for n in nodes], type_ignores=[])
 

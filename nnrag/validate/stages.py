@@ -31,6 +31,7 @@ from nnrag.report import format_diagnostic
 from nnrag.validate.frames import BlockReply, BlockRequest
 
 if TYPE_CHECKING:
+    from nnrag.check.pieces import Compiled
     from nnrag.index.build import Index
     from nnrag.model import BlockRef, Extracted, Settings
     from nnrag.plugins import Plugins
@@ -63,25 +64,23 @@ _HEADER_CODES = frozenset({"NNR010", "NNR011", "NNR012"})
 def static_stages(
     code: str, *, filename: str, source_packages: frozenset[str], depth: Stage
 ) -> tuple[Stage | None, Stage | None, Category | None, str, dict[str, float]]:
-    """Run parse, compile and closed: (reached, failed stage, category, message, timings)."""
-    from nnrag.check.static import check_code
+    """Run parse, compile and closed: (reached, failed stage, category, message, timings).
+
+    The statements this process parsed and compiled for earlier blocks are not parsed or
+    compiled again (:func:`compiled_statements`: blocks of one source inline the same
+    helpers); the findings are the same either way.
+    """
+    from nnrag.check.static import check_text
 
     timings: dict[str, float] = {}
-    started = time.perf_counter()
-    try:
-        tree = ast.parse(code, filename=filename)
-        timings["parse"] = time.perf_counter() - started
-        compile(tree, filename, "exec", dont_inherit=True)
-        timings["compile"] = time.perf_counter() - started - timings["parse"]
-    except (SyntaxError, ValueError):
-        pass  # check_code reports it with its location
-    started = time.perf_counter()
-    findings = [
-        f
-        for f in check_code(code, filename=filename, source_packages=source_packages)
-        if f.code not in _HEADER_CODES
-    ]
-    timings["closed"] = time.perf_counter() - started
+    checked, _ = check_text(
+        code,
+        filename=filename,
+        source_packages=source_packages,
+        compiled=compiled_statements(),
+        timings=timings,
+    )
+    findings = [f for f in checked if f.code not in _HEADER_CODES]
     reached: Stage | None = None
     for stage in ("parse", "compile", "closed"):
         if stage_index(stage) > stage_index(depth):
@@ -95,6 +94,21 @@ def static_stages(
             return reached, stage, first.category, message, _upto(timings, stage)
         reached = stage
     return reached, None, None, "", _upto(timings, depth)
+
+
+COMPILED_LIMIT = 3000
+"""Statements :func:`compiled_statements` keeps at most (about 40 KiB each, trees and code)."""
+_compiled: list[Compiled] = []
+
+
+def compiled_statements() -> Compiled:
+    """This process's memo of the top-level statements the static stages parsed and compiled,
+    emptied when it holds more than :data:`COMPILED_LIMIT` (memory stays bounded)."""
+    from nnrag.check.pieces import Compiled
+
+    if not _compiled or len(_compiled[0].trees) > COMPILED_LIMIT:
+        _compiled[:] = [Compiled()]
+    return _compiled[0]
 
 
 def _upto(timings: dict[str, float], stage: Stage) -> dict[str, float]:
