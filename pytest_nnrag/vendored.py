@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_nnrag.options import SEARCH_CPU_S
+
 if TYPE_CHECKING:
     from nnrag.model import Stage, ValidationResult
     from nnrag.validate.sandbox import Sandbox
@@ -33,7 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=None,
         help="Collect one test per vendored block file in DIR (see `nnrag extract --into`); "
-        "repeatable. Depth and timeout from --nnrag-depth / --nnrag-timeout. "
+        "repeatable. Depth, timeout and search budget from --nnrag-depth / --nnrag-timeout / "
+        "--nnrag-search-budget. "
         "Ini: nnrag_vendored.",
     )
     parser.addini(
@@ -167,6 +170,7 @@ class VendoredSession:
         """Add the vendored blocks' items (before -k, --deselect and --lf select among them)."""
         depth: Stage = _option(config, "nnrag_depth") or "forward"
         timeout = float(_option(config, "nnrag_timeout") or 60.0)
+        budget = float(_option(config, "nnrag_search_budget") or SEARCH_CPU_S)
         for folder in self.folders:
             node = VendoredFolder.from_parent(
                 session,
@@ -175,6 +179,7 @@ class VendoredSession:
                 nodeid=_node_id(folder, config.rootpath),
                 depth=depth,
                 timeout_s=timeout,
+                search_cpu_s=budget,
             )
             items.extend(session.genitems(node))
 
@@ -218,10 +223,13 @@ def static_result(path: Path, *, block_id: str, depth: Stage) -> ValidationResul
 class VendoredFolder(pytest.Collector):
     """A folder of vendored blocks: one item per block file, sorted by file name."""
 
-    def __init__(self, *, depth: Stage, timeout_s: float, **kwargs: Any) -> None:
+    def __init__(
+        self, *, depth: Stage, timeout_s: float, search_cpu_s: float, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.depth = depth
         self.timeout_s = timeout_s
+        self.search_cpu_s = search_cpu_s
 
     def collect(self) -> list[pytest.Item]:
         from nnrag.blockfile.header import parse_header
@@ -244,6 +252,7 @@ class VendoredFolder(pytest.Collector):
                 block_id=block_id,
                 depth=self.depth,
                 timeout_s=self.timeout_s,
+                search_cpu_s=self.search_cpu_s,
             )
             for name, block_id in sorted(blocks.items())
         ]
@@ -267,11 +276,20 @@ def _item_class() -> type[ResultItem]:
     class VendoredItem(ResultItem):
         """One vendored block file: static checks, then the sandbox to the requested depth."""
 
-        def __init__(self, *, block_id: str, depth: Stage, timeout_s: float, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *,
+            block_id: str,
+            depth: Stage,
+            timeout_s: float,
+            search_cpu_s: float,
+            **kwargs: Any,
+        ) -> None:
             super().__init__(**kwargs)
             self.block_id = block_id
             self.depth = depth
             self.timeout_s = timeout_s
+            self.search_cpu_s = search_cpu_s
             self.add_marker("nnrag")
 
         def validate(self) -> ValidationResult:
@@ -298,6 +316,7 @@ def _item_class() -> type[ResultItem]:
                 class_name=class_name,
                 depth=self.depth,
                 timeout_s=self.timeout_s,
+                search_cpu_s=self.search_cpu_s,
                 hints=None if answer is None else hints_from_hook(self.block_id, answer),
                 source_packages=frozenset(header.source_packages if header else ()),
                 sandbox=None if session is None else session.sandbox(self.config),

@@ -172,6 +172,40 @@ def test_forward_in_the_sandbox(pytester: pytest.Pytester, vendored: Path) -> No
     result.assert_outcomes(passed=1, deselected=1)
 
 
+SPINNING = textwrap.dedent(
+    """\
+    import time
+
+    import torch
+    from torch import nn
+
+
+    class Spinning(nn.Module):
+        def __init__(self, dim: int = 4) -> None:
+            super().__init__()
+            self.lin = nn.Linear(dim, dim)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            start = time.process_time()
+            while time.process_time() - start < 1.0:
+                pass
+            raise ValueError("this block never runs")
+    """
+)
+
+
+@pytest.mark.integration
+def test_the_search_budget_reaches_vendored_blocks(pytester: pytest.Pytester) -> None:
+    folder = pytester.path / "vendor" / "spin"
+    folder.mkdir(parents=True)
+    block_file(folder, "Spinning", SPINNING)  # no manifest: collected by its header
+    result = pytester.runpytest_subprocess(
+        "--nnrag-vendored", "vendor/spin", "--nnrag-search-budget", "2"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*search used its budget of 2 CPU seconds*"])
+
+
 def test_beside_repos_one_report(pytester: pytest.Pytester, vendored: Path, project: Path) -> None:
     result = pytester.runpytest(
         "--nnrag-repos", "repos.json", "--nnrag-cache", "cache", "--nnrag-depth", "closed",
