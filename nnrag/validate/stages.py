@@ -408,6 +408,8 @@ def prepare_block(
         return _unusable(block.id, depth, "instantiate", "config", error)
     hints = hints or answer or config_hints(settings, block)
     suffix = (f"+hints:{_hints_digest(hints)}" if hints else "") + f"+plugins:{plugins.digest()}"
+    # a verdict reached under other limits is not this one (a timeout may pass with more time)
+    suffix += f"+limits:{settings.timeout_s:g}s,{settings.search_cpu_s:g}cpu"
     cache = workspace.results()
     state = workspace.extraction_state()
     # Harvested recipes only once the source's harvest pass is over, and a result is keyed by

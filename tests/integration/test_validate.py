@@ -232,6 +232,24 @@ def test_workspace_validation_is_cached_until_revalidate(tmp_path: Path) -> None
         workspace.close()
 
 
+def test_the_limits_are_part_of_the_result_key(tmp_path: Path) -> None:
+    """A verdict reached under one timeout or search budget is not served under another."""
+    from nnrag.validate.stages import validate_block
+
+    runs = [
+        FakeWorkspace(tmp_path, block()),
+        FakeWorkspace(tmp_path, block()),
+        FakeWorkspace(tmp_path, block(), timeout_s=90.0),
+        FakeWorkspace(tmp_path, block(), search_cpu_s=5.0),
+    ]
+    try:
+        cached = [validate_block(w, "Block", depth="forward").cached for w in runs]  # type: ignore[arg-type]  # FakeWorkspace: only what validate_block uses, not a full BlockSource
+    finally:
+        for workspace in runs:
+            workspace.close()
+    assert cached == [False, True, False, False]
+
+
 def test_closure_problem_text_is_part_of_the_result_key(tmp_path: Path) -> None:
     """A closed failure is not served from the cache once the problem's text changes (nnrag
     now says more about it) although the block body is the same."""
