@@ -13,6 +13,7 @@ order and the number of processes; only how many blocks run twice changes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -203,24 +204,38 @@ def _next_block(
     order: HarvestOrder | None,
     taken: Collection[str],
     done: Collection[str],
+    start: int = 0,
 ) -> BlockRef | None:
     """The first block not taken that is ready, else the first not taken (a leaf taken
-    before its containers ran runs recording, as without the order); ``None`` when all are."""
-    left = [b for b in blocks if b.id not in taken]
-    if order is not None:
-        ready = next((b for b in left if order.ready(b.id, done)), None)
-        if ready is not None:
-            return ready
-    return left[0] if left else None
+    before its containers ran runs recording, as without the order); ``None`` when all are.
+    ``start``: every block before it is taken (the search starts there)."""
+    first: BlockRef | None = None
+    for block in itertools.islice(blocks, start, None):
+        if block.id in taken:
+            continue
+        if order is None or order.ready(block.id, done):
+            return block
+        first = first or block
+    return first
+
+
+def _first_untaken(blocks: Sequence[BlockRef], taken: Collection[str], start: int) -> int:
+    """The index of the first block at or after ``start`` not in ``taken`` (taken only grows,
+    so a caller keeps this as the start of its next search)."""
+    while start < len(blocks) and blocks[start].id in taken:
+        start += 1
+    return start
 
 
 def _taken_here(blocks: Sequence[BlockRef], order: HarvestOrder) -> Iterator[tuple[BlockRef, bool]]:
     """Every block, in :func:`_next_block` order, and whether its harvest is final (one
     process: a block is done when the next is asked for)."""
     taken: set[str] = set()
-    while (block := _next_block(blocks, order, taken, taken)) is not None:
+    start = 0
+    while (block := _next_block(blocks, order, taken, taken, start)) is not None:
         final = order.final(block.id, taken)
         taken.add(block.id)
+        start = _first_untaken(blocks, taken, start)
         yield block, final
 
 
@@ -228,22 +243,35 @@ def _claimed(
     blocks: Sequence[BlockRef], order: HarvestOrder | None, marks: Path
 ) -> Iterator[tuple[BlockRef, bool]]:
     """The blocks this process takes, one at a time, by :func:`_next_block` over the blocks
-    every process of the run took and finished (``marks/pass.json``, under a file lock):
-    each block goes to exactly one process. A block is done when this process asks for the
-    next; with no ``order``, no block's harvest is final."""
+    every process of the run took and finished: each block goes to exactly one process.
+    The processes share an append-only log (``marks/claims.log``, one ``t <id>`` or ``d <id>``
+    line per block taken or done, under a file lock); each reads only what the others appended
+    since it last looked. A block is done when this process asks for the next; with no
+    ``order``, no block's harvest is final."""
     marks.mkdir(parents=True, exist_ok=True)
-    state = marks / "pass.json"
+    log = marks / "claims.log"
+    taken: set[str] = set()
+    done: set[str] = set()
+    seen = start = 0
     finished: str | None = None
     while True:
-        with FileLock(str(marks / "pass.lock")):
-            seen = json.loads(state.read_text()) if state.exists() else {"taken": [], "done": []}
-            taken, done = set(seen["taken"]), set(seen["done"])
+        with FileLock(str(marks / "claims.lock")), open(log, "a+b") as handle:
+            handle.seek(seen)
+            for line in handle.read().decode("utf-8").splitlines():
+                kind, _, block_id = line.partition(" ")
+                (taken if kind == "t" else done).add(block_id)
+            lines = []
             if finished is not None:
                 done.add(finished)
-            block = _next_block(blocks, order, taken, done)
+                lines.append(f"d {finished}\n")
+            start = _first_untaken(blocks, taken, start)
+            block = _next_block(blocks, order, taken, done, start)
             if block is not None:
                 taken.add(block.id)
-            _write_whole(state, {"taken": sorted(taken), "done": sorted(done)})
+                lines.append(f"t {block.id}\n")
+            handle.write("".join(lines).encode("utf-8"))
+            handle.flush()
+            seen = handle.tell()
         if block is None:
             return
         yield block, order is not None and order.final(block.id, done)
