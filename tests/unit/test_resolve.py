@@ -642,6 +642,15 @@ def test_memoized_components_order_like_tarjan_and_kahn() -> None:
         assert _Components.order(memo, needs, sort_key) == expected
 
 
+def _methods_by_class(code: str) -> dict[str, set[str]]:
+    """Each module-level class of ``code`` -> the names of the methods it defines."""
+    return {
+        node.name: {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        for node in ast.parse(code).body
+        if isinstance(node, ast.ClassDef)
+    }
+
+
 def test_a_data_class_forward_receives_through_an_alias_is_real_with_its_called_method(
     tmp_path: Path,
 ) -> None:
@@ -685,12 +694,7 @@ def test_a_data_class_forward_receives_through_an_alias_is_real_with_its_called_
             """,
         },
     )
-    code = extract(index, block(index, "pkg.model:Block")).code
-    classes = {
-        node.name: {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
-        for node in ast.parse(code).body
-        if isinstance(node, ast.ClassDef)
-    }
+    classes = _methods_by_class(extract(index, block(index, "pkg.model:Block")).code)
     assert "to" in classes["Sample"]
     assert "save" not in classes["Sample"]
     assert classes["Options"] == set()  # the empty stand-in
@@ -743,10 +747,5 @@ def test_an_alias_first_reached_as_a_type_test_is_real_once_a_method_receives_it
             """,
         },
     )
-    code = extract(index, block(index, "pkg.model:Block")).code
-    classes = {
-        node.name: {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
-        for node in ast.parse(code).body
-        if isinstance(node, ast.ClassDef)
-    }
+    classes = _methods_by_class(extract(index, block(index, "pkg.model:Block")).code)
     assert "to" in classes["Sample"]
