@@ -224,7 +224,7 @@ def _unit_chunks(
             chunks.append(stand_in)
             continue
         chunk = _without_pruned(closure, plan, info, unit, chunk)
-        chunk = augmented_preludes(cache, symbols, plan, info, unit, tree=tree()) + chunk
+        chunk = augmented_preludes(cache, symbols, plan, info, unit, tree=tree) + chunk
         # not when the calls were in methods left out
         if by_name and (f"{SHIM}(" in chunk or f"{DUNDER_SHIM}(" in chunk):
             served += by_name

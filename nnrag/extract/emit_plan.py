@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -228,17 +228,21 @@ def augmented_preludes(
     info: ModuleInfo,
     unit: Unit,
     *,
-    tree: ast.Module | None,
+    tree: Callable[[], ast.Module | None],
 ) -> str:
     """``<flat> = <previous binding's flat>`` lines for a module-level ``NAME op= value`` of
-    ``unit`` (``tree``) whose ``NAME`` was bound before by another definition, under another
-    flat name (``from .a import DOC`` then ``DOC += "..."``): one ``Name`` node is both the
-    read and the binding, so renaming the binding alone would read a name never bound."""
-    if tree is None:
+    ``unit`` (``tree()`` parses it) whose ``NAME`` was bound before by another definition,
+    under another flat name (``from .a import DOC`` then ``DOC += "..."``): one ``Name`` node
+    is both the read and the binding, so renaming the binding alone would read a name never
+    bound. Only a unit that reads at load time a name it binds is parsed for it."""
+    if set(unit.binds).isdisjoint(unit.load_reads):
+        return ""
+    parsed = tree()
+    if parsed is None:
         return ""
     targets = {
         node.target.id
-        for node in tree.body
+        for node in parsed.body
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
     }
     lines: list[str] = []
