@@ -8,14 +8,15 @@ verdict reads; a leaf whose containers all ran gets its final verdict in the pas
 :func:`~nnrag.validate.stages.prepare_block` makes after the freeze, same key), instead of a
 recording run now and a second run after the freeze. Other blocks run as they always did
 (without recipes, recording), so the harvest and every verdict are the same whatever the
-order and the number of processes; only how many blocks run twice changes.
+order and the number of processes; only how many blocks run twice changes. A container
+keeps the verdict of its recording run when it passed; only one that failed runs again after
+the freeze, with its harvested recipes (``nnrag.validate.containers``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,18 +27,15 @@ from filelock import FileLock
 
 from nnrag.errors import ExtractionError, InternalError
 from nnrag.model import BlockRef
+from nnrag.validate.containers import defined_classes
 from nnrag.validate.executors import Executor, validate_many
 from nnrag.validate.stages import BlockSource, complete_harvests
 
 POLL_S = 0.5
 """How often a share waits for the other shares of the pass."""
-CLASS_STATEMENT = re.compile(r"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
-
-
-def defined_classes(code: str) -> frozenset[str]:
-    """The names of the class statements of ``code``, at any depth (more, never fewer: a line
-    of a string that reads like one counts too)."""
-    return frozenset(CLASS_STATEMENT.findall(code))
+LOOKAHEAD = 8
+"""How many ready blocks, in order, a process looks at for one it extracted itself (its
+memo holds it: the other process would extract it again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +177,10 @@ def harvest_first(
         defines = {b.id: block_defines(workspace, b) for b in blocks}
         mine = _taken_here(blocks, harvest_order(blocks, defines))
     else:
-        order = _shared_order(workspace, blocks, marks, index=index, count=count, wait_s=wait_s)
-        mine = _claimed(blocks, order, marks)
+        order, extracted = _shared_order(
+            workspace, blocks, marks, index=index, count=count, wait_s=wait_s
+        )
+        mine = _claimed(blocks, order, marks, prefer=extracted)
     ran_now: list[str] = []
     for block, final in mine:
         validate(block, final)
@@ -205,18 +205,27 @@ def _next_block(
     taken: Collection[str],
     done: Collection[str],
     start: int = 0,
+    *,
+    prefer: Collection[str] = (),
 ) -> BlockRef | None:
     """The first block not taken that is ready, else the first not taken (a leaf taken
     before its containers ran runs recording, as without the order); ``None`` when all are.
-    ``start``: every block before it is taken (the search starts there)."""
+    ``start``: every block before it is taken (the search starts there). Among the first
+    :data:`LOOKAHEAD` ready blocks, the first in ``prefer`` (ids this process extracted)."""
     first: BlockRef | None = None
+    ready: list[BlockRef] = []
     for block in itertools.islice(blocks, start, None):
         if block.id in taken:
             continue
         if order is None or order.ready(block.id, done):
-            return block
-        first = first or block
-    return first
+            if not prefer or block.id in prefer:
+                return block
+            ready.append(block)
+            if len(ready) == LOOKAHEAD:
+                break
+        elif not ready:
+            first = first or block
+    return ready[0] if ready else first
 
 
 def _first_untaken(blocks: Sequence[BlockRef], taken: Collection[str], start: int) -> int:
@@ -240,14 +249,19 @@ def _taken_here(blocks: Sequence[BlockRef], order: HarvestOrder) -> Iterator[tup
 
 
 def _claimed(
-    blocks: Sequence[BlockRef], order: HarvestOrder | None, marks: Path
+    blocks: Sequence[BlockRef],
+    order: HarvestOrder | None,
+    marks: Path,
+    *,
+    prefer: Collection[str] = (),
 ) -> Iterator[tuple[BlockRef, bool]]:
     """The blocks this process takes, one at a time, by :func:`_next_block` over the blocks
     every process of the run took and finished: each block goes to exactly one process.
     The processes share an append-only log (``marks/claims.log``, one ``t <id>`` or ``d <id>``
     line per block taken or done, under a file lock); each reads only what the others appended
     since it last looked. A block is done when this process asks for the next; with no
-    ``order``, no block's harvest is final."""
+    ``order``, no block's harvest is final. ``prefer``: ids this process extracted (see
+    :func:`_next_block`)."""
     marks.mkdir(parents=True, exist_ok=True)
     log = marks / "claims.log"
     taken: set[str] = set()
@@ -265,7 +279,7 @@ def _claimed(
                 done.add(finished)
                 lines.append(f"d {finished}\n")
             start = _first_untaken(blocks, taken, start)
-            block = _next_block(blocks, order, taken, done, start)
+            block = _next_block(blocks, order, taken, done, start, prefer=prefer)
             if block is not None:
                 taken.add(block.id)
                 lines.append(f"t {block.id}\n")
@@ -286,15 +300,16 @@ def _shared_order(
     index: int,
     count: int,
     wait_s: float,
-) -> HarvestOrder | None:
+) -> tuple[HarvestOrder | None, frozenset[str]]:
     """The :class:`HarvestOrder` of ``blocks``, each process of the run extracting a share
-    (taken from a counter in ``marks``); ``None`` (no block final) when a share never came."""
+    (taken from a counter in ``marks``); ``None`` (no block final) when a share never came.
+    Also the ids of the blocks this process extracted."""
     mine = {b.id: sorted(block_defines(workspace, b)) for b in _counted(blocks, marks)}
     shares = _publish_and_wait(marks, "defines", mine, index=index, count=count, wait_s=wait_s)
     if shares is None:
-        return None
+        return None, frozenset(mine)
     defines = {i: frozenset(names) for share in shares for i, names in share.items()}
-    return harvest_order(blocks, defines)
+    return harvest_order(blocks, defines), frozenset(mine)
 
 
 def _counted(blocks: Sequence[BlockRef], marks: Path) -> Iterator[BlockRef]:

@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -416,12 +416,17 @@ def prepare_block(
     # the harvest it used: the verdict never depends on which blocks happened to run first.
     frozen = cache.harvest_complete(block.source, state)
     harvested = cache.harvested(block.source, block.name) if frozen or final_harvest else []
+    recording_suffix = suffix  # the key of the run without harvested recipes (see below)
     if harvested:
         suffix += f"+harvest:{_digest(harvested)}"
     if not settings.revalidate:
         # Same sources, same nnrag code: the block's digest is known without extracting it.
         known = cache.extraction(block.id, state)
         cached = cache.get(cache_key(known[0] + suffix, depth)) if known else None
+        if cached is None and known and harvested and frozen:
+            cached = _kept_recording_verdict(
+                workspace, block, known[0] + recording_suffix, depth, lambda: _read(known[1])
+            )
         if cached is not None:
             # Results are content-addressed: the same body in another source (or module)
             # shares the result, but the report keys it by this block.
@@ -431,6 +436,14 @@ def prepare_block(
     except (ExtractionError, InternalError) as error:
         return _unusable(block.id, depth, "parse", "internal-error", error)
     facts = _extraction_facts(extracted)
+    if harvested and frozen and not settings.revalidate and not extracted.blocking_problems:
+        kept = _kept_recording_verdict(
+            workspace, block, extracted.digest + recording_suffix, depth, lambda: extracted.code
+        )
+        if kept is not None:
+            path = workspace.block_file(extracted)
+            cache.put_extraction(block.id, state, extracted.digest, str(path))
+            return replace(kept, block_id=block.id, file=str(path), **facts)
     # A block that does not close is keyed by its problems too: their text comes from the
     # extraction code, not the body, so a better message is not hidden by an older result.
     problems = extracted.blocking_problems
@@ -467,6 +480,39 @@ def prepare_block(
         plugins=plugins.child_spec(),
         facts=facts,
     )
+
+
+def _kept_recording_verdict(
+    workspace: BlockSource,
+    block: BlockRef,
+    recording_key: str,
+    depth: Stage,
+    code: Callable[[], str | None],
+) -> ValidationResult | None:
+    """The verdict a container keeps: a block whose file holds other blocks of its source
+    (``nnrag.validate.containers``) ran in the harvest pass without harvested recipes, to record
+    its parts; when that run (``recording_key``, before :func:`cache_key`) reached ``depth``,
+    it is the verdict. Harvested recipes are for the blocks that need them: only a container
+    that failed runs again with its own. Every container runs so in every pass, whatever the
+    order, so the verdict does not depend on it; a leaf's verdict is always its harvested run."""
+    from nnrag.validate.containers import holds_other_blocks
+    from nnrag.validate.results import cache_key
+
+    recorded = workspace.results().get(cache_key(recording_key, depth))
+    if recorded is None or not recorded.passed:
+        return None
+    text = code()
+    if text is None or not holds_other_blocks(text, block, workspace.blocks()):
+        return None
+    return recorded
+
+
+def _read(path: str) -> str | None:
+    """A block file's text, ``None`` when it is gone (the cache was cleaned under a run)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def run_job(job: BlockJob, *, sandbox: Sandbox, path: Path | None = None) -> JobOutcome:

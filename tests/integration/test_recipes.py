@@ -313,3 +313,92 @@ def test_cli_validate_all_runs_the_library_harvest_pass_first(
         ("hv:hv.parts:Part", True),
         ("hv:hv.parts:Whole", True),
     ]
+
+
+CONTAINERS = textwrap.dedent(
+    """
+    from torch import nn
+
+
+    class Part(nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
+            self.lin = nn.Linear(rows, cols)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    class Middle(nn.Module):
+        def __init__(self, width=3):
+            super().__init__()
+            self.width = width
+            self.part = Part("3x5")
+
+        def forward(self, x):
+            return self.part(x)
+
+
+    class Strict(nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            rows, cols = (int(v) for v in spec.split("x"))
+            self.part = Part(f"{rows}x{cols}")
+
+        def forward(self, x):
+            return self.part(x)
+
+
+    class Whole(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.middle = Middle(4)
+            self.strict = Strict("3x5")
+
+        def forward(self, x):
+            return self.strict(x) + self.middle(x)
+    """
+)
+
+
+def test_a_container_keeps_the_verdict_of_its_recording_run_when_it_passed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Middle and Strict hold Part and are held by Whole: both run in the pass without their
+    harvested calls (recording Part's). Middle passes so and keeps that verdict, run once;
+    Strict fails so and runs again with the call Whole made (``Strict("3x5")``)."""
+    import contextlib
+    import json
+    import sqlite3
+
+    from nnrag.cli import main
+
+    (tmp_path / "hv").mkdir()
+    (tmp_path / "hv" / "__init__.py").write_text("")
+    (tmp_path / "hv" / "parts.py").write_text(CONTAINERS)
+    (tmp_path / "repos.json").write_text(
+        json.dumps({"sources": [{"name": "hv", "path": ".", "paths": ["hv"]}]})
+    )
+    args = ["validate", "--all", "--repos", str(tmp_path / "repos.json"), "--json"]
+    args += ["--cache", str(tmp_path / "cache"), "--timeout", "60"]
+    assert main(args) == 0
+    rows = {row["block_id"].rsplit(":", 1)[1]: row for row in json.loads(capsys.readouterr().out)}
+    assert all(row["passed"] for row in rows.values()), rows
+    origins = {name: row["recipe"]["origin"] for name, row in rows.items()}
+    assert origins == {
+        "Part": "harvested",
+        "Middle": "synthesized",
+        "Strict": "harvested",
+        "Whole": "synthesized",
+    }
+    with contextlib.closing(sqlite3.connect(tmp_path / "cache" / "results.sqlite")) as db:
+        runs = collections.Counter(
+            json.loads(value)["block_id"].rsplit(":", 1)[1]
+            for (value,) in db.execute("SELECT value FROM results")
+        )
+    assert runs == {"Part": 1, "Middle": 1, "Strict": 2, "Whole": 1}
+    assert main(args) == 0  # the same verdicts from the cache
+    again = {row["block_id"].rsplit(":", 1)[1]: row for row in json.loads(capsys.readouterr().out)}
+    assert {name: row["recipe"]["origin"] for name, row in again.items()} == origins
+    assert all(row["cached"] for row in again.values())

@@ -8,7 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from nnrag.model import BlockRef
-from nnrag.validate.harvesting import HarvestPass, defined_classes, harvest_first, harvest_order
+from nnrag.validate.containers import defined_classes, holds_other_blocks
+from nnrag.validate.harvesting import HarvestPass, harvest_first, harvest_order
 from nnrag.validate.results import ResultCache
 
 
@@ -134,6 +135,24 @@ def test_a_container_is_a_block_whose_file_defines_a_class_of_the_name() -> None
     assert alone.final(part.id, {whole.id})
 
 
+def test_holds_other_blocks_agrees_with_the_harvest_order() -> None:
+    whole, part = _block("Whole"), _block("Part")
+    other = BlockRef(source="src", module="n", name="Part", path="n.py", line=1)
+    foreign = BlockRef(source="elsewhere", module="m", name="Lone", path="m.py", line=1)
+    blocks = [whole, part, other, foreign]
+    files = {
+        whole.id: "class Whole(nn.Module):\n    pass\nclass Part(nn.Module):\n    pass\n",
+        part.id: "class Part(nn.Module):\n    pass\n",
+        other.id: "class Part(nn.Module):\n    pass\n",
+        foreign.id: "class Lone(nn.Module):\n    pass\nclass Whole:\n    pass\n",
+    }
+    order = harvest_order(blocks, {i: defined_classes(code) for i, code in files.items()})
+    held = {b.id for b in blocks if holds_other_blocks(files[b.id], b, blocks)}
+    # Part of one module holds the other module's Part; another source's Whole is not held
+    assert held == {whole.id, part.id, other.id}
+    assert held == {b.id for b in blocks} - order.leaves
+
+
 def test_one_process_runs_containers_before_their_parts(tmp_path: Path) -> None:
     # given costliest first: the part first, its container last
     blocks = [_block(n) for n in ("Part", "Lone", "Middle", "Whole")]
@@ -187,3 +206,19 @@ def test_a_process_with_no_ready_block_takes_a_part_rather_than_idle(tmp_path: P
     assert runs["Part"][1] is False  # taken before Whole finished: it records, as before
     assert runs["Part"][0] != runs["Whole"][0]
     assert workspace.results().harvest_complete("src", "state")
+
+
+def test_a_process_prefers_a_block_it_extracted_among_the_next_ready_ones() -> None:
+    from nnrag.validate.harvesting import LOOKAHEAD, _next_block
+
+    blocks = [_block(f"B{i}") for i in range(LOOKAHEAD + 2)]
+    ids = [b.id for b in blocks]
+    assert _next_block(blocks, None, set(), set(), prefer={ids[3]}) == blocks[3]
+    # beyond the next LOOKAHEAD ready blocks, order wins: the costliest first
+    assert _next_block(blocks, None, set(), set(), prefer={ids[LOOKAHEAD]}) == blocks[0]
+    assert _next_block(blocks, None, {ids[0]}, set(), prefer={ids[LOOKAHEAD]}) == blocks[8]
+    # a block not ready (a leaf whose container has not run) is never preferred over a ready one
+    files = {"B0": ["B0", "B1"]}
+    order = harvest_order(blocks, {b.id: frozenset(files.get(b.name, [b.name])) for b in blocks})
+    assert _next_block(blocks, order, {ids[0]}, set(), prefer={ids[1]}) == blocks[2]
+    assert _next_block(blocks, order, {ids[0]}, {ids[0]}, prefer={ids[1]}) == blocks[1]
