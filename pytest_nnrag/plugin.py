@@ -28,6 +28,7 @@ from pytest_nnrag.state import STATE_KEY, NnragState
 
 if TYPE_CHECKING:
     from nnrag.model import BlockRef, Stage, ValidationResult
+    from nnrag.validate.harvesting import HarvestPass
 
 __all__ = [
     "nnrag_extract",
@@ -207,6 +208,8 @@ class NnragSession:
             wait_s=max(60.0, len(items) * self.state.settings.timeout_s),
         )
         self.state.harvest_pass = done.ran
+        if done.ran:
+            progress.finish(done)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -484,3 +487,12 @@ class _PassProgress:
             print(
                 f"{self._who}harvest pass: {self._done} blocks run", file=sys.__stderr__, flush=True
             )
+
+    def finish(self, done: HarvestPass) -> None:
+        """The line that says the pass is over here (and how long this process waited)."""
+        print(
+            f"{self._who}harvest pass: over, {done.ran_here} of {len(done.ran)} blocks run here, "
+            f"then {done.waited_s:.1f} s waiting for the other workers",
+            file=sys.__stderr__,
+            flush=True,
+        )

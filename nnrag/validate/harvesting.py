@@ -97,6 +97,10 @@ class HarvestPass:
 
     frozen: tuple[str, ...] = ()
     ran: frozenset[str] = frozenset()
+    ran_here: int = 0
+    """How many of them this process ran."""
+    waited_s: float = 0.0
+    """Seconds this process waited for the other shares once it had no block left."""
 
 
 def pending_sources(workspace: BlockSource, selected: Iterable[BlockRef]) -> list[str]:
@@ -186,17 +190,19 @@ def harvest_first(
         validate(block, final)
         ran_now.append(block.id)
     ran = frozenset(ran_now)
+    waiting = time.monotonic()
     if count > 1:
         shares = _publish_and_wait(
             marks, "share", sorted(ran), index=index, count=count, wait_s=wait_s
         )
         if shares is None:
-            return HarvestPass(ran=ran)
+            return HarvestPass(ran=ran, ran_here=len(ran_now), waited_s=wait_s)
         ran |= frozenset(i for ids in shares for i in ids)
+    waited = time.monotonic() - waiting
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder / "freeze.lock")):
         frozen = complete_harvests(workspace, [b.id for b in blocks])
-    return HarvestPass(frozen=tuple(frozen), ran=ran)
+    return HarvestPass(frozen=tuple(frozen), ran=ran, ran_here=len(ran_now), waited_s=waited)
 
 
 def _next_block(

@@ -237,6 +237,12 @@ def test_the_first_session_already_uses_the_harvest(
         assert [b["cached"] for b in report["blocks"]] == [session == 1] * 2
         # the pass says it is running before pytest's progress starts; frozen, it is not run
         assert ("harvest pass:" in result.stderr.str()) == (session == 0)
+        # and says when it is over in each process, with how many blocks it ran there
+        over = [line for line in result.stderr.lines if "harvest pass: over" in line]
+        assert len(over) == (0 if session else 2 if workers else 1), over
+        if session == 0:
+            ran_here = sum(int(line.split("over, ")[1].split(" of ")[0]) for line in over)
+            assert ran_here == 2
         result.assert_outcomes(passed=2)  # Part passes only with Whole's real call to it
     assert outcomes[0] == outcomes[1]
     assert set(outcomes[0].values()) == {"passed"}
