@@ -285,10 +285,14 @@ class LogTap:
     plugin's ``harvest pass:`` progress lines) was first and last heard from."""
 
     MARK = "harvest pass:"
+    OVER = re.compile(r"harvest pass: over, .* then ([0-9.]+) s waiting")
+    """Each worker's last line of the pass: its share is over, after waiting this long."""
 
     def __init__(self, stream: Any, log: Path, started: float) -> None:
         self.first_harvest_s: float | None = None
         self.last_harvest_s: float | None = None
+        self.shares_over: list[tuple[float, float]] = []
+        """(seconds since the start, seconds it waited) per worker whose share ended."""
         self._stream, self._log, self._started = stream, log, started
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -301,6 +305,8 @@ class LogTap:
                     now = round(time.perf_counter() - self._started, 1)
                     self.first_harvest_s = self.first_harvest_s or now
                     self.last_harvest_s = now
+                    if over := self.OVER.search(line):
+                        self.shares_over.append((now, float(over.group(1))))
 
     def join(self) -> None:
         self._thread.join()
@@ -329,6 +335,7 @@ def run_plugin(repos: Path, work: Path, *, workers: str, depth: str) -> dict[str
         "phases_s": {
             "harvest_pass_first_heard": tap.first_harvest_s,
             "harvest_pass_last_heard": tap.last_harvest_s,
+            "harvest_pass_shares_over": [{"at": t, "waited": w} for t, w in tap.shares_over],
         },
         "workers": sampler.workers(),
         "peak_rss_tree_gb": round(sampler.peak_total / 2**30, 2),
@@ -617,7 +624,16 @@ def _timeline(run: dict[str, Any]) -> list[str]:
         return []
     first, last = phases["harvest_pass_first_heard"], phases["harvest_pass_last_heard"]
     lines = []
-    if first is not None and last is not None:
+    over = phases.get("harvest_pass_shares_over") or []
+    if first is not None and last is not None and over:
+        lines.append(
+            f"Timeline: index and collection until the harvest pass's first progress line at "
+            f"{first / 60:.1f} min; the pass over at {last / 60:.1f} min (each worker's share "
+            "over after waiting for the others: "
+            + ", ".join(f"{o['waited']:.1f} s" for o in over)
+            + f"); the verdicts after the freeze until {run['wall_s'] / 60:.1f} min."
+        )
+    elif first is not None and last is not None:
         lines.append(
             f"Timeline: index and collection until the harvest pass's first progress line at "
             f"{first / 60:.1f} min, its last at {last / 60:.1f} min (every 50 blocks), the "
