@@ -256,7 +256,8 @@ HINTS_ADVICE = (
 def advice(result: ValidationResult, *, timeout_s: float, memory_mb: int = 4096) -> str:
     """The result's message plus what the user can do about its category."""
     message = result.message
-    if result.category == "timeout":
+    if result.category == "timeout" and "--nnrag-search-budget" not in message:
+        # (an attempt the search's CPU budget stopped already names that budget's knob)
         return (
             f"wall-clock timeout after {timeout_s:g} s (--nnrag-timeout, nnrag validate "
             f"--timeout): {message}"

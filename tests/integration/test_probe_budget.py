@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nnrag.model import ValidationResult
+from nnrag.model import BlockHints, ValidationResult
 from nnrag.validate.sandbox import Sandbox
 from tests.probing import validate_text
 
@@ -75,3 +75,78 @@ def test_the_budget_counts_cpu_time_not_waiting(sandbox: Sandbox, tmp_path: Path
     assert spun.recipe is not None
     assert slept.recipe is not None
     assert slept.recipe.attempts > spun.recipe.attempts
+
+
+def spinning_block(where: str, seconds: float | None = None) -> str:
+    """A block whose constructor or forward (``where``) spins on the CPU for ``seconds``
+    (``None``: for ever)."""
+    spin = f"spin({seconds})"
+    return textwrap.dedent(
+        f"""
+        import time
+
+        import torch
+        from torch import nn
+
+
+        def spin(seconds):
+            start = time.process_time()
+            while seconds is None or time.process_time() - start < seconds:
+                pass
+
+
+        class Block(nn.Module):
+            def __init__(self, dim: int = 4) -> None:
+                super().__init__()
+                self.lin = nn.Linear(dim, dim)
+                {spin if where == "init" else "pass"}
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                try:
+                    {spin if where == "forward" else "pass"}
+                except Exception:  # the block's own handler does not swallow the interrupt
+                    pass
+                return self.lin(x)
+        """
+    )
+
+
+@pytest.mark.parametrize(("where", "stage"), [("init", "instantiate"), ("forward", "forward")])
+def test_an_attempt_that_outlasts_the_budget_is_stopped_there(
+    sandbox: Sandbox, tmp_path: Path, where: str, stage: str
+) -> None:
+    # the timeout (60 s) never comes: the budget's interrupt ends the one slow attempt
+    result = validate_text(
+        sandbox,
+        tmp_path,
+        spinning_block(where),
+        depth="forward",
+        harvest=False,
+        search_cpu_s=BUDGET_S,
+        timeout_s=60.0,
+    )
+    assert (result.failed_stage, result.category) == (stage, "timeout")
+    assert result.message.startswith(
+        f"the constructor/input search used its budget of {BUDGET_S:g} CPU seconds after "
+    )
+    assert f"still running when the {BUDGET_S:g} CPU seconds ran out" in result.message
+    assert "wall-clock" not in result.message
+
+
+def test_a_hinted_call_is_not_cut_short_by_the_budget(sandbox: Sandbox, tmp_path: Path) -> None:
+    # the user's own call runs to its end (the timeout bounds it); a search would stop it
+    code = spinning_block("forward", 2.5)
+    searched = validate_text(
+        sandbox, tmp_path, code, depth="forward", harvest=False, search_cpu_s=BUDGET_S
+    )
+    assert (searched.failed_stage, searched.category) == ("forward", "timeout")
+    hinted = validate_text(
+        sandbox,
+        tmp_path,
+        code,
+        depth="forward",
+        harvest=False,
+        search_cpu_s=BUDGET_S,
+        hints=BlockHints(pattern="Block", init_kwargs={"dim": 4}, inputs=({"shape": [2, 4]},)),
+    )
+    assert hinted.passed, hinted.message

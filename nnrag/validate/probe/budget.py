@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,11 @@ load slowed down still ends with its own last error before the timeout kills the
 
 SEARCH_KNOB = "--nnrag-search-budget, nnrag validate --search-budget"
 TIMEOUT_KNOB = "--nnrag-timeout, nnrag validate --timeout"
+
+
+class SearchInterrupted(BaseException):
+    """Raised in the search's thread when its CPU budget ran out during an attempt (a
+    ``BaseException``: the block's own ``except Exception`` does not swallow it)."""
 
 
 @dataclass(slots=True)
@@ -51,6 +58,28 @@ class SearchBudget:
             self.ended_by = "wall"
         return bool(self.ended_by)
 
+    @contextlib.contextmanager
+    def interrupting(self, enabled: bool = True) -> Iterator[None]:
+        """Within the block, an attempt still running when the budget is used up is stopped:
+        :class:`SearchInterrupted` is raised where it runs (``ITIMER_PROF``: this process's CPU
+        time, the clock of :meth:`used`), so no attempt outlasts the budget and a slow block
+        costs its budget, not the whole wall-clock timeout. Off when not ``enabled``."""
+        if not enabled:
+            yield
+            return
+
+        def interrupt(signum: int, frame: object) -> None:
+            self.ended_by = "cpu"
+            raise SearchInterrupted(f"still running when the {self.cpu_s:g} CPU seconds ran out")
+
+        previous = signal.signal(signal.SIGPROF, interrupt)
+        signal.setitimer(signal.ITIMER_PROF, max(self.cpu_s - self.used(), 0.001))
+        try:
+            yield
+        finally:
+            stop_interrupting()
+            signal.signal(signal.SIGPROF, previous)
+
     def message(self, attempts: int) -> str:
         """What the failure says when the search ended on this budget: which, and the fix."""
         if self.ended_by == "wall":
@@ -64,3 +93,23 @@ class SearchBudget:
             f"the constructor/input search used its budget of {self.cpu_s:g} CPU seconds "
             f"after {attempts} attempts (raise it with {SEARCH_KNOB}); the last error"
         )
+
+
+def stop_interrupting() -> None:
+    """Disarm :meth:`SearchBudget.interrupting`'s timer (before a result is sent: the reply is
+    never cut short)."""
+    signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+def uninterrupted(send: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """``send`` with the budget's interrupt held back while it writes (a message to the
+    sandbox's parent is written whole; the interrupt is raised after it)."""
+
+    def whole(message: dict[str, Any]) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
+        try:
+            send(message)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGPROF})
+
+    return whole

@@ -19,6 +19,7 @@ from torch import nn
 from nnrag.plugins import builtin_child_manager, child_manager
 from nnrag.validate import refusals
 from nnrag.validate.probe.boot import fill_uninitialized_memory
+from nnrag.validate.probe.budget import stop_interrupting, uninterrupted
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs
@@ -97,7 +98,7 @@ class Runner:
 
     def __init__(self, request: Mapping[str, Any], send: Send, violations: list[str]) -> None:
         self.request = request
-        self.send = send
+        self.send = uninterrupted(send)
         self.violations = violations
         self.seed = int(request.get("seed", 0))
         self.timings: dict[str, float] = {}
@@ -126,6 +127,7 @@ class Runner:
         *,
         error: BaseException | None = None,
     ) -> None:
+        stop_interrupting()  # the search's budget no longer runs: the reply is sent whole
         # a failure keeps its own category unless the sandbox refused something (an import of
         # the source found at the failure, ``mmcv._ext`` of an installed mmcv, is not the cause)
         refusal = (

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nnrag.validate.probe.budget import SearchInterrupted
 from nnrag.validate.probe.inputs import build_inputs
 
 MAX_SCREENS = 80
@@ -87,6 +88,8 @@ class MetaScreen:
             with torch.device("meta"), torch.no_grad():
                 real_args, real_kwargs = build_inputs(args, kwargs, seed)
                 self.copy(*real_args, **real_kwargs)
+        except SearchInterrupted:  # the search's budget ran out here: the search ends
+            raise
         except BaseException as error:  # the real run reports interrupts and memory itself
             text = str(error)
             if isinstance(

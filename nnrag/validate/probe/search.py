@@ -14,7 +14,7 @@ from torch import nn
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.asserts import asserted_inputs
 from nnrag.validate.probe.branches import other_branch
-from nnrag.validate.probe.budget import SearchBudget
+from nnrag.validate.probe.budget import SearchBudget, SearchInterrupted, stop_interrupting
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.docshapes import passed_on_inputs
 from nnrag.validate.probe.examples import examples
@@ -300,6 +300,25 @@ class Search:
         self.widened_seen: set[str] = set()
 
     def run(self) -> None:
+        """The search, each attempt stopped when it outlasts the CPU budget (not in a replay
+        or a hinted run: one given call, bounded by the timeout alone)."""
+        searching = self.runner.replay is None and not self.runner.request.get("hints")
+        try:
+            with self.budget.interrupting(enabled=searching):
+                self.search()
+        except SearchInterrupted as error:  # raised where no attempt's handler stood
+            self.interrupted(error)
+
+    def interrupted(self, error: SearchInterrupted) -> None:
+        """The budget ran out during an attempt: the search ends on it (a timeout)."""
+        self.out_of_budget = True
+        if self.built_any:
+            self.forward_error = self.forward_error or error
+        else:
+            self.ctor_error = self.ctor_error or error
+        self.fail()
+
+    def search(self) -> None:
         runner = self.runner
         runner.send({"kind": "running", "stage": "instantiate"})
         candidates = ctor_candidates(runner.request, self.module, self.cls)
@@ -352,6 +371,8 @@ class Search:
         seed_cpu(runner.seed)
         try:
             block = self.cls(*ctor.args, **ctor.kwargs)
+        except SearchInterrupted:
+            raise
         except _FATAL as error:
             self.ctor_error, self.stopped = error, True
             return None
@@ -427,6 +448,8 @@ class Search:
             runner.recipe.update(inputs=args, input_kwargs=kwargs)
             try:
                 out = runner.forward(block, args, kwargs)
+            except SearchInterrupted:
+                raise
             except _FATAL as error:
                 self.forward_error = error
                 return "stop", messages
@@ -574,6 +597,7 @@ class Search:
                 )
                 return
             block = real
+        stop_interrupting()  # the search is over: the verdict's stages have the timeout
         runner.passed("forward", self.forward_started)
         if self.depth == "backward":
             runner.backward(block, args, kwargs)
@@ -603,7 +627,7 @@ class Search:
             real.eval()
             out = runner.forward(real, args, kwargs)
             problem = runner.check_output(out, real)
-        except _FATAL:
+        except (*_FATAL, SearchInterrupted):
             raise
         except BaseException:
             problem = "failed"
@@ -664,6 +688,9 @@ class Search:
                 f" file has no class of their kind): {describe(failure)}"
             )
             runner.finish(stage, "ctor-args", message, error=failure)
+            return
+        if isinstance(failure, SearchInterrupted):  # no other error: the one attempt was slow
+            runner.finish(stage, "timeout", spent + describe(failure))
             return
         category = classify(failure, stage, runner.violations)
         runner.finish(stage, category, spent + describe(failure), error=failure)
