@@ -68,6 +68,7 @@ def _strings(value: object) -> list[str]:
 def _verdict(messages: list[Message], status: int | None, timed_out: bool, stderr: str) -> Message:
     """The reply's fields from the block's own messages and its exit status."""
     result: Message = {"stage_reached": None, "timings": {}, "harvest": []}
+    budget: float | None = None  # the search's CPU budget while a CPU-time kill is its own
     for message in messages:
         if message.get("kind") == "stage":
             result["stage_reached"] = message["stage"]
@@ -82,6 +83,8 @@ def _verdict(messages: list[Message], status: int | None, timed_out: bool, stder
             result["timings"].update(timings if isinstance(timings, dict) else {"?": timings})
             result.pop("running", None)
             return result
+        elif message.get("kind") == "budget":
+            budget = message.get("cpu_s")
         elif message.get("kind") == "fatal":
             result.update(category="internal-error", message=message["message"])
     result["failed_stage"] = result.pop("running", None)
@@ -96,6 +99,13 @@ def _verdict(messages: list[Message], status: int | None, timed_out: bool, stder
         category = {"SIGXCPU": "timeout", "SIGKILL": "memory"}.get(name, "crash")
         hint = " (likely out of memory)" if name == "SIGKILL" else ""
         result.update(category=category, message=f"child killed by {name}{hint}{detail}")
+        if name == "SIGXCPU" and isinstance(budget, (int, float)):
+            result["message"] = (
+                f"the constructor/input search used its budget of {budget:g} CPU seconds in "
+                "one operation that did not return in time (the CPU-time limit just past the "
+                "budget ended the block; raise it with --nnrag-search-budget, nnrag validate "
+                f"--search-budget){detail}"
+            )
     elif "category" not in result:
         code = os.WEXITSTATUS(status) if status is not None else -1
         result.update(category="crash", message=f"child exited ({code}) with no result{detail}")

@@ -150,3 +150,30 @@ def test_a_hinted_call_is_not_cut_short_by_the_budget(sandbox: Sandbox, tmp_path
         hints=BlockHints(pattern="Block", init_kwargs={"dim": 4}, inputs=({"shape": [2, 4]},)),
     )
     assert hinted.passed, hinted.message
+
+
+def test_one_operation_that_never_returns_is_ended_just_past_the_budget(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # sum() over a range runs in C: the budget's interrupt waits for it to return, so the
+    # CPU-time limit just past the budget ends the block, long before the timeout
+    code = spinning_block("forward").replace("spin(None)", "sum(range(10**15))")
+    result = validate_text(
+        sandbox,
+        tmp_path,
+        code,
+        depth="forward",
+        harvest=False,
+        search_cpu_s=BUDGET_S,
+        timeout_s=120.0,
+    )
+    assert (result.stage_reached, result.failed_stage, result.category) == (
+        "instantiate",
+        "forward",
+        "timeout",
+    )
+    assert result.message.startswith(
+        f"the constructor/input search used its budget of {BUDGET_S:g} CPU seconds in one "
+        "operation that did not return in time"
+    )
+    assert "wall-clock" not in result.message

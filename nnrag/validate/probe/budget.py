@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -16,6 +17,12 @@ TIMEOUT_SHARE = 0.6
 load slowed down still ends with its own last error before the timeout kills the block."""
 
 SEARCH_KNOB = "--nnrag-search-budget, nnrag validate --search-budget"
+KILL_GRACE_S = 5.0
+"""CPU seconds past the budget the kernel's CPU-time limit leaves an operation that does not
+return to Python (where the budget's interrupt would stop it) before it ends the child."""
+BUDGET_KILL = "budget"
+"""The kind of the child's message that says a kill on the CPU-time limit is the budget's
+(``cpu_s``: the budget) or no longer is (``cpu_s``: ``None``)."""
 TIMEOUT_KNOB = "--nnrag-timeout, nnrag validate --timeout"
 
 
@@ -59,11 +66,17 @@ class SearchBudget:
         return bool(self.ended_by)
 
     @contextlib.contextmanager
-    def interrupting(self, enabled: bool = True) -> Iterator[None]:
+    def interrupting(
+        self, enabled: bool = True, announce: Callable[[dict[str, Any]], None] | None = None
+    ) -> Iterator[None]:
         """Within the block, an attempt still running when the budget is used up is stopped:
         :class:`SearchInterrupted` is raised where it runs (``ITIMER_PROF``: this process's CPU
         time, the clock of :meth:`used`), so no attempt outlasts the budget and a slow block
-        costs its budget, not the whole wall-clock timeout. Off when not ``enabled``."""
+        costs its budget, not the whole wall-clock timeout. One operation that does not return
+        to Python in time (a huge convolution) cannot be interrupted: the CPU-time limit
+        (``RLIMIT_CPU``) is lowered to :data:`KILL_GRACE_S` past the budget, so the kernel ends
+        the child (``SIGXCPU``); ``announce`` tells the parent so (:data:`BUDGET_KILL`). Off
+        when not ``enabled``."""
         if not enabled:
             yield
             return
@@ -73,11 +86,15 @@ class SearchBudget:
             raise SearchInterrupted(f"still running when the {self.cpu_s:g} CPU seconds ran out")
 
         previous = signal.signal(signal.SIGPROF, interrupt)
-        signal.setitimer(signal.ITIMER_PROF, max(self.cpu_s - self.used(), 0.001))
+        remaining = max(self.cpu_s - self.used(), 0.001)
+        _lower_cpu_limit(time.process_time() + remaining + KILL_GRACE_S)
+        if announce is not None:
+            announce({"kind": BUDGET_KILL, "cpu_s": self.cpu_s})
+        signal.setitimer(signal.ITIMER_PROF, remaining)
         try:
             yield
         finally:
-            stop_interrupting()
+            stop_interrupting(announce)
             signal.signal(signal.SIGPROF, previous)
 
     def message(self, attempts: int) -> str:
@@ -95,10 +112,35 @@ class SearchBudget:
         )
 
 
-def stop_interrupting() -> None:
-    """Disarm :meth:`SearchBudget.interrupting`'s timer (before a result is sent: the reply is
-    never cut short)."""
+def stop_interrupting(announce: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Disarm :meth:`SearchBudget.interrupting`'s timer and give the CPU-time limit back (before
+    a result is sent: the reply is never cut short; the stages after the search have the
+    timeout); ``announce``: tell the parent a kill on the CPU-time limit is no longer the
+    budget's."""
     signal.setitimer(signal.ITIMER_PROF, 0)
+    if _lowered:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CPU, _lowered.pop())
+        if announce is not None:
+            announce({"kind": BUDGET_KILL, "cpu_s": None})
+
+
+_lowered: list[tuple[int, int]] = []
+"""The child's CPU-time limit before :func:`_lower_cpu_limit` lowered it (one at most)."""
+
+
+def _lower_cpu_limit(cpu_s: float) -> None:
+    """Lower the soft ``RLIMIT_CPU`` of this process to ``cpu_s`` (whole seconds, up)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    limit = math.ceil(cpu_s)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft == resource.RLIM_INFINITY or limit < soft:
+        _lowered[:] = [(soft, hard)]
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, hard))
 
 
 def uninterrupted(send: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:

@@ -304,7 +304,7 @@ class Search:
         or a hinted run: one given call, bounded by the timeout alone)."""
         searching = self.runner.replay is None and not self.runner.request.get("hints")
         try:
-            with self.budget.interrupting(enabled=searching):
+            with self.budget.interrupting(enabled=searching, announce=self.runner.send):
                 self.search()
         except SearchInterrupted as error:  # raised where no attempt's handler stood
             self.interrupted(error)
@@ -597,7 +597,7 @@ class Search:
                 )
                 return
             block = real
-        stop_interrupting()  # the search is over: the verdict's stages have the timeout
+        stop_interrupting(runner.send)  # the search is over: the verdict's stages have the timeout
         runner.passed("forward", self.forward_started)
         if self.depth == "backward":
             runner.backward(block, args, kwargs)
