@@ -9,11 +9,12 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex
 
-from nnrag.validate.refusals import PROBE_EVENTS, REFUSED_ERRNO, family_name
+from nnrag.validate.refusals import PROBE_EVENTS, REFUSED_ERRNO, DecidedByViolation, family_name
 from nnrag.validate.syscalls import MAX_TASKS, guarded_proc_owner
 
 PR_SET_PDEATHSIG = 1
@@ -96,7 +97,25 @@ def lock_down(
     violations: list[str] = []
     probes: list[str] = []
     sys.addaudithook(audit_hook(tmp, violations, os.getpid(), probes=probes))
+    time.sleep = sleep_until_violation(violations, time.sleep)
     return violations, probes
+
+
+def sleep_until_violation(
+    violations: list[str], sleep: Callable[[float | SupportsIndex], None]
+) -> Callable[[float | SupportsIndex], None]:
+    """``time.sleep`` for the child: a sleep after a violation raises
+    :class:`~nnrag.validate.refusals.DecidedByViolation` (a retry loop with a back-off, as a
+    model hub client runs offline, would wait on what the sandbox refused for ever; the
+    violation already decided the verdict). Python has no audit event for a sleep before
+    3.12, so the module's function is replaced in the child (and only there)."""
+
+    def guarded(seconds: float | SupportsIndex) -> None:
+        if violations:
+            raise DecidedByViolation(f"slept after the sandbox refused {violations[-1]}")
+        sleep(seconds)
+
+    return guarded
 
 
 def set_limits(timeout_s: float, memory_mb: int) -> None:

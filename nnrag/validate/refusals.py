@@ -32,6 +32,12 @@ REFUSED_ERRNO = errno.EPERM
 """What a refused operation fails with, from Python (``PermissionError``) or native code."""
 
 
+class DecidedByViolation(BaseException):
+    """Raised where a block sleeps after a violation (a retry loop waiting on what the sandbox
+    refused: nothing it waits for can come, and the violation already decided the verdict).
+    A ``BaseException``: the block's own ``except Exception`` does not swallow it."""
+
+
 def escaped(error: BaseException | None, *, limit: int = 32) -> bool:
     """Whether a refusal made ``error``: it, or an exception it was raised from or while
     handling, is an ``OSError`` with :data:`REFUSED_ERRNO`."""
@@ -59,4 +65,12 @@ def family_name(family: object) -> str:
     return str(family)
 
 
-__all__ = ["PROBE_EVENTS", "PROBE_SYSCALLS", "REFUSED_ERRNO", "escaped", "family_name", "note"]
+__all__ = [
+    "PROBE_EVENTS",
+    "PROBE_SYSCALLS",
+    "REFUSED_ERRNO",
+    "DecidedByViolation",
+    "escaped",
+    "family_name",
+    "note",
+]

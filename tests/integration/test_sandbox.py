@@ -409,3 +409,40 @@ def test_a_caught_network_attempt_stays_a_violation(sandbox: Sandbox, tmp_path: 
     result = run(sandbox, tmp_path, code, "caught_network")
     assert result.category == "sandbox-violation", result.message
     assert result.message == "refused: socket.getaddrinfo; socket.connect"
+
+
+def test_a_retry_loop_after_a_violation_ends_at_its_first_sleep(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A lookup retried with a back-off (as a model hub client does offline) would wait for
+    ever: the violation decided the verdict, so the block ends when it first sleeps on it."""
+    code = forward_block(
+        "import socket\nwhile True:\n    try:\n        socket.getaddrinfo('example.com', 443)\n"
+        "        break\n    except OSError:\n        time.sleep(1.0)"
+    )
+    result = run(sandbox, tmp_path, code, "retry_after_violation")
+    assert (result.category, result.failed_stage) == ("sandbox-violation", "forward")
+    assert result.message.startswith("refused: socket.getaddrinfo"), result.message
+
+
+def test_the_search_ends_at_the_first_violation(sandbox: Sandbox, tmp_path: Path) -> None:
+    """No other constructor call can undo a violation: the search does not try one."""
+    code = HEADER + textwrap.dedent(
+        """
+        import socket
+
+
+        class Block(nn.Module):
+            def __init__(self, width: int = 4, depth: int = 2):
+                super().__init__()
+                socket.getaddrinfo("example.com", 443)
+                self.lin = nn.Linear(width, width)
+
+            def forward(self, x):
+                return self.lin(x)
+        """
+    )
+    result = run(sandbox, tmp_path, code, "violating_constructor")
+    assert (result.category, result.failed_stage) == ("sandbox-violation", "instantiate")
+    assert result.recipe is not None
+    assert result.recipe.attempts == 1

@@ -13,6 +13,7 @@ from torch import nn
 
 from nnrag.validate.probe.budget import SearchInterrupted
 from nnrag.validate.probe.inputs import build_inputs
+from nnrag.validate.refusals import DecidedByViolation
 
 MAX_SCREENS = 80
 """Bound on meta-device screens per block (they cost no compute, but Python still runs)."""
@@ -88,7 +89,7 @@ class MetaScreen:
             with torch.device("meta"), torch.no_grad():
                 real_args, real_kwargs = build_inputs(args, kwargs, seed)
                 self.copy(*real_args, **real_kwargs)
-        except SearchInterrupted:  # the search's budget ran out here: the search ends
+        except (SearchInterrupted, DecidedByViolation):  # the search ends here
             raise
         except BaseException as error:  # the real run reports interrupts and memory itself
             text = str(error)

@@ -73,6 +73,7 @@ from nnrag.validate.probe.stand_ins import (
 from nnrag.validate.probe.state import BuiltState
 from nnrag.validate.probe.unpacked import named_items
 from nnrag.validate.probe.values import decode, seed_cpu
+from nnrag.validate.refusals import DecidedByViolation
 
 if TYPE_CHECKING:
     import pluggy
@@ -129,6 +130,9 @@ Inputs = list[tuple[list[Any], dict[str, Any]]]
 Candidate = tuple[Ctor, Inputs | None]
 """A constructor call and, when they are known (hints, recipes), the inputs to give it."""
 _FATAL = (KeyboardInterrupt, SystemExit, MemoryError)
+_ENDS_SEARCH = (SearchInterrupted, DecidedByViolation)
+"""Raised where an attempt runs when the search must end there: its budget is used up, or a
+violation already decided the verdict."""
 
 
 def ctor_candidates(request: Mapping[str, Any], module: Any, cls: type) -> Iterator[Candidate]:
@@ -306,12 +310,13 @@ class Search:
         try:
             with self.budget.interrupting(enabled=searching, announce=self.runner.send):
                 self.search()
-        except SearchInterrupted as error:  # raised where no attempt's handler stood
+        except _ENDS_SEARCH as error:  # raised where no attempt's handler stood
             self.interrupted(error)
 
-    def interrupted(self, error: SearchInterrupted) -> None:
-        """The budget ran out during an attempt: the search ends on it (a timeout)."""
-        self.out_of_budget = True
+    def interrupted(self, error: BaseException) -> None:
+        """The budget ran out during an attempt (a timeout), or a violation decided the
+        verdict: the search ends on it."""
+        self.out_of_budget = isinstance(error, SearchInterrupted)
         if self.built_any:
             self.forward_error = self.forward_error or error
         else:
@@ -325,6 +330,8 @@ class Search:
         while (item := self.next_candidate(candidates)) is not None:
             ctor, given = item
             if self.attempts >= MAX_ATTEMPTS or (self.built_any and self.spent()):
+                break
+            if runner.violations:  # the verdict is decided: no other call can undo it
                 break
             block = self.construct(ctor, given)
             if self.stopped:
@@ -371,7 +378,7 @@ class Search:
         seed_cpu(runner.seed)
         try:
             block = self.cls(*ctor.args, **ctor.kwargs)
-        except SearchInterrupted:
+        except _ENDS_SEARCH:
             raise
         except _FATAL as error:
             self.ctor_error, self.stopped = error, True
@@ -448,7 +455,7 @@ class Search:
             runner.recipe.update(inputs=args, input_kwargs=kwargs)
             try:
                 out = runner.forward(block, args, kwargs)
-            except SearchInterrupted:
+            except _ENDS_SEARCH:
                 raise
             except _FATAL as error:
                 self.forward_error = error
@@ -627,7 +634,7 @@ class Search:
             real.eval()
             out = runner.forward(real, args, kwargs)
             problem = runner.check_output(out, real)
-        except (*_FATAL, SearchInterrupted):
+        except (*_FATAL, *_ENDS_SEARCH):
             raise
         except BaseException:
             problem = "failed"
