@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,14 +44,10 @@ SPIN = "start = time.process_time()\n                while time.process_time() -
 SLEEP = "time.sleep(0.2)"
 
 
-def validate(sandbox: Sandbox, tmp_path: Path, code: str) -> ValidationResult:
+def validate(sandbox: Sandbox, tmp_path: Path, code: str, **extra: Any) -> ValidationResult:
+    """Validate ``code``'s ``Block`` to forward, searching with a budget of ``BUDGET_S``."""
     return validate_text(
-        sandbox,
-        tmp_path,
-        code,
-        depth="forward",
-        harvest=False,
-        search_cpu_s=BUDGET_S,
+        sandbox, tmp_path, code, depth="forward", harvest=False, search_cpu_s=BUDGET_S, **extra
     )
 
 
@@ -116,15 +113,7 @@ def test_an_attempt_that_outlasts_the_budget_is_stopped_there(
     sandbox: Sandbox, tmp_path: Path, where: str, stage: str
 ) -> None:
     # the timeout (60 s) never comes: the budget's interrupt ends the one slow attempt
-    result = validate_text(
-        sandbox,
-        tmp_path,
-        spinning_block(where),
-        depth="forward",
-        harvest=False,
-        search_cpu_s=BUDGET_S,
-        timeout_s=60.0,
-    )
+    result = validate(sandbox, tmp_path, spinning_block(where), timeout_s=60.0)
     assert (result.failed_stage, result.category) == (stage, "timeout")
     assert result.message.startswith(
         f"the constructor/input search used its budget of {BUDGET_S:g} CPU seconds after "
@@ -136,19 +125,10 @@ def test_an_attempt_that_outlasts_the_budget_is_stopped_there(
 def test_a_hinted_call_is_not_cut_short_by_the_budget(sandbox: Sandbox, tmp_path: Path) -> None:
     # the user's own call runs to its end (the timeout bounds it); a search would stop it
     code = spinning_block("forward", 2.5)
-    searched = validate_text(
-        sandbox, tmp_path, code, depth="forward", harvest=False, search_cpu_s=BUDGET_S
-    )
+    searched = validate(sandbox, tmp_path, code)
     assert (searched.failed_stage, searched.category) == ("forward", "timeout")
-    hinted = validate_text(
-        sandbox,
-        tmp_path,
-        code,
-        depth="forward",
-        harvest=False,
-        search_cpu_s=BUDGET_S,
-        hints=BlockHints(pattern="Block", init_kwargs={"dim": 4}, inputs=({"shape": [2, 4]},)),
-    )
+    hints = BlockHints(pattern="Block", init_kwargs={"dim": 4}, inputs=({"shape": [2, 4]},))
+    hinted = validate(sandbox, tmp_path, code, hints=hints)
     assert hinted.passed, hinted.message
 
 
@@ -158,15 +138,7 @@ def test_one_operation_that_never_returns_is_ended_just_past_the_budget(
     # sum() over a range runs in C: the budget's interrupt waits for it to return, so the
     # CPU-time limit just past the budget ends the block, long before the timeout
     code = spinning_block("forward").replace("spin(None)", "sum(range(10**15))")
-    result = validate_text(
-        sandbox,
-        tmp_path,
-        code,
-        depth="forward",
-        harvest=False,
-        search_cpu_s=BUDGET_S,
-        timeout_s=120.0,
-    )
+    result = validate(sandbox, tmp_path, code, timeout_s=120.0)
     assert (result.stage_reached, result.failed_stage, result.category) == (
         "instantiate",
         "forward",

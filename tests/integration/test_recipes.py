@@ -250,20 +250,21 @@ def test_harvest_is_used_only_once_final_and_keys_the_result(tmp_path: Path) -> 
         workspace.close()
 
 
-HARVESTED_PART = textwrap.dedent(
+PART = """
+from torch import nn
+
+
+class Part(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
+        self.lin = nn.Linear(rows, cols)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+HARVESTED_PART = PART + textwrap.dedent(
     """
-    from torch import nn
-
-
-    class Part(nn.Module):
-        def __init__(self, spec):
-            super().__init__()
-            rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
-            self.lin = nn.Linear(rows, cols)
-
-        def forward(self, x):
-            return self.lin(x)
-
 
     class Whole(nn.Module):
         def __init__(self):
@@ -276,59 +277,61 @@ HARVESTED_PART = textwrap.dedent(
 )
 
 
+def validate_all(
+    tmp_path: Path, code: str, capsys: pytest.CaptureFixture[str]
+) -> dict[str, dict[str, Any]]:
+    """``nnrag validate --all --json`` on a source whose one module is ``code``: its rows by
+    class name."""
+    import json
+
+    from nnrag.cli import main
+
+    if not (tmp_path / "repos.json").exists():
+        (tmp_path / "hv").mkdir()
+        (tmp_path / "hv" / "__init__.py").write_text("")
+        (tmp_path / "hv" / "parts.py").write_text(code)
+        (tmp_path / "repos.json").write_text(
+            json.dumps({"sources": [{"name": "hv", "path": ".", "paths": ["hv"]}]})
+        )
+    args = ["validate", "--all", "--repos", str(tmp_path / "repos.json"), "--json"]
+    args += ["--cache", str(tmp_path / "cache"), "--timeout", "60"]
+    assert main(args) == 0
+    rows = json.loads(capsys.readouterr().out)
+    return {row["block_id"].rsplit(":", 1)[1]: row for row in rows}
+
+
+def runs(tmp_path: Path) -> collections.Counter[str]:
+    """How many results the cache holds per class (each a run in the sandbox)."""
+    import contextlib
+    import json
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(tmp_path / "cache" / "results.sqlite")) as db:
+        return collections.Counter(
+            json.loads(value)["block_id"].rsplit(":", 1)[1]
+            for (value,) in db.execute("SELECT value FROM results")
+        )
+
+
 def test_cli_validate_all_runs_the_library_harvest_pass_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``nnrag validate --all``: the first run already gives Part its harvested call (the
     pass is :func:`nnrag.validate.harvesting.harvest_with`, shared with the library)."""
-    import contextlib
-    import json
-    import sqlite3
-
-    from nnrag.cli import main
-
-    (tmp_path / "hv").mkdir()
-    (tmp_path / "hv" / "__init__.py").write_text("")
-    (tmp_path / "hv" / "parts.py").write_text(HARVESTED_PART)
-    (tmp_path / "repos.json").write_text(
-        json.dumps({"sources": [{"name": "hv", "path": ".", "paths": ["hv"]}]})
-    )
-    args = ["validate", "--all", "--repos", str(tmp_path / "repos.json"), "--json"]
-    args += ["--cache", str(tmp_path / "cache"), "--timeout", "60"]
-    assert main(args) == 0
-    rows = {row["block_id"].rsplit(":", 1)[1]: row for row in json.loads(capsys.readouterr().out)}
+    rows = validate_all(tmp_path, HARVESTED_PART, capsys)
     assert {name: row["passed"] for name, row in rows.items()} == {"Part": True, "Whole": True}
     assert rows["Part"]["recipe"]["origin"] == "harvested"
     # Part is a leaf (its file defines no other block's class): it ran once, in the pass's
     # second wave, with its final harvest; the verdict after the freeze was that result
-    with contextlib.closing(sqlite3.connect(tmp_path / "cache" / "results.sqlite")) as db:
-        ran = [
-            json.loads(value)["block_id"] for (value,) in db.execute("SELECT value FROM results")
-        ]
-    assert sorted(ran) == ["hv:hv.parts:Part", "hv:hv.parts:Whole"]
+    assert runs(tmp_path) == {"Part": 1, "Whole": 1}
     assert rows["Part"]["cached"]
-    assert main(args) == 0  # frozen: the second run has no pass and the same verdicts
-    again = json.loads(capsys.readouterr().out)
-    assert [(row["block_id"], row["cached"]) for row in again] == [
-        ("hv:hv.parts:Part", True),
-        ("hv:hv.parts:Whole", True),
-    ]
+    # frozen: the second run has no pass and the same verdicts
+    again = validate_all(tmp_path, HARVESTED_PART, capsys)
+    assert {name: row["cached"] for name, row in again.items()} == {"Part": True, "Whole": True}
 
 
-CONTAINERS = textwrap.dedent(
+CONTAINERS = PART + textwrap.dedent(
     """
-    from torch import nn
-
-
-    class Part(nn.Module):
-        def __init__(self, spec):
-            super().__init__()
-            rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
-            self.lin = nn.Linear(rows, cols)
-
-        def forward(self, x):
-            return self.lin(x)
-
 
     class Middle(nn.Module):
         def __init__(self, width=3):
@@ -368,22 +371,7 @@ def test_a_container_keeps_the_verdict_of_its_recording_run_when_it_passed(
     """Middle and Strict hold Part and are held by Whole: both run in the pass without their
     harvested calls (recording Part's). Middle passes so and keeps that verdict, run once;
     Strict fails so and runs again with the call Whole made (``Strict("3x5")``)."""
-    import contextlib
-    import json
-    import sqlite3
-
-    from nnrag.cli import main
-
-    (tmp_path / "hv").mkdir()
-    (tmp_path / "hv" / "__init__.py").write_text("")
-    (tmp_path / "hv" / "parts.py").write_text(CONTAINERS)
-    (tmp_path / "repos.json").write_text(
-        json.dumps({"sources": [{"name": "hv", "path": ".", "paths": ["hv"]}]})
-    )
-    args = ["validate", "--all", "--repos", str(tmp_path / "repos.json"), "--json"]
-    args += ["--cache", str(tmp_path / "cache"), "--timeout", "60"]
-    assert main(args) == 0
-    rows = {row["block_id"].rsplit(":", 1)[1]: row for row in json.loads(capsys.readouterr().out)}
+    rows = validate_all(tmp_path, CONTAINERS, capsys)
     assert all(row["passed"] for row in rows.values()), rows
     origins = {name: row["recipe"]["origin"] for name, row in rows.items()}
     assert origins == {
@@ -392,13 +380,7 @@ def test_a_container_keeps_the_verdict_of_its_recording_run_when_it_passed(
         "Strict": "harvested",
         "Whole": "synthesized",
     }
-    with contextlib.closing(sqlite3.connect(tmp_path / "cache" / "results.sqlite")) as db:
-        runs = collections.Counter(
-            json.loads(value)["block_id"].rsplit(":", 1)[1]
-            for (value,) in db.execute("SELECT value FROM results")
-        )
-    assert runs == {"Part": 1, "Middle": 1, "Strict": 2, "Whole": 1}
-    assert main(args) == 0  # the same verdicts from the cache
-    again = {row["block_id"].rsplit(":", 1)[1]: row for row in json.loads(capsys.readouterr().out)}
+    assert runs(tmp_path) == {"Part": 1, "Middle": 1, "Strict": 2, "Whole": 1}
+    again = validate_all(tmp_path, CONTAINERS, capsys)  # the same verdicts from the cache
     assert {name: row["recipe"]["origin"] for name, row in again.items()} == origins
     assert all(row["cached"] for row in again.values())
