@@ -12,6 +12,21 @@ from nnrag.validate.stages import run_validation
 
 HEAD = "import torch\nfrom torch import nn\n\n"
 
+SPEC_PART = """\
+from torch import nn
+
+
+class Part(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
+        self.lin = nn.Linear(rows, cols)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+"""A block no search can build: only a real call (a harvest, a hint) gives ``spec="3x5"``."""
+
 TOY_REGISTRY = """class Registry:
     def __init__(self, name):
         self.name = name

@@ -19,6 +19,7 @@ from nnrag.validate.probe.values import SMALL_TENSOR, call, decode, encode, loss
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
 from tests.integration.test_validate import FakeWorkspace
+from tests.probing import SPEC_PART as PART
 from tests.probing import validate_text as validate
 
 pytestmark = pytest.mark.integration
@@ -250,19 +251,6 @@ def test_harvest_is_used_only_once_final_and_keys_the_result(tmp_path: Path) -> 
         workspace.close()
 
 
-PART = """
-from torch import nn
-
-
-class Part(nn.Module):
-    def __init__(self, spec):
-        super().__init__()
-        rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
-        self.lin = nn.Linear(rows, cols)
-
-    def forward(self, x):
-        return self.lin(x)
-"""
 HARVESTED_PART = PART + textwrap.dedent(
     """
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import LAYERS
 
 from nnrag.report import merge_reports
+from tests.probing import SPEC_PART as PART
 
 Cli = Callable[..., list[str]]
 RUN_DEPENDENT = ("duration_s", "extract_s", "cached", "file")
@@ -186,20 +187,6 @@ def test_identical_blocks_in_two_sources_are_two_report_entries(
 
 # --------------------------------------------------------------------------- harvest
 
-
-PART = """\
-from torch import nn
-
-
-class Part(nn.Module):
-    def __init__(self, spec):
-        super().__init__()
-        rows, cols = (int(v) for v in spec.split("x"))  # only a real call says "3x5"
-        self.lin = nn.Linear(rows, cols)
-
-    def forward(self, x):
-        return self.lin(x)
-"""
 
 HARVEST = (
     PART
