@@ -110,8 +110,12 @@ class Extern:
 
 def unused_extern(patterns: Iterable[str], names: Iterable[str]) -> tuple[str, ...]:
     """A warning for each ``extern`` pattern that matches none of ``names`` (modules the
-    sources define and import)."""
+    sources define and import); none when no source was indexed, since then nothing could
+    match (the source's own error says what is wrong)."""
     left = list(dict.fromkeys(patterns))
+    names = list(names)
+    if not names:
+        return ()
     for name in names:
         left = [pattern for pattern in left if not matches(pattern, name)]
         if not left:

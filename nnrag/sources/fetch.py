@@ -17,7 +17,7 @@ from typing import Any
 from nnrag.errors import SourceError
 from nnrag.model import Checkout, SourceSpec
 from nnrag.sources.licenses import license_of
-from nnrag.sources.scan import FileEntry, normalized_pattern, scan_tree, tree_digest, walk_roots
+from nnrag.sources.scan import FileEntry, scan_tree, tree_digest
 
 MARKER = ".nnrag-checkout.json"
 """Written last into a finished checkout, before it is renamed into place."""
@@ -161,24 +161,33 @@ def _git(
     )
 
 
-def _remote_commit(spec: SourceSpec) -> str | None:
-    """The commit ``spec.ref`` (default: HEAD) names on the remote, or ``None`` if unreachable."""
+_SPARSE = ("*.py", "/LICENSE*", "/LICENCE*", "/COPYING*")
+"""What a git checkout holds: every Python file, not only those under ``paths`` (a block's
+closure reaches any module of its source), and the licence; no data, weights or docs."""
+
+
+def _remote_commit(spec: SourceSpec) -> tuple[str | None, bool]:
+    """The commit ``spec.ref`` (default: HEAD) names on the remote (``None`` if unreachable,
+    ``""`` if no ref of that name exists), and whether the ref is a branch or tag name, the
+    only refs ``git clone --branch`` takes (not ``HEAD``, ``refs/pull/1/head`` or a commit)."""
     ref = spec.ref or "HEAD"
     done = _git("ls-remote", spec.location, ref, timeout=120)
     if done.returncode != 0:
-        return None
+        return None, False
     found: dict[str, str] = {}
     for line in done.stdout.splitlines():
         sha, _, name = line.partition("\t")
         found[name] = sha
-    for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+    for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}"):
         if name in found:
-            return found[name]
+            return found[name], True
+    if ref in found:
+        return found[ref], False
     if found:
-        return next(iter(found.values()))
+        return next(iter(found.values())), False
     if _HEX.match(ref) and len(ref) == 40:
-        return ref.lower()
-    return ""
+        return ref.lower(), False
+    return "", False
 
 
 def _git_checkout(spec: SourceSpec, cache_dir: Path) -> Checkout:
@@ -187,7 +196,7 @@ def _git_checkout(spec: SourceSpec, cache_dir: Path) -> Checkout:
     )
     with _locked(parent):
         _clear_partial(parent)
-        commit = _remote_commit(spec)
+        commit, by_name = _remote_commit(spec)
         if commit == "":
             raise SourceError(
                 f"ref {spec.ref!r} is not a branch, tag or full 40-hex commit of the repository; "
@@ -201,6 +210,7 @@ def _git_checkout(spec: SourceSpec, cache_dir: Path) -> Checkout:
             if folder.is_dir()
             and (meta := _finished(folder)) is not None
             and meta.get("ref") == spec.ref
+            and meta.get("files") == list(_SPARSE)
         ]
         for folder, meta in finished:
             if commit is None or str(meta["revision"]).startswith(commit.lower()):
@@ -214,7 +224,7 @@ def _git_checkout(spec: SourceSpec, cache_dir: Path) -> Checkout:
             )
         building = Path(tempfile.mkdtemp(prefix=".tmp-", dir=parent))
         try:
-            meta = _clone(spec, building / "tree", commit)
+            meta = _clone(spec, building / "tree", commit, by_name=by_name)
             final = parent / meta["revision"]
             _publish(building, final, meta)
         finally:
@@ -225,7 +235,10 @@ def _git_checkout(spec: SourceSpec, cache_dir: Path) -> Checkout:
         return _checkout_from(spec, final, meta)
 
 
-def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
+def _clone(spec: SourceSpec, work: Path, commit: str, *, by_name: bool) -> dict[str, Any]:
+    """Check ``commit`` out into ``work``: a branch or tag by name (``by_name``), any other
+    ref (a commit, ``HEAD``, ``refs/pull/1/head``) by fetching the commit it names."""
+
     def run(*args: str, cwd: Path | None = work) -> None:
         done = _git(*args, cwd=cwd)
         if done.returncode != 0:
@@ -235,20 +248,14 @@ def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
                 location=spec.location,
             )
 
-    by_commit = (
-        spec.ref is not None and _HEX.match(spec.ref) and commit.startswith(spec.ref.lower())
-    )
+    by_commit = spec.ref is not None and not by_name
     clone = ["clone", "--quiet", "--depth", "1", "--filter=blob:none", "--no-checkout"]
-    if spec.ref and not by_commit:
+    if spec.ref and by_name:
         clone += ["--branch", spec.ref]
     run(*clone, spec.location, str(work), cwd=None)
     if by_commit:
         run("fetch", "--quiet", "--depth", "1", "origin", commit)
-    if spec.paths:
-        patterns = ["/LICENSE*", "/LICENCE*", "/COPYING*"]
-        patterns += ["/" + normalized_pattern(p) for p in spec.paths]
-        patterns += [f"/{folder}/__init__.py" for folder in _ancestors(spec.paths)]
-        run("sparse-checkout", "set", "--no-cone", *patterns)
+    run("sparse-checkout", "set", "--no-cone", *_SPARSE)
     run("checkout", "--quiet", "--detach", commit if by_commit else "HEAD")
     head = _git("rev-parse", "HEAD", cwd=work).stdout.strip()
     shutil.rmtree(work / ".git", ignore_errors=True)
@@ -256,20 +263,12 @@ def _clone(spec: SourceSpec, work: Path, commit: str) -> dict[str, Any]:
     _require_files(spec, work, entries)
     return {
         "ref": spec.ref,
+        "files": _SPARSE,
         "revision": head,
         "origin": spec.location,
         "license": license_of(work),
         "root": "tree",
     }
-
-
-def _ancestors(paths: Sequence[str]) -> list[str]:
-    """Folders above each path's literal prefix (their ``__init__.py`` files are needed)."""
-    found: set[str] = set()
-    for root in walk_roots(paths):
-        parts = root.split("/") if root else []
-        found.update("/".join(parts[:end]) for end in range(1, len(parts)))
-    return sorted(found)
 
 
 def _checkout_from(spec: SourceSpec, folder: Path, meta: Mapping[str, Any]) -> Checkout:

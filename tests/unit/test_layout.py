@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -84,12 +85,17 @@ def test_bad_extern_is_a_located_config_error(tmp_path: Path, value: object, key
 
 def test_unused_extern_warns_per_pattern() -> None:
     names = ["timm.layers", "torch.nn", "numpy"]
-    assert unused_extern(["torch", "numpy", "mmcv._ext*"], names) == (
-        unused_extern(["mmcv._ext*"], [])[0],
-    )
+    (unmatched,) = unused_extern(["torch", "numpy", "mmcv._ext*"], names)
+    assert "'mmcv._ext*'" in unmatched
     (message,) = unused_extern(["tensorflow"], names)
     assert "'tensorflow'" in message
     assert "extern" in message
+
+
+def test_no_extern_warning_when_no_source_was_indexed() -> None:
+    """A source that could not be fetched has its own error; the default ``torch`` is not
+    'unused' then."""
+    assert unused_extern(["torch"], []) == ()
 
 
 def test_build_reports_unused_extern(tmp_path: Path) -> None:
@@ -238,6 +244,37 @@ def test_namespace_repository_layout_case_closes() -> None:
     names = {b.id for b in discover_blocks(index)}
     assert names == {"src:models.common:Conv", "src:models.yolo:Detect"}
     assert index.source_packages("src") == frozenset({"models", "utils"})
+
+
+def test_a_git_source_closes_over_modules_outside_its_paths(tmp_path: Path) -> None:
+    """A git checkout holds every Python file, so on-demand resolution finds them there too."""
+    root = write(
+        tmp_path / "repo",
+        {
+            "pkg/__init__.py": "",
+            "pkg/models/__init__.py": "",
+            "pkg/models/net.py": """
+                from torch import nn
+                from pkg.helpers import width
+
+                class Net(nn.Module):
+                    def forward(self, x):
+                        return x * width()
+            """,
+            "pkg/helpers.py": "def width():\n    return 2\n",
+        },
+    )
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], [*identity, "commit", "-qm", "1"]):
+        subprocess.run(["git", *command], cwd=root, check=True, capture_output=True)
+    file = tmp_path / "repos.json"
+    file.write_text(json.dumps([{"name": "g", "git": root.as_uri(), "paths": ["pkg/models"]}]))
+    _, index = build_and_load(load_settings(file, cache_dir=tmp_path / "cache"))
+    assert index is not None
+    (block,) = discover_blocks(index)
+    extracted = extract(index, block)
+    assert extracted.closed, extracted.findings
+    assert "def width(" in extracted.code
 
 
 def test_on_demand_reaches_namespace_folders_outside_paths(tmp_path: Path) -> None:

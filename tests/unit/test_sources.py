@@ -148,7 +148,13 @@ def git(*args: str, cwd: Path) -> str:
 def repo(tmp_path: Path) -> Path:
     root = make_tree(
         tmp_path / "repo",
-        {"pkg/__init__.py": "", "pkg/a.py": "A = 1\n", "tools/t.py": "T = 1\n", "LICENSE": MIT},
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "A = 1\n",
+            "tools/t.py": "T = 1\n",
+            "LICENSE": MIT,
+            "weights/model.bin": "\0" * 64,
+        },
     )
     git("init", "-q", "-b", "main", cwd=root)
     git("add", "-A", cwd=root)
@@ -157,13 +163,17 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def test_git_sparse_clone_of_paths(repo: Path, tmp_path: Path) -> None:
+def test_git_checkout_holds_every_python_file_and_the_licence(repo: Path, tmp_path: Path) -> None:
+    """``paths`` choose the blocks, not what a closure may import: ``tools/t.py`` lies outside
+    them and is checked out; data files are not."""
     spec = SourceSpec(name="g", kind="git", location=repo.as_uri(), paths=("pkg",))
     checkout = materialize(spec, tmp_path / "cache")
     head = git("rev-parse", "HEAD", cwd=repo)
     assert (checkout.revision, checkout.origin, checkout.license) == (head, repo.as_uri(), "MIT")
-    files = sorted(str(p.relative_to(checkout.root)) for p in checkout.root.rglob("*.py"))
-    assert files == ["pkg/__init__.py", "pkg/a.py"]
+    files = sorted(
+        str(p.relative_to(checkout.root)) for p in checkout.root.rglob("*") if p.is_file()
+    )
+    assert files == ["LICENSE", "pkg/__init__.py", "pkg/a.py", "tools/t.py"]
     assert not (checkout.root / ".git").exists()
     assert (checkout.root.parent / MARKER).is_file()
 
@@ -193,6 +203,16 @@ def test_git_tag_and_full_commit(repo: Path, tmp_path: Path) -> None:
     )
     assert by_commit.revision == first
     assert (by_commit.root / "pkg" / "a.py").read_text() == "A = 1\n"
+
+
+@pytest.mark.parametrize("ref", ["HEAD", "refs/heads/main", "refs/tags/v1"])
+def test_git_refs_that_are_not_branch_or_tag_names(repo: Path, tmp_path: Path, ref: str) -> None:
+    """``git clone --branch`` takes only a branch or tag name; other refs are fetched by commit."""
+    checkout = materialize(
+        SourceSpec(name="g", kind="git", location=repo.as_uri(), ref=ref), tmp_path / "cache"
+    )
+    assert checkout.revision == git("rev-parse", "HEAD", cwd=repo)
+    assert (checkout.root / "pkg" / "a.py").read_text() == "A = 1\n"
 
 
 @pytest.mark.parametrize("ref", ["nope", "abc1234"])
@@ -366,7 +386,7 @@ def test_packages_above_scoped_paths_keep_their_init(tmp_path: Path) -> None:
     assert [e.path for e in entries] == ["a/__init__.py", "a/b/__init__.py", "a/b/m.py"]
 
 
-def test_git_sparse_paths_keep_package_names(tmp_path: Path) -> None:
+def test_git_paths_scan_keeps_package_names(tmp_path: Path) -> None:
     root = make_tree(
         tmp_path / "repo",
         {
@@ -391,7 +411,7 @@ def test_git_sparse_paths_keep_package_names(tmp_path: Path) -> None:
         "tv/models/__init__.py",
         "tv/models/net.py",
     ]
-    assert not (checkout.root / "tv" / "io").exists()
+    assert (checkout.root / "tv" / "io" / "x.py").is_file()  # a closure may import it
 
 
 def test_git_unreachable_later_reuses_the_last_checkout(repo: Path, tmp_path: Path) -> None:
