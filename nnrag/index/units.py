@@ -51,14 +51,21 @@ def module_name_for(path: Path, root: Path) -> tuple[str, bool]:
 
     Walks up from the file's folder while folders contain ``__init__.py`` (so
     ``src/`` layouts and nested repositories work), stopping after ``root``
-    itself. A file in a folder without ``__init__.py`` is named from ``root`` as Python
-    names it with the root on ``sys.path`` (a namespace package: yolov5's
-    ``models/yolo.py`` is ``models.yolo``); where a folder on the way is no identifier,
-    the file is a top-level module.
+    itself. A folder without ``__init__.py`` inside a regular package is a namespace
+    subpackage of it, as Python imports it (fair-esm's ``esm/esmfold/v1/misc.py`` is
+    ``esm.esmfold.v1.misc``). A file in a folder without ``__init__.py`` that no package
+    holds is named from ``root`` as Python names it with the root on ``sys.path`` (a
+    namespace package: yolov5's ``models/yolo.py`` is ``models.yolo``); where a folder on
+    the way is no identifier, the file is a top-level module.
     """
     is_package = path.name == "__init__.py"
     folder = path.parent
-    if not is_package and folder != root and not (folder / "__init__.py").is_file():
+    if (
+        not is_package
+        and folder != root
+        and not (folder / "__init__.py").is_file()
+        and not _inside_package(folder, root)
+    ):
         try:
             relative = path.relative_to(root).with_suffix("").parts
         except ValueError:
@@ -67,7 +74,9 @@ def module_name_for(path: Path, root: Path) -> tuple[str, bool]:
             return ".".join(relative), False
     parts: list[str] = [] if is_package else [path.stem]
     folder = path.parent
-    while folder.name.isidentifier() and (folder / "__init__.py").is_file():
+    while folder.name.isidentifier() and (
+        (folder / "__init__.py").is_file() or _inside_package(folder, root)
+    ):
         parts.append(folder.name)
         if folder in (root, folder.parent):
             break
@@ -75,6 +84,21 @@ def module_name_for(path: Path, root: Path) -> tuple[str, bool]:
     if not parts:
         parts.append(path.parent.name)
     return ".".join(reversed(parts)), is_package
+
+
+def _inside_package(folder: Path, root: Path) -> bool:
+    """Whether a regular package (at or below ``root``) holds ``folder`` through folders that
+    are identifiers: then ``folder`` imports as a namespace subpackage of it."""
+    if folder == root or root not in folder.parents:
+        return False
+    above = folder.parent
+    while above.name.isidentifier():
+        if (above / "__init__.py").is_file():
+            return True
+        if above == root:
+            return False
+        above = above.parent
+    return False
 
 
 def analyze_module(

@@ -1,0 +1,1 @@
+from .misc import SequenceToPair  # noqa: F401
