@@ -41,6 +41,23 @@ SETS: dict[str, list[dict[str, Any]]] = {
         {"name": "pretrainedmodels", "pypi": "pretrainedmodels==0.7.4"},
         {"name": "performer", "pypi": "performer-pytorch==1.1.4"},
     ],
+    # chosen on 2026-11-27 before their first run: a second holdout (an OpenMMLab codebase
+    # with its framework as sources, equivariant and protein and speech models, a repackaged
+    # repository layout)
+    "holdout2": [
+        {"name": "kornia", "pypi": "kornia==0.9.0"},
+        {"name": "mmaction", "pypi": "mmaction2==1.2.0", "paths": ["mmaction/models"]},
+        {"name": "mmengine", "pypi": "mmengine==0.10.7", "paths": ["mmengine/model"]},
+        {"name": "mmcv", "pypi": "mmcv-lite==2.2.0", "paths": ["mmcv/cnn"]},
+        {"name": "e3nn", "pypi": "e3nn==0.6.0"},
+        {"name": "esm", "pypi": "fair-esm==2.0.0"},
+        {
+            "name": "speechbrain",
+            "pypi": "speechbrain==1.1.2",
+            "paths": ["speechbrain/lobes", "speechbrain/nnet"],
+        },
+        {"name": "yolov5", "pypi": "yolov5==7.0.14", "paths": ["yolov5/models"]},
+    ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
     "frameworks": [
