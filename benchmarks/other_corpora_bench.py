@@ -88,6 +88,12 @@ def sample(nnrag: list[str], common: list[str], every: int) -> list[str]:
     return ids[::every]
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st ..."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def summarize(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Per source: blocks, rate per stage, failure categories (stage/category -> count)."""
     rows = []
@@ -175,7 +181,9 @@ def main() -> None:
         "index_s": round(index_s, 1),
         "validate_s": round(validate_s, 1),
         "timeout_s": args.timeout,
-        "sample": f"every {args.every}th block of `nnrag list`" if args.every else "all blocks",
+        "sample": f"every {ordinal(args.every)} block of `nnrag list`"
+        if args.every
+        else "all blocks",
         "blocks": report["summary"]["blocks"],
         "load_average_1m_at_end": round(os.getloadavg()[0], 2),
         "sources": summarize(report),
