@@ -64,6 +64,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(NnragSession(config, state), SESSION_PLUGIN)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Never walk into an nnrag cache folder: its checkouts hold other projects' tests."""
+    from nnrag.cachedir import is_cache_dir
+
+    return True if collection_path.is_dir() and is_cache_dir(collection_path) else None
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None:

@@ -454,5 +454,7 @@ def writer_lock(cache_dir: Path, *, timeout: float = 600.0) -> Any:
     """The lock every writer of the index holds (a ``filelock.FileLock`` beside the database)."""
     import filelock
 
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    from nnrag.cachedir import tag_cache_dir
+
+    tag_cache_dir(cache_dir)
     return filelock.FileLock(str(cache_dir / f"{DB_NAME}.lock"), timeout=timeout)

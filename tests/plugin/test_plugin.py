@@ -126,6 +126,22 @@ def test_collect_only_beside_own_tests(pytester: pytest.Pytester, project: Path,
     assert result.ret == pytest.ExitCode.OK
 
 
+def test_a_cache_inside_the_project_is_never_collected(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    """Checkouts in the cache hold other projects' tests (an sdist's ``tests/*_test.py``)."""
+    options = ["--nnrag-repos", "repos.json", "--nnrag-cache", "nnrag-cache"]
+    pytester.runpytest(*options, "--nnrag-depth", "closed", "--collect-only")
+    checkout = pytester.path / "nnrag-cache" / "checkouts" / "pypi" / "lib" / "tests"
+    checkout.mkdir(parents=True)
+    (checkout / "broken_test.py").write_text("import not_installed_anywhere\n")
+    result = pytester.runpytest(*options, "--collect-only", "-q")
+    result.stdout.fnmatch_lines([*ALL_IDS, "4 tests collected*"])
+    assert "broken_test" not in result.stdout.str()
+    plain = pytester.runpytest("-q")  # the project's own run, without nnrag options
+    assert plain.ret == pytest.ExitCode.NO_TESTS_COLLECTED, plain.stdout.str()
+
+
 def test_explicit_test_path_adds_blocks(pytester: pytest.Pytester, project: Path, cli: Cli) -> None:
     pytester.makepyfile(test_mine="def test_mine():\n    pass\n")
     items, _ = pytester.inline_genitems("test_mine.py", *cli())
