@@ -65,10 +65,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Never walk into an nnrag cache folder: its checkouts hold other projects' tests."""
+    """Never walk into an nnrag cache folder: its checkouts hold other projects' tests.
+    (nnrag is imported only for a folder with a cache tag: an inactive plugin stays inert.)"""
+    if not (collection_path / "CACHEDIR.TAG").is_file():
+        return None
     from nnrag.cachedir import is_cache_dir
 
-    return True if collection_path.is_dir() and is_cache_dir(collection_path) else None
+    return True if is_cache_dir(collection_path) else None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
