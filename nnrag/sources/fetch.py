@@ -199,8 +199,8 @@ def _git_checkout(spec: SourceSpec, cache_dir: Path) -> Checkout:
         commit, by_name = _remote_commit(spec)
         if commit == "":
             raise SourceError(
-                f"ref {spec.ref!r} is not a branch, tag or full 40-hex commit of the repository; "
-                f"fix 'ref' in {spec.config_file or 'repos.json'} ({spec.entry})",
+                f"ref {spec.ref!r} names no branch, tag or other ref of the repository and "
+                "is no full 40-hex commit; fix 'ref' in {spec.config_file or 'repos.json'} ({spec.entry})",
                 source=spec.name,
                 location=spec.location,
             )

@@ -218,7 +218,10 @@ def test_git_refs_that_are_not_branch_or_tag_names(repo: Path, tmp_path: Path, r
 @pytest.mark.parametrize("ref", ["nope", "abc1234"])
 def test_git_unknown_ref(repo: Path, tmp_path: Path, ref: str) -> None:
     spec = SourceSpec(name="g", kind="git", location=repo.as_uri(), ref=ref)
-    with pytest.raises(SourceError, match="is not a branch, tag or full 40-hex commit"):
+    with pytest.raises(
+        SourceError,
+        match="names no branch, tag or other ref of the repository and is no full 40-hex commit",
+    ):
         materialize(spec, tmp_path / "cache")
 
 
