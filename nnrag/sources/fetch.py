@@ -200,7 +200,8 @@ def _git_checkout(spec: SourceSpec, cache_dir: Path) -> Checkout:
         if commit == "":
             raise SourceError(
                 f"ref {spec.ref!r} names no branch, tag or other ref of the repository and "
-                "is no full 40-hex commit; fix 'ref' in {spec.config_file or 'repos.json'} ({spec.entry})",
+                "is no full 40-hex commit; "
+                f"fix 'ref' in {spec.config_file or 'repos.json'} ({spec.entry})",
                 source=spec.name,
                 location=spec.location,
             )

@@ -220,7 +220,7 @@ def test_git_unknown_ref(repo: Path, tmp_path: Path, ref: str) -> None:
     spec = SourceSpec(name="g", kind="git", location=repo.as_uri(), ref=ref)
     with pytest.raises(
         SourceError,
-        match="names no branch, tag or other ref of the repository and is no full 40-hex commit",
+        match=r"names no branch, tag or other ref .* commit; fix 'ref' in repos\.json \(",
     ):
         materialize(spec, tmp_path / "cache")
 
