@@ -8,6 +8,11 @@ One mechanism for every flavour, driven by the pattern, not by names of librarie
   the ``module=`` object's or the decorated definition's name. Registries whose
   constructor names another registry as ``parent=`` form one family (a child scope finds
   its parent's entries and the other way round, by scope name);
+- a class whose ``register...`` classmethod fills a class attribute
+  (``@_AttentionBackendRegistry.register(AttentionBackendName.NATIVE)``): the class is the
+  registry object. A key that is a member of a class assigning it a string
+  (``NATIVE = "native"``) stands for that string, reached where the closure quotes it or
+  reads the member by name; the member's own definition hands it to nobody;
 - a module-level dict filled by a function used as a decorator (``@register_model``),
   keyed by the decorated definition's name (see :class:`nnrag.extract.needs.Registry`).
 
@@ -90,6 +95,8 @@ class RegistryIndex:
         self._imports: dict[tuple[str, str], frozenset[str]] = {}
         self._strings: dict[UnitKey, frozenset[str]] = {}
         self._all_keys: frozenset[str] | None = None
+        self._members: dict[tuple[UnitKey, str], str] = {}
+        """(class unit, member name) -> the string it stands for, for members used as keys."""
         self._build()
 
     # -- queries -----------------------------------------------------------------------------
@@ -110,8 +117,33 @@ class RegistryIndex:
             if not found.isdisjoint(self._keys()):
                 tree = self.scanner.tree(info, unit)
                 found = found if tree is None else found - compared_only(tree)
+            if self._members:
+                found = (found - self._defined(key)) | self._spelled_members(info, unit)
             self._strings[key] = found
         return found
+
+    def _defined(self, key: UnitKey) -> frozenset[str]:
+        """The strings class ``key`` assigns to its members used as keys: defining a member
+        hands its value to no registry."""
+        return frozenset(text for (owner, _), text in self._members.items() if owner == key)
+
+    def _spelled_members(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+        """The strings of the key members ``unit`` reads by name (``Backend.FLASH``, through
+        any import alias): spelling the member hands its key as surely as quoting it."""
+        names = {name for _, name in self._members}
+        found: set[str] = set()
+        for chain in (*unit.load_reads, *unit.call_reads):
+            parts = chain.split(".")
+            for end in range(1, len(parts)):
+                if parts[end] not in names:
+                    continue
+                owner = self.symbols.lookup(info, parts[:end])
+                if owner.kind == "definition" and owner.module and len(owner.units) == 1:
+                    home = (owner.module.source, owner.module.module, owner.units[0].index)
+                    text = self._members.get((home, parts[end]))
+                    if text is not None:
+                        found.add(text)
+        return frozenset(found)
 
     def _keys(self) -> frozenset[str]:
         """Every type string some registry of the index has an entry for."""
@@ -252,7 +284,8 @@ class RegistryIndex:
             if family is None:
                 continue
             into = self._object(info, unit, node)
-            for key in _keys(call, target, loops):
+            member = self._member_text(info, unit, _named(call)) if call is not None else None
+            for key in [member] if member is not None else _keys(call, target, loops):
                 registration = Registration(
                     registry=family.label,
                     key=key,
@@ -311,10 +344,12 @@ class RegistryIndex:
         if known is not None:
             return known
         value = _assigned_call(self.scanner.tree(home, owner))
-        if value is None:
+        if value is None and owner.kind != "class":
             return None
         family = Family(label=f"{home.module}:{found.name}", members={key})
         self.family_of[key] = family
+        if value is None:  # a class whose ``register`` classmethod fills a class attribute
+            return family
         parent = next((k.value for k in value.keywords if k.arg == "parent"), None)
         if parent is not None:
             above = self._registry(home, owner, parent)
@@ -328,6 +363,32 @@ class RegistryIndex:
         if found is None or found.module is None or len(found.units) != 1:
             return None
         return (found.module.source, found.module.module, found.units[0].index)
+
+    def _member_text(self, info: ModuleInfo, unit: Unit, node: ast.expr | None) -> str | None:
+        """The string a key like ``Backend.NATIVE`` stands for: the member's value where its
+        class assigns it a string (``NATIVE = "native"``, an enum or a constants class), so
+        the key is reached when the closure quotes ``"native"`` (``Backend("native")``)."""
+        if not isinstance(node, ast.Attribute):
+            return None
+        owner = _dotted(node.value)
+        found = self.symbols.lookup(info, owner, before=unit.start_line) if owner else None
+        if found is None or found.kind != "definition" or found.module is None:
+            return None
+        if len(found.units) != 1 or found.units[0].kind != "class":
+            return None
+        tree = self.scanner.tree(found.module, found.units[0])
+        body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), []) if tree else []
+        for statement in body:
+            if (
+                isinstance(statement, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == node.attr for t in statement.targets)
+                and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)
+            ):
+                home = (found.module.source, found.module.module, found.units[0].index)
+                self._members[(home, node.attr)] = statement.value.value
+                return statement.value.value
+        return None
 
     def _merge(self, into: Family, other: Family) -> None:
         for member in other.members:
@@ -474,14 +535,20 @@ def _loop_values(tree: ast.Module) -> dict[str, list[str]]:
     return found
 
 
+def _named(call: ast.Call) -> ast.expr | None:
+    """The key a registering call gives: its ``name=``, else its first positional argument."""
+    named = next((k.value for k in call.keywords if k.arg == "name"), None)
+    if named is None and call.args:
+        named = call.args[0]
+    return named
+
+
 def _keys(
     call: ast.Call | None, target: str | None, loops: dict[str, list[str]] | None = None
 ) -> list[str]:
     """The type strings one registration uses (``loops``: what a loop variable runs over)."""
     if call is not None:
-        named = next((k.value for k in call.keywords if k.arg == "name"), None)
-        if named is None and call.args:
-            named = call.args[0]
+        named = _named(call)
         if isinstance(named, ast.Constant) and isinstance(named.value, str):
             return [named.value]
         if isinstance(named, (ast.List, ast.Tuple)):

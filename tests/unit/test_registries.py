@@ -266,3 +266,39 @@ def test_scope_qualified_string_finds_the_other_scope() -> None:
     head = block.Head()
     assert type(head.loss).__name__ == "DiceLoss"
     assert head(torch.randn(2, 8, 4, 4), torch.rand(2, 1, 4, 4)).shape == ()
+
+
+def test_a_class_registry_keyed_by_enum_members_finds_the_default_entry() -> None:
+    """The block file carries the entry of the member whose value the closure quotes (the
+    default backend) and the lookup by ``BackendName("native")`` finds it."""
+    import torch
+
+    block: Any = _run_case_block("resolve_registry_class_member_keys")
+    assert torch.equal(block.Attention()(torch.ones(3)), torch.full((3,), 2.0))
+    assert not hasattr(block, "_flash")
+
+
+def test_a_member_spelled_through_an_alias_carries_its_entry(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "src"
+    cases = Path(__file__).resolve().parent.parent / "cases"
+    shutil.copytree(cases / "resolve_registry_class_member_keys" / "src", root)
+    (root / "pkg" / "fast.py").write_text(
+        textwrap.dedent(
+            """
+            from torch import nn
+
+            from pkg.dispatch import BackendName as Names, _BackendRegistry
+
+
+            class FastAttention(nn.Module):
+                def forward(self, x):
+                    return _BackendRegistry._backends[Names.FLASH](x)
+            """
+        ).lstrip()
+    )
+    index = index_tree(root, source="src")
+    block = next(b for b in discover_blocks(index) if b.name == "FastAttention")
+    carried = {r.key for r in resolve(index, block).registrations}
+    assert "flash" in carried

@@ -1,0 +1,3 @@
+import os
+
+BACKEND = os.getenv("PKG_BACKEND", "native")
