@@ -166,23 +166,24 @@ def test_out_of_scope_modules_are_indexed_on_demand() -> None:
     assert "\nfrom det" not in extracted.code
 
 
-def test_on_demand_analyses_are_cached_in_the_index(tmp_path: Path) -> None:
-    root = write(
-        tmp_path / "src",
-        {
-            "pkg/__init__.py": "",
-            "pkg/models/__init__.py": "",
-            "pkg/models/net.py": """
-                from torch import nn
-                from pkg.helpers import width
+HELPER_OUTSIDE_PATHS = {
+    "pkg/__init__.py": "",
+    "pkg/models/__init__.py": "",
+    "pkg/models/net.py": """
+        from torch import nn
+        from pkg.helpers import width
 
-                class Net(nn.Module):
-                    def forward(self, x):
-                        return x * width()
-            """,
-            "pkg/helpers.py": "def width():\n    return 2\n",
-        },
-    )
+        class Net(nn.Module):
+            def forward(self, x):
+                return x * width()
+    """,
+    "pkg/helpers.py": "def width():\n    return 2\n",
+}
+"""A block under ``paths: ["pkg/models"]`` whose helper module lies outside them."""
+
+
+def test_on_demand_analyses_are_cached_in_the_index(tmp_path: Path) -> None:
+    root = write(tmp_path / "src", HELPER_OUTSIDE_PATHS)
     file = tmp_path / "repos.json"
     file.write_text(json.dumps([{"name": "src", "path": str(root), "paths": ["pkg/models"]}]))
     settings = load_settings(file, cache_dir=tmp_path / "cache")
@@ -248,22 +249,7 @@ def test_namespace_repository_layout_case_closes() -> None:
 
 def test_a_git_source_closes_over_modules_outside_its_paths(tmp_path: Path) -> None:
     """A git checkout holds every Python file, so on-demand resolution finds them there too."""
-    root = write(
-        tmp_path / "repo",
-        {
-            "pkg/__init__.py": "",
-            "pkg/models/__init__.py": "",
-            "pkg/models/net.py": """
-                from torch import nn
-                from pkg.helpers import width
-
-                class Net(nn.Module):
-                    def forward(self, x):
-                        return x * width()
-            """,
-            "pkg/helpers.py": "def width():\n    return 2\n",
-        },
-    )
+    root = write(tmp_path / "repo", HELPER_OUTSIDE_PATHS)
     identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
     for command in (["init", "-q", "-b", "main"], ["add", "-A"], [*identity, "commit", "-qm", "1"]):
         subprocess.run(["git", *command], cwd=root, check=True, capture_output=True)
