@@ -356,6 +356,10 @@ def test_import_errors_are_missing_externals_at_every_stage() -> None:
     assert classify(absent, "instantiate", []) == "missing-external"
     assert classify(absent, "forward", [], frozenset({"timm"})) == "source-import"
     assert classify(ValueError("bad size"), "instantiate", []) == "ctor-args"
+    advice = RuntimeError("Please `pip install transformers` to use pre-trained models")
+    assert classify(advice, "instantiate", []) == "missing-external"
+    assert classify(RuntimeError("Please install Fairseq"), "forward", []) == "missing-external"
+    assert classify(RuntimeError("install the weights first"), "instantiate", []) == "ctor-args"
 
 
 def test_registry_misses_are_dynamic_registry_at_every_stage() -> None:

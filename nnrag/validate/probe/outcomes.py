@@ -45,6 +45,8 @@ def shapes_of(value: Any, depth: int = 0) -> object:
     return type(value).__name__
 
 
+INSTALL_ADVICE = re.compile(r"\bpip3? install\b|\bplease install\b", re.IGNORECASE)
+"""An error that tells the user to install a package: the block needs one that is absent."""
 REGISTRY_MISS = re.compile(
     r"\bregist(?:ry|ered)\b|no object named|not (?:a )?(?:supported|valid|known) type",
     re.IGNORECASE,
@@ -81,7 +83,9 @@ def classify(
             return "native-op"
         top = name.split(".")[0]
         return "source-import" if top in source_packages else "missing-external"
-    if isinstance(error, ImportError):  # "requires 'pyg-lib'", "Please install InplaceABN"
+    if isinstance(error, ImportError) or INSTALL_ADVICE.search(str(error)):
+        # "requires 'pyg-lib'", "Please install InplaceABN", a RuntimeError saying
+        # "Please `pip install transformers` to use ..." where the block checks for it
         return "missing-external"
     if isinstance(error, LookupError) and REGISTRY_MISS.search(str(error)):
         return "dynamic-registry"  # a type string looked up in a registry that lacks it
