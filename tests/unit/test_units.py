@@ -68,6 +68,23 @@ def test_module_name_for_root_that_is_a_package(tmp_path: Path) -> None:
     assert module_name_for(pkg / "m.py", pkg) == ("pkg.m", False)
 
 
+def test_module_name_for_namespace_folders_inside_a_package(tmp_path: Path) -> None:
+    """Python imports a folder without ``__init__.py`` inside a package as a namespace
+    subpackage of it (fair-esm's ``esm/esmfold/v1``), with the root a package or not; one
+    above every package stays outside the name (the ``src/`` layout)."""
+    esm = tmp_path / "src" / "esm"
+    (esm / "fold" / "v1").mkdir(parents=True)
+    (esm / "__init__.py").write_text("")
+    (esm / "fold" / "v1" / "__init__.py").write_text("")
+    for file in (esm / "fold" / "v1" / "misc.py", esm / "fold" / "loose.py"):
+        file.write_text("")
+    v1 = esm / "fold" / "v1"
+    assert module_name_for(v1 / "misc.py", tmp_path) == ("esm.fold.v1.misc", False)
+    assert module_name_for(v1 / "__init__.py", tmp_path) == ("esm.fold.v1", True)
+    assert module_name_for(esm / "fold" / "loose.py", tmp_path) == ("esm.fold.loose", False)
+    assert module_name_for(v1 / "misc.py", esm) == ("esm.fold.v1.misc", False)
+
+
 # --------------------------------------------------------------------------- units and lines
 
 
