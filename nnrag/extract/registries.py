@@ -98,6 +98,7 @@ class RegistryIndex:
         self._members: dict[tuple[UnitKey, str], str] = {}
         """(class unit, member name) -> the string it stands for, for members used as keys."""
         self._build()
+        self._member_names = frozenset(name for _, name in self._members)
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -130,12 +131,11 @@ class RegistryIndex:
     def _spelled_members(self, info: ModuleInfo, unit: Unit) -> frozenset[str]:
         """The strings of the key members ``unit`` reads by name (``Backend.FLASH``, through
         any import alias): spelling the member hands its key as surely as quoting it."""
-        names = {name for _, name in self._members}
         found: set[str] = set()
         for chain in (*unit.load_reads, *unit.call_reads):
             parts = chain.split(".")
             for end in range(1, len(parts)):
-                if parts[end] not in names:
+                if parts[end] not in self._member_names:
                     continue
                 owner = self.symbols.lookup(info, parts[:end])
                 if owner.kind == "definition" and owner.module and len(owner.units) == 1:
