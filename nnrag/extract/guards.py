@@ -148,7 +148,11 @@ def plan_guards(
     for info in modules.values():
         for unit in info.units:
             for binding, local in _imports(unit):
-                if not local and index.source_of_module(binding.module) is None:
+                # an import inside ``if``/``try`` is written with its unit, under its own
+                # condition: it makes no unconditional import of that name
+                if local or binding.conditional:
+                    continue
+                if index.source_of_module(binding.module) is None:
                     homes.setdefault(cache.entity(binding), set()).add(info.module)
     names = set(taken)
     for entity, binding in list(imports.items()):

@@ -1,0 +1,2 @@
+def is_flax_available():
+    return False
