@@ -77,6 +77,28 @@ def test_dataclass_config_built_from_defaults_and_shrunk(sandbox: Sandbox, tmp_p
     assert {**options.get("kwargs", {}), **options.get("__set__", {})}["width"] < 512
 
 
+def test_a_small_head_count_follows_the_shrunk_width(sandbox: Sandbox, tmp_path: Path) -> None:
+    """``d_model`` 384 shrinks to the profile's width; ``encoder_attention_heads`` 6 must
+    follow, or 6 no longer divides it (Whisper's config)."""
+    code = """
+    class AudioConfig:
+        def __init__(self, d_model=384, encoder_attention_heads=6):
+            self.d_model = d_model
+            self.encoder_attention_heads = encoder_attention_heads
+
+
+    class Block(nn.Module):
+        def __init__(self, config: AudioConfig):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(config.d_model, config.encoder_attention_heads)
+
+        def forward(self, x):
+            return self.attn(x, x, x)[0]
+    """
+    result = probe(sandbox, tmp_path, code)
+    assert result.passed, result.message
+
+
 REGISTRY = """
 class Registry:
     def __init__(self, name):

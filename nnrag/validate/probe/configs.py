@@ -115,6 +115,9 @@ def shrink_list(name: str, value: list[Any] | tuple[Any, ...], profile: Profile)
 
 
 _PER_STAGE = re.compile(r"heads?$|depths?$|layers$|blocks$")
+_HEADS = re.compile(r"(^|_)(num_|n_)?heads?$|nhead")
+"""Attention head counts: a small one (``encoder_attention_heads = 6``) is set to the
+profile's too, since the widths it divides are shrunk (a big one already is)."""
 
 
 def build_small(
@@ -163,7 +166,10 @@ def shrink(config: object, profile: Profile) -> dict[str, object]:
         if _SPATIAL.search(name.lower()):
             continue
         new: object = value
-        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        count = isinstance(value, int) and not isinstance(value, bool)
+        if count and _HEADS.search(name.lower()) and profile.heads < value <= 8:
+            new = profile.heads  # 6 heads must divide the width shrunk to the profile's
+        elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
             size = int_for(name, profile)  # dim_in = -1: "set me" sizes
             if isinstance(size, int) and size > 0:
                 new = size
