@@ -98,7 +98,11 @@ def emit(index: Index, closure: Closure) -> Extracted:
     )
     rewrites = plan_rewrites(index, symbols, closure, plan)
     namespaces = place_namespaces(
-        closure, plan.flat, plan.units, lambda m, n: member_flat(index, symbols, plan, m, n)
+        closure,
+        plan.flat,
+        plan.units,
+        lambda m, n: member_flat(index, symbols, plan, m, n),
+        plan.guards.wrapped,
     )
 
     # `from __future__ import annotations` changes what annotations mean (lazy strings
@@ -160,7 +164,7 @@ def _unit_chunks(
     closure: Closure,
     plan: EmitPlan,
     rewrites: Mapping[int, Rewrite],
-    namespaces: Mapping[int, list[str]],
+    namespaces: Mapping[int, list[tuple[str, str | None]]],
     *,
     lazy: set[str],
     all_lazy: bool,
@@ -194,8 +198,8 @@ def _unit_chunks(
         return index.source_of_module(name) is not None
 
     for position, (info, unit) in enumerate(plan.units):
-        if namespaces:
-            chunks.extend(namespaces.get(position - 1, ()))  # modules used as objects
+        if namespaces:  # modules used as objects
+            chunks.extend(_guarded(namespaces.get(position - 1, ())))
         if unit.kind == "import":
             continue  # hoisted into the import section above
         if cache.shares_lines(info):
@@ -234,7 +238,7 @@ def _unit_chunks(
         chunks.append(chunk if flag is None else under_guard(chunk, flag))
         owners.append((len(chunks) - 1, info.module))
         plan.native.update(native_namespaces(chunk, is_source))
-    chunks.extend(namespaces.get(len(plan.units) - 1, ()))
+    chunks.extend(_guarded(namespaces.get(len(plan.units) - 1, ())))
     if plan.native:
         chunks[:] = _native_served(chunks, owners, plan.native)
     if served:  # before every unit: load-time code may import by name
@@ -343,6 +347,11 @@ def _stand_in(
         f"# from {info.module}\nclass {flat}:\n"
         f'    """Stand-in for {info.module}.{name}: {why}."""\n'
     )
+
+
+def _guarded(texts: Iterable[tuple[str, str | None]]) -> list[str]:
+    """Each text, under ``if flag is None:`` where it has a guard's flag."""
+    return [text if flag is None else under_guard(text, flag) for text, flag in texts]
 
 
 def _chunk_of(

@@ -63,28 +63,38 @@ def place_namespaces(
     flat: Mapping[Entity, str],
     units: Sequence[tuple[ModuleInfo, Unit]],
     member_flat: MemberFlat,
-) -> dict[int, list[str]]:
-    """Namespace statements keyed by the position in ``units`` they follow (-1: before all).
+    wrapped: Mapping[int, str] | None = None,
+) -> dict[int, list[tuple[str, str | None]]]:
+    """Namespace statements, each with the flag of the guard it goes under (or ``None``),
+    keyed by the position in ``units`` they follow (-1: before all).
 
     Each namespace comes after the last unit binding one of its members and after the
     namespaces nested in it, so it can be built at load time where the original module
-    object was used.
+    object was used. A namespace with a member that a guarded unit defines (``wrapped``:
+    ``id(unit)`` -> its guard's flag, :mod:`nnrag.extract.guards`) goes under that guard
+    too: without the package the member is never defined, and the original module object
+    is then never made either (its import raises first).
     """
     if not closure.namespaces:
         return {}
     last: dict[tuple[str, str], int] = {}
+    guard_of: dict[tuple[str, str], str] = {}
     for position, (info, unit) in enumerate(units):
         for name in unit.binds:
             last[(info.module, name)] = position
+            flag = (wrapped or {}).get(id(unit))
+            if flag is not None:
+                guard_of[(info.module, name)] = flag
     types = types_name(flat)
     placed: dict[str, int] = {}
-    out: dict[int, list[str]] = {}
+    out: dict[int, list[tuple[str, str | None]]] = {}
 
     def place(module: str, visiting: frozenset[str]) -> int:
         if module in placed:
             return placed[module]
         position = -1
         args: list[str] = []
+        flag: str | None = None
         for attr, home, name in closure.namespaces.get(module, ()):
             value: str | None
             if name == "__name__":
@@ -92,6 +102,7 @@ def place_namespaces(
             elif name:
                 value = member_flat(home, name)
                 position = max(position, last.get((home, name), -1))
+                flag = flag or guard_of.get((home, name))
             elif home in visiting or home not in closure.namespaces:
                 value = None
             else:
@@ -105,7 +116,7 @@ def place_namespaces(
             inner = "".join(f"    {arg},\n" for arg in args)
             call = f"{types}.SimpleNamespace(\n{inner})"
         text = f"# module {module}, used as an object\n{own} = {call}\n"
-        out.setdefault(position, []).append(text)
+        out.setdefault(position, []).append((text, flag))
         placed[module] = position
         return position
 

@@ -277,6 +277,22 @@ def test_a_guarded_module_s_fallback_import_chain_stays_guarded() -> None:
         load("model", "path", from_keras=True)  # type: ignore[operator]  # the executed file's function
 
 
+def test_a_guarded_module_used_as_an_object_is_built_under_its_guard() -> None:
+    """The namespace standing for a guarded module reads that module's definitions, so it is
+    built under the same guard: the block file imports without the package, and using the
+    module raises the original's ImportError (it was a NameError at import)."""
+    import torch
+
+    extracted = run_case("emit_guarded_module_used_as_object")
+    namespace: dict[str, object] = {"__name__": "block"}
+    exec(compile(extracted.code, "block.py", "exec"), namespace)
+    assert isinstance(namespace["_guard_pkg_pb"], ImportError)
+    net = namespace["Net"]()  # type: ignore[operator]  # the executed file's class
+    assert net(torch.ones(2)).tolist() == [1.0, 1.0]
+    with pytest.raises(ImportError, match="nnrag_absent_protobuf"):
+        net(torch.ones(2), proto=True)
+
+
 def test_an_absent_call_time_import_raises_what_the_original_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

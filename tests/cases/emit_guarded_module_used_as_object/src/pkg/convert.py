@@ -1,0 +1,4 @@
+def import_protobuf():
+    from pkg import pb
+
+    return pb
