@@ -63,7 +63,7 @@ def place_namespaces(
     flat: Mapping[Entity, str],
     units: Sequence[tuple[ModuleInfo, Unit]],
     member_flat: MemberFlat,
-    wrapped: Mapping[int, str] | None = None,
+    wrapped: Mapping[int, str],
 ) -> dict[int, list[tuple[str, str | None]]]:
     """Namespace statements, each with the flag of the guard it goes under (or ``None``),
     keyed by the position in ``units`` they follow (-1: before all).
@@ -82,7 +82,7 @@ def place_namespaces(
     for position, (info, unit) in enumerate(units):
         for name in unit.binds:
             last[(info.module, name)] = position
-            flag = (wrapped or {}).get(id(unit))
+            flag = wrapped.get(id(unit))
             if flag is not None:
                 guard_of[(info.module, name)] = flag
     types = types_name(flat)

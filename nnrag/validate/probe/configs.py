@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nnrag.validate.probe.profiles import Profile, int_for
+from nnrag.validate.probe.profiles import HEADS, Profile, int_for
 from nnrag.validate.probe.signatures import init_signature, required_count
 from nnrag.validate.probe.values import call, encode, remember
 
@@ -115,7 +115,7 @@ def shrink_list(name: str, value: list[Any] | tuple[Any, ...], profile: Profile)
 
 
 _PER_STAGE = re.compile(r"heads?$|depths?$|layers$|blocks$")
-_HEADS = re.compile(r"(^|_)(num_|n_)?heads?$|nhead")
+_HEADS = re.compile(HEADS)
 """Attention head counts: a small one (``encoder_attention_heads = 6``) is set to the
 profile's too, since the widths it divides are shrunk (a big one already is)."""
 

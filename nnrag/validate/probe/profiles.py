@@ -31,10 +31,13 @@ PROFILES = (
     Profile(dim=16, heads=1, hidden=32, img=16),
 )
 
+HEADS = r"(^|_)(num_|n_)?heads?$|nhead|num_attention_heads"
+"""Names of attention head counts (``num_heads``, ``encoder_attention_heads``, ``nhead``)."""
+
 INT_RULES: Rules[Profile] = Rules.of(
     (r"spatial_?dims?$|^n_?dims?$|^ndims?$|dimensions$", lambda _, p: 2),  # 2-D inputs (1/2/3)
     (r"head_?dim|dim_?head|d_head|head_size|key_dim|d_k$|d_v$", lambda _, p: p.dim // p.heads),
-    (r"(^|_)(num_|n_)?heads?$|nhead|num_attention_heads", lambda _, p: p.heads),
+    (HEADS, lambda _, p: p.heads),
     (r"num_groups|gn_groups|norm_groups", lambda _, p: 4),
     (r"classes|num_labels|n_class", lambda _, p: 10),
     (r"vocab|num_embeddings|num_tokens|n_tokens|n_vocab|num_words", lambda _, p: 100),
