@@ -25,8 +25,7 @@ def tag_cache_dir(cache_dir: Path) -> None:
 
 def is_cache_dir(folder: Path) -> bool:
     """Whether ``folder`` is a cache folder nnrag tagged."""
-    tag = folder / TAG_NAME
     try:
-        return tag.is_file() and "created by nnrag" in tag.read_text(encoding="utf-8")[:200]
-    except (OSError, UnicodeDecodeError):
+        return "created by nnrag" in (folder / TAG_NAME).read_text(encoding="utf-8")[:200]
+    except (OSError, UnicodeDecodeError):  # no tag (or a folder named like one)
         return False
