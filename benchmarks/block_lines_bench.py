@@ -8,12 +8,16 @@ emitted file. Meant for before/after comparisons of the closure on the paper con
     PYTHONPATH=$PWD nice python benchmarks/block_lines_bench.py \\
         --repos /work/run/pcwork/repos.json --cache /tmp/cache --label after
 
+Each file's lines are also split into code, docstrings, comments and blank lines, so that a
+closure's size can be told apart from the documentation it carries along.
+
 Results: benchmarks/results/block_lines_bench.json (one entry per label, rows included) and .md.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import signal
 import statistics
@@ -25,6 +29,31 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from closure_size_bench import _alarm, _Timeout, save_labelled  # noqa: E402 - benchmarks/ is not a package
+
+PARTS = ("code", "docstring", "comment", "blank")
+
+
+def composition(code: str) -> dict[str, int]:
+    """Lines of ``code`` that are docstrings, comments (whole-line), blank, and the rest."""
+    docstrings = 0
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                docstrings += (first.end_lineno or first.lineno) - first.lineno + 1
+    stripped = [line.strip() for line in code.splitlines()]
+    blank = sum(1 for line in stripped if not line)
+    comments = sum(1 for line in stripped if line.startswith("#"))
+    return {
+        "docstring_lines": docstrings,
+        "comment_lines": comments,
+        "blank_lines": blank,
+        "code_lines": len(stripped) - docstrings - comments - blank,
+    }
 
 
 def run(repos: Path, cache: Path, prefix: str, timeout: float) -> list[dict[str, object]]:
@@ -45,6 +74,7 @@ def run(repos: Path, cache: Path, prefix: str, timeout: float) -> list[dict[str,
         try:
             extracted = extract(index, block)
             row.update(lines=extracted.code.count("\n"), files=len(extracted.files))
+            row.update(composition(extracted.code))
         except _Timeout:
             row["timeout"] = True
         except Exception as error:  # a benchmark records every failure and goes on
@@ -58,6 +88,11 @@ def run(repos: Path, cache: Path, prefix: str, timeout: float) -> list[dict[str,
 
 def summarize(rows: list[dict[str, object]]) -> dict[str, object]:
     lines = [int(r["lines"]) for r in rows if "lines" in r]  # type: ignore[call-overload]  # JSON-shaped rows; the value is an int
+    parts = {
+        f"{kind}_median": statistics.median(int(r[kind]) for r in rows if kind in r)  # type: ignore[call-overload]  # JSON-shaped rows; the value is an int
+        for kind in ("code_lines", "docstring_lines", "comment_lines", "blank_lines")
+        if any(kind in r for r in rows)
+    }
     return {
         "blocks": len(rows),
         "extracted": len(lines),
@@ -66,6 +101,7 @@ def summarize(rows: list[dict[str, object]]) -> dict[str, object]:
         "lines_median": statistics.median(lines) if lines else 0,
         "lines_max": max(lines, default=0),
         "over_20000_lines": sum(1 for v in lines if v > 20_000),
+        **parts,
     }
 
 
@@ -103,14 +139,17 @@ def write_markdown(data: dict[str, dict[str, object]], path: Path) -> None:
             f"prefix `{entry['prefix']}`; per-block timeout {entry['timeout_s']} s; load "
             f"{entry['load_before']} -> {entry['load_after']} (shared machine)",
             "",
-            "| source | blocks | extracted | timeouts | lines median | lines max | > 20,000 |",
-            "|---|---|---|---|---|---|---|",
+            "| source | blocks | extracted | timeouts | lines median | lines max | > 20,000 "
+            "| median code / docstring / comment / blank lines |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         per: dict[str, dict[str, object]] = entry["per_source"]  # type: ignore[assignment]  # JSON-shaped entry; the value has this type
         for name, row in [("overall", entry["overall"]), *per.items()]:
             out.append(
                 f"| {name} | {row['blocks']} | {row['extracted']} | {row['timeouts']} | "  # type: ignore[index]  # JSON-shaped entry; the value is a dict
-                f"{row['lines_median']} | {row['lines_max']} | {row['over_20000_lines']} |"  # type: ignore[index]  # JSON-shaped entry; the value is a dict
+                f"{row['lines_median']} | {row['lines_max']} | {row['over_20000_lines']} | "  # type: ignore[index]  # JSON-shaped entry; the value is a dict
+                + " / ".join(str(row.get(f"{k}_lines_median", "-")) for k in PARTS)  # type: ignore[attr-defined]  # JSON-shaped entry; the value is a dict
+                + " |"
             )
         out.append("")
     path.write_text("\n".join(out), encoding="utf-8")

@@ -58,6 +58,29 @@ SETS: dict[str, list[dict[str, Any]]] = {
         },
         {"name": "yolov5", "pypi": "yolov5==7.0.14", "paths": ["yolov5/models"]},
     ],
+    # chosen on 2026-11-27, second session, before their first run: an OpenMMLab codebase
+    # built on mmdet, an adapter library over transformers, an sdist, a repository-style
+    # release, EEG and medical-segmentation architectures, annotated paper implementations.
+    # Needs its own environment (torch, then: numpy einops prettytable accelerate psutil
+    # pyyaml tqdm safetensors huggingface_hub labml fairscale torchinfo docstring_inheritance
+    # skorch mne pandas h5py pydantic linear_attention_transformer scipy)
+    "holdout3": [
+        {"name": "mmyolo", "pypi": "mmyolo==0.6.0", "paths": ["mmyolo/models"]},
+        {"name": "mmdet", "pypi": "mmdet==3.3.0", "paths": ["mmdet/models/necks"]},
+        {"name": "mmengine", "pypi": "mmengine==0.10.7", "paths": ["mmengine/model/wrappers"]},
+        {"name": "mmcv", "pypi": "mmcv-lite==2.2.0", "paths": ["mmcv/cnn/bricks"]},
+        {"name": "segment_anything", "pypi": "segment-anything==1.0"},
+        {"name": "encodec", "pypi": "encodec==0.1.1"},
+        {
+            "name": "braindecode",
+            "pypi": "braindecode==1.8.1",
+            "paths": ["braindecode/models", "braindecode/modules"],
+        },
+        {"name": "dynamic_network_architectures", "pypi": "dynamic-network-architectures==0.4.4"},
+        {"name": "labml_nn", "pypi": "labml-nn==0.5.1"},
+        {"name": "peft", "pypi": "peft==0.21.2", "paths": ["peft/tuners/lora"]},
+        {"name": "transformers", "pypi": "transformers==4.57.6", "paths": ["transformers/activations.py"]},
+    ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
     "frameworks": [

@@ -97,6 +97,8 @@ class RegistryIndex:
         self._all_keys: frozenset[str] | None = None
         self._members: dict[tuple[UnitKey, str], str] = {}
         """(class unit, member name) -> the string it stands for, for members used as keys."""
+        self._registry_names: set[str] = set()
+        """The names registrations were made through (``MODELS`` of ``MODELS.register_module``)."""
         self._build()
         self._member_names = frozenset(name for _, name in self._members)
 
@@ -260,15 +262,35 @@ class RegistryIndex:
     # -- building ----------------------------------------------------------------------------
 
     def _build(self) -> None:
+        """Registrations of the indexed modules, then of the modules their sources' ``paths``
+        leave out that register into a registry found so far (by the name it was registered
+        through: ``MODELS.register_module``): a type string reaches its entry wherever in its
+        package the entry is made (mmcv's ``carafe`` upsampler, registered in ``mmcv.ops``
+        while the ``paths`` name ``mmcv/cnn``)."""
         for info in self.index.modules():
-            for unit in info.units:
-                if unit.type_checking or not any(
-                    _REGISTERING in chain.rsplit(".", 1)[-1].lower() for chain in unit.load_reads
-                ):
-                    continue
-                found = tuple(self._registrations(info, unit))
-                if found:
-                    self.registering[(info.source, info.module, unit.index)] = found
+            self._add(info)
+        if not self._registry_names:
+            return
+        names = "|".join(sorted(map(re.escape, self._registry_names)))
+        mentions = re.compile(rf"\b(?:{names})\s*\.\s*\w*[Rr]egister".encode())
+
+        def registers(data: bytes) -> bool:
+            return b"egister" in data and mentions.search(data) is not None
+
+        for source in self.index.sources:
+            for info in self.index.modules_outside_paths(source, registers):
+                self._add(info)
+
+    def _add(self, info: ModuleInfo) -> None:
+        """Record the registrations of ``info``'s units."""
+        for unit in info.units:
+            if unit.type_checking or not any(
+                _REGISTERING in chain.rsplit(".", 1)[-1].lower() for chain in unit.load_reads
+            ):
+                continue
+            found = tuple(self._registrations(info, unit))
+            if found:
+                self.registering[(info.source, info.module, unit.index)] = found
 
     def _registrations(self, info: ModuleInfo, unit: Unit) -> Iterator[Registration]:
         tree = (
@@ -283,6 +305,9 @@ class RegistryIndex:
             family = self._registry(info, unit, node)
             if family is None:
                 continue
+            chain = _dotted(node)
+            if chain is not None:
+                self._registry_names.add(chain.rsplit(".", 1)[-1])
             into = self._object(info, unit, node)
             member = self._member_text(info, unit, _named(call)) if call is not None else None
             for key in [member] if member is not None else _keys(call, target, loops):

@@ -6,7 +6,7 @@ import contextlib
 import fnmatch
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +64,21 @@ class Layout:
                     self._scan(Path(entry.path), found, top=False)
             elif top and name.endswith(".py") and name[:-3].isidentifier():
                 found.setdefault(name[:-3], []).append(folder)
+
+    def files_under(self, top: str) -> Iterator[Path]:
+        """Every ``.py`` file of top-level package (or module) ``top``, in path order."""
+        for base in self.tops.get(top, ()):
+            folder = base / top
+            if not folder.is_dir():
+                module = base / f"{top}.py"
+                if module.is_file():
+                    yield module
+                continue
+            for where, dirs, files in os.walk(folder):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        yield Path(where, name)
 
     def file_for(self, module: str) -> tuple[str, bool] | None:
         """(POSIX path relative to the root, is a package) of ``module``'s file, or ``None``.

@@ -150,6 +150,46 @@ class Index:
                     return found
         return None
 
+    def modules_outside_paths(
+        self, source: str, wanted: Callable[[bytes], bool]
+    ) -> Iterator[ModuleInfo]:
+        """Modules that ``source``'s ``paths`` leave out, in the top-level packages its
+        indexed modules are in or import (not its tests or scripts), whose file passes
+        ``wanted`` (a cheap test of its bytes), indexed on demand, in path order: for analyses
+        that must see whole packages (where registrations are made), not only where blocks
+        are discovered. ``extern`` packages are never read."""
+        from nnrag.index.units import module_name_for
+
+        layout = self.on_demand.layouts.get(source)
+        if layout is None:
+            return
+        infos = self._by_source.get(source, ())
+        indexed = {info.path for info in infos}
+        own = self._tops(source)
+        imported = {
+            binding.module.split(".", 1)[0]
+            for info in infos
+            for unit in info.units
+            for binding in (*unit.imports, *unit.local_imports)
+        }
+        for top in sorted(self._packages.get(source, frozenset()) | (imported & own)):
+            if self.is_extern(top):
+                continue
+            for file in layout.files_under(top):
+                path = file.relative_to(layout.root).as_posix()
+                if path in indexed:
+                    continue
+                try:
+                    data = file.read_bytes()
+                except OSError:
+                    continue
+                if not wanted(data):
+                    continue
+                name, _ = module_name_for(file, layout.root)
+                found = self.module(name, prefer=source)
+                if found is not None and found.source == source and found.path == path:
+                    yield found
+
     def in_scope(self, info: ModuleInfo) -> bool:
         """Whether ``info`` lies in its source's ``paths`` (where blocks are discovered)."""
         from nnrag.sources.scan import in_scope

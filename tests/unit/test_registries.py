@@ -128,6 +128,47 @@ def test_registrations_by_family_and_key(index: Index) -> None:
     assert str(uses) == "core.root:MODELS['Uses']"
 
 
+def test_registrations_outside_the_paths_are_found_and_carried(
+    index: Index, tmp_path: Path
+) -> None:
+    """``paths`` choose the blocks; a type string reaches its entry wherever in the
+    source's packages it is registered (here ``core.root``, a package ``app`` imports)."""
+    root = Path(index.checkouts["src"].root)
+    scoped = index_tree(root, source="src", paths=["app"])
+    assert {info.module.split(".")[0] for info in scoped.modules()} == {"app"}
+
+    def model_keys(of: Index) -> list[str]:
+        families = _registry_index(of).family_of.values()
+        return sorted(next(f for f in families if f.label == "core.root:MODELS").entries)
+
+    assert model_keys(scoped) == model_keys(index)
+    block = next(b for b in discover_blocks(scoped) if b.name == "Uses")
+    assert [(r.key, r.module) for r in resolve(scoped, block).registrations] == [
+        ("BN", "core.root")
+    ]
+
+
+def test_a_package_nothing_in_the_paths_imports_is_not_read_for_registrations(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "src"
+    for name, text in FILES.items():
+        path = Path(root, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_toy.py").write_text(
+        "from core.root import MODELS\n\n\n@MODELS.register_module(name='BN', force=True)\n"
+        "class Toy:\n    pass\n"
+    )
+    scoped = index_tree(root, source="src", paths=["app"])
+    models = next(
+        f for f in _registry_index(scoped).family_of.values() if f.label == "core.root:MODELS"
+    )
+    # core is imported from the paths; side and tests are not (a test's toy never stands in)
+    assert {r.module for r in models.entries["BN"]} == {"core.root"}
+
+
 def test_registration_in_a_loop_has_no_static_key(index: Index) -> None:
     registries = _registry_index(index)
     assert not registries.registered("A")
