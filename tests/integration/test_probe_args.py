@@ -413,6 +413,19 @@ class MeasuredInt(nn.Module):
         return self.lin(x)
 
 
+class Disagreeing(nn.Module):
+    def __init__(self, n_chans=None, chs_info=None, n_outputs=None) -> None:
+        super().__init__()
+        if n_chans is None and chs_info is None:
+            raise ValueError("n_chans or chs_info is required")
+        if n_chans is not None and chs_info is not None and n_chans != len(chs_info):
+            raise ValueError(f"{n_chans=} different from {chs_info=} length")
+        self.lin = nn.Linear(n_chans or len(chs_info), 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class TupleDepth(nn.Module):
     def __init__(self, dim: int, depth) -> None:
         super().__init__()
@@ -618,6 +631,14 @@ def test_int_the_failing_line_measures_becomes_a_list(sandbox: Sandbox, blocks: 
     sigma = kwargs_of(sandbox, blocks, "MeasuredInt")["sigma"]
     assert isinstance(sigma, list)
     assert len(sigma) == 2
+
+
+def test_arguments_a_message_says_disagree_keep_the_first_only(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "Disagreeing")
+    assert "n_chans" in kwargs
+    assert "chs_info" not in kwargs
 
 
 def test_isinstance_tuple_assert_makes_a_pair(sandbox: Sandbox, blocks: Path) -> None:

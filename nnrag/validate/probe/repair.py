@@ -313,6 +313,33 @@ def fill_none_sizes(ctor: Ctor, cls: type) -> Ctor | None:
     return ctor.with_kwargs(filled)
 
 
+_NAMED_VALUE = re.compile(r"\b([A-Za-z_]\w*)\s*=")
+
+
+def unset_conflicting(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: a ``ValueError`` naming two or more synthesized arguments with their values
+    (``n_chans=32 different from chs_info=[32, 32] length``) says they disagree: keep the
+    first named, give the others that have a default their default back."""
+    if ctor.origin != "synthesized" or not isinstance(error, ValueError):
+        return None
+    named = [n for n in dict.fromkeys(_NAMED_VALUE.findall(str(error))) if n in ctor.kwargs]
+    sig = signature_of(cls)
+    params = sig.parameters if sig else {}
+    dropped = {
+        n for n in named[1:] if n in params and params[n].default is not inspect.Parameter.empty
+    }
+    if len(named) < 2 or not dropped:
+        return None
+    return Ctor(
+        ctor.origin,
+        ctor.args,
+        {k: v for k, v in ctor.kwargs.items() if k not in dropped},
+        [p for p in ctor.placeholders if p not in dropped],
+        ctor.profile,
+        ctor.inputs,
+    )
+
+
 _DIVISIBLE = re.compile(
     r"\((\d+)\) must be divisible by \w+ \((\d+)\)|(\d+) is not divisible by (\d+)"
 )
@@ -359,4 +386,5 @@ __all__ = [
     "match_residual",
     "name_repairs",
     "scale_sizes",
+    "unset_conflicting",
 ]

@@ -46,6 +46,7 @@ from nnrag.validate.probe.repair import (
     match_residual,
     name_repairs,
     scale_sizes,
+    unset_conflicting,
     viewed_width,
 )
 from nnrag.validate.probe.repair_names import failing_line
@@ -217,6 +218,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         fill_none_mappings(ctor, cls, error),
         fill_none_sizes(ctor, cls),
         scale_sizes(ctor, error),
+        unset_conflicting(ctor, cls, error),
         lengthen(ctor, cls, error),
         named_items(ctor, cls, error),
         *name_repairs(ctor, cls, error),
