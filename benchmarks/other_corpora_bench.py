@@ -79,7 +79,48 @@ SETS: dict[str, list[dict[str, Any]]] = {
         {"name": "dynamic_network_architectures", "pypi": "dynamic-network-architectures==0.4.4"},
         {"name": "labml_nn", "pypi": "labml-nn==0.5.1"},
         {"name": "peft", "pypi": "peft==0.21.2", "paths": ["peft/tuners/lora"]},
-        {"name": "transformers", "pypi": "transformers==4.57.6", "paths": ["transformers/activations.py"]},
+        {
+            "name": "transformers",
+            "pypi": "transformers==4.57.6",
+            "paths": ["transformers/activations.py"],
+        },
+    ],
+    # chosen on 2026-11-27, second session, after holdout3 and before their first run: a
+    # library whose runtime dependency is a second source (gpytorch on linear_operator), a
+    # fork of a development corpus's ecosystem (torch_geometric as a source), sdists with
+    # function registries (fairseq's ``@register_model``) and builder functions
+    # (pytorchvideo), a modern LLM component library, a quantizer library. Environment:
+    # holdout3's, then: scikit-learn mpmath fvcore iopath networkx decorator hydra-core
+    # omegaconf bitarray sacrebleu regex einx loguru tiktoken sentencepiece blobfile tokenizers
+    "holdout4": [
+        {"name": "gpytorch", "pypi": "gpytorch==1.15.2"},
+        {
+            "name": "linear_operator",
+            "pypi": "linear-operator==0.6.1",
+            "paths": ["linear_operator/utils/getitem.py"],
+        },
+        {
+            "name": "pytorchvideo",
+            "pypi": "pytorchvideo==0.1.5",
+            "paths": ["pytorchvideo/models", "pytorchvideo/layers"],
+        },
+        {
+            "name": "tg_temporal",
+            "pypi": "torch-geometric-temporal==0.56.2",
+            "paths": ["torch_geometric_temporal/nn"],
+        },
+        {
+            "name": "torch_geometric",
+            "pypi": "torch-geometric==2.8.1",
+            "paths": ["torch_geometric/nn/conv/gcn_conv.py"],
+        },
+        {
+            "name": "fairseq",
+            "pypi": "fairseq==0.12.2",
+            "paths": ["fairseq/models/transformer", "fairseq/modules"],
+        },
+        {"name": "vector_quantize", "pypi": "vector-quantize-pytorch==1.32.0"},
+        {"name": "torchtune", "pypi": "torchtune==0.6.1", "paths": ["torchtune/modules"]},
     ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
