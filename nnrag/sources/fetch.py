@@ -328,10 +328,11 @@ def _build_pypi(spec: SourceSpec, building: Path, final: Path) -> Checkout:
 def _download(spec: SourceSpec, folder: Path) -> Path:
     base = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(folder)]
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-    attempts = (
+    source_only = f"--no-binary={_project(spec.location)}"
+    attempts = (  # a wheel, else the sdist: only it from source, its build requirements as wheels
         ["--only-binary=:all:"],
-        ["--no-binary=:all:"],
-        ["--no-binary=:all:", "--no-build-isolation"],
+        [source_only],
+        [source_only, "--no-build-isolation"],
     )
     errors = ""
     for extra in attempts:
@@ -356,6 +357,17 @@ def _download(spec: SourceSpec, folder: Path) -> Path:
     raise SourceError(
         f"{reason}: {_tail(errors, 2)}; {hint}", source=spec.name, location=spec.location
     )
+
+
+def _project(requirement: str) -> str:
+    """The project a requirement names (``fairseq`` of ``fairseq==0.12.2``), ``:all:`` when it
+    is not a plain requirement (a URL or a path)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(requirement).name
+    except InvalidRequirement:
+        return ":all:"
 
 
 def _keep(member: str) -> bool:

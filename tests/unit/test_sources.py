@@ -310,6 +310,63 @@ def test_pypi_nonexistent_requirement(local_index: Path, tmp_path: Path) -> None
     assert not list((tmp_path / "cache" / "checkouts" / "pypi").glob(".tmp-*"))
 
 
+def _tar(archive: Path, files: dict[str, str]) -> None:
+    with tarfile.open(archive, "w:gz") as tarred:
+        for name, text in files.items():
+            data = text.encode()
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tarred.addfile(member, io.BytesIO(data))
+
+
+BACKEND = r"""
+import os
+
+import helperdep  # the build requirement: importable only if pip installed it
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    info = os.path.join(metadata_directory, "sdpkg-0.1.dist-info")
+    os.makedirs(info)
+    with open(os.path.join(info, "METADATA"), "w") as out:
+        out.write("Metadata-Version: 2.1\nName: sdpkg\nVersion: 0.1\n")
+    return "sdpkg-0.1.dist-info"
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise NotImplementedError
+"""
+
+
+def test_an_sdist_whose_build_requirements_are_wheels_only_is_downloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the source itself comes from source: pip preparing its metadata installs the
+    build requirements as wheels (building numpy or torch from source would never end)."""
+    links = tmp_path / "links"
+    build_wheel(links, name="helperdep", version="1.0")
+    _tar(
+        links / "sdpkg-0.1.tar.gz",
+        {
+            "sdpkg-0.1/PKG-INFO": "Metadata-Version: 2.1\nName: sdpkg\nVersion: 0.1\n",
+            "sdpkg-0.1/pyproject.toml": '[build-system]\nrequires = ["helperdep"]\n'
+            'build-backend = "backend"\nbackend-path = ["."]\n',
+            "sdpkg-0.1/backend.py": BACKEND,
+            "sdpkg-0.1/sdpkg/__init__.py": "class A:\n    pass\n",
+        },
+    )
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    spec = SourceSpec(name="s", kind="pypi", location="sdpkg==0.1")
+    checkout = materialize(spec, tmp_path / "cache")
+    assert (checkout.root / "sdpkg" / "__init__.py").is_file()
+    assert checkout.revision == "0.1"
+
+
 def test_sdist_with_src_layout_is_unpacked(tmp_path: Path) -> None:
     archive = tmp_path / "demo-0.1.tar.gz"
     with tarfile.open(archive, "w:gz") as tarred:
