@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 from nnrag.extract.deadtry import dead_imports
 from nnrag.extract.findings import DynamicLookups, Finding
 from nnrag.extract.stored import init_keeps, loaded_attributes, stored_names
-from nnrag.extract.syntax import assigns_a_call, dotted, lookups_only, mutates, type_tests
+from nnrag.extract.syntax import (
+    assigns_a_call,
+    dotted,
+    lookups_only,
+    mutates,
+    namespace_keys,
+    type_tests,
+)
 from nnrag.index.symbols import Resolution, Symbols
 from nnrag.model import ImportBinding, ModuleInfo, Unit
 
@@ -265,6 +272,9 @@ class UnitScanner:
                     inclusive=unit.kind in COMPOUND,
                 )
                 found.append(_make_use(info, chain, parts, resolved, load=load))
+        for name, load in self.namespace_names(info, unit):
+            resolved = symbols.lookup(info, [name], before=unit.start_line if load else 0)
+            found.append(_make_use(info, name, [name], resolved, load=load))
         dead = self.dead_imports(info, unit, symbols)
         inner = [
             (b, True)
@@ -299,6 +309,30 @@ class UnitScanner:
         result = tuple(found)
         self._uses[key] = result
         return result
+
+    def namespace_names(self, info: ModuleInfo, unit: Unit) -> list[tuple[str, bool]]:
+        """(name, read at load time) of the definitions of ``unit``'s module that a namespace
+        read by a partly constant key in ``unit`` can look up (``globals()[f"emulate_int{bits}_
+        {method}"]``: every ``emulate_int*_*`` definition), so that the closure carries them."""
+        if not {"globals", "vars"} & {
+            c.split(".", 1)[0] for c in (*unit.load_reads, *unit.call_reads)
+        }:
+            return []
+        tree = self.tree(info, unit)
+        if tree is None:
+            return []
+        defined = [
+            name
+            for other in info.units
+            if other.kind in ("def", "class", "assign")
+            for name in other.binds
+        ]
+        found: dict[str, bool] = {}
+        for pattern, load in namespace_keys(tree):
+            for name in defined:
+                if pattern.fullmatch(name) and name not in unit.binds:
+                    found[name] = found.get(name, False) or load
+        return sorted(found.items())
 
     def dead_imports(
         self, info: ModuleInfo, unit: Unit, symbols: Symbols

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from collections.abc import Iterator, Mapping
 
 from nnrag.pyscope.scopes import dotted as _dotted
@@ -15,6 +16,7 @@ __all__ = [
     "lookups_only",
     "may_find",
     "mutates",
+    "namespace_keys",
     "nodes",
     "patched_attributes",
     "push_children",
@@ -271,6 +273,60 @@ def reads_namespace(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
     if isinstance(parent, ast.Compare):
         return any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
     return isinstance(parent, (ast.For, ast.comprehension))
+
+
+def namespace_keys(tree: ast.Module) -> Iterator[tuple[re.Pattern[str], bool]]:
+    """For each ``globals()[key]`` / ``globals().get(key)`` (or ``vars()``) in ``tree`` whose
+    key is a string with constant parts (``"act_" + name``, ``f"emulate_int{bits}_{method}"``):
+    the pattern the names it can look up match, and whether the read runs at load time
+    (outside every function). A key without four constant characters matches too much to
+    say anything."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and dotted(node.func) in ("globals", "vars")
+            and not node.args
+            and reads_namespace(node, parents)
+        ):
+            continue
+        parent = parents[id(node)]
+        if isinstance(parent, ast.Subscript):
+            key: ast.expr | None = parent.slice
+        elif isinstance(parent, ast.Attribute) and parent.attr == "get":
+            call = parents.get(id(parent))
+            key = call.args[0] if isinstance(call, ast.Call) and call.args else None
+        else:
+            key = None
+        parts = _key_parts(key) if key is not None else None
+        if parts is None or sum(len(p) for p in parts if p is not None) < 4:
+            continue
+        pattern = "".join(".*" if p is None else re.escape(p) for p in parts)
+        at_load, above = True, parents.get(id(node))
+        while above is not None:
+            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                at_load = False
+                break
+            above = parents.get(id(above))
+        yield re.compile(pattern), at_load
+
+
+def _key_parts(node: ast.expr) -> list[str | None] | None:
+    """The constant parts of a string expression, ``None`` for each computed part; ``None``
+    when it is no string expression at all."""
+    if isinstance(node, ast.Constant):
+        return [node.value] if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        return [
+            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
+            for v in node.values
+        ]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _key_parts(node.left), _key_parts(node.right)
+        if left is None and right is None:
+            return None
+        return [*(left or [None]), *(right or [None])]
+    return None
 
 
 def is_empty_container(statement: ast.stmt) -> bool:

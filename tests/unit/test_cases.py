@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -215,6 +216,27 @@ def test_no_bloat(name: str) -> None:
                 todo.extend(binders.get(read, []))
             names = _bound(units[position])  # registrations into a reached object come with it
             todo.extend(p for p, stmt in enumerate(units) if _mutated(stmt) & names)
+        # a namespace read by a formatted key (``globals()[f"act_{name}"]``) reaches the
+        # definitions whose names fit it
+        keys = [
+            "".join(
+                re.escape(v.value) if isinstance(v, ast.Constant) else ".*"
+                for v in node.slice.values
+            )
+            for p in reached
+            for node in ast.walk(units[p])
+            if isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) == "globals"
+            and isinstance(node.slice, ast.JoinedStr)
+        ]
+        todo.extend(
+            p
+            for name, positions in binders.items()
+            if any(re.fullmatch(key, name) for key in keys)
+            for p in positions
+            if p not in reached
+        )
         # a patch (``obj.attr = value``) comes with the attributes the reached code reads
         read = {n.attr for p in reached for n in ast.walk(units[p]) if isinstance(n, ast.Attribute)}
         todo.extend(p for p, stmt in enumerate(units) if p not in reached and _patched(stmt) & read)
@@ -243,6 +265,20 @@ def test_stand_in_does_not_pull_a_decorated_class_ahead_of_its_decorator_helpers
     block = namespace["Block"]
     assert "(documented)" in (namespace["PreBase"].__doc__ or "")  # type: ignore[attr-defined]  # a class of the executed file
     assert block().forward(1) == 2  # type: ignore[operator]  # the executed file's class
+
+
+def test_a_namespace_read_by_a_formatted_name_finds_every_fitting_definition() -> None:
+    """The block file runs whichever fitting name the arguments build (``emulate_int4_tensor``
+    and ``emulate_int8_channel``, not only the defaults' ``emulate_int8_tensor``)."""
+    import torch
+
+    namespace: dict[str, object] = {"__name__": "block"}
+    code = run_case("resolve_namespace_read_by_formatted_key").code
+    exec(compile(code, "block.py", "exec"), namespace)
+    quant = namespace["QuantLinear"]
+    for bits, method in ((8, "tensor"), (4, "tensor"), (8, "channel")):
+        layer = quant(3, 2, bits=bits, method=method)  # type: ignore[operator]  # the executed file's class
+        assert layer(torch.ones(1, 3)).shape == (1, 2)
 
 
 def test_a_guarded_module_keeps_its_imports_guarded_in_the_emitted_file() -> None:
