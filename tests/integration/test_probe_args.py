@@ -426,6 +426,15 @@ class Disagreeing(nn.Module):
         return self.lin(x)
 
 
+class Adapted(nn.Module):
+    def __init__(self, dim: int, adapter_name: str) -> None:
+        super().__init__()
+        self.adapters = nn.ModuleDict({adapter_name: nn.Linear(dim, dim)})
+
+    def forward(self, x):
+        return sum(layer(x) for layer in self.adapters.values())
+
+
 class TupleDepth(nn.Module):
     def __init__(self, dim: int, depth) -> None:
         super().__init__()
@@ -639,6 +648,10 @@ def test_arguments_a_message_says_disagree_keep_the_first_only(
     kwargs = kwargs_of(sandbox, blocks, "Disagreeing")
     assert "n_chans" in kwargs
     assert "chs_info" not in kwargs
+
+
+def test_a_name_argument_is_a_usable_key(sandbox: Sandbox, blocks: Path) -> None:
+    assert kwargs_of(sandbox, blocks, "Adapted")["adapter_name"] == "default"
 
 
 def test_isinstance_tuple_assert_makes_a_pair(sandbox: Sandbox, blocks: Path) -> None:

@@ -47,6 +47,8 @@ class LeafValues:
             return "same"
         if "mode" in low:
             return "nearest"
+        if low.endswith(("_name", "_key")):  # a key of a ModuleDict or a table
+            return "default"
         return ""
 
     def layer_factory(self, name: str) -> object:
