@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from nnrag.diagnostics import closure_problem
 from nnrag.extract.dynimport import DUNDER_SHIM, SHIM, import_by_name
-from nnrag.extract.syntax import dotted, is_empty_container, may_find, reads_namespace, writes
+from nnrag.extract.syntax import (
+    dotted,
+    is_empty_container,
+    may_find,
+    parent_map,
+    reads_namespace,
+    writes,
+)
 from nnrag.index.symbols import Symbols
 from nnrag.model import Category, Diagnostic, ImportBinding, ModuleInfo, Unit
 
@@ -86,11 +93,7 @@ class DynamicLookups:
         def parents() -> dict[int, ast.AST]:
             """Each node's parent, built on first use (only ``globals()``/``vars()`` need it)."""
             if not found_parents:
-                found_parents.update(
-                    (id(child), node)
-                    for node in ast.walk(tree)
-                    for child in ast.iter_child_nodes(node)
-                )
+                found_parents.update(parent_map(tree))
             return found_parents
 
         for node in ast.walk(tree):

@@ -18,6 +18,7 @@ __all__ = [
     "mutates",
     "namespace_keys",
     "nodes",
+    "parent_map",
     "patched_attributes",
     "push_children",
     "reads_namespace",
@@ -123,9 +124,14 @@ def dotted(node: ast.expr) -> str | None:
     return None
 
 
+def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
+    """Each node's parent under ``tree``, by the child's ``id``."""
+    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
 def lookups_only(tree: ast.Module, chain: str) -> tuple[tuple[str, ...], bool] | None:
     """See :meth:`nnrag.extract.needs.UnitScanner.lookups`."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(tree)
     names: list[str] = []
     dynamic = False
     for node in ast.walk(tree):
@@ -281,7 +287,7 @@ def namespace_keys(tree: ast.Module) -> Iterator[tuple[re.Pattern[str], bool]]:
     the pattern the names it can look up match, and whether the read runs at load time
     (outside every function). A key without four constant characters matches too much to
     say anything."""
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(tree)
     for node in ast.walk(tree):
         if not (
             isinstance(node, ast.Call)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,17 @@ class Ctor:
             self.args,
             {**self.kwargs, **changes},
             self.placeholders,
+            self.profile,
+            self.inputs,
+        )
+
+    def without(self, names: Collection[str]) -> Ctor:
+        """This candidate with keyword arguments ``names`` left out (their defaults apply)."""
+        return Ctor(
+            self.origin,
+            self.args,
+            {k: v for k, v in self.kwargs.items() if k not in names},
+            [p for p in self.placeholders if p not in names],
             self.profile,
             self.inputs,
         )

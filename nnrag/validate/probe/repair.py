@@ -330,14 +330,7 @@ def unset_conflicting(ctor: Ctor, cls: type, error: BaseException) -> Ctor | Non
     }
     if len(named) < 2 or not dropped:
         return None
-    return Ctor(
-        ctor.origin,
-        ctor.args,
-        {k: v for k, v in ctor.kwargs.items() if k not in dropped},
-        [p for p in ctor.placeholders if p not in dropped],
-        ctor.profile,
-        ctor.inputs,
-    )
+    return ctor.without(dropped)
 
 
 _DIVISIBLE = re.compile(
