@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
 
+from nnrag.builtin_plugins import DEFAULT_SHIMS
 from nnrag.errors import ConfigError
 from nnrag.model import BlockHints
 from nnrag.plugins import NNRAGFILE, parent_plugins
+from nnrag.validate.probe.registries import nnrag_registry_classes
 
 
 def project(tmp_path: Path, code: str) -> Path:
@@ -23,7 +26,9 @@ def test_without_nnragfile_only_builtins_answer(tmp_path: Path) -> None:
     plugins = parent_plugins(tmp_path / "repos.json", entry_points=False)
     assert plugins.nnragfile is None
     assert plugins.block_inputs("s:m:Block", "Block") is None
-    assert plugins.shims() == [{"attribute": "_module_dict", "type_key": "type"}]
+    assert plugins.shims() == [
+        {"attribute": "_module_dict", "type_key": "type", "scope": "scope", "parent": "parent"}
+    ]
     spec = plugins.child_spec()
     assert spec["nnragfile"] is None
     assert spec["entry_points"] == []
@@ -101,3 +106,37 @@ def test_bad_shim_is_a_config_error(tmp_path: Path) -> None:
     repos = project(tmp_path, "def nnrag_registry_shims():\n    return [{'type_key': 'type'}]\n")
     with pytest.raises(ConfigError, match="nnrag_registry_shims"):
         parent_plugins(repos, entry_points=False).shims()
+
+
+class _ScopedRegistry:
+    """A registry node of a scope tree, as the default shim reads it."""
+
+    def __init__(self, scope: str, parent: _ScopedRegistry | None = None) -> None:
+        self.name, self.scope, self.parent = "model", scope, parent
+        self._module_dict: dict[str, type] = {}
+
+    def add(self, name: str) -> _ScopedRegistry:
+        self._module_dict[name] = type(name, (), {})
+        return self
+
+
+def _tables(**registries: object) -> dict[str, list[str]]:
+    module = types.ModuleType("block")
+    vars(module).update(registries)
+    shims = [dict(shim) for shim in DEFAULT_SHIMS]
+    return {name: sorted(table) for name, table in nnrag_registry_classes(module, shims).items()}
+
+
+def test_registry_tables_name_a_sibling_scope_and_keep_the_shared_path_plain() -> None:
+    root = _ScopedRegistry("base").add("Shared")
+    up = _ScopedRegistry("up", root).add("UpNeck")
+    down = _ScopedRegistry("down", root).add("DownHead")
+    assert _tables(ROOT=root, UP=up, DOWN=down, ALIAS=down) == {
+        "model": ["Shared", "down.DownHead", "up.UpNeck"]
+    }
+
+
+def test_registry_tables_of_one_chain_are_plain() -> None:
+    root = _ScopedRegistry("base").add("Shared")
+    child = _ScopedRegistry("down", root).add("DownHead")
+    assert _tables(ROOT=root, CHILD=child) == {"model": ["DownHead", "Shared"]}

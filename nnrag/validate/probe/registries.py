@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from nnrag.hookspecs import hookimpl
@@ -11,23 +12,87 @@ from nnrag.hookspecs import hookimpl
 @hookimpl
 def nnrag_registry_classes(module: Any, shims: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``{registry name: {type string: class}}`` for every object of ``module`` that a shim
-    describes: it has a mapping ``attribute`` whose keys are strings and values classes."""
+    describes: it has a mapping ``attribute`` whose keys are strings and values classes.
+
+    Where a shim names the registries' ``scope`` and ``parent`` attributes, a registry that
+    is not on every build path of its name (mmyolo's and mmdet's ``model`` registries, both
+    children of mmengine's) gives its type strings as ``scope.Type``: the spelling that any
+    registry of the tree resolves, where a plain ``Type`` resolves only in its own branch."""
+    registries = _registries(module, shims)
+    scoped = _off_the_shared_path(registries)
     found: dict[str, dict[str, Any]] = {}
+    for registry in registries:
+        prefix = f"{registry.scope}." if id(registry.obj) in scoped else ""
+        table = found.setdefault(registry.name, {})
+        table.update({prefix + key: value for key, value in registry.classes.items()})
+    return {name: table for name, table in found.items() if table}
+
+
+@dataclass(frozen=True)
+class _Registry:
+    """One registry object of the block file, as a shim reads it."""
+
+    name: str
+    obj: object
+    classes: dict[str, type]
+    scope: str | None
+    parent: object
+
+
+def _registries(module: Any, shims: list[dict[str, Any]]) -> list[_Registry]:
+    """The registry objects of ``module`` (each once, empty ones too: they are build paths)."""
+    registries: dict[int, _Registry] = {}
     for variable, value in list(vars(module).items()):
-        if isinstance(value, type):
+        if isinstance(value, type) or id(value) in registries:
             continue
         for shim in shims:
-            try:
-                table = getattr(value, shim["attribute"], None)
-            except Exception:  # a lazy object whose attribute access runs code
+            table = _attribute(value, shim["attribute"])
+            if not isinstance(table, Mapping):
                 continue
-            if not isinstance(table, Mapping) or not table:
-                continue
-            classes = {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, type)}
-            if classes:
-                name = getattr(value, "name", None)
-                found.setdefault(name if isinstance(name, str) else variable, {}).update(classes)
-    return found
+            name = _attribute(value, "name")
+            scope = _attribute(value, shim["scope"]) if shim.get("scope") else None
+            registries[id(value)] = _Registry(
+                name=name if isinstance(name, str) else variable,
+                obj=value,
+                classes={
+                    k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, type)
+                },
+                scope=scope if isinstance(scope, str) and scope else None,
+                parent=_attribute(value, shim["parent"]) if shim.get("parent") else None,
+            )
+            break
+    return list(registries.values())
+
+
+def _attribute(value: object, name: str) -> object:
+    try:
+        return getattr(value, name, None)
+    except Exception:  # a lazy object whose attribute access runs code
+        return None
+
+
+def _off_the_shared_path(registries: list[_Registry]) -> set[int]:
+    """Ids of the scoped registries that are not an ancestor (or self) of every leaf registry
+    of the same name: a block may build from a leaf where their plain type strings fail."""
+    parents = {id(r.obj): r.parent for r in registries}
+    off: set[int] = set()
+    for name in {r.name for r in registries}:
+        group = [r for r in registries if r.name == name]
+        parent_ids = {id(r.parent) for r in group if r.parent is not None}
+        leaves = [r for r in group if id(r.obj) not in parent_ids]
+        paths = [_path_to_root(leaf.obj, parents) for leaf in leaves]
+        off.update(id(r.obj) for r in group if r.scope and not all(id(r.obj) in p for p in paths))
+    return off
+
+
+def _path_to_root(registry: object, parents: dict[int, object]) -> set[int]:
+    """Ids of ``registry`` and its ancestors (those the block file holds)."""
+    path: set[int] = set()
+    node: object = registry
+    while node is not None and id(node) not in path:
+        path.add(id(node))
+        node = parents.get(id(node))
+    return path
 
 
 def type_key(shims: list[dict[str, Any]]) -> str:
