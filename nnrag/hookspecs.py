@@ -50,8 +50,10 @@ def nnrag_registry_shims() -> list[dict[str, Any]]:
 
     Each item is a dict ``{"attribute": "_module_dict", "type_key": "type"}``: objects of
     the block file that have a mapping ``attribute`` from strings to classes are registries,
-    and config dicts name their class under ``type_key``. The child uses these descriptions
-    to find the classes a block's closure carries for each registry.
+    and config dicts name their class under ``type_key``. Optional ``"scope"`` and
+    ``"parent"`` name the attributes of a registry tree whose type strings may read
+    ``scope.Type``. The child uses these descriptions to find the classes a block's closure
+    carries for each registry.
     """
     raise NotImplementedError  # a specification: plugins implement it
 
