@@ -385,3 +385,63 @@ def test_an_absent_compiled_extension_is_a_native_op() -> None:
     assert classify(ext, "forward", []) == "native-op"
     public = ModuleNotFoundError("No module named 'mmcv.ops'", name="mmcv.ops")
     assert classify(public, "import", [], frozenset({"mmcv"})) == "source-import"
+
+
+def test_an_installed_module_lacking_an_attribute_is_a_missing_external() -> None:
+    from nnrag.validate.probe.outcomes import classify, describe
+
+    def lacking(module: str) -> AttributeError:
+        try:
+            _ = __import__(module).no_such_attribute
+        except AttributeError as error:
+            return error
+        raise AssertionError(module)
+
+    assert classify(lacking("json"), "forward", []) == "missing-external"
+    assert classify(lacking("json"), "import", []) == "missing-external"
+    assert "install the release the block was written for" in describe(lacking("json"))
+    assert classify(lacking("json"), "forward", [], frozenset({"json"})) == "runtime-error"
+    made_here = AttributeError("module 'made_at_run_time' has no attribute 'x'")
+    assert classify(made_here, "forward", []) == "runtime-error"
+
+
+LACKING_ATTRIBUTE = """
+import json
+
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    \"\"\"Written against a release of ``json`` that has ``trace``: reached by 3-D inputs.\"\"\"
+
+    def __init__(self, d_model: int = 16):
+        super().__init__()
+        self.proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        seq_len, batch, _ = x.shape
+        y = self.proj(x)
+        json.trace("attn", y)
+        return y
+"""
+
+
+def test_an_absent_attribute_outranks_the_shape_errors_of_later_inputs(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The inputs that fit reach a call the installed package lacks; inputs of other ranks
+    fail on the unpacking after it. The verdict names the absent attribute, and its recipe
+    holds the inputs that raised it, so a replay says the same."""
+    from nnrag.recipes import recipe_to_dict
+    from nnrag.validate.replay import differences
+    from tests.probing import validate_text
+
+    result = validate_text(sandbox, tmp_path, LACKING_ATTRIBUTE)
+    assert (result.failed_stage, result.category) == ("forward", "missing-external")
+    assert "module 'json' has no attribute 'trace'" in (result.message or "")
+    assert result.recipe is not None
+    replayed = validate_text(
+        sandbox, tmp_path, LACKING_ATTRIBUTE, replay=recipe_to_dict(result.recipe)
+    )
+    assert differences(result, replayed) == ()

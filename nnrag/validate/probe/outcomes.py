@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import os
 import re
+import sys
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -44,6 +46,9 @@ def shapes_of(value: Any, depth: int = 0) -> object:
         return {str(k): shapes_of(v, depth + 1) for k, v in value.items()}
     return type(value).__name__
 
+
+BLOCK_MODULE = "nnrag_block"
+"""The name the sandbox child loads a block file under."""
 
 INSTALL_ADVICE = re.compile(r"\bpip3? install\b|\bplease install\b", re.IGNORECASE)
 """An error that tells the user to install a package: the block needs one that is absent."""
@@ -87,6 +92,8 @@ def classify(
         # "requires 'pyg-lib'", "Please install InplaceABN", a RuntimeError saying
         # "Please `pip install transformers` to use ..." where the block checks for it
         return "missing-external"
+    if lacking_module_attribute(error, source_packages) is not None:
+        return "missing-external"  # ``np.float`` on numpy 2: another release is installed
     if isinstance(error, LookupError) and REGISTRY_MISS.search(str(error)):
         return "dynamic-registry"  # a type string looked up in a registry that lacks it
     if stage == "import":
@@ -166,6 +173,45 @@ def block_frames(error: BaseException | None, path: str) -> list[str]:
     ]
 
 
+_MODULE_LACKS = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
+
+
+def lacking_module_attribute(
+    error: BaseException, source_packages: frozenset[str] = frozenset()
+) -> tuple[str, str] | None:
+    """``(module, attribute)`` when ``error`` says that a module of an installed package has
+    no attribute the block reads (``np.float`` on numpy 2, an API another release has): what
+    no input or argument changes. Not for the block file itself (a name looked up in its
+    namespace), a module made at run time, or a source package imported by name."""
+    if not isinstance(error, AttributeError):
+        return None
+    found = _MODULE_LACKS.match(str(error))
+    if found is None:
+        return None
+    module, attribute = found.groups()
+    top = module.partition(".")[0]
+    if top in source_packages or top == BLOCK_MODULE or module not in sys.modules:
+        return None
+    return module, attribute
+
+
 def describe(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"
+    lacking = lacking_module_attribute(error)
+    if lacking is not None:
+        module, attribute = lacking
+        text += (
+            f" (the installed {_release(module)} has no {attribute!r}: install the release "
+            "the block was written for)"
+        )
     return text if len(text) < 600 else text[:600] + "..."
+
+
+def _release(module: str) -> str:
+    """``numpy 2.1.3``: the distribution of ``module``'s top-level package and its version,
+    else the module's name."""
+    top = module.partition(".")[0]
+    for distribution in importlib.metadata.packages_distributions().get(top, ()):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return f"{distribution} {importlib.metadata.version(distribution)}"
+    return module

@@ -24,6 +24,7 @@ from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs
 from nnrag.validate.probe.outcomes import (
+    BLOCK_MODULE,
     NON_FINITE,
     RecipeError,
     block_frames,
@@ -90,7 +91,7 @@ def _probe_once() -> None:
             handle.write(_WARM_BLOCK)
         request = {"path": path, "class_name": "Block", "depth": "backward", "timeout_s": 60}
         Runner(request, lambda message: None, []).run()
-    sys.modules.pop("nnrag_block", None)
+    sys.modules.pop(BLOCK_MODULE, None)
 
 
 class Runner:
@@ -361,8 +362,8 @@ class Runner:
 
 
 def load(path: str) -> Any:
-    """Execute a block file as module ``nnrag_block``."""
-    name = "nnrag_block"
+    """Execute a block file as module ``nnrag_block`` (:data:`BLOCK_MODULE`)."""
+    name = BLOCK_MODULE
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")

@@ -298,6 +298,10 @@ class Search:
         self.ctor_error: BaseException | None = None
         self.forward_error: BaseException | None = None
         self.native_errors: list[BaseException] = []  # forward reached an absent operator
+        # forward reached a package or an attribute of an installed release that is absent
+        # here: no inputs supply it, so it outranks the shape errors of later inputs
+        self.absent_errors: list[BaseException] = []
+        self.absent_recipe: dict[str, Any] = {}
         self.forward_placeholders: list[str] = []  # the last forward error came from inside
         self.output_error: OutputError | None = None
         self.output_recipe: dict[str, Any] = {}  # the recipe that gave ``output_error``
@@ -467,7 +471,12 @@ class Search:
                 self.forward_placeholders = failed_in_placeholders(error, block, ctor)
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
-                if classify(error, "forward", runner.violations) == "native-op":
+                category = classify(error, "forward", runner.violations)
+                if category == "missing-external":
+                    if not self.absent_errors:  # what replays it: later tries change it
+                        self.absent_recipe = copy.deepcopy(runner.recipe)
+                    self.absent_errors.append(error)
+                if category == "native-op":
                     # the inputs got through to an operator whose binary is absent: other
                     # inputs meet it too; another constructor candidate may take another path
                     self.native_errors.append(error)
@@ -681,14 +690,22 @@ class Search:
             failure = (
                 self.output_error
                 or (self.native_errors[-1] if self.native_errors else None)
+                or (self.absent_errors[0] if self.absent_errors else None)
                 or self.forward_error
                 or self.screened_error
                 or RuntimeError("no input candidate within the attempt bound")
             )
             stage = "forward"
-            if failure is self.output_error and self.output_recipe:  # what replays it
+            replays = (
+                self.output_recipe
+                if failure is self.output_error
+                else self.absent_recipe
+                if self.absent_errors and failure is self.absent_errors[0]
+                else None
+            )
+            if replays:  # the inputs that raised it, not the last ones tried
                 runner.recipe.clear()
-                runner.recipe.update(self.output_recipe, attempts=self.attempts)
+                runner.recipe.update(replays, attempts=self.attempts)
         spent = f"{self.budget.message(self.attempts)}: " if self.out_of_budget else ""
         if failure is self.forward_error and self.forward_placeholders:
             names = ", ".join(self.forward_placeholders)
