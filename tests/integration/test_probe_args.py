@@ -150,6 +150,23 @@ class KwargsConv(nn.Module):
         return self.conv(x)
 
 
+def set_attributes(owner, params):
+    for key, value in params.items():
+        if key != "self":
+            setattr(owner, key, value)
+
+
+class HeldByLocals(nn.Module):  # keeps its arguments through locals(), asserts what it kept
+
+    def __init__(self, pool: nn.Module = None, proj: nn.Module = None) -> None:
+        super().__init__()
+        set_attributes(self, locals())
+        assert self.proj is not None
+
+    def forward(self, x):
+        return self.proj(x)
+
+
 class Mentioned(nn.Module):
     def __init__(self, dim: int, norm_layer=None, qk_norm: bool = True) -> None:
         super().__init__()
@@ -669,3 +686,11 @@ def test_string_argument_from_a_module_constant_it_is_compared_with(
 def test_union_of_class_and_str_keeps_the_class(sandbox: Sandbox, blocks: Path) -> None:
     kwargs = kwargs_of(sandbox, blocks, "ClassOrName")
     assert kwargs["block"] == {"__ref__": "nnrag_block:Small"}
+
+
+def test_an_assert_on_what_self_kept_fills_the_parameter_of_that_name(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "HeldByLocals")
+    assert kwargs.get("proj") is not None
+    assert "pool" not in kwargs

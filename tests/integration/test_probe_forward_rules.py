@@ -344,3 +344,15 @@ def test_an_argument_handed_on_to_a_sub_block_takes_the_layer_it_meets_there() -
     args, _ = next(iter(input_candidates(_Outer(), P, {})))
     assert args[0]["shape"][1] == 8
     assert args[1]["shape"] == [2, P.seq, 12]  # ``guide`` meets ``attn.gl`` inside ``attn``
+
+
+def test_a_permute_of_more_dimensions_than_the_input_has_adds_them() -> None:
+    """``x.permute((0, 2, 3, 4, 1))`` of a 4-D input: a video head wants 5-D inputs."""
+    message = (
+        "RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not "
+        "match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not "
+        "equal to len(dims) = 5"
+    )
+    fixed = repair(message, [tensor_spec([2, 16, 8, 8])], P)
+    assert fixed is not None
+    assert len(fixed[0]["shape"]) == 5

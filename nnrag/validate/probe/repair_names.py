@@ -450,10 +450,20 @@ def equal_widths(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return _with(ctor, changed) if changed else None
 
 
+def _argument_name(node: ast.expr) -> str:
+    """``norm`` of ``norm`` or ``self.norm``, else empty."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == "self":
+        return node.attr
+    return ""
+
+
 def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     """Repair: a bare ``assert norm`` or ``assert norm is not None`` on a defaulted constructor
-    argument gives it a synthesized value (the other tests of an ``assert``:
-    :mod:`nnrag.validate.probe.init_asserts`)."""
+    argument, or on ``self.norm`` where a parameter has that name (kept by ``self.norm =
+    norm`` or by a helper handed ``locals()``), gives it a synthesized value (the other tests
+    of an ``assert``: :mod:`nnrag.validate.probe.init_asserts`)."""
     if ctor.origin != "synthesized" or not isinstance(error, AssertionError):
         return None
     try:
@@ -465,17 +475,14 @@ def assert_condition(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None
     test = statement.test
     sig, owner = init_signature(cls)
     params = sig.parameters if sig else {}
-    if not (
-        isinstance(test, ast.Name)
-        or (
-            isinstance(test, ast.Compare)
-            and isinstance(test.ops[0], ast.IsNot)
-            and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value is None
-        )
+    if (
+        isinstance(test, ast.Compare)
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
     ):
-        return None
-    name = test.id if isinstance(test, ast.Name) else getattr(test.left, "id", "")
+        test = test.left
+    name = _argument_name(test)
     if name not in params or name in ctor.kwargs:
         return None
     synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])

@@ -294,6 +294,7 @@ def _unbatched(m: re.Match[str], t: _Tried) -> object:
 @_rule(
     r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
     r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)"
+    r"|is not equal to len\(dims\) = (\d)"  # ``x.permute(0, 2, 3, 4, 1)`` of a 4-D input
 )
 def _rank(m: re.Match[str], t: _Tried) -> object:
     return reshape_rank(t.shape, int(next(g for g in m.groups() if g)), t.profile)
