@@ -443,6 +443,21 @@ class Disagreeing(nn.Module):
         return self.lin(x)
 
 
+class WindowOrLength(nn.Module):  # a length, or a window and a rate (which it needs)
+    def __init__(self, n_times=None, seconds=None, rate=None) -> None:
+        super().__init__()
+        if n_times is None and (seconds is None or rate is None):
+            raise ValueError("give n_times, or seconds and rate")
+        if None not in (n_times, seconds, rate) and n_times != seconds * rate:
+            raise ValueError(f"{n_times=} different from {seconds=} * {rate=}")
+        if rate is None:
+            raise ValueError("rate could not be inferred: give rate, or seconds and n_times")
+        self.lin = nn.Linear(int(seconds * rate), 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class Adapted(nn.Module):
     def __init__(self, dim: int, adapter_name: str) -> None:
         super().__init__()
@@ -694,3 +709,11 @@ def test_an_assert_on_what_self_kept_fills_the_parameter_of_that_name(
     kwargs = kwargs_of(sandbox, blocks, "HeldByLocals")
     assert kwargs.get("proj") is not None
     assert "pool" not in kwargs
+
+
+def test_arguments_a_message_says_disagree_keep_the_others_when_the_first_is_not_enough(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "WindowOrLength")
+    assert "n_times" not in kwargs
+    assert {"seconds", "rate"} <= set(kwargs)

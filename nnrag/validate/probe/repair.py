@@ -320,17 +320,33 @@ def unset_conflicting(ctor: Ctor, cls: type, error: BaseException) -> Ctor | Non
     """Repair: a ``ValueError`` naming two or more synthesized arguments with their values
     (``n_chans=32 different from chs_info=[32, 32] length``) says they disagree: keep the
     first named, give the others that have a default their default back."""
+    named, defaulted = _disagreeing(ctor, cls, error)
+    dropped = set(named[1:]) & defaulted
+    return ctor.without(dropped) if dropped else None
+
+
+def unset_first_conflicting(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair, the other way round: give the first argument such a message names its default
+    back and keep the others (``n_times=2 different from input_window_seconds=4 * sfreq=32``:
+    a window and a rate that also give the other constructor arguments what they need)."""
+    named, defaulted = _disagreeing(ctor, cls, error)
+    return ctor.without({named[0]}) if named and named[0] in defaulted else None
+
+
+def _disagreeing(ctor: Ctor, cls: type, error: BaseException) -> tuple[list[str], set[str]]:
+    """The synthesized arguments a ``ValueError`` names as ``name=value`` (two or more, in
+    order of mention, else none) and those of them that have a default."""
     if ctor.origin != "synthesized" or not isinstance(error, ValueError):
-        return None
+        return [], set()
     named = [n for n in dict.fromkeys(_NAMED_VALUE.findall(str(error))) if n in ctor.kwargs]
+    if len(named) < 2:
+        return [], set()
     sig = signature_of(cls)
     params = sig.parameters if sig else {}
-    dropped = {
-        n for n in named[1:] if n in params and params[n].default is not inspect.Parameter.empty
+    defaulted = {
+        n for n in named if n in params and params[n].default is not inspect.Parameter.empty
     }
-    if len(named) < 2 or not dropped:
-        return None
-    return ctor.without(dropped)
+    return named, defaulted
 
 
 _DIVISIBLE = re.compile(
@@ -380,4 +396,5 @@ __all__ = [
     "name_repairs",
     "scale_sizes",
     "unset_conflicting",
+    "unset_first_conflicting",
 ]

@@ -47,6 +47,7 @@ from nnrag.validate.probe.repair import (
     name_repairs,
     scale_sizes,
     unset_conflicting,
+    unset_first_conflicting,
     viewed_width,
 )
 from nnrag.validate.probe.repair_names import failing_line
@@ -219,6 +220,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         fill_none_sizes(ctor, cls),
         scale_sizes(ctor, error),
         unset_conflicting(ctor, cls, error),
+        unset_first_conflicting(ctor, cls, error),
         lengthen(ctor, cls, error),
         named_items(ctor, cls, error),
         *name_repairs(ctor, cls, error),
