@@ -356,3 +356,13 @@ def test_a_permute_of_more_dimensions_than_the_input_has_adds_them() -> None:
     fixed = repair(message, [tensor_spec([2, 16, 8, 8])], P)
     assert fixed is not None
     assert len(fixed[0]["shape"]) == 5
+
+
+def test_an_unflatten_of_an_input_dimension_sets_its_size() -> None:
+    """``x.unflatten(2, (1, self.n_times))`` on inputs of 32 samples: 128 samples."""
+    message = (
+        "RuntimeError: unflatten: Provided sizes [1, 128] don't multiply up to the size of "
+        "dim 2 (32) in the input tensor"
+    )
+    assert repair(message, [tensor_spec([2, 8, 32])], P) == [tensor_spec([2, 8, 128])]
+    assert repair(message, [tensor_spec([2, 8, 16])], P) is None  # another tensor's dim

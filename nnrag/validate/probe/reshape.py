@@ -245,6 +245,20 @@ def _view(m: re.Match[str], t: _Tried) -> object:
     return view_mismatch(t.shape, [int(v) for v in m.group(1).split(",")], int(m.group(2)))
 
 
+@_rule(
+    r"unflatten: Provided sizes \[([\d, ]+)\] don't multiply up to the size of dim (\d+) \((\d+)\)"
+)
+def _unflatten(m: re.Match[str], t: _Tried) -> object:
+    """``x.unflatten(2, (1, self.n_times))`` of an input whose dimension 2 has another size:
+    that dimension of the input (when it has the size the message quotes) becomes the
+    product of the sizes."""
+    sizes = [int(v) for v in m.group(1).split(",")]
+    dim, got = int(m.group(2)), int(m.group(3))
+    if dim >= len(t.shape) or t.shape[dim] != got:
+        return NO_MATCH
+    return [*t.shape[:dim], math.prod(sizes), *t.shape[dim + 1 :]]
+
+
 @_rule(r"unbatched (\d)D or batched (\d)D \w+ but received (\d)-D")
 def _batched_rank(m: re.Match[str], t: _Tried) -> object:
     """``query should be unbatched 2D or batched 3D tensor but received 4-D``: an attention
