@@ -302,8 +302,8 @@ class Search:
         self.native_errors: list[BaseException] = []  # forward reached an absent operator
         # forward reached a package or an attribute of an installed release that is absent
         # here: no inputs supply it, so it outranks the shape errors of later inputs
-        self.absent_errors: list[BaseException] = []
-        self.absent_recipe: dict[str, Any] = {}
+        self.absent_error: BaseException | None = None
+        self.absent_recipe: dict[str, Any] = {}  # the recipe that gave ``absent_error``
         self.forward_placeholders: list[str] = []  # the last forward error came from inside
         self.output_error: OutputError | None = None
         self.output_recipe: dict[str, Any] = {}  # the recipe that gave ``output_error``
@@ -474,10 +474,9 @@ class Search:
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
                 category = classify(error, "forward", runner.violations)
-                if category == "missing-external":
-                    if not self.absent_errors:  # what replays it: later tries change it
-                        self.absent_recipe = copy.deepcopy(runner.recipe)
-                    self.absent_errors.append(error)
+                if category == "missing-external" and self.absent_error is None:
+                    self.absent_error = error
+                    self.absent_recipe = copy.deepcopy(runner.recipe)  # later tries change it
                 if category == "native-op":
                     # the inputs got through to an operator whose binary is absent: other
                     # inputs meet it too; another constructor candidate may take another path
@@ -692,19 +691,17 @@ class Search:
             failure = (
                 self.output_error
                 or (self.native_errors[-1] if self.native_errors else None)
-                or (self.absent_errors[0] if self.absent_errors else None)
+                or self.absent_error
                 or self.forward_error
                 or self.screened_error
                 or RuntimeError("no input candidate within the attempt bound")
             )
             stage = "forward"
-            replays = (
-                self.output_recipe
-                if failure is self.output_error
-                else self.absent_recipe
-                if self.absent_errors and failure is self.absent_errors[0]
-                else None
-            )
+            replays: dict[str, Any] = {}
+            if failure is self.output_error:
+                replays = self.output_recipe
+            elif failure is self.absent_error:
+                replays = self.absent_recipe
             if replays:  # the inputs that raised it, not the last ones tried
                 runner.recipe.clear()
                 runner.recipe.update(replays, attempts=self.attempts)
