@@ -122,6 +122,24 @@ SETS: dict[str, list[dict[str, Any]]] = {
         {"name": "vector_quantize", "pypi": "vector-quantize-pytorch==1.32.0"},
         {"name": "torchtune", "pypi": "torchtune==0.6.1", "paths": ["torchtune/modules"]},
     ],
+    # image-restoration architectures (many one-file research repos vendored into one
+    # package), spiking nets, metric-learning losses, neural operators, normalizing flows,
+    # tabular attention; chosen before their first run. Environment: holdout4's, then
+    # spandrel snntorch pytorch-metric-learning neuraloperator zuko pytorch-tabnet nflows
+    # (no torchvision: no release here matches torch 2.13)
+    "holdout5": [
+        {"name": "spandrel", "pypi": "spandrel==0.4.2", "paths": ["spandrel/architectures"]},
+        {"name": "snntorch", "pypi": "snntorch==1.0.0"},
+        {"name": "metric_learning", "pypi": "pytorch-metric-learning==2.9.0"},
+        {
+            "name": "neuralop",
+            "pypi": "neuraloperator==2.0.0",
+            "paths": ["neuralop/layers", "neuralop/models"],
+        },
+        {"name": "zuko", "pypi": "zuko==1.6.0"},
+        {"name": "tabnet", "pypi": "pytorch-tabnet==4.1.0"},
+        {"name": "nflows", "pypi": "nflows==0.14"},
+    ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
     "frameworks": [

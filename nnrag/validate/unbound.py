@@ -1,10 +1,14 @@
-"""Why an imported block file does not hold its block class: the guard of its definition."""
+"""Why an imported block file leaves a name unbound: the guard of its block class's definition,
+or the failed import that was a name's only binding."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
+from collections.abc import Iterator
 
-__all__ = ["class_guard", "unbound_message"]
+__all__ = ["class_guard", "failed_import", "unbound_message"]
 
 _COMPOUND = (ast.If, ast.Try, ast.TryStar, ast.With, ast.For, ast.While)
 
@@ -87,3 +91,90 @@ def _describe(bound: object) -> str:
         bases = ", ".join(base.__qualname__ for base in bound.__bases__)
         return f"a class with bases ({bases})"
     return f"a {type(bound).__name__} object"
+
+
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
+def failed_import(text: str, error: BaseException, source_packages: frozenset[str]) -> str | None:
+    """Why ``error`` (a ``NameError``) names a name the block file binds only by imports of a
+    module that cannot be found here (``try: from torch_harmonics import Basis`` with a handler
+    that only prints): which import, and what to install; ``None`` for any other case (a name
+    some other statement binds, a relative import, a source package)."""
+    found = _UNDEFINED.search(str(error)) if isinstance(error, NameError) else None
+    if found is None:
+        return None
+    name = found.group(1)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    imports: list[tuple[ast.stmt, str]] = []
+    for stmt in _module_level(tree.body):
+        bound = _import_binding(stmt, name)
+        if bound is not None:
+            imports.append((stmt, bound))
+        elif name in _names_bound(stmt):
+            return None
+    for stmt, module in imports:
+        top = module.partition(".")[0]
+        if top in source_packages or _importable(module):
+            continue
+        return (
+            f"`{name}` is bound only by `{ast.unparse(stmt)}` (line {stmt.lineno} of the block "
+            f"file), and no module {module!r} can be imported here, so that import failed and "
+            f"left it unbound: install the package that provides {top!r}, or exclude the block"
+        )
+    return None
+
+
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of ``body`` that run at module level, through compound statements."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, _COMPOUND):
+            for branch, _ in _branches(stmt):
+                yield from _module_level(branch)
+
+
+def _import_binding(stmt: ast.stmt, name: str) -> str | None:
+    """The absolute module an import statement binds ``name`` from, else ``None``."""
+    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+        if any((alias.asname or alias.name) == name for alias in stmt.names):
+            return stmt.module
+    elif isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if (alias.asname or alias.name.partition(".")[0]) == name:
+                return alias.name
+    return None
+
+
+def _names_bound(stmt: ast.stmt) -> set[str]:
+    """The module-level names one statement binds itself (not its nested statements)."""
+    if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).partition(".")[0] for a in stmt.names}
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    elif isinstance(stmt, ast.Try):
+        return {h.name for h in stmt.handlers if h.name}
+    elif isinstance(stmt, ast.Global):
+        return set(stmt.names)
+    names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(stmt, ast.Expr):  # a walrus at module level
+        names |= {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
+    return names
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` can be found (its parent packages are imported to look)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

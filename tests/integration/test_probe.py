@@ -445,3 +445,38 @@ def test_an_absent_attribute_outranks_the_shape_errors_of_later_inputs(
         sandbox, tmp_path, LACKING_ATTRIBUTE, replay=recipe_to_dict(result.recipe)
     )
     assert differences(result, replayed) == ()
+
+
+OPTIONAL_IMPORT = """
+import torch
+from torch import nn
+
+try:
+    from nnrag_absent_package.basis import Basis
+except ModuleNotFoundError:
+    print("this block needs nnrag_absent_package")
+
+BASES = {"linear": Basis}
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int = 4):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x)
+"""
+
+
+def test_a_name_left_unbound_by_an_optional_import_that_failed_is_a_missing_external(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The file's own handler swallows the failed import, and the next line's NameError is
+    what the import raises: the category and the message name the absent package."""
+    from tests.probing import validate_text
+
+    result = validate_text(sandbox, tmp_path, OPTIONAL_IMPORT)
+    assert (result.failed_stage, result.category) == ("import", "missing-external")
+    assert "NameError: name 'Basis' is not defined" in (result.message or "")
+    assert "install the package that provides 'nnrag_absent_package'" in (result.message or "")

@@ -37,7 +37,7 @@ from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.search import Search
 from nnrag.validate.probe.values import encode, lossy, seed_cpu
-from nnrag.validate.unbound import unbound_message
+from nnrag.validate.unbound import failed_import, unbound_message
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -129,6 +129,10 @@ class Runner:
         error: BaseException | None = None,
     ) -> None:
         stop_interrupting()  # the search's budget no longer runs: the reply is sent whole
+        if failed and isinstance(error, NameError):
+            reason = failed_import(self.block_text(), error, self.source_packages)
+            if reason is not None:
+                category, message = "missing-external", f"{message} ({reason})"
         # a failure keeps its own category unless the sandbox refused something (an import of
         # the source found at the failure, ``mmcv._ext`` of an installed mmcv, is not the cause)
         refusal = (
@@ -220,16 +224,19 @@ class Runner:
         except RecipeError as error:
             self.finish("instantiate", "ctor-args", str(error))
 
+    def block_text(self) -> str:
+        """The block file's text ("" where it cannot be read)."""
+        try:
+            return Path(str(self.request["path"])).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
     def not_a_module(self, bound: object) -> None:
         """Finish a block whose imported file does not bind its class to an nn.Module class:
         ``missing-external`` when the file's own code decided so (the definition sits under
         a guard that was false here, or a base is a fallback), else an nnrag bug."""
         name = str(self.request["class_name"])
-        try:
-            text = Path(str(self.request["path"])).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = ""
-        message = unbound_message(text, name, bound)
+        message = unbound_message(self.block_text(), name, bound)
         if message is None:
             self.finish(
                 "instantiate", "internal-error", f"{name} is not an nn.Module class in the file"
