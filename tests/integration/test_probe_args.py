@@ -458,6 +458,19 @@ class WindowOrLength(nn.Module):  # a length, or a window and a rate (which it n
         return self.lin(x)
 
 
+class SizesNamedLikeLayers(nn.Module):  # "fact" in factor, "norm" in normalized: sizes
+    def __init__(self, normalized_shape, ffn_expansion_factor, act_layer) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        hidden = int(normalized_shape * ffn_expansion_factor)
+        self.mlp = nn.Sequential(
+            nn.Linear(normalized_shape, hidden), act_layer(), nn.Linear(hidden, normalized_shape)
+        )
+
+    def forward(self, x):
+        return self.mlp(x * self.weight)
+
+
 class Adapted(nn.Module):
     def __init__(self, dim: int, adapter_name: str) -> None:
         super().__init__()
@@ -717,3 +730,12 @@ def test_arguments_a_message_says_disagree_keep_the_others_when_the_first_is_not
     kwargs = kwargs_of(sandbox, blocks, "WindowOrLength")
     assert "n_times" not in kwargs
     assert {"seconds", "rate"} <= set(kwargs)
+
+
+def test_a_size_whose_name_holds_a_layer_word_inside_another_word_is_a_number(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "SizesNamedLikeLayers")
+    assert isinstance(kwargs["normalized_shape"], int)
+    assert isinstance(kwargs["ffn_expansion_factor"], int)
+    assert kwargs["act_layer"] == {"__ref__": "torch.nn.modules.activation:ReLU"}

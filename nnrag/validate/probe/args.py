@@ -41,6 +41,7 @@ from nnrag.validate.probe.ducks import (
 from nnrag.validate.probe.factories import factory_for, none_accepted
 from nnrag.validate.probe.kinds import (
     default_dicts,
+    kind_score,
     named_tables,
     of_another_kind,
     ranked_classes,
@@ -79,6 +80,12 @@ _FLOAT_FIELDS = re.compile(r"eps|drop|prob|momentum|temperature|_rate$|_ratio$")
 _SWITCH_FIELDS = re.compile(r"^(add|output|return|tie|use|is|has|with|do)_")
 """Config fields that switch a feature on (off when synthesized: the plain path)."""
 _CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
+
+_LAYER_WORD = re.compile(r"(?:^|_)(act|activation|nonlin|nonlinearity|norm|normalization)(?:_|$)")
+"""A word that names a kind of torch layer (``act_layer``, ``norm``): the word itself, not
+letters inside another (``scale_factor``, ``normalized_shape`` are sizes)."""
+_LAYER_FACTORY_NAMES = re.compile(rf"{_LAYER_WORD.pattern}|layer$|_fn$|^fn$")
+"""Parameters that take a layer class or factory (``act_layer``, ``norm``, ``block_fn``)."""
 
 _KIND_SKIP = {"types", "type", "cls", "class", "fn", "factory", "constructor", "builder"}
 
@@ -195,7 +202,7 @@ class Synth(LeafValues, MappingValues):
             return ["a", "b"]
         if _CONFIG_NAMES.search(low):
             return self.config(name, None)
-        if re.search(r"act|norm|layer$|_fn$|fn$", low) and not low.startswith(("num", "n_")):
+        if _LAYER_FACTORY_NAMES.search(low) and not low.startswith(("num", "n_")):
             return self.layer_factory(name)
         if re.search(r"^(use_|with_|has_|is_|no_|return_|enable|apply)|bias$|affine|inplace", low):
             return False
@@ -354,6 +361,9 @@ class Synth(LeafValues, MappingValues):
             if made is not MISSING:
                 return made
         factory = None if reads else factory_for(self.module, cls, name)
+        layer_word = _LAYER_WORD.search(name.lower())
+        if factory is not None and layer_word and not kind_score(layer_word.group(1), factory):
+            factory = None  # ``act_layer()``: torch's activation, not any class the call fits
         if factory is not None:  # ``downsample(resolution, dim=dim)``: a class built inside
             return factory
         if not reads and none_accepted(cls, name):  # ``if downsample is not None: ...``
