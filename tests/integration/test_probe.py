@@ -480,3 +480,33 @@ def test_a_name_left_unbound_by_an_optional_import_that_failed_is_a_missing_exte
     assert (result.failed_stage, result.category) == ("import", "missing-external")
     assert "NameError: name 'Basis' is not defined" in (result.message or "")
     assert "install the package that provides 'nnrag_absent_package'" in (result.message or "")
+
+
+NAMED_RANK = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):  # a pair loss over embeddings and their labels
+    def __init__(self, margin: float = 0.1):
+        super().__init__()
+        self.margin = margin
+
+    def forward(self, embeddings, labels):
+        if labels.ndim != 1:
+            raise ValueError("labels must be a 1D tensor of shape (batch_size,)")
+        same = labels[:, None] == labels[None, :]
+        distances = torch.cdist(embeddings, embeddings)
+        return (distances * same).mean() + self.margin
+"""
+
+
+def test_an_input_a_message_names_is_reshaped_to_the_rank_it_wants(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    from tests.probing import validate_text
+
+    result = validate_text(sandbox, tmp_path, NAMED_RANK)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    assert len(result.recipe.inputs[1]["shape"]) == 1

@@ -16,7 +16,12 @@ from nnrag.validate.probe.docshapes import commented_shapes, documented_inputs  
 from nnrag.validate.probe.inputs import container, forward_params, input_candidates  # noqa: E402
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.repair import asserted_levels, fixed_width, viewed_width  # noqa: E402
-from nnrag.validate.probe.reshape import positive_inputs, repair, zero_thresholds  # noqa: E402
+from nnrag.validate.probe.reshape import (  # noqa: E402
+    named_rank,
+    positive_inputs,
+    repair,
+    zero_thresholds,
+)
 from nnrag.validate.probe.values import make_tensor, tensor_spec  # noqa: E402
 from tests.integration.test_probe_documented import run_in_child  # noqa: E402
 
@@ -366,3 +371,22 @@ def test_an_unflatten_of_an_input_dimension_sets_its_size() -> None:
     )
     assert repair(message, [tensor_spec([2, 8, 32])], P) == [tensor_spec([2, 8, 128])]
     assert repair(message, [tensor_spec([2, 8, 16])], P) is None  # another tensor's dim
+
+
+def test_an_input_a_message_names_gets_the_rank_it_wants() -> None:
+    """``labels must be a 1D tensor of shape (batch_size,)``: the labels, not the first
+    input; integer labels keep the batch dimension."""
+    message = "ValueError: labels must be a 1D tensor of shape (batch_size,)"
+    embeddings, labels = tensor_spec([2, 16]), tensor_spec([2, 16], "int64", 10)
+    names = ["embeddings", "labels"]
+    assert named_rank(message, names, [embeddings, labels], {}, P) == (
+        [embeddings, tensor_spec([2], "int64", 10)],
+        {},
+    )
+    assert named_rank(message, names, [embeddings], {"labels": labels}, P) == (
+        [embeddings],
+        {"labels": tensor_spec([2], "int64", 10)},
+    )
+    first = "ValueError: embeddings must be a 2D tensor"
+    assert named_rank(first, names, [tensor_spec([2, 8, 16]), labels], {}, P) is None
+    assert named_rank(message, ["x"], [embeddings], {}, P) is None  # no input of that name

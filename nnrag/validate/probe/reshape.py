@@ -468,6 +468,46 @@ def _channel_numbers(message: str) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+_NAMED_RANK = re.compile(
+    r"\b([A-Za-z_]\w*)`? (?:must|should) be (?:a |an )?(\d)[- ]?(?:D|d|dim|dimensional)\b"
+    r"|[Ee]xpected `?([A-Za-z_]\w*)`? to be (?:a |an )?(\d)[- ]?(?:D|d|dim|dimensional)\b"
+)
+"""A message that names an input and the rank it wants (``labels must be a 1D tensor``)."""
+
+
+def named_rank(
+    message: str, names: list[str], args: list[Any], kwargs: dict[str, Any], profile: Profile
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The inputs with the one a message names (a forward parameter of ``names`` after the
+    first, given positionally or by keyword; the first is :func:`repair`'s) re-shaped to the
+    rank it wants: integer ones keep their leading dimensions (``labels`` of shape
+    ``(batch,)``), others follow :func:`reshape_rank`."""
+    found = _NAMED_RANK.search(message)
+    if found is None:
+        return None
+    name, rank = (found.group(1), found.group(2)) if found.group(1) else found.group(3, 4)
+    position = names.index(name) if name in names else -1
+    if position == 0:
+        return None
+    if 0 < position < len(args):
+        spec = args[position]
+    elif name in kwargs:
+        spec = kwargs[name]
+    else:
+        return None
+    if not _is_tensor_spec(spec):
+        return None
+    shape, want = list(spec["shape"]), int(rank)
+    integer = str(spec["dtype"]).startswith(("int", "uint", "bool"))
+    new = shape[:want] if integer and 0 < want < len(shape) else reshape_rank(shape, want, profile)
+    if not new or new == shape:
+        return None
+    changed = dict(spec, shape=new)
+    if 0 < position < len(args):
+        return [*args[:position], changed, *args[position + 1 :]], kwargs
+    return args, {**kwargs, name: changed}
+
+
 def _is_tensor_spec(value: Any) -> bool:
     return isinstance(value, dict) and "shape" in value and "dtype" in value
 
