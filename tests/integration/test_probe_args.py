@@ -471,6 +471,22 @@ class SizesNamedLikeLayers(nn.Module):  # "fact" in factor, "norm" in normalized
         return self.mlp(x * self.weight)
 
 
+@dataclass
+class StageSettings:
+    euclidean: bool = False
+    width: int = 8
+
+
+class ReadsItsOptionalSettings(nn.Module):  # `settings` is None unless given: read anyway
+    def __init__(self, dim: int, settings: StageSettings = None) -> None:
+        super().__init__()
+        self.euclidean = settings.euclidean
+        self.lin = nn.Linear(dim, settings.width)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class Adapted(nn.Module):
     def __init__(self, dim: int, adapter_name: str) -> None:
         super().__init__()
@@ -739,3 +755,10 @@ def test_a_size_whose_name_holds_a_layer_word_inside_another_word_is_a_number(
     assert isinstance(kwargs["normalized_shape"], int)
     assert isinstance(kwargs["ffn_expansion_factor"], int)
     assert kwargs["act_layer"] == {"__ref__": "torch.nn.modules.activation:ReLU"}
+
+
+def test_an_attribute_read_of_a_none_default_fills_that_parameter(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "ReadsItsOptionalSettings")
+    assert kwargs["settings"] == {"__call__": {"__ref__": "nnrag_block:StageSettings"}, "args": []}

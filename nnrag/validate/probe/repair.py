@@ -124,6 +124,36 @@ def fill_none_mappings(ctor: Ctor, cls: type, error: BaseException) -> Ctor | No
     )
 
 
+_NONE_ATTRIBUTE = re.compile(r"'NoneType' object has no attribute '(\w+)'")
+
+
+def fill_none_read(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: an attribute read of a ``None``-defaulted parameter (``args: GRLConfig = None``
+    then ``args.euclidean_dist``) gives each such parameter that a line of the traceback reads
+    that attribute of a value of its annotation or use (:meth:`Synth.parameter`) that has it."""
+    found = _NONE_ATTRIBUTE.search(str(error)) if isinstance(error, AttributeError) else None
+    if ctor.origin != "synthesized" or found is None:
+        return None
+    attribute = found.group(1)
+    lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
+    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+    added: dict[str, object] = {}
+    for name, (param, hint) in _declared(cls).items():
+        if param.default is not None or name in ctor.kwargs:
+            continue
+        if not re.search(rf"\b{re.escape(name)}\.{attribute}\b", lines):
+            continue
+        value = synth.parameter(cls, name, hint)
+        if value is not None and hasattr(value, attribute):
+            added[name] = value
+    if not added:
+        return None
+    placeholders = [*ctor.placeholders, *synth.placeholders]
+    return Ctor(
+        "synthesized", ctor.args, {**ctor.kwargs, **added}, placeholders, ctor.profile, ctor.inputs
+    )
+
+
 def _declared(cls: type) -> dict[str, tuple[inspect.Parameter, object]]:
     """The constructor parameters of ``cls`` with their annotations; where it takes
     ``**kwargs``, also those of its bases' constructors that it does not name (first
