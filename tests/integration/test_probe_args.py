@@ -471,6 +471,18 @@ class SizesNamedLikeLayers(nn.Module):  # "fact" in factor, "norm" in normalized
         return self.mlp(x * self.weight)
 
 
+class DegreeMasked(nn.Module):  # the degrees are compared with a tensor: one of their own
+    def __init__(self, in_degrees, features: int) -> None:
+        super().__init__()
+        width = len(in_degrees)
+        out_degrees = torch.arange(width)
+        self.register_buffer("mask", (out_degrees[..., None] >= in_degrees).float())
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 @dataclass
 class StageSettings:
     euclidean: bool = False
@@ -762,3 +774,10 @@ def test_an_attribute_read_of_a_none_default_fills_that_parameter(
 ) -> None:
     kwargs = kwargs_of(sandbox, blocks, "ReadsItsOptionalSettings")
     assert kwargs["settings"] == {"__call__": {"__ref__": "nnrag_block:StageSettings"}, "args": []}
+
+
+def test_a_list_a_tensor_operation_met_becomes_a_tensor(sandbox: Sandbox, blocks: Path) -> None:
+    kwargs = kwargs_of(sandbox, blocks, "DegreeMasked")
+    degrees = kwargs["in_degrees"]
+    assert isinstance(degrees, dict)
+    assert degrees["__call__"] == {"__ref__": "torch:tensor"}

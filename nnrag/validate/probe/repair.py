@@ -9,6 +9,8 @@ import sys
 import traceback
 from collections.abc import Mapping
 
+import torch
+
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.mappings import mapping_use
@@ -16,6 +18,7 @@ from nnrag.validate.probe.profiles import PROFILES, int_for
 from nnrag.validate.probe.repair_names import failing_line, name_repairs
 from nnrag.validate.probe.signatures import init_signature, signature_of, type_hints
 from nnrag.validate.probe.usage import parameter_usage
+from nnrag.validate.probe.values import call, remember
 
 _NOT_A_LIST = re.compile(
     r"'(int|float)' object is not (iterable|subscriptable)|object of type '(int|float)' has no len"
@@ -63,6 +66,37 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     if not plural:
         return None
     return ctor.with_kwargs(plural)
+
+
+_TENSOR_AND_LIST = re.compile(r"'Tensor' and '(?:list|tuple)'|'(?:list|tuple)' and 'Tensor'")
+"""A tensor operation met a list (``out_degrees[..., None] >= in_degrees``)."""
+
+
+def tensorize(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: list arguments of numbers become tensors where an operation met a tensor and a
+    list: those a line of the traceback names, else all of them."""
+    del cls
+    if (
+        ctor.origin != "synthesized"
+        or not isinstance(error, TypeError)
+        or not _TENSOR_AND_LIST.search(str(error))
+    ):
+        return None
+    numbers = {
+        k: list(v)
+        for k, v in ctor.kwargs.items()
+        if isinstance(v, (list, tuple))
+        and v
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+    }
+    lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
+    named = {k: v for k, v in numbers.items() if re.search(rf"\b{re.escape(k)}\b", lines)}
+    chosen = named or numbers
+    if not chosen:
+        return None
+    return ctor.with_kwargs(
+        {k: remember(torch.tensor(v), call(torch.tensor, [v])) for k, v in chosen.items()}
+    )
 
 
 _LAYER_NAMES = re.compile(r"(norm|act|conv)\w*(layer|_fn|_cls)$|^(norm|act|conv)$")

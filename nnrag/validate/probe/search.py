@@ -47,6 +47,7 @@ from nnrag.validate.probe.repair import (
     match_residual,
     name_repairs,
     scale_sizes,
+    tensorize,
     unset_conflicting,
     unset_first_conflicting,
     viewed_width,
@@ -217,6 +218,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     found = (
         asserted_ctor(ctor, cls, error),
         listify(ctor, cls, error),
+        tensorize(ctor, cls, error),
         fill_none_layers(ctor, cls, error),
         fill_none_mappings(ctor, cls, error),
         fill_none_read(ctor, cls, error),
