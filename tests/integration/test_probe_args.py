@@ -471,6 +471,17 @@ class SizesNamedLikeLayers(nn.Module):  # "fact" in factor, "norm" in normalized
         return self.mlp(x * self.weight)
 
 
+class ProductWidth(nn.Module):  # the width must be the product of two defaults
+    def __init__(self, width: int, d_key: int = 4, d_value: int = 6) -> None:
+        super().__init__()
+        if width != d_key * d_value:
+            raise ValueError(f"{width=} must equal d_value * d_key={d_key * d_value}")
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class DegreeMasked(nn.Module):  # the degrees are compared with a tensor: one of their own
     def __init__(self, in_degrees, features: int) -> None:
         super().__init__()
@@ -781,3 +792,9 @@ def test_a_list_a_tensor_operation_met_becomes_a_tensor(sandbox: Sandbox, blocks
     degrees = kwargs["in_degrees"]
     assert isinstance(degrees, dict)
     assert degrees["__call__"] == {"__ref__": "torch:tensor"}
+
+
+def test_a_size_a_message_says_must_equal_a_quoted_value_takes_it(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    assert kwargs_of(sandbox, blocks, "ProductWidth")["width"] == 24

@@ -389,6 +389,29 @@ def unset_conflicting(ctor: Ctor, cls: type, error: BaseException) -> Ctor | Non
     return ctor.without(dropped) if dropped else None
 
 
+_MUST_EQUAL = re.compile(
+    r"\b([A-Za-z_]\w*)\s*(?:=\s*|\(\s*)(\d+)\)?[^.;]*?\b(?:must|should)\s+(?:be\s+)?"
+    r"(?:equal|match)(?:\s+to)?\b([^.;]*)"
+)
+_QUOTED_NUMBER = re.compile(r"(?:=\s*|\(\s*)(\d+)\b")
+
+
+def equal_to_named(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: a synthesized size a message says must equal another value it quotes
+    (``num_spiking_neurons=2 must equal d_value * d_key=256``, ``embed_dims(32) ... must equal
+    to feat_channels(256)``) takes that value (the last one quoted after the words)."""
+    found = _MUST_EQUAL.search(str(error))
+    if ctor.origin != "synthesized" or found is None:
+        return None
+    name, value, rest = found.group(1), int(found.group(2)), found.group(3)
+    given = ctor.kwargs.get(name)
+    wanted = [int(n) for n in _QUOTED_NUMBER.findall(rest)]
+    if not (isinstance(given, int) and not isinstance(given, bool) and given == value and wanted):
+        return None
+    target = wanted[-1]
+    return ctor.with_kwargs({name: target}) if 0 < target <= 4096 and target != given else None
+
+
 def unset_first_conflicting(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     """Repair, the other way round: give the first argument such a message names its default
     back and keep the others (``n_times=2 different from input_window_seconds=4 * sfreq=32``:

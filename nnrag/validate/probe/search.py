@@ -37,6 +37,7 @@ from nnrag.validate.probe.placeholders import failed_in_placeholders
 from nnrag.validate.probe.profiles import PROFILES, Profile
 from nnrag.validate.probe.repair import (
     asserted_levels,
+    equal_to_named,
     fill_none_layers,
     fill_none_mappings,
     fill_none_read,
@@ -226,6 +227,7 @@ def ctor_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
         scale_sizes(ctor, error),
         unset_conflicting(ctor, cls, error),
         unset_first_conflicting(ctor, cls, error),
+        equal_to_named(ctor, error),
         lengthen(ctor, cls, error),
         named_items(ctor, cls, error),
         *name_repairs(ctor, cls, error),
