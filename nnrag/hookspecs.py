@@ -52,8 +52,11 @@ def nnrag_registry_shims() -> list[dict[str, Any]]:
     the block file that have a mapping ``attribute`` from strings to classes are registries,
     and config dicts name their class under ``type_key``. Optional ``"scope"`` and
     ``"parent"`` name the attributes of a registry tree whose type strings may read
-    ``scope.Type``. The child uses these descriptions to find the classes a block's closure
-    carries for each registry.
+    ``scope.Type``. Optional ``"default_scope"`` names a class of the block file whose
+    ``get_instance(name, scope_name=...)`` sets the scope builds start from; the child enters
+    the block's own package with it, as the framework's runner does before building a model.
+    The child uses these descriptions to find the classes a block's closure carries for each
+    registry.
     """
     raise NotImplementedError  # a specification: plugins implement it
 

@@ -33,6 +33,8 @@ class BlockRequest:
 
     path: str
     class_name: str
+    module: str = ""
+    """The module the block comes from (``mmdet.models.necks.fpn``; empty: unknown)."""
     depth: str = "forward"
     timeout_s: float = 60.0
     search_cpu_s: float = SEARCH_CPU_S
@@ -119,6 +121,7 @@ _NONE = type(None)
 _REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
     "path": (str,),
     "class_name": (str,),
+    "module": (str,),
     "depth": (str,),
     "timeout_s": (int, float),
     "search_cpu_s": (int, float),

@@ -182,6 +182,7 @@ def run_validation(
     request = BlockRequest(
         path=str(path.resolve()),
         class_name=class_name,
+        module=block_id.rsplit(":", 2)[1] if block_id.count(":") >= 2 else "",
         depth=depth,
         timeout_s=timeout_s,
         search_cpu_s=search_cpu_s,

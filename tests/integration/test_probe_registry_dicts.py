@@ -183,3 +183,139 @@ def test_a_class_of_a_sibling_scope_is_named_with_its_scope(
     assert result.passed, result.message
     assert result.recipe is not None
     assert decode(result.recipe.init_kwargs["neck"]) == {"type": "up.UpNeck"}
+
+
+DEFAULT_SCOPE_BLOCKS = """
+from torch import nn
+
+
+class DefaultScope:
+    \"\"\"The scope builds start from, as a framework's runner sets it.\"\"\"
+
+    current = None
+
+    def __init__(self, scope_name):
+        self.scope_name = scope_name
+
+    @classmethod
+    def get_instance(cls, name, scope_name):
+        cls.current = cls(scope_name)
+        return cls.current
+
+
+class Registry:
+    \"\"\"A root registry and its children: a plain type string resolves in the registry and its
+    ancestors; a build starts from the child of the default scope where one is set.\"\"\"
+
+    def __init__(self, name, scope, parent=None):
+        self.name, self.scope, self.parent = name, scope, parent
+        self._module_dict, self.children = {}, {}
+        if parent is not None:
+            parent.children[scope] = self
+
+    def register_module(self):
+        def register(cls):
+            self._module_dict[cls.__name__] = cls
+            return cls
+        return register
+
+    def build(self, cfg):
+        cfg = dict(cfg)
+        key = cfg.pop("type")
+        node = self
+        if DefaultScope.current is not None:
+            root = self
+            while root.parent is not None:
+                root = root.parent
+            node = root.children.get(DefaultScope.current.scope_name, self)
+        while node is not None and key not in node._module_dict:
+            node = node.parent
+        if node is None:
+            raise KeyError(f"{key} is not in the {self.scope}::{self.name} registry")
+        return node._module_dict[key](**cfg)
+
+
+MODELS = Registry("model", "engine")
+ACTION_MODELS = Registry("model", "action", parent=MODELS)
+
+
+@ACTION_MODELS.register_module()
+class ActionPreprocessor(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class Recognizer(nn.Module):
+    def __init__(self, preprocessor: dict = dict(type="ActionPreprocessor")):
+        super().__init__()
+        self.preprocessor = MODELS.build(preprocessor)  # the root registry, as a base class does
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.proj(self.preprocessor(x))
+"""
+
+
+def test_builds_start_from_the_scope_of_the_blocks_own_package(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The block builds its default from the root registry, as mmengine's ``BaseModel``
+    builds ``data_preprocessor``; the class is registered in the child of the block's package
+    (``action``), which a runner makes the default scope. The probe enters it too."""
+    from nnrag.validate.stages import run_validation
+
+    path = tmp_path / "recognizer.py"
+    path.write_text(DEFAULT_SCOPE_BLOCKS)
+    result, _ = run_validation(
+        path,
+        block_id="t:action.models.recognizer:Recognizer",
+        class_name="Recognizer",
+        sandbox=sandbox,
+    )
+    assert result.passed, result.message
+    elsewhere, _ = run_validation(  # a block of another package builds as a plain script
+        path, block_id="t:other.models:Recognizer", class_name="Recognizer", sandbox=sandbox
+    )
+    assert (elsewhere.failed_stage, elsewhere.category) == ("instantiate", "dynamic-registry")
+
+
+EMPTY_REGISTRY_BLOCKS = (
+    """
+from torch import nn
+
+
+"""
+    + TOY_REGISTRY
+    + """
+
+MODELS = Registry("model")
+TOKENIZER = Registry("tokenizer")  # filled at run time by code the file does not carry
+
+
+@MODELS.register_module()
+class TinyNeck(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Captioner(nn.Module):
+    def __init__(self, tokenizer: dict):
+        super().__init__()
+        self.tokenizer = TOKENIZER.build(tokenizer)
+
+    def forward(self, x):
+        return x
+"""
+)
+
+
+def test_a_build_from_an_empty_registry_gets_no_class_of_another(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The ``tokenizer`` registry holds nothing in the file: the config dict does not name
+    the ``model`` registry's neck, so the failure is not about a key the probe chose."""
+    result = probe(sandbox, tmp_path, EMPTY_REGISTRY_BLOCKS, "Captioner")
+    assert not result.passed
+    assert result.failed_stage == "instantiate"
+    assert "TinyNeck" not in (result.message or "")
+    assert "TinyNeck" not in repr(result.recipe)

@@ -27,7 +27,13 @@ def test_without_nnragfile_only_builtins_answer(tmp_path: Path) -> None:
     assert plugins.nnragfile is None
     assert plugins.block_inputs("s:m:Block", "Block") is None
     assert plugins.shims() == [
-        {"attribute": "_module_dict", "type_key": "type", "scope": "scope", "parent": "parent"}
+        {
+            "attribute": "_module_dict",
+            "type_key": "type",
+            "scope": "scope",
+            "parent": "parent",
+            "default_scope": "DefaultScope",
+        }
     ]
     spec = plugins.child_spec()
     assert spec["nnragfile"] is None
@@ -140,3 +146,10 @@ def test_registry_tables_of_one_chain_are_plain() -> None:
     root = _ScopedRegistry("base").add("Shared")
     child = _ScopedRegistry("down", root).add("DownHead")
     assert _tables(ROOT=root, CHILD=child) == {"model": ["DownHead", "Shared"]}
+
+
+def test_an_empty_registry_is_a_table_of_its_own() -> None:
+    root = _ScopedRegistry("base").add("Shared")
+    empty = _ScopedRegistry("down", root)
+    empty.name = "tokenizer"
+    assert _tables(ROOT=root, EMPTY=empty) == {"model": ["Shared"], "tokenizer": []}

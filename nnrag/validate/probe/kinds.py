@@ -42,7 +42,8 @@ def _matches(wanted: list[str], have: list[str]) -> int:
 
 def named_tables(name: str, builds: list[str]) -> list[Mapping[str, Any]]:
     """The carried registries the build call names (``TASK_UTILS.build``: the ``task util``
-    registry), else those named like the parameter, else all of them."""
+    registry), else those named like the parameter, else all of them. A named registry that
+    is empty stays the answer: a ``tokenizer`` built from it is no class of another one."""
     for texts in (builds, [name]):
         wanted = [w for text in texts for w in words(text)]
         found: list[Mapping[str, Any]] = [

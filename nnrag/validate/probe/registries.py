@@ -12,7 +12,8 @@ from nnrag.hookspecs import hookimpl
 @hookimpl
 def nnrag_registry_classes(module: Any, shims: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``{registry name: {type string: class}}`` for every object of ``module`` that a shim
-    describes: it has a mapping ``attribute`` whose keys are strings and values classes.
+    describes: it has a mapping ``attribute`` whose keys are strings and values classes
+    (an empty one too: a build from it wants a class the file does not carry).
 
     Where a shim names the registries' ``scope`` and ``parent`` attributes, a registry that
     is not on every build path of its name (mmyolo's and mmdet's ``model`` registries, both
@@ -25,7 +26,7 @@ def nnrag_registry_classes(module: Any, shims: list[dict[str, Any]]) -> dict[str
         prefix = f"{registry.scope}." if id(registry.obj) in scoped else ""
         table = found.setdefault(registry.name, {})
         table.update({prefix + key: value for key, value in registry.classes.items()})
-    return {name: table for name, table in found.items() if table}
+    return found
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,28 @@ def type_key(shims: list[dict[str, Any]]) -> str:
     return next((str(s["type_key"]) for s in shims if s.get("type_key")), "type")
 
 
+def enter_default_scope(module: Any, shims: list[dict[str, Any]], scope: str) -> bool:
+    """Make ``scope`` (the block's own package) the scope ``module``'s registries build in
+    first, as a framework's runner does before it builds a model (mmengine's ``Runner`` and
+    ``init_default_scope``: ``DefaultScope.get_instance(name, scope_name='mmdet')``, so that
+    a build from the root registry finds the package's own classes): through the class a
+    shim names under ``default_scope``, when a registry of the file has that scope. Whether
+    the scope was entered."""
+    if not scope or not any(r.scope == scope for r in _registries(module, shims)):
+        return False
+    for shim in shims:
+        name = shim.get("default_scope")
+        holder = vars(module).get(name) if isinstance(name, str) else None
+        enter = getattr(holder, "get_instance", None) if isinstance(holder, type) else None
+        if callable(enter):
+            try:
+                enter("nnrag-probe", scope_name=scope)
+            except Exception:  # the file's own class refused: build as a plain script does
+                return False
+            return True
+    return False
+
+
 class Carried:
     """The registries of the block file being probed (set once per sandbox child)."""
 
@@ -107,8 +130,11 @@ class Carried:
     key: str = "type"
 
     @classmethod
-    def load(cls, manager: Any, module: Any, shims: list[dict[str, Any]] | None) -> None:
-        """Ask every ``nnrag_registry_classes`` hook about ``module``."""
+    def load(
+        cls, manager: Any, module: Any, shims: list[dict[str, Any]] | None, package: str = ""
+    ) -> None:
+        """Ask every ``nnrag_registry_classes`` hook about ``module``, and enter the block's
+        ``package`` as the registries' default scope (:func:`enter_default_scope`)."""
         from nnrag.builtin_plugins import DEFAULT_SHIMS
 
         shims = list(shims) if shims else [dict(s) for s in DEFAULT_SHIMS]
@@ -117,6 +143,7 @@ class Carried:
             for name, table in (answer or {}).items():
                 tables.setdefault(str(name), {}).update(table)
         cls.tables, cls.key = tables, type_key(shims)
+        enter_default_scope(module, shims, package)
 
     @classmethod
     def candidates(cls, words: tuple[str, ...]) -> list[tuple[str, type]]:

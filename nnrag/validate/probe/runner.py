@@ -211,7 +211,8 @@ class Runner:
             return
         try:
             shims = (self.request.get("plugins") or {}).get("shims")
-            Carried.load(self.plugins, module, shims)
+            package = str(self.request.get("module") or "").partition(".")[0]
+            Carried.load(self.plugins, module, shims, package)
         except Exception as error:
             self.finish("import", "internal-error", f"an nnrag registry plugin failed: {error}")
             return
