@@ -482,6 +482,16 @@ class ProductWidth(nn.Module):  # the width must be the product of two defaults
         return self.lin(x)
 
 
+class FusedLayer(nn.Module):  # a config read by attributes, with an index named like a layer
+    def __init__(self, config, layer_num: int = 0) -> None:
+        super().__init__()
+        self.cross = layer_num >= config.fusion_layer
+        self.lin = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class DegreeMasked(nn.Module):  # the degrees are compared with a tensor: one of their own
     def __init__(self, in_degrees, features: int) -> None:
         super().__init__()
@@ -798,3 +808,9 @@ def test_a_size_a_message_says_must_equal_a_quoted_value_takes_it(
     sandbox: Sandbox, blocks: Path
 ) -> None:
     assert kwargs_of(sandbox, blocks, "ProductWidth")["width"] == 24
+
+
+def test_a_config_field_named_like_a_layer_is_a_number(sandbox: Sandbox, blocks: Path) -> None:
+    config = kwargs_of(sandbox, blocks, "FusedLayer")["config"]
+    assert isinstance(config, dict)
+    assert isinstance(config["kwargs"]["fusion_layer"], int)

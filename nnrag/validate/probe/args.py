@@ -437,7 +437,8 @@ class Synth(LeafValues, MappingValues):
     def field(self, name: str) -> object:
         """A config field: plain data (an activation by its name, ``"relu"``, not a class;
         switches such as ``add_cross_attention``/``output_attentions`` off; a chunk size
-        0, no chunking)."""
+        0, no chunking; a number where the name alone would give a layer: ``fusion_layer``
+        is the index where fusion starts)."""
         low = name.lower()
         if _FLOAT_FIELDS.search(low):
             return float_for(name)
@@ -447,7 +448,13 @@ class Synth(LeafValues, MappingValues):
             return False
         if re.search(r"(^|_)chunks?(_|$)", low):
             return 0
-        return self.by_name(name)
+        placeholders = len(self.placeholders)
+        value = self.by_name(name)
+        if isinstance(value, (type, nn.Module)):  # ``fusion_layer``: a config holds no layers
+            del self.placeholders[placeholders:]
+            number = int_for(name, self.profile)
+            return self.profile.dim if number is MISSING else number
+        return value
 
     def container(self, name: str, kind: type) -> object:
         """A value for a bare ``tuple`` or ``list`` annotation: two items by the name
