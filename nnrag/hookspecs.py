@@ -54,7 +54,8 @@ def nnrag_registry_shims() -> list[dict[str, Any]]:
     ``"parent"`` name the attributes of a registry tree whose type strings may read
     ``scope.Type``. Optional ``"default_scope"`` names a class of the block file whose
     ``get_instance(name, scope_name=...)`` sets the scope builds start from; the child enters
-    the block's own package with it, as the framework's runner does before building a model.
+    the block's own package with it, as the framework's runner does before building a model,
+    once a build misses a type string.
     The child uses these descriptions to find the classes a block's closure carries for each
     registry.
     """

@@ -245,6 +245,25 @@ class ActionPreprocessor(nn.Module):
         return x * 2
 
 
+OTHER_MODELS = Registry("model", "other", parent=MODELS)
+
+
+@OTHER_MODELS.register_module()
+class OtherPreprocessor(nn.Module):
+    def forward(self, x):
+        return x - 1
+
+
+class Reidentifier(nn.Module):  # a base class of another package, built by its registry
+    def __init__(self, preprocessor: dict = dict(type="OtherPreprocessor")):
+        super().__init__()
+        self.preprocessor = OTHER_MODELS.build(preprocessor)
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.proj(self.preprocessor(x))
+
+
 class Recognizer(nn.Module):
     def __init__(self, preprocessor: dict = dict(type="ActionPreprocessor")):
         super().__init__()
@@ -261,7 +280,9 @@ def test_builds_start_from_the_scope_of_the_blocks_own_package(
 ) -> None:
     """The block builds its default from the root registry, as mmengine's ``BaseModel``
     builds ``data_preprocessor``; the class is registered in the child of the block's package
-    (``action``), which a runner makes the default scope. The probe enters it too."""
+    (``action``), which a runner makes the default scope. The probe enters it too, once a
+    build misses a type string: a block that builds as a plain script (from a registry of
+    another package, which the package's scope would not reach) builds so."""
     from nnrag.validate.stages import run_validation
 
     path = tmp_path / "recognizer.py"
@@ -277,6 +298,13 @@ def test_builds_start_from_the_scope_of_the_blocks_own_package(
         path, block_id="t:other.models:Recognizer", class_name="Recognizer", sandbox=sandbox
     )
     assert (elsewhere.failed_stage, elsewhere.category) == ("instantiate", "dynamic-registry")
+    other, _ = run_validation(  # builds as a plain script: the scope is entered only on a miss
+        path,
+        block_id="t:action.models.reid:Reidentifier",
+        class_name="Reidentifier",
+        sandbox=sandbox,
+    )
+    assert other.passed, other.message
 
 
 EMPTY_REGISTRY_BLOCKS = (

@@ -60,6 +60,11 @@ REGISTRY_MISS = re.compile(
 registry'``, ``"No object named 'X' found in 'Y' registry!"``, ``'Foo' is not registered``)."""
 
 
+def registry_miss(error: BaseException) -> bool:
+    """Whether ``error`` is a registry's lookup of a type string it lacks."""
+    return isinstance(error, LookupError) and REGISTRY_MISS.search(str(error)) is not None
+
+
 def classify(
     error: BaseException,
     stage: str,
@@ -94,7 +99,7 @@ def classify(
         return "missing-external"
     if lacking_module_attribute(error, source_packages) is not None:
         return "missing-external"  # ``np.float`` on numpy 2: another release is installed
-    if isinstance(error, LookupError) and REGISTRY_MISS.search(str(error)):
+    if registry_miss(error):
         return "dynamic-registry"  # a type string looked up in a registry that lacks it
     if stage == "import":
         if isinstance(error, OSError):

@@ -128,13 +128,15 @@ class Carried:
 
     tables: dict[str, dict[str, Any]] = {}  # noqa: RUF012 - one child probes one block
     key: str = "type"
+    _scope: tuple[Any, list[dict[str, Any]], str] | None = None
+    """What :meth:`enter_scope` needs: the module, the shims and the block's package."""
 
     @classmethod
     def load(
         cls, manager: Any, module: Any, shims: list[dict[str, Any]] | None, package: str = ""
     ) -> None:
-        """Ask every ``nnrag_registry_classes`` hook about ``module``, and enter the block's
-        ``package`` as the registries' default scope (:func:`enter_default_scope`)."""
+        """Ask every ``nnrag_registry_classes`` hook about ``module``; keep what entering
+        the block's ``package`` as the default scope takes (:meth:`enter_scope`)."""
         from nnrag.builtin_plugins import DEFAULT_SHIMS
 
         shims = list(shims) if shims else [dict(s) for s in DEFAULT_SHIMS]
@@ -143,7 +145,18 @@ class Carried:
             for name, table in (answer or {}).items():
                 tables.setdefault(str(name), {}).update(table)
         cls.tables, cls.key = tables, type_key(shims)
-        enter_default_scope(module, shims, package)
+        cls._scope = (module, shims, package) if package else None
+
+    @classmethod
+    def enter_scope(cls) -> bool:
+        """Enter the block's package as the registries' default scope, once, as the
+        framework's runner would have (:func:`enter_default_scope`); whether it was entered
+        now (a build that missed a type string is then worth one more try)."""
+        if cls._scope is None:
+            return False
+        module, shims, package = cls._scope
+        cls._scope = None
+        return enter_default_scope(module, shims, package)
 
     @classmethod
     def candidates(cls, words: tuple[str, ...]) -> list[tuple[str, type]]:

@@ -31,10 +31,12 @@ from nnrag.validate.probe.outcomes import (
     classify,
     describe,
     output_digest,
+    registry_miss,
     shapes_of,
 )
 from nnrag.validate.probe.placeholders import failed_in_placeholders
 from nnrag.validate.probe.profiles import PROFILES, Profile
+from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.repair import (
     asserted_levels,
     equal_to_named,
@@ -396,7 +398,7 @@ class Search:
         runner.record_ctor(ctor)
         seed_cpu(runner.seed)
         try:
-            block = self.cls(*ctor.args, **ctor.kwargs)
+            block = self.build(ctor)
         except _ENDS_SEARCH:
             raise
         except _FATAL as error:
@@ -412,7 +414,20 @@ class Search:
         except Exception as error:  # e.g. a subclass that never called Module.__init__
             self.ctor_error = error
             return None
-        return cast(nn.Module, block)
+        return block
+
+    def build(self, ctor: Ctor) -> nn.Module:
+        """``cls(*args, **kwargs)``; where a registry lacks a type string, once more in the
+        block's package as the default scope (a build from the root registry of a class its
+        package registers, as the framework's runner builds it). A replay takes the same
+        path, so it builds in the same scope."""
+        try:
+            return cast(nn.Module, self.cls(*ctor.args, **ctor.kwargs))
+        except Exception as error:
+            if not (registry_miss(error) and Carried.enter_scope()):
+                raise
+        seed_cpu(self.runner.seed)
+        return cast(nn.Module, self.cls(*ctor.args, **ctor.kwargs))
 
     def first_build(self) -> bool:
         """The instantiate stage passed; ``True`` when the run is over (a refusal, or the
