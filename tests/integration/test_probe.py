@@ -510,3 +510,35 @@ def test_an_input_a_message_names_is_reshaped_to_the_rank_it_wants(
     assert result.passed, result.message
     assert result.recipe is not None
     assert len(result.recipe.inputs[1]["shape"]) == 1
+
+
+SOURCE_IMPORT_IN_FORWARD = """
+import importlib
+
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int = 4):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        parts = ["nnrag_source_package", "ops"]  # its own source, by a computed name
+        return importlib.import_module(".".join(parts)).fused(self.proj(x))
+"""
+
+
+def test_a_source_package_imported_by_name_in_forward_is_a_source_import(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    from tests.probing import validate_text
+
+    result = validate_text(
+        sandbox,
+        tmp_path,
+        SOURCE_IMPORT_IN_FORWARD,
+        source_packages=frozenset({"nnrag_source_package"}),
+    )
+    assert (result.failed_stage, result.category) == ("forward", "source-import")

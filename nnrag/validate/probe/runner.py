@@ -349,7 +349,7 @@ class Runner:
         except BaseException as error:
             self.finish(
                 "backward",
-                classify(error, "backward", self.violations),
+                classify(error, "backward", self.violations, self.source_packages),
                 describe(error),
                 error=error,
             )

@@ -95,6 +95,7 @@ class Runner(Protocol):
     recipe: dict[str, Any]
     harvest: list[dict[str, Any]]
     violations: list[str]
+    source_packages: frozenset[str]
     plugins: pluggy.PluginManager | None
     replay: Mapping[str, Any] | None
     seed: int
@@ -499,7 +500,7 @@ class Search:
                 self.forward_placeholders = failed_in_placeholders(error, block, ctor)
                 bare = isinstance(error, AssertionError) and not str(error)
                 messages.append(failing_line(error).strip() if bare else str(error))
-                category = classify(error, "forward", runner.violations)
+                category = classify(error, "forward", runner.violations, runner.source_packages)
                 if category == "missing-external" and self.absent_error is None:
                     self.absent_error = error
                     self.absent_recipe = copy.deepcopy(runner.recipe)  # later tries change it
@@ -743,5 +744,5 @@ class Search:
         if isinstance(failure, SearchInterrupted):  # no other error: the one attempt was slow
             runner.finish(stage, "timeout", spent + describe(failure))
             return
-        category = classify(failure, stage, runner.violations)
+        category = classify(failure, stage, runner.violations, runner.source_packages)
         runner.finish(stage, category, spent + describe(failure), error=failure)
