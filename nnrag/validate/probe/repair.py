@@ -7,7 +7,7 @@ import math
 import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -89,7 +89,7 @@ def tensorize(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         and v
         and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
     }
-    lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
+    lines = _traceback_lines(error)
     named = {k: v for k, v in numbers.items() if re.search(rf"\b{re.escape(k)}\b", lines)}
     chosen = named or numbers
     if not chosen:
@@ -138,23 +138,15 @@ def fill_none_mappings(ctor: Ctor, cls: type, error: BaseException) -> Ctor | No
     (:meth:`Synth.parameter`)."""
     if ctor.origin != "synthesized" or "NoneType" not in str(error):
         return None
-    lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
-    named = set(re.findall(r"\w+", lines))
-    synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
-    added: dict[str, object] = {}
-    for name, (param, hint) in _declared(cls).items():
-        if param.default is not None or name in ctor.kwargs or name not in named:
-            continue
-        if mapping_use(cls, name) is None and not parameter_usage(cls, name)[1]:
-            continue
-        value = synth.parameter(cls, name, hint)
-        if isinstance(value, Mapping):
-            added[name] = value
-    if not added:
-        return None
-    placeholders = [*ctor.placeholders, *synth.placeholders]
-    return Ctor(
-        "synthesized", ctor.args, {**ctor.kwargs, **added}, placeholders, ctor.profile, ctor.inputs
+    named = set(re.findall(r"\w+", _traceback_lines(error)))
+    return _fill_none_defaults(
+        ctor,
+        cls,
+        lambda name: (
+            name in named
+            and (mapping_use(cls, name) is not None or bool(parameter_usage(cls, name)[1]))
+        ),
+        lambda value: isinstance(value, Mapping),
     )
 
 
@@ -169,16 +161,27 @@ def fill_none_read(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     if ctor.origin != "synthesized" or found is None:
         return None
     attribute = found.group(1)
-    lines = " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
+    lines = _traceback_lines(error)
+    return _fill_none_defaults(
+        ctor,
+        cls,
+        lambda name: re.search(rf"\b{re.escape(name)}\.{attribute}\b", lines) is not None,
+        lambda value: value is not None and hasattr(value, attribute),
+    )
+
+
+def _fill_none_defaults(
+    ctor: Ctor, cls: type, wanted: Callable[[str], bool], accepted: Callable[[object], bool]
+) -> Ctor | None:
+    """``ctor`` with a value (:meth:`Synth.parameter`) for each ``None``-defaulted parameter
+    it does not give that is ``wanted``, where the value is ``accepted``; ``None`` if none."""
     synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
     added: dict[str, object] = {}
     for name, (param, hint) in _declared(cls).items():
-        if param.default is not None or name in ctor.kwargs:
-            continue
-        if not re.search(rf"\b{re.escape(name)}\.{attribute}\b", lines):
+        if param.default is not None or name in ctor.kwargs or not wanted(name):
             continue
         value = synth.parameter(cls, name, hint)
-        if value is not None and hasattr(value, attribute):
+        if accepted(value):
             added[name] = value
     if not added:
         return None
@@ -186,6 +189,11 @@ def fill_none_read(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return Ctor(
         "synthesized", ctor.args, {**ctor.kwargs, **added}, placeholders, ctor.profile, ctor.inputs
     )
+
+
+def _traceback_lines(error: BaseException) -> str:
+    """The source lines of ``error``'s traceback, joined."""
+    return " ".join(f.line or "" for f in traceback.extract_tb(error.__traceback__))
 
 
 def _declared(cls: type) -> dict[str, tuple[inspect.Parameter, object]]:
