@@ -49,6 +49,67 @@ TOY_REGISTRY = """class Registry:
 """A registry in the shape of the frameworks' (``register_module`` as a decorator or with
 ``module=``, ``build`` of a ``dict(type=...)``), for hand-made blocks to paste in."""
 
+SCOPED_REGISTRY = """class DefaultScope:
+    \"\"\"The scope builds start from, as a framework's runner sets it.\"\"\"
+
+    current = None
+
+    def __init__(self, scope_name):
+        self.scope_name = scope_name
+
+    @classmethod
+    def get_instance(cls, name, scope_name):
+        cls.current = cls(scope_name)
+        return cls.current
+
+
+class Registry:
+    \"\"\"Registries in a tree of scopes: a plain type string resolves in the registry and its
+    ancestors, ``scope.Type`` in the registry of that scope anywhere in the tree; a build
+    starts from the registry of the default scope where one is set.\"\"\"
+
+    def __init__(self, name, scope, parent=None):
+        self.name, self.scope, self.parent = name, scope, parent
+        self._module_dict, self.children = {}, {}
+        if parent is not None:
+            parent.children[scope] = self
+
+    def register_module(self):
+        def register(cls):
+            self._module_dict[cls.__name__] = cls
+            return cls
+        return register
+
+    def root(self):
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def get(self, key):
+        scope, _, name = key.rpartition(".")
+        if scope and scope != self.scope:
+            root = self.root()
+            return root.children[scope].get(name) if scope in root.children else None
+        node = self
+        while node is not None and name not in node._module_dict:
+            node = node.parent
+        return None if node is None else node._module_dict[name]
+
+    def build(self, cfg):
+        cfg = dict(cfg)
+        key = cfg.pop("type")
+        node = self
+        if DefaultScope.current is not None:
+            node = self.root().children.get(DefaultScope.current.scope_name, self)
+        cls = node.get(key)
+        if cls is None:
+            raise KeyError(f"{key} is not in the {self.scope}::{self.name} registry")
+        return cls(**cfg)
+"""
+"""Registries in a tree of scopes, in the shape of mmengine's (``scope.Type`` keys, a
+``DefaultScope`` a runner sets), for hand-made blocks to paste in."""
+
 
 def probe(
     sandbox: Sandbox,

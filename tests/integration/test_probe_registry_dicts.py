@@ -11,7 +11,7 @@ from nnrag.recipes import recipe_to_dict
 from nnrag.validate.probe.values import decode
 from nnrag.validate.replay import differences
 from nnrag.validate.sandbox import Sandbox
-from tests.probing import TOY_REGISTRY, probe
+from tests.probing import SCOPED_REGISTRY, TOY_REGISTRY, probe
 
 pytestmark = pytest.mark.integration
 
@@ -107,45 +107,14 @@ def test_a_registered_class_of_another_kind_is_a_placeholder(
     assert "placeholders for backbone" in result.message
 
 
-SCOPED_BLOCKS = """
+SCOPED_BLOCKS = (
+    """
 from torch import nn
 
 
-class Registry:
-    \"\"\"Registries in a tree of scopes: a plain type string resolves in the registry and its
-    ancestors, ``scope.Type`` in the registry of that scope anywhere in the tree.\"\"\"
-
-    def __init__(self, name, scope, parent=None):
-        self.name, self.scope, self.parent = name, scope, parent
-        self._module_dict, self.children = {}, {}
-        if parent is not None:
-            parent.children[scope] = self
-
-    def register_module(self):
-        def register(cls):
-            self._module_dict[cls.__name__] = cls
-            return cls
-        return register
-
-    def get(self, key):
-        scope, _, name = key.rpartition(".")
-        if scope and scope != self.scope:
-            root = self
-            while root.parent is not None:
-                root = root.parent
-            return root.children[scope].get(name) if scope in root.children else None
-        node = self
-        while node is not None and name not in node._module_dict:
-            node = node.parent
-        return None if node is None else node._module_dict[name]
-
-    def build(self, cfg):
-        cfg = dict(cfg)
-        cls = self.get(cfg.pop("type"))
-        if cls is None:
-            raise KeyError(f"not in the {self.scope}::{self.name} registry")
-        return cls(**cfg)
-
+"""
+    + SCOPED_REGISTRY
+    + """
 
 BASE_MODELS = Registry("model", "base")
 UP_MODELS = Registry("model", "up", parent=BASE_MODELS)
@@ -171,6 +140,7 @@ class DownDetector(nn.Module):
     def forward(self, x):
         return self.neck(x)
 """
+)
 
 
 def test_a_class_of_a_sibling_scope_is_named_with_its_scope(
@@ -185,55 +155,14 @@ def test_a_class_of_a_sibling_scope_is_named_with_its_scope(
     assert decode(result.recipe.init_kwargs["neck"]) == {"type": "up.UpNeck"}
 
 
-DEFAULT_SCOPE_BLOCKS = """
+DEFAULT_SCOPE_BLOCKS = (
+    """
 from torch import nn
 
 
-class DefaultScope:
-    \"\"\"The scope builds start from, as a framework's runner sets it.\"\"\"
-
-    current = None
-
-    def __init__(self, scope_name):
-        self.scope_name = scope_name
-
-    @classmethod
-    def get_instance(cls, name, scope_name):
-        cls.current = cls(scope_name)
-        return cls.current
-
-
-class Registry:
-    \"\"\"A root registry and its children: a plain type string resolves in the registry and its
-    ancestors; a build starts from the child of the default scope where one is set.\"\"\"
-
-    def __init__(self, name, scope, parent=None):
-        self.name, self.scope, self.parent = name, scope, parent
-        self._module_dict, self.children = {}, {}
-        if parent is not None:
-            parent.children[scope] = self
-
-    def register_module(self):
-        def register(cls):
-            self._module_dict[cls.__name__] = cls
-            return cls
-        return register
-
-    def build(self, cfg):
-        cfg = dict(cfg)
-        key = cfg.pop("type")
-        node = self
-        if DefaultScope.current is not None:
-            root = self
-            while root.parent is not None:
-                root = root.parent
-            node = root.children.get(DefaultScope.current.scope_name, self)
-        while node is not None and key not in node._module_dict:
-            node = node.parent
-        if node is None:
-            raise KeyError(f"{key} is not in the {self.scope}::{self.name} registry")
-        return node._module_dict[key](**cfg)
-
+"""
+    + SCOPED_REGISTRY
+    + """
 
 MODELS = Registry("model", "engine")
 ACTION_MODELS = Registry("model", "action", parent=MODELS)
@@ -273,6 +202,7 @@ class Recognizer(nn.Module):
     def forward(self, x):
         return self.proj(self.preprocessor(x))
 """
+)
 
 
 def test_builds_start_from_the_scope_of_the_blocks_own_package(
