@@ -4,9 +4,10 @@ or the failed import that was a name's only binding."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 from collections.abc import Iterator
+
+from nnrag.check.static import is_installed
 
 __all__ = ["class_guard", "failed_import", "unbound_message"]
 
@@ -97,8 +98,8 @@ _UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
 
 def failed_import(text: str, error: BaseException, source_packages: frozenset[str]) -> str | None:
-    """Why ``error`` (a ``NameError``) names a name the block file binds only by imports of a
-    module that cannot be found here (``try: from torch_harmonics import Basis`` with a handler
+    """Why ``error`` (a ``NameError``) names a name the block file binds only by imports from
+    a package that is not installed here (``try: from torch_harmonics import Basis`` with a handler
     that only prints): which import, and what to install; ``None`` for any other case (a name
     some other statement binds, a relative import, a source package)."""
     found = _UNDEFINED.search(str(error)) if isinstance(error, NameError) else None
@@ -118,12 +119,12 @@ def failed_import(text: str, error: BaseException, source_packages: frozenset[st
             return None
     for stmt, module in imports:
         top = module.partition(".")[0]
-        if top in source_packages or _importable(module):
+        if top in source_packages or is_installed(top):
             continue
         return (
             f"`{name}` is bound only by `{ast.unparse(stmt)}` (line {stmt.lineno} of the block "
-            f"file), and no module {module!r} can be imported here, so that import failed and "
-            f"left it unbound: install the package that provides {top!r}, or exclude the block"
+            f"file), and no package {top!r} is installed here, so that import failed and left "
+            f"it unbound: install the package that provides {top!r}, or exclude the block"
         )
     return None
 
@@ -170,11 +171,3 @@ def _names_bound(stmt: ast.stmt) -> set[str]:
     if isinstance(stmt, ast.Expr):  # a walrus at module level
         names |= {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
     return names
-
-
-def _importable(module: str) -> bool:
-    """Whether ``module`` can be found (its parent packages are imported to look)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False

@@ -95,8 +95,8 @@ def test_a_name_bound_only_by_an_import_that_cannot_be_found_says_which_and_what
 ):
     assert failed_import(OPTIONAL, _undefined("Basis"), frozenset()) == (
         "`Basis` is bound only by `from nnrag_absent_package.basis import Basis` (line 5 of "
-        "the block file), and no module 'nnrag_absent_package.basis' can be imported here, so "
-        "that import failed and left it unbound: install the package that provides "
+        "the block file), and no package 'nnrag_absent_package' is installed here, so that "
+        "import failed and left it unbound: install the package that provides "
         "'nnrag_absent_package', or exclude the block"
     )
     assert "`import nnrag_absent_package.grid as grid`" in str(
