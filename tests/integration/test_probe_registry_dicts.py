@@ -277,3 +277,4 @@ def test_a_build_from_an_empty_registry_gets_no_class_of_another(
     assert result.failed_stage == "instantiate"
     assert "TinyNeck" not in (result.message or "")
     assert "TinyNeck" not in repr(result.recipe)
+    assert "no class to build tokenizer (the 'tokenizer' registry)" in (result.message or "")

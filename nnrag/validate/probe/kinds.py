@@ -14,6 +14,7 @@ from torch import nn
 
 from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import is_abstract_module, required_count, signature_of
+from nnrag.validate.probe.usage import parameter_usage
 
 _GENERIC = frozenset(
     {"build", "builder", "cfg", "cfgs", "config", "configs", "from", "registry", "type", "base"}
@@ -44,14 +45,36 @@ def named_tables(name: str, builds: list[str]) -> list[Mapping[str, Any]]:
     """The carried registries the build call names (``TASK_UTILS.build``: the ``task util``
     registry), else those named like the parameter, else all of them. A named registry that
     is empty stays the answer: a ``tokenizer`` built from it is no class of another one."""
+    return [table for _, table in _named(name, builds)]
+
+
+def _named(name: str, builds: list[str]) -> list[tuple[str, Mapping[str, Any]]]:
+    """:func:`named_tables` with the registries' names."""
     for texts in (builds, [name]):
         wanted = [w for text in texts for w in words(text)]
-        found: list[Mapping[str, Any]] = [
-            t for n, t in sorted(Carried.tables.items()) if _matches(wanted, words(n))
+        found: list[tuple[str, Mapping[str, Any]]] = [
+            (n, t) for n, t in sorted(Carried.tables.items()) if _matches(wanted, words(n))
         ]
         if found:
             return found
-    return [t for _, t in sorted(Carried.tables.items())]
+    everything: list[tuple[str, Mapping[str, Any]]] = sorted(Carried.tables.items())
+    return everything
+
+
+def empty_registries(cls: Any) -> list[str]:
+    """``param (the 'x' registry)`` for each constructor parameter of ``cls`` handed to a
+    registry ``build`` whose named registries hold no class in the block file (their
+    classes are registered by code the closure does not carry): no config the probe can
+    write names one."""
+    sig = signature_of(getattr(cls, "__init__", None))
+    found = []
+    for name in sig.parameters if sig else ():
+        builds = parameter_usage(cls, name)[1]
+        named = _named(name, builds) if builds else []
+        if named and not any(table for _, table in named):
+            registries = " and ".join(repr(n) for n, _ in named)
+            found.append(f"{name} (the {registries} registry)")
+    return found
 
 
 def kind_score(name: str, cls: type) -> int:

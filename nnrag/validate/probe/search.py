@@ -23,6 +23,7 @@ from nnrag.validate.probe.graph import called_class, is_graph_spec
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.init_asserts import asserted_ctor
 from nnrag.validate.probe.inputs import forward_params, input_candidates, optional_inputs
+from nnrag.validate.probe.kinds import empty_registries
 from nnrag.validate.probe.none_callables import fill_none_callables
 from nnrag.validate.probe.outcomes import (
     NON_FINITE,
@@ -745,4 +746,11 @@ class Search:
             runner.finish(stage, "timeout", spent + describe(failure))
             return
         category = classify(failure, stage, runner.violations, runner.source_packages)
-        runner.finish(stage, category, spent + describe(failure), error=failure)
+        message = spent + describe(failure)
+        if stage == "instantiate" and (empty := empty_registries(self.cls)):
+            message += (
+                f" (no class to build {', '.join(empty)}: the block file carries none of that"
+                " registry's classes, which code outside the closure registers; give the"
+                " block a config naming one)"
+            )
+        runner.finish(stage, category, message, error=failure)
