@@ -401,6 +401,7 @@ def test_an_installed_module_lacking_an_attribute_is_a_missing_external() -> Non
     assert classify(lacking("json"), "import", []) == "missing-external"
     assert "install the release the block was written for" in describe(lacking("json"))
     assert classify(lacking("json"), "forward", [], frozenset({"json"})) == "runtime-error"
+    assert "install the release" not in describe(lacking("json"), frozenset({"json"}))
     made_here = AttributeError("module 'made_at_run_time' has no attribute 'x'")
     assert classify(made_here, "forward", []) == "runtime-error"
 

@@ -200,9 +200,11 @@ def lacking_module_attribute(
     return module, attribute
 
 
-def describe(error: BaseException) -> str:
+def describe(error: BaseException, source_packages: frozenset[str] = frozenset()) -> str:
+    """``Type: message`` of ``error`` (cut at 600 characters), with the release to install
+    where an installed package (not a source) lacks an attribute the block reads."""
     text = f"{type(error).__name__}: {error}"
-    lacking = lacking_module_attribute(error)
+    lacking = lacking_module_attribute(error, source_packages)
     if lacking is not None:
         module, attribute = lacking
         text += (

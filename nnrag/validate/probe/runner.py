@@ -201,7 +201,7 @@ class Runner:
             self.finish(
                 "import",
                 classify(error, "import", self.violations, self.source_packages),
-                describe(error),
+                describe(error, self.source_packages),
                 error=error,
             )
             return
@@ -350,7 +350,7 @@ class Runner:
             self.finish(
                 "backward",
                 classify(error, "backward", self.violations, self.source_packages),
-                describe(error),
+                describe(error, self.source_packages),
                 error=error,
             )
             return

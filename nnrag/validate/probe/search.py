@@ -738,15 +738,15 @@ class Search:
             names = ", ".join(self.forward_placeholders)
             message = (
                 f"{spent}forward failed inside placeholders for {names} (stand-ins: the block"
-                f" file has no class of their kind): {describe(failure)}"
+                f" file has no class of their kind): {describe(failure, runner.source_packages)}"
             )
             runner.finish(stage, "ctor-args", message, error=failure)
             return
         if isinstance(failure, SearchInterrupted):  # no other error: the one attempt was slow
-            runner.finish(stage, "timeout", spent + describe(failure))
+            runner.finish(stage, "timeout", spent + describe(failure, runner.source_packages))
             return
         category = classify(failure, stage, runner.violations, runner.source_packages)
-        message = spent + describe(failure)
+        message = spent + describe(failure, runner.source_packages)
         if stage == "instantiate" and (empty := empty_registries(self.cls)):
             message += (
                 f" (no class to build {', '.join(empty)}: the block file carries none of that"
