@@ -278,3 +278,55 @@ def test_a_build_from_an_empty_registry_gets_no_class_of_another(
     assert "TinyNeck" not in (result.message or "")
     assert "TinyNeck" not in repr(result.recipe)
     assert "no class to build tokenizer (the 'tokenizer' registry)" in (result.message or "")
+
+
+VOCABULARY_BLOCKS = (
+    """
+from torch import nn
+
+
+"""
+    + TOY_REGISTRY
+    + """
+
+TASK_UTILS = Registry("task util")
+
+
+@TASK_UTILS.register_module()
+class Vocabulary:
+    def __init__(self, dict_file: str, with_end: bool = False):
+        with open(dict_file) as handle:
+            self.chars = [line.strip() for line in handle if line.strip()]
+        self.with_end = with_end
+
+
+class Reader(nn.Module):
+    def __init__(self, vocabulary: dict):
+        super().__init__()
+        self.vocabulary = TASK_UTILS.build(vocabulary)
+        assert self.vocabulary.with_end, "the vocabulary must end sequences (with_end=True)"
+        self.proj = nn.Linear(len(self.vocabulary.chars), 8)
+
+    def forward(self, x):
+        return self.proj(x)
+"""
+)
+
+
+def test_a_character_list_file_is_written_and_an_asserted_setting_set_in_the_config(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``dict_file``: a file of characters, one per line, written in the child's folder and
+    rebuilt by the replay; ``(with_end=True)`` in the assertion: set in the config dict."""
+    result = probe(sandbox, tmp_path, VOCABULARY_BLOCKS, "Reader")
+    assert result.passed, result.message
+    assert result.recipe is not None
+    vocabulary = result.recipe.init_kwargs["vocabulary"]["__dict__"]
+    assert vocabulary["with_end"] is True
+    assert vocabulary["dict_file"]["__call__"] == {
+        "__ref__": "nnrag.validate.probe.values:text_file"
+    }
+    replayed = probe(
+        sandbox, tmp_path, VOCABULARY_BLOCKS, "Reader", replay=recipe_to_dict(result.recipe)
+    )
+    assert differences(result, replayed) == ()

@@ -17,6 +17,11 @@ LINEAR_NAMES = re.compile(r"^(\w+_)?(nn|mlp|ffn|lin|linear)$")
 """Module arguments a real lazy ``Linear`` stands in for (``nn``, ``mlp``, ``gate_nn``)."""
 
 
+_LIST_FILE_NAMES = re.compile(r"(dict|vocab|char|alphabet|token|word|label|class)\w*_(file|path)$")
+"""Paths of a list the block reads line by line (``dict_file``, ``vocab_path``): a file of
+characters, one per line."""
+
+
 class LeafValues:
     """The by-name leaves of :class:`~nnrag.validate.probe.args.Synth`: layer classes, real
     small layers, tensors and strings over one size profile."""
@@ -49,6 +54,10 @@ class LeafValues:
             return "nearest"
         if low.endswith(("_name", "_key")):  # a key of a ModuleDict or a table
             return "default"
+        if _LIST_FILE_NAMES.search(low):  # ``dict_file``: one character per line
+            stem, lines = re.sub(r"\W", "_", name), [*"0123456789abcdefghijklmnopqrstuvwxyz"]
+            path = probe_values.text_file(stem, lines)
+            return remember(path, call(probe_values.text_file, [stem, lines]))
         return ""
 
     def layer_factory(self, name: str) -> object:

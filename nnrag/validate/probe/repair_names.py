@@ -18,6 +18,7 @@ from torch import nn
 from nnrag.validate.probe.args import Synth
 from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.profiles import MISSING, PROFILES, int_for
+from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.signatures import (
     init_signature,
     signature_of,
@@ -282,6 +283,28 @@ def set_value(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     return _with(ctor, {name: value}) if ctor.kwargs.get(name, MISSING) != value else None
 
 
+_SETTING = re.compile(r"\b(\w+)\s*=\s*(True|False|None|-?\d+(?:\.\d+)?|'\w*')")
+
+
+def set_config_value(ctor: Ctor, error: BaseException) -> Ctor | None:
+    """Repair: an assertion quoting a setting (``Dictionary must contain an end token!
+    (with_end=True)``) that the class of a registry config dict argument takes sets it in
+    that dict (``dictionary=dict(type='Dictionary', ..., with_end=True)``)."""
+    found = _SETTING.search(str(error)) if isinstance(error, AssertionError) else None
+    if ctor.origin != "synthesized" or found is None:
+        return None
+    name, value = found.group(1), ast.literal_eval(found.group(2))
+    changed: dict[str, object] = {}
+    for argument, config in ctor.kwargs.items():
+        kind = config.get(Carried.key) if isinstance(config, dict) else None
+        built = next((t[kind] for t in Carried.tables.values() if kind in t), None)
+        sig = init_signature(built)[0] if isinstance(kind, str) and built is not None else None
+        takes = sig is not None and (name in sig.parameters or _takes_kwargs(sig))
+        if isinstance(config, dict) and takes and config.get(name, MISSING) != value:
+            changed[argument] = {**config, name: value}
+    return _with(ctor, changed) if changed else None
+
+
 _ORDER = re.compile(r"\(?(\w+)\)? must be (smaller|less|lower|larger|greater|bigger) than")
 
 
@@ -495,6 +518,7 @@ def name_repairs(ctor: Ctor, cls: type, error: BaseException) -> list[Ctor]:
     """Every repair above that applies to ``error``."""
     found = (
         set_value(ctor, cls, error),
+        set_config_value(ctor, error),
         order_sizes(ctor, error),
         fill_none_sequences(ctor, cls, error),
         whole_floats(ctor, error),

@@ -23,8 +23,10 @@ import enum
 import importlib
 import inspect
 import math
+import os
 import random
 import sys
+import tempfile
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -210,6 +212,15 @@ def _call(value: Mapping[str, Any], module: object) -> object:
     for name, item in (value.get("__set__") or {}).items():
         setattr(built, name, decode(item, module))
     return remember(built, value)
+
+
+def text_file(name: str, lines: list[str]) -> str:
+    """The path of a text file of ``lines`` in the child's temporary folder (``name`` names
+    it): a character or vocabulary list for a parameter that names one."""
+    path = os.path.join(tempfile.gettempdir(), f"nnrag-{name}.txt")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("".join(f"{line}\n" for line in lines))
+    return path
 
 
 def seed_cpu(seed: int) -> None:
