@@ -85,8 +85,10 @@ def _verdict(messages: list[Message], status: int | None, timed_out: bool, stder
             return result
         elif message.get("kind") == "budget":
             budget = message.get("cpu_s")
-        elif message.get("kind") == "fatal":
-            result.update(category="internal-error", message=message["message"])
+        elif message.get("kind") == "fatal":  # an error escaped the probe itself
+            text = str(message["message"])
+            out_of_memory = text.startswith("MemoryError")  # the child's limit, not a bug
+            result.update(category="memory" if out_of_memory else "internal-error", message=text)
     result["failed_stage"] = result.pop("running", None)
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
     tail = lines if len(lines) <= 6 else [*lines[:2], "...", *lines[-4:]]

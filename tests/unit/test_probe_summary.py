@@ -66,6 +66,15 @@ def test_sigkill_without_timeout_is_memory() -> None:
     assert result.category == "memory"
 
 
+def test_an_error_escaping_the_probe_is_an_internal_error_unless_memory_ran_out() -> None:
+    fatal = {"kind": "fatal", "message": "KeyError('x')"}
+    result = summarize([*STAGED, fatal], status=exited(70), timed_out=False)
+    assert (result.failed_stage, result.category) == ("instantiate", "internal-error")
+    out_of_memory = {"kind": "fatal", "message": "MemoryError()"}
+    result = summarize([*STAGED, out_of_memory], status=exited(70), timed_out=False)
+    assert (result.failed_stage, result.category) == ("instantiate", "memory")
+
+
 def test_cpu_limit_is_a_timeout() -> None:
     result = summarize(STAGED, status=signalled(signal.SIGXCPU), timed_out=False)
     assert result.category == "timeout"

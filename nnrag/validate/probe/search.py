@@ -418,6 +418,14 @@ class Search:
             return None
         return block
 
+    def empty_registries(self) -> list[str]:
+        """:func:`empty_registries` of the block class; none where reading its sources fails
+        (a child near its memory limit after a large build): the verdict stands without it."""
+        try:
+            return empty_registries(self.cls)
+        except Exception:
+            return []
+
     def build(self, ctor: Ctor) -> nn.Module:
         """``cls(*args, **kwargs)``; where a registry lacks a type string, once more in the
         block's package as the default scope (a build from the root registry of a class its
@@ -747,7 +755,7 @@ class Search:
             return
         category = classify(failure, stage, runner.violations, runner.source_packages)
         message = spent + describe(failure, runner.source_packages)
-        if stage == "instantiate" and (empty := empty_registries(self.cls)):
+        if stage == "instantiate" and (empty := self.empty_registries()):
             message += (
                 f" (no class to build {', '.join(empty)}: the block file carries none of that"
                 " registry's classes, which code outside the closure registers; give the"
