@@ -814,3 +814,23 @@ def test_a_config_field_named_like_a_layer_is_a_number(sandbox: Sandbox, blocks:
     config = kwargs_of(sandbox, blocks, "FusedLayer")["config"]
     assert isinstance(config, dict)
     assert isinstance(config["kwargs"]["fusion_layer"], int)
+
+
+def test_a_list_file_path_without_a_writable_folder_stays_unknown(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import tempfile
+
+    from nnrag.validate.probe import values
+    from nnrag.validate.probe.args import Synth
+    from nnrag.validate.probe.profiles import PROFILES
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    written = Synth(None, PROFILES[0]).string_for("dict_file")
+    assert Path(written).read_text().splitlines()[:3] == ["0", "1", "2"]
+
+    def unwritable(name: str, lines: list[str]) -> str:
+        raise PermissionError(f"cannot write {name}")
+
+    monkeypatch.setattr(values, "text_file", unwritable)
+    assert Synth(None, PROFILES[0]).string_for("dict_file") == ""

@@ -56,7 +56,10 @@ class LeafValues:
             return "default"
         if _LIST_FILE_NAMES.search(low):  # ``dict_file``: one character per line
             stem, lines = re.sub(r"\W", "_", name), [*"0123456789abcdefghijklmnopqrstuvwxyz"]
-            path = probe_values.text_file(stem, lines)
+            try:
+                path = probe_values.text_file(stem, lines)
+            except OSError:  # no writable temporary folder: the path stays unknown
+                return ""
             return remember(path, call(probe_values.text_file, [stem, lines]))
         return ""
 
