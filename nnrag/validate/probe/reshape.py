@@ -468,7 +468,7 @@ def _channel_numbers(message: str) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-_NAMED_RANK = re.compile(
+NAMED_RANK = re.compile(
     r"\b([A-Za-z_]\w*)`? (?:must|should) be (?:a |an )?(\d)[- ]?(?:D|d|dim|dimensional)\b"
     r"|[Ee]xpected `?([A-Za-z_]\w*)`? to be (?:a |an )?(\d)[- ]?(?:D|d|dim|dimensional)\b"
 )
@@ -482,7 +482,7 @@ def named_rank(
     first, given positionally or by keyword; the first is :func:`repair`'s) re-shaped to the
     rank it wants: integer ones keep their leading dimensions (``labels`` of shape
     ``(batch,)``), others follow :func:`reshape_rank`."""
-    found = _NAMED_RANK.search(message)
+    found = NAMED_RANK.search(message)
     if found is None:
         return None
     name, rank = (found.group(1), found.group(2)) if found.group(1) else found.group(3, 4)

@@ -58,6 +58,7 @@ from nnrag.validate.probe.repair import (
 )
 from nnrag.validate.probe.repair_names import failing_line
 from nnrag.validate.probe.reshape import (
+    NAMED_RANK,
     binary_targets,
     named_rank,
     positive_inputs,
@@ -261,10 +262,11 @@ def input_repairs(
     memory beside its queries); else per-sample records for an argument forward reads by
     attribute (and their fields); else the optional arguments forward used, given values.
     Empty: no idea."""
-    names = [p.name for p in forward_params(block)]
-    renamed = named_rank(message, names, args, kwargs, profile)
-    if renamed is not None:  # ``labels must be a 1D tensor``: that input, not the first
-        return [renamed]
+    if NAMED_RANK.search(message):  # ``labels must be a 1D tensor``: that input, not the first
+        names = [p.name for p in forward_params(block)]
+        renamed = named_rank(message, names, args, kwargs, profile)
+        if renamed is not None:
+            return [renamed]
     fixed = repair(message, args, profile)
     if fixed is not None:
         found = [(fixed, kwargs)]
