@@ -81,7 +81,7 @@ _SWITCH_FIELDS = re.compile(r"^(add|output|return|tie|use|is|has|with|do)_")
 """Config fields that switch a feature on (off when synthesized: the plain path)."""
 _CONFIG_NAMES = re.compile(r"config|cfg|conf$|args$|^opt|hparams|params$")
 
-_LAYER_WORD = re.compile(r"(?:^|_)(act|activation|nonlin|nonlinearity|norm|normalization)(?:_|$)")
+_LAYER_WORD = re.compile(r"(?:^|_)(act|activation|norm|normalization)(?:_|$)")
 """A word that names a kind of torch layer (``act_layer``, ``norm``): the word itself, not
 letters inside another (``scale_factor``, ``normalized_shape`` are sizes)."""
 _LAYER_FACTORY_NAMES = re.compile(rf"{_LAYER_WORD.pattern}|layer$|_fn$|^fn$")
