@@ -274,7 +274,7 @@ def test_a_build_from_an_empty_registry_gets_no_class_of_another(
     the ``model`` registry's neck, so the failure is not about a key the probe chose."""
     result = probe(sandbox, tmp_path, EMPTY_REGISTRY_BLOCKS, "Captioner")
     assert not result.passed
-    assert result.failed_stage == "instantiate"
+    assert (result.failed_stage, result.category) == ("instantiate", "dynamic-registry")
     assert "TinyNeck" not in (result.message or "")
     assert "TinyNeck" not in repr(result.recipe)
     assert "no class to build tokenizer (the 'tokenizer' registry)" in (result.message or "")

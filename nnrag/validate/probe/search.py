@@ -763,4 +763,6 @@ class Search:
                 " registry's classes, which code outside the closure registers; give the"
                 " block a config naming one)"
             )
+            if category == "ctor-args":  # no argument the probe writes can name such a class
+                category = "dynamic-registry"
         runner.finish(stage, category, message, error=failure)
