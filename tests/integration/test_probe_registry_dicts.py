@@ -256,6 +256,16 @@ class TinyNeck(nn.Module):
         return x
 
 
+class Tagger(nn.Module):  # it can do without a tokenizer: its failure is its own
+    def __init__(self, width: int, tokenizer: dict = None):
+        super().__init__()
+        self.tokenizer = None if tokenizer is None else TOKENIZER.build(tokenizer)
+        raise ValueError("this tagger is never built")
+
+    def forward(self, x):
+        return x
+
+
 class Captioner(nn.Module):
     def __init__(self, tokenizer: dict):
         super().__init__()
@@ -278,6 +288,9 @@ def test_a_build_from_an_empty_registry_gets_no_class_of_another(
     assert "TinyNeck" not in (result.message or "")
     assert "TinyNeck" not in repr(result.recipe)
     assert "no class to build tokenizer (the 'tokenizer' registry)" in (result.message or "")
+    optional = probe(sandbox, tmp_path, EMPTY_REGISTRY_BLOCKS, "Tagger")
+    assert (optional.failed_stage, optional.category) == ("instantiate", "ctor-args")
+    assert "no class to build" not in (optional.message or "")
 
 
 VOCABULARY_BLOCKS = (

@@ -62,13 +62,18 @@ def _named(name: str, builds: list[str]) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def empty_registries(cls: Any) -> list[str]:
-    """``param (the 'x' registry)`` for each constructor parameter of ``cls`` handed to a
-    registry ``build`` whose named registries hold no class in the block file (their
-    classes are registered by code the closure does not carry): no config the probe can
-    write names one."""
+    """``param (the 'x' registry)`` for each required constructor parameter of ``cls``
+    handed to a registry ``build`` whose named registries hold no class in the block file
+    (their classes are registered by code the closure does not carry): no config the probe
+    can write names one, and the block cannot be built without one."""
     sig = signature_of(getattr(cls, "__init__", None))
     found = []
-    for name in sig.parameters if sig else ():
+    for name, param in sig.parameters.items() if sig else ():
+        if param.default is not param.empty or param.kind in (
+            param.VAR_POSITIONAL,
+            param.VAR_KEYWORD,
+        ):
+            continue
         builds = parameter_usage(cls, name)[1]
         named = _named(name, builds) if builds else []
         if named and not any(table for _, table in named):
