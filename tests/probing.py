@@ -118,13 +118,14 @@ def probe(
     name: str = "Block",
     replay: dict[str, Any] | None = None,
     head: str = HEAD,
+    module: str = "m",
 ) -> ValidationResult:
     """Write ``code`` (after ``head``: torch's imports) as ``<name>.py`` and validate class
-    ``name`` (with ``replay``: rerun exactly that recorded recipe)."""
+    ``name`` as a block of ``module`` (with ``replay``: rerun exactly that recorded recipe)."""
     path = tmp_path / f"{name}.py"
     path.write_text(head + textwrap.dedent(code))
     result, _ = run_validation(
-        path, block_id=f"t:m:{name}", class_name=name, sandbox=sandbox, replay=replay
+        path, block_id=f"t:{module}:{name}", class_name=name, sandbox=sandbox, replay=replay
     )
     return result
 

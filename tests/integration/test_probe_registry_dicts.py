@@ -213,26 +213,15 @@ def test_builds_start_from_the_scope_of_the_blocks_own_package(
     (``action``), which a runner makes the default scope. The probe enters it too, once a
     build misses a type string: a block that builds as a plain script (from a registry of
     another package, which the package's scope would not reach) builds so."""
-    from nnrag.validate.stages import run_validation
-
-    path = tmp_path / "recognizer.py"
-    path.write_text(DEFAULT_SCOPE_BLOCKS)
-    result, _ = run_validation(
-        path,
-        block_id="t:action.models.recognizer:Recognizer",
-        class_name="Recognizer",
-        sandbox=sandbox,
-    )
+    code = DEFAULT_SCOPE_BLOCKS
+    result = probe(sandbox, tmp_path, code, "Recognizer", module="action.models.recognizer")
     assert result.passed, result.message
-    elsewhere, _ = run_validation(  # a block of another package builds as a plain script
-        path, block_id="t:other.models:Recognizer", class_name="Recognizer", sandbox=sandbox
+    elsewhere = probe(  # a block of another package builds as a plain script
+        sandbox, tmp_path, code, "Recognizer", module="other.models"
     )
     assert (elsewhere.failed_stage, elsewhere.category) == ("instantiate", "dynamic-registry")
-    other, _ = run_validation(  # builds as a plain script: the scope is entered only on a miss
-        path,
-        block_id="t:action.models.reid:Reidentifier",
-        class_name="Reidentifier",
-        sandbox=sandbox,
+    other = probe(  # builds as a plain script: the scope is entered only on a miss
+        sandbox, tmp_path, code, "Reidentifier", module="action.models.reid"
     )
     assert other.passed, other.message
 
