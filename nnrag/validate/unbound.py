@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
 
 from nnrag.check.static import is_installed
+from nnrag.pyscope.bindings import ModuleBindings
 
 __all__ = ["class_guard", "failed_import", "unbound_message"]
 
@@ -99,9 +99,10 @@ _UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 
 def failed_import(text: str, error: BaseException, source_packages: frozenset[str]) -> str | None:
     """Why ``error`` (a ``NameError``) names a name the block file binds only by imports from
-    a package that is not installed here (``try: from torch_harmonics import Basis`` with a handler
-    that only prints): which import, and what to install; ``None`` for any other case (a name
-    some other statement binds, a relative import, a source package)."""
+    a package that is not installed here (``try: from torch_harmonics import Basis`` with a
+    handler that only prints): which import, and what to install; ``None`` for any other case
+    (a name some other statement binds, a relative import, a source package). The bindings
+    are the index's (:class:`~nnrag.pyscope.bindings.ModuleBindings`)."""
     found = _UNDEFINED.search(str(error)) if isinstance(error, NameError) else None
     if found is None:
         return None
@@ -110,64 +111,24 @@ def failed_import(text: str, error: BaseException, source_packages: frozenset[st
         tree = ast.parse(text)
     except SyntaxError:
         return None
-    imports: list[tuple[ast.stmt, str]] = []
-    for stmt in _module_level(tree.body):
-        bound = _import_binding(stmt, name)
-        if bound is not None:
-            imports.append((stmt, bound))
-        elif name in _names_bound(stmt):
-            return None
-    for stmt, module in imports:
-        top = module.partition(".")[0]
-        if top in source_packages or is_installed(top):
+    if not tree.body:
+        return None
+    bindings = ModuleBindings(module="nnrag_block", is_package=False, tree=tree).unit(
+        0, len(tree.body) - 1
+    )
+    if name not in bindings.binds or name in bindings.assigns:
+        return None
+    for binding in bindings.imports:
+        top = binding.module.partition(".")[0]
+        if binding.name != name or binding.level or top in source_packages or is_installed(top):
             continue
+        imported = binding.module if binding.attr is None else binding.attr
+        alias = "" if imported.partition(".")[0] == name else f" as {name}"
+        source = "" if binding.attr is None else f"from {binding.module} "
+        statement = f"{source}import {imported}{alias}"
         return (
-            f"`{name}` is bound only by `{ast.unparse(stmt)}` (line {stmt.lineno} of the block "
-            f"file), and no package {top!r} is installed here, so that import failed and left "
-            f"it unbound: install the package that provides {top!r}, or exclude the block"
+            f"`{name}` is bound only by `{statement}` (line {binding.line} of the block file), "
+            f"and no package {top!r} is installed here, so that import failed and left it "
+            f"unbound: install the package that provides {top!r}, or exclude the block"
         )
     return None
-
-
-def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements of ``body`` that run at module level, through compound statements."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, _COMPOUND):
-            for branch, _ in _branches(stmt):
-                yield from _module_level(branch)
-
-
-def _import_binding(stmt: ast.stmt, name: str) -> str | None:
-    """The absolute module an import statement binds ``name`` from, else ``None``."""
-    if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-        if any((alias.asname or alias.name) == name for alias in stmt.names):
-            return stmt.module
-    elif isinstance(stmt, ast.Import):
-        for alias in stmt.names:
-            if (alias.asname or alias.name.partition(".")[0]) == name:
-                return alias.name
-    return None
-
-
-def _names_bound(stmt: ast.stmt) -> set[str]:
-    """The module-level names one statement binds itself (not its nested statements)."""
-    if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-        return {stmt.name}
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).partition(".")[0] for a in stmt.names}
-    targets: list[ast.expr] = []
-    if isinstance(stmt, ast.Assign):
-        targets = stmt.targets
-    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
-        targets = [stmt.target]
-    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
-    elif isinstance(stmt, ast.Try):
-        return {h.name for h in stmt.handlers if h.name}
-    elif isinstance(stmt, ast.Global):
-        return set(stmt.names)
-    names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    if isinstance(stmt, ast.Expr):  # a walrus at module level
-        names |= {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
-    return names
