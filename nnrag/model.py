@@ -364,6 +364,11 @@ class Closure:
     unread: tuple[tuple[str, str, int], ...] = ()
     """Those of :attr:`stand_ins` the closure only imports under a guard
     (``try: from x import A``) and never reads: an empty class, or a function that raises."""
+    unregistered: tuple[tuple[str, str, int], ...] = ()
+    """(source, module, unit index) of classes and functions emitted without their
+    registering decorators (``@MODELS.register_module()``): no other code of the closure
+    holds that registry, and none names the key, so no code of the block file could find
+    the entry (the registry is left out with them)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -60,7 +60,7 @@ from nnrag.extract.guards import in_try, plan_guards, under_guard
 from nnrag.extract.methods import drop_methods
 from nnrag.extract.namespaces import claim_namespaces, place_namespaces
 from nnrag.extract.needs import scanner_for
-from nnrag.extract.registries import RegistryIndex, registries_for
+from nnrag.extract.registries import RegistryIndex, registering, registries_for
 from nnrag.extract.rewrite import KEEP_NAME, KEEP_NAME_CHUNK, Rewrite
 from nnrag.extract.tables import drop_entries
 from nnrag.model import (
@@ -191,6 +191,7 @@ def _unit_chunks(
     scanner = scanner_for(index)
     registries = registries_for(index, scanner)
     stand_ins = set(closure.stand_ins)
+    unregistered = set(closure.unregistered)
     served: list[ByName] = []
     symbols = symbols_for(index)
 
@@ -228,6 +229,8 @@ def _unit_chunks(
             chunks.append(stand_in)
             continue
         chunk = _without_pruned(closure, plan, info, unit, chunk)
+        if (info.source, info.module, unit.index) in unregistered:
+            chunk = _without_registering(plan, info, chunk)
         chunk = augmented_preludes(cache, symbols, plan, info, unit, tree=tree) + chunk
         # not when the calls were in methods left out
         if by_name and (f"{SHIM}(" in chunk or f"{DUNDER_SHIM}(" in chunk):
@@ -289,6 +292,29 @@ def _without_pruned(
     shorter = cut(chunk, frozenset(dropped))
     file = f"{info.source}:{info.path}"
     plan.cut[file] = plan.cut.get(file, 0) + chunk.count("\n") - shorter.count("\n")
+    return shorter
+
+
+def _without_registering(plan: EmitPlan, info: ModuleInfo, chunk: str) -> str:
+    """``chunk`` (a class or def) without its registering decorators
+    (``closure.unregistered``), counted as cut."""
+    try:
+        tree = ast.parse(chunk)
+    except SyntaxError:
+        return chunk
+    node = tree.body[-1] if tree.body else None
+    if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return chunk
+    dropped = {
+        line
+        for decorator in node.decorator_list
+        if registering(decorator) is not None
+        for line in range(decorator.lineno, (decorator.end_lineno or decorator.lineno) + 1)
+    }
+    lines = chunk.splitlines(keepends=True)
+    shorter = "".join(line for number, line in enumerate(lines, 1) if number not in dropped)
+    file = f"{info.source}:{info.path}"
+    plan.cut[file] = plan.cut.get(file, 0) + len(dropped)
     return shorter
 
 

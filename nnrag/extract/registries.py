@@ -47,12 +47,14 @@ __all__ = [
     "Carrier",
     "Family",
     "RegistryIndex",
+    "registering",
     "registries_for",
 ]
 
 _REGISTERING = "register"
 _TYPE_KEY = re.compile(r"""\btype\b['"]?\s*[=:]""")
 _DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def registries_for(index: Index, scanner: UnitScanner) -> RegistryIndex:
@@ -94,6 +96,7 @@ class RegistryIndex:
         self._frame_parameters: dict[UnitKey, tuple[str, int, bool] | None] = {}
         self._imports: dict[tuple[str, str], frozenset[str]] = {}
         self._strings: dict[UnitKey, frozenset[str]] = {}
+        self._decorated: dict[UnitKey, frozenset[UnitKey]] = {}
         self._all_keys: frozenset[str] | None = None
         self._members: dict[tuple[UnitKey, str], str] = {}
         """(class unit, member name) -> the string it stands for, for members used as keys."""
@@ -251,6 +254,63 @@ class RegistryIndex:
             text in family.entries or (scoped is not None and scoped[1] in family.entries)
             for family in self._families()
         )
+
+    def decorators_only(self, info: ModuleInfo, unit: Unit) -> frozenset[UnitKey]:
+        """The registry objects class or def ``unit`` reads only in its registering
+        decorators (``@MODELS.register_module()``), with the registrations made beside each
+        object in its module (:meth:`UnitScanner.mutators`): empty when it reads one
+        elsewhere too (``MODELS.build`` in a method), or registers otherwise.
+
+        A registration is only reached through its registry: when nothing else of a closure
+        holds the object, and no string of it names the key, no code of the closure can
+        find the entry, and the decorator is left out with what it needs.
+        """
+        key = (info.source, info.module, unit.index)
+        found = self._decorated.get(key)
+        if found is None:
+            found = self._decorated[key] = self._decorators_only(info, unit)
+        return found
+
+    def _decorators_only(self, info: ModuleInfo, unit: Unit) -> frozenset[UnitKey]:
+        registrations = self.registering.get((info.source, info.module, unit.index))
+        tree = _head(self.scanner.text(info, unit)) if registrations else None
+        node = tree.body[-1] if tree is not None and tree.body else None
+        if unit.kind not in ("class", "def") or not isinstance(node, _DEFINITIONS):
+            return frozenset()
+        objects = {self.into.get(registration) for registration in registrations or ()}
+        chains = {
+            _dotted(func) for d in node.decorator_list if (func := registering(d)) is not None
+        }
+        if None in objects or None in chains or not objects:
+            return frozenset()
+
+        def reads_object(chain: str) -> bool:
+            found = self.symbols.lookup(info, chain)
+            home = found.module
+            return (
+                found.kind == "definition"
+                and home is not None
+                and any((home.source, home.module, u.index) in objects for u in found.units)
+            )
+
+        if not all(reads_object(chain) for chain in chains if chain is not None):
+            return frozenset()  # a decorator of that pattern into something else
+        if any(reads_object(c) for c in (*unit.load_reads, *unit.call_reads) if c not in chains):
+            return frozenset()
+        modules = {key[1] for key in objects if key is not None}
+        if any(binding.module in modules for binding in unit.local_imports):
+            return frozenset()
+        kept: set[UnitKey] = set()
+        for source, module, index in (key for key in objects if key is not None):
+            home = self.index.module(module, prefer=source)
+            if home is None or home.source != source:
+                return frozenset()
+            kept.add((source, module, index))
+            kept.update(
+                (source, module, mutator.index)
+                for mutator in self.scanner.mutators(home, home.units[index])
+            )
+        return frozenset(kept)
 
     def _families(self) -> Iterator[Family]:
         seen: set[int] = set()
@@ -527,17 +587,26 @@ def _scoped(text: str) -> tuple[str, str] | None:
     return scope, key
 
 
+def registering(decorator: ast.expr) -> ast.Attribute | None:
+    """``X.register...`` of a decorator ``@X.register...`` or ``@X.register...(...)``
+    (``None``: the decorator registers nothing by that pattern)."""
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():
+        return func
+    return None
+
+
 def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | None]]:
     """(registry expression, the registering call or ``None``, decorated name or ``None``)
     of every ``@X.register...``/``@X.register...(...)`` decorator and ``X.register...(...)``
     call statement in ``tree`` (compound units included)."""
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, _DEFINITIONS):
             for decorator in node.decorator_list:
-                call = decorator if isinstance(decorator, ast.Call) else None
-                func = call.func if call is not None else decorator
-                if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():
-                    yield func.value, call, node.name
+                registry = registering(decorator)
+                if registry is not None:
+                    call = decorator if isinstance(decorator, ast.Call) else None
+                    yield registry.value, call, node.name
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
             if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():

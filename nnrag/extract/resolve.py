@@ -135,6 +135,13 @@ class _Walk:
         """Kept units whose words are in :attr:`heard`."""
         self.imported: set[UnitKey] = set()
         """Stand-ins for definitions only imported under a guard, never read."""
+        self.unregistered: dict[UnitKey, dict[UnitKey, _Included]] = {}
+        """Classes and functions whose registering decorators are left out so far -> what
+        only those decorators need (:meth:`RegistryIndex.decorators_only`): carried, with
+        the decorators, once the closure holds one of those registries for another reason
+        or reaches the registered key."""
+        self.keyed: set[UnitKey] = set()
+        """Units carried because the closure reaches a key they register: decorators kept."""
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -195,6 +202,7 @@ class _Walk:
             },
             stand_ins=tuple(sorted(self.stubs)),
             unread=tuple(sorted(self.imported)),
+            unregistered=tuple(sorted(self.unregistered)),
         )
 
     def _carry_registrations(self) -> tuple[Registration, ...]:
@@ -311,8 +319,9 @@ class _Walk:
 
     def _add_registration(self, registration: Registration, parent: UnitKey) -> bool:
         key = (registration.source, registration.module, registration.unit)
+        self.keyed.add(key)
         if key in self.units:
-            return False
+            return self._keep_decorators(key)
         info = self.index.module(registration.module, prefer=registration.source)
         if info is None or info.source != registration.source:
             return False
@@ -404,8 +413,13 @@ class _Walk:
                 tested = frozenset()
         stored = dict(effect.stored)
         imported = dict(effect.imported)
+        registering = self._decorators_only(key)
         for dep, home, unit in effect.deps:
             if dep in units:
+                continue
+            if dep in registering:
+                needed = self.unregistered.setdefault(key, {})
+                needed.setdefault(dep, _Included(info=home, unit=unit, parent=key))
                 continue
             if dep in tested:
                 self.tested.setdefault(dep, _Included(info=home, unit=unit, parent=key))
@@ -437,6 +451,14 @@ class _Walk:
         for problem in effect.problems:
             self.problems.setdefault(problem, key)
 
+    def _decorators_only(self, key: UnitKey) -> frozenset[UnitKey]:
+        """What only the registering decorators of unit ``key`` need, unless it was carried
+        for a key it registers (:meth:`RegistryIndex.decorators_only`)."""
+        entry = self.units.get(key)
+        if entry is None or key in self.keyed or entry.unit.kind not in ("class", "def"):
+            return frozenset()
+        return registries_for(self.index, self.scanner).decorators_only(entry.info, entry.unit)
+
     def _type(self, key: UnitKey) -> None:
         """A type alias is read as a method's parameter annotation: the classes it names
         (and those of the aliases it names) are values the block's code receives, whose
@@ -464,8 +486,35 @@ class _Walk:
         while True:
             while self.queue:
                 self._visit(self.queue.pop())
-            if not self._keep_methods() and not self._scan() and not self._read_names():
+            if (
+                not self._keep_methods()
+                and not self._scan()
+                and not self._read_names()
+                and not self._registered_where_held()
+            ):
                 return
+
+    def _registered_where_held(self) -> bool:
+        """Keep the registering decorators of the units whose registry the closure holds
+        anyway (they cost a line each there). Whether any unit was carried for them."""
+        held = [
+            key
+            for key, needed in self.unregistered.items()
+            if not self.units.keys().isdisjoint(needed)
+        ]
+        carried = [self._keep_decorators(key) for key in held]  # every one, not the first
+        return any(carried)
+
+    def _keep_decorators(self, key: UnitKey) -> bool:
+        """Carry what the registering decorators of ``key`` need (see :attr:`unregistered`).
+        Whether any unit was carried."""
+        carried = False
+        for dep, entry in self.unregistered.pop(key, {}).items():
+            if dep not in self.units:
+                self.units[dep] = entry
+                self.queue.append(dep)
+                carried = True
+        return carried
 
     def _read_names(self) -> bool:
         """Carry the definitions only imported under a guard whose names kept code may read:
@@ -619,7 +668,7 @@ class _Walk:
         closure's graph is ordered as it is.
         """
         units = self.units
-        if self.parts or self.stubs:  # plain classes, stand-ins: needs differ per closure
+        if self.parts or self.stubs or self.unregistered:  # needs differ per closure
             return topological(self._closure_needs(self._own_needs()), self._sort_key)
         memo, previous = self.memo.needs, self.memo.previous
         needs: dict[UnitKey, frozenset[UnitKey]] = {}
@@ -653,12 +702,13 @@ class _Walk:
 
     def _own_needs(self) -> dict[UnitKey, frozenset[UnitKey]]:
         """The load-time needs of this closure's units (see :meth:`_order`), computed from
-        this closure's effects (a plain class brings only its kept methods' reads)."""
+        this closure's effects (a plain class brings only its kept methods' reads, a
+        registering decorator left out nothing)."""
         units = self.units
         calls = CallClosure({key: _effect(entry) for key, entry in units.items()}, {})
         needs: dict[UnitKey, frozenset[UnitKey]] = {}
         for key, entry in units.items():
-            load = _effect(entry).load
+            load = _effect(entry).load & units.keys()  # not a decorator's registry left out
             found = set(load)
             for dep in load:
                 if runs_at_load(units[dep].unit, reader=entry.unit):

@@ -1,6 +1,7 @@
 from torch import nn
 
 from det.losses import L1Loss as DetL1Loss
+from det.registry import MODELS as DET_MODELS
 from seg.registry import MODELS
 
 
@@ -10,6 +11,7 @@ class Head(nn.Module):
         self.conv = nn.Conv2d(channels, 1, 1)
         self.loss = MODELS.build(loss_cfg)
         self.aux_loss = DetL1Loss()
+        assert DET_MODELS.get("L1Loss") is DetL1Loss
 
     def forward(self, x, target):
         out = self.conv(x)

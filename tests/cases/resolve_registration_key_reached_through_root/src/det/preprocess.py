@@ -1,0 +1,9 @@
+from torch import nn
+
+from det.registry import MODELS
+
+
+@MODELS.register_module()
+class Normalize(nn.Module):
+    def forward(self, x):
+        return (x - x.mean()) / (x.std() + 1e-5)

@@ -1,0 +1,3 @@
+from .registry import Registry
+
+MODELS = Registry("model")
