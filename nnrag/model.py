@@ -211,6 +211,11 @@ class Unit:
     """The names of :attr:`binds` the unit binds otherwise than by a module-level import
     (def, class, assignment, loop or ``with`` target): an ``if`` unit that binds a name
     only by imports of one object binds that object whichever branch runs."""
+    rebinds: tuple[str, ...] = ()
+    """The names of :attr:`binds` the unit binds only when a function of it runs (``global
+    x`` then ``x = ...`` in a def, such as a setter ``set_exportable(mode)``): it does not
+    give them their value while the module runs, so a read of such a name needs the unit
+    only if nothing binds the name at module level."""
     local_imports: tuple[ImportBinding, ...] = ()
     """Imports inside function or class bodies of the unit: they bind local names only
     (not module names), run at call time (class bodies: at load time), and their text is

@@ -239,6 +239,9 @@ class Symbols:
         runtime = tuple(u for u in units if not u.type_checking)
         if units and not runtime:
             return Resolution(kind="typing", name=name, module=info, units=units)
+        # the value a read sees comes from module-level bindings; a function that rebinds
+        # the name (``global x``) matters only where something calls it, by its own name
+        runtime = tuple(u for u in runtime if name not in u.rebinds) or runtime
         if runtime:
             last = runtime[-1]
             lazy = _lazy_binding(last, name)

@@ -290,6 +290,7 @@ def _units(walker: ModuleBindings, tree: ast.Module, lines: list[str]) -> tuple[
                 classes=tuple(_class_info(node) for node in facts.classes),
                 type_checking=type_checking,
                 assigns=tuple(sorted(facts.assigns)),
+                rebinds=tuple(sorted(facts.rebinds)),
                 local_imports=tuple(facts.local_imports),
                 local_reads=tuple(sorted(facts.local_reads)),
             )

@@ -29,6 +29,9 @@ class UnitBindings:
     binds: set[str] = field(default_factory=set)
     assigns: set[str] = field(default_factory=set)
     """The names of ``binds`` bound otherwise than by a module-level import."""
+    rebinds: set[str] = field(default_factory=set)
+    """The names of ``binds`` bound only when a function runs (``global x`` then ``x = ...``
+    in a def): the unit does not give them their value while the module runs."""
     load: set[str] = field(default_factory=set)
     """Dotted chains of module-level names read while the module runs."""
     calls: set[str] = field(default_factory=set)
@@ -48,6 +51,8 @@ class UnitBindings:
         return tuple(sorted(self.annotation_reads - self.load - self.evaluated_calls))
 
     def merge(self, other: UnitBindings) -> None:
+        now = (self.binds - self.rebinds) | (other.binds - other.rebinds)
+        self.rebinds = (self.rebinds | other.rebinds) - now
         self.binds |= other.binds
         self.assigns |= other.assigns
         self.load |= other.load
@@ -138,6 +143,8 @@ class ModuleBindings:
     def _collect_bindings(self, scopes: ScopeTree) -> None:
         module = scopes.module
         statements = self._statements
+        later: dict[int, tuple[UnitBindings, set[str]]] = {}
+        now: dict[int, set[str]] = {}
         for assignment in module.bindings:
             kind = assignment.kind
             facts = statements[assignment.top]
@@ -147,8 +154,14 @@ class ModuleBindings:
                 facts.binds.add(assignment.name)
                 if kind != "import":
                     facts.assigns.add(assignment.name)
+                if assignment.lexical.in_function():
+                    later.setdefault(id(facts), (facts, set()))[1].add(assignment.name)
+                else:
+                    now.setdefault(id(facts), set()).add(assignment.name)
             if kind == "class" and assignment.lexical is module:
                 facts.classes.append(assignment.node)  # type: ignore[arg-type]  # kind "class": the ClassDef
+        for key, (facts, names) in later.items():
+            facts.rebinds |= names - now.get(key, set())
         for facts in statements:
             facts.classes.sort(key=lambda node: (node.lineno, node.col_offset))
         for assignment in scopes.imports:

@@ -956,3 +956,26 @@ def test_local_annotations_are_never_evaluated() -> None:
     )
     assert info.units[0].annotation_reads == ("Hidden",)
     assert info.units[0].load_reads == ("Tensor",)
+
+
+def test_names_a_function_rebinds_at_run_time_are_marked() -> None:
+    info = analyze(
+        """
+        FLAG = False
+
+        def set_flag(mode):
+            global FLAG, LATE
+            FLAG = mode
+            LATE = mode
+
+        class Scoped:
+            global FLAG
+            FLAG = True  # a class body runs with the module
+        """
+    )
+    setter = unit(info, "set_flag")
+    assert setter.binds == ("FLAG", "LATE", "set_flag")
+    assert setter.rebinds == ("FLAG", "LATE")
+    scoped = unit(info, "Scoped")
+    assert scoped.rebinds == ()
+    assert "FLAG" in scoped.binds
