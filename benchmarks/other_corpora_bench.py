@@ -140,6 +140,16 @@ SETS: dict[str, list[dict[str, Any]]] = {
         {"name": "tabnet", "pypi": "pytorch-tabnet==4.1.0"},
         {"name": "nflows", "pypi": "nflows==0.14"},
     ],
+    "holdout6": [
+        {"name": "ncps", "pypi": "ncps==1.0.1"},
+        {"name": "torchdiffeq", "pypi": "torchdiffeq==0.2.5"},
+        {"name": "deepctr", "pypi": "deepctr-torch==0.3.0"},
+        {"name": "rotary", "pypi": "rotary-embedding-torch==0.9.1"},
+        {"name": "pykan", "pypi": "pykan==0.2.8"},
+        {"name": "torchmetrics", "pypi": "torchmetrics==1.9.0"},
+        {"name": "tcn", "pypi": "pytorch-tcn==1.2.3"},
+        {"name": "torchsde", "pypi": "torchsde==0.2.6"},
+    ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
     "frameworks": [
