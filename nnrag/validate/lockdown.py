@@ -14,7 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, SupportsIndex
 
-from nnrag.validate.refusals import PROBE_EVENTS, REFUSED_ERRNO, DecidedByViolation, family_name
+from nnrag.validate.refusals import (
+    PROBE_EVENTS,
+    REFUSED_ERRNO,
+    DecidedByViolation,
+    family_name,
+    library_import,
+)
 from nnrag.validate.syscalls import MAX_TASKS, guarded_proc_owner
 
 PR_SET_PDEATHSIG = 1
@@ -47,8 +53,10 @@ _DIR_FD_ARG = {  # audit event -> index of the dir_fd argument for its first and
     "os.rename": (2, 3),
     "os.link": (2, 3),
 }
-_REFUSED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
-_REFUSED_EVENTS = {"os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile"}
+_PROCESS_PREFIXES = ("subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
+_PROCESS_EVENTS = {"os.system", "os.fork", "os.forkpty", "os.startfile"}
+"""Starting a process: a violation, unless a library's own import makes it (a probe)."""
+_REFUSED_PREFIXES = ("socket.",)
 
 
 def prctl(option: int, value: int) -> None:
@@ -214,7 +222,12 @@ def audit_hook(
             if len(args) > 1 and args[1] != getattr(socket, "AF_UNIX", -1):
                 family = family_name(args[1])
                 refuse(f"{event} (family {family}; only unix sockets are allowed)", probe=True)
-        elif event in _REFUSED_EVENTS or event.startswith(_REFUSED_PREFIXES):
+        elif event in _PROCESS_EVENTS or event.startswith(_PROCESS_PREFIXES):
+            library = library_import(sys._getframe(1), root)
+            if library is None:
+                refuse(event)
+            refuse(f"{event} by {library} while it is imported", probe=True)
+        elif event.startswith(_REFUSED_PREFIXES):
             refuse(event)
 
     return hook

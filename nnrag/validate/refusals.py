@@ -12,6 +12,11 @@ answer it. What that means for the block's verdict depends on the operation:
   result; the block passes or fails on its own merits. Only when the refusal is what makes
   the block fail (the ``EPERM`` escapes from the block's code, or is the cause or context of
   the exception that does) is the block a ``sandbox-violation`` naming the probe.
+- Starting a process from an installed library's own module code while it is imported is a
+  probe too (matplotlib runs ``fc-list`` at import to list the system's fonts when it finds no
+  font cache, and the child's home is empty): no code of the block stands between the import
+  machinery and the call (:func:`library_import`). The block passes or fails on its own
+  merits, as with a socket probe.
 - Everything else is an **attack in itself** and stays a ``sandbox-violation`` even when the
   block catches the error: writes outside the block's folder, signals to other processes,
   ``execve``, ``ptrace``, ``setns``, ``mount``, another process's ``/proc`` entries,
@@ -22,6 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import sysconfig
+from types import FrameType
 
 PROBE_EVENTS = frozenset({"socket.__new__"})
 """Python audit events whose refusal is a probe (a socket of a non-unix family)."""
@@ -50,6 +58,58 @@ def escaped(error: BaseException | None, *, limit: int = 32) -> bool:
     return False
 
 
+BLOCK_MODULE = "nnrag_block"
+"""The module name a block file runs as in the sandbox child."""
+_IMPORTING = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"})
+
+
+def library_import(frame: FrameType | None, folder: str) -> str | None:
+    """Where an installed library's module code, being imported, made the call that raised
+    an audit event (``matplotlib.font_manager line 261``), from the innermost frame outwards;
+    ``None`` when code of the block made it or reached it.
+
+    Walking out from ``frame``, frames of the standard library are passed over; every other
+    frame up to the import machinery must be a library's: a file on disk outside the block's
+    ``folder``, not the block file (:data:`BLOCK_MODULE`), not made at run time
+    (``<string>``). Reaching the import machinery that way is what makes it the library's
+    import; reaching the block's code first, or no import, is the block's doing.
+    """
+    stdlib = _standard_library()
+    where: str | None = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename in _IMPORTING:
+            return where
+        if not _in_standard_library(filename, stdlib):
+            name = frame.f_globals.get("__name__")
+            if (
+                name == BLOCK_MODULE
+                or not os.path.isabs(filename)
+                or filename == folder
+                or filename.startswith(folder + os.sep)
+                or not os.path.isfile(filename)
+            ):
+                return None
+            where = where or f"{name} line {frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _standard_library() -> tuple[str, tuple[str, ...]]:
+    """The standard library's folder and the installed-package folders (a system install keeps
+    ``site-packages`` inside the standard library's folder)."""
+    paths = sysconfig.get_paths()
+    return paths["stdlib"], tuple({paths["purelib"], paths["platlib"]})
+
+
+def _in_standard_library(filename: str, stdlib: tuple[str, tuple[str, ...]]) -> bool:
+    folder, installed = stdlib
+    if filename.startswith("<frozen "):
+        return True
+    inside = filename.startswith(folder + os.sep)
+    return inside and not any(filename.startswith(path + os.sep) for path in installed)
+
+
 def note(what: str) -> str:
     """The note a handled probe leaves on the result."""
     return f"refused: {what} (the block handled the refusal)"
@@ -66,11 +126,13 @@ def family_name(family: object) -> str:
 
 
 __all__ = [
+    "BLOCK_MODULE",
     "PROBE_EVENTS",
     "PROBE_SYSCALLS",
     "REFUSED_ERRNO",
     "DecidedByViolation",
     "escaped",
     "family_name",
+    "library_import",
     "note",
 ]

@@ -399,6 +399,51 @@ def test_a_probe_then_an_unrelated_failure_keeps_its_category(
     assert result.notes == (f"refused: {PROBE_REFUSED} (the block handled the refusal)",)
 
 
+# A library that lists the system's fonts with a program when it has no cache, as matplotlib's
+# font manager does at import (the child's home is empty, so no cache is found).
+FONT_LIBRARY = """
+import subprocess
+
+try:
+    FONTS = subprocess.check_output(["fc-list"]).splitlines()
+except OSError:
+    FONTS = []
+
+
+def list_fonts():
+    return subprocess.check_output(["fc-list"])
+"""
+
+
+def importing_library(folder: Path, then: str = "") -> str:
+    (folder / "fontlib.py").write_text(FONT_LIBRARY)
+    found = f"sys.path.insert(0, {str(folder)!r})\nfontlib = __import__(FONTLIB)\n"
+    return HEADER + 'FONTLIB = "fontlib"  # not installed: found on a path\n' + found + then + TRIVIAL
+
+
+def test_a_library_starting_a_process_as_it_is_imported_is_a_probe(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    server = sandbox.pid
+    (tmp_path / "site").mkdir()
+    result = run(sandbox, tmp_path, importing_library(tmp_path / "site"), "font_probe")
+    assert result.passed, result.message
+    refused = "subprocess.Popen by fontlib line 5 while it is imported"
+    assert result.notes == (f"refused: {refused} (the block handled the refusal)",)
+    assert_run_goes_on(sandbox, tmp_path, server)
+
+
+def test_a_library_the_block_has_start_a_process_is_a_violation(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The same library function called by the block's own code: the block's doing."""
+    (tmp_path / "site").mkdir()
+    calls = "try:\n    fontlib.list_fonts()\nexcept OSError:\n    pass\n"
+    result = run(sandbox, tmp_path, importing_library(tmp_path / "site", calls), "font_call")
+    assert result.category == "sandbox-violation", result.message
+    assert result.message == "refused: subprocess.Popen"
+
+
 def test_a_caught_network_attempt_stays_a_violation(sandbox: Sandbox, tmp_path: Path) -> None:
     """A lookup or a connect is an attempt to reach the network, not a probe."""
     code = forward_block(

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from nnrag.validate.probe.reshape import SHAPE_WORDS
+from nnrag.validate.refusals import BLOCK_MODULE
 
 
 def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
@@ -46,9 +47,6 @@ def shapes_of(value: Any, depth: int = 0) -> object:
         return {str(k): shapes_of(v, depth + 1) for k, v in value.items()}
     return type(value).__name__
 
-
-BLOCK_MODULE = "nnrag_block"
-"""The name the sandbox child loads a block file under."""
 
 INSTALL_ADVICE = re.compile(r"\bpip3? install\b|\bplease install\b", re.IGNORECASE)
 """An error that tells the user to install a package: the block needs one that is absent."""

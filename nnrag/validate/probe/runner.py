@@ -24,7 +24,6 @@ from nnrag.validate.probe.ctor import Ctor
 from nnrag.validate.probe.harvest import Harvester
 from nnrag.validate.probe.inputs import build_inputs
 from nnrag.validate.probe.outcomes import (
-    BLOCK_MODULE,
     NON_FINITE,
     RecipeError,
     block_frames,
@@ -37,6 +36,7 @@ from nnrag.validate.probe.registries import Carried
 from nnrag.validate.probe.screen import MetaScreen
 from nnrag.validate.probe.search import Search
 from nnrag.validate.probe.values import encode, lossy, seed_cpu
+from nnrag.validate.refusals import BLOCK_MODULE
 from nnrag.validate.unbound import failed_import, unbound_message
 
 Send = Callable[[dict[str, Any]], None]
