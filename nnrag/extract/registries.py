@@ -277,12 +277,12 @@ class RegistryIndex:
         node = tree.body[-1] if tree is not None and tree.body else None
         if unit.kind not in ("class", "def") or not isinstance(node, _DEFINITIONS):
             return frozenset()
-        objects = {self.into.get(registration) for registration in registrations or ()}
-        chains = {
-            _dotted(func) for d in node.decorator_list if (func := registering(d)) is not None
-        }
-        if None in objects or None in chains or not objects:
+        into = [self.into.get(registration) for registration in registrations or ()]
+        written = [_dotted(f) for d in node.decorator_list if (f := registering(d)) is not None]
+        if not into or None in into or None in written:
             return frozenset()
+        objects = {key for key in into if key is not None}
+        chains = {chain for chain in written if chain is not None}
 
         def reads_object(chain: str) -> bool:
             found = self.symbols.lookup(info, chain)
@@ -293,15 +293,15 @@ class RegistryIndex:
                 and any((home.source, home.module, u.index) in objects for u in found.units)
             )
 
-        if not all(reads_object(chain) for chain in chains if chain is not None):
+        if not all(map(reads_object, chains)):
             return frozenset()  # a decorator of that pattern into something else
         if any(reads_object(c) for c in (*unit.load_reads, *unit.call_reads) if c not in chains):
             return frozenset()
-        modules = {key[1] for key in objects if key is not None}
+        modules = {module for _, module, _ in objects}
         if any(binding.module in modules for binding in unit.local_imports):
             return frozenset()
         kept: set[UnitKey] = set()
-        for source, module, index in (key for key in objects if key is not None):
+        for source, module, index in objects:
             home = self.index.module(module, prefer=source)
             if home is None or home.source != source:
                 return frozenset()

@@ -143,8 +143,8 @@ class ModuleBindings:
     def _collect_bindings(self, scopes: ScopeTree) -> None:
         module = scopes.module
         statements = self._statements
-        later: dict[int, tuple[UnitBindings, set[str]]] = {}
-        now: dict[int, set[str]] = {}
+        later: dict[int, set[str]] = {}  # statement -> names bound in its functions
+        now: dict[int, set[str]] = {}  # statement -> names bound as the module runs
         for assignment in module.bindings:
             kind = assignment.kind
             facts = statements[assignment.top]
@@ -154,14 +154,12 @@ class ModuleBindings:
                 facts.binds.add(assignment.name)
                 if kind != "import":
                     facts.assigns.add(assignment.name)
-                if assignment.lexical.in_function():
-                    later.setdefault(id(facts), (facts, set()))[1].add(assignment.name)
-                else:
-                    now.setdefault(id(facts), set()).add(assignment.name)
+                when = later if assignment.lexical.in_function() else now
+                when.setdefault(assignment.top, set()).add(assignment.name)
             if kind == "class" and assignment.lexical is module:
                 facts.classes.append(assignment.node)  # type: ignore[arg-type]  # kind "class": the ClassDef
-        for key, (facts, names) in later.items():
-            facts.rebinds |= names - now.get(key, set())
+        for top, names in later.items():
+            statements[top].rebinds |= names - now.get(top, set())
         for facts in statements:
             facts.classes.sort(key=lambda node: (node.lineno, node.col_offset))
         for assignment in scopes.imports:
