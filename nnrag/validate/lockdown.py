@@ -226,7 +226,8 @@ def audit_hook(
             library = library_import(sys._getframe(1), root)
             if library is None:
                 refuse(event)
-            refuse(f"{event} by {library} while it is imported", probe=True)
+            else:
+                refuse(f"{event} by {library} while it is imported", probe=True)
         elif event.startswith(_REFUSED_PREFIXES):
             refuse(event)
 
