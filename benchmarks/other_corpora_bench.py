@@ -150,6 +150,21 @@ SETS: dict[str, list[dict[str, Any]]] = {
         {"name": "tcn", "pypi": "pytorch-tcn==1.2.3"},
         {"name": "torchsde", "pypi": "torchsde==0.2.6"},
     ],
+    # chosen before their first run: reinforcement-learning policies, probabilistic modules
+    # (PyroModule's metaclass), equivariant irreps layers, audio front ends, controlled
+    # differential equations and an image metric. Environment: torch, then each package's
+    # declared runtime dependencies (gymnasium cloudpickle pyro-api opt-einsum opt-einsum-fx
+    # sympy scipy tqdm torchdiffeq torchsde), without the packages themselves.
+    "holdout7": [
+        {"name": "sb3", "pypi": "stable-baselines3==2.9.2"},
+        {"name": "pyro", "pypi": "pyro-ppl==1.9.2"},
+        {"name": "e3nn", "pypi": "e3nn==0.6.0"},
+        {"name": "filterbanks", "pypi": "asteroid-filterbanks==0.4.0"},
+        {"name": "nnaudio", "pypi": "nnaudio==0.3.4"},
+        {"name": "julius", "pypi": "julius==0.2.8"},
+        {"name": "torchcde", "pypi": "torchcde==0.2.5"},
+        {"name": "msssim", "pypi": "pytorch-msssim==1.0.0"},
+    ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
     "frameworks": [

@@ -513,6 +513,49 @@ def test_an_input_a_message_names_is_reshaped_to_the_rank_it_wants(
     assert len(result.recipe.inputs[1]["shape"]) == 1
 
 
+KEYWORD_TARGET = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):  # a binary metric: forward passes everything on to update
+    def forward(self, *args, **kwargs):
+        return self.update(*args, **kwargs)
+
+    def update(self, preds, target):
+        if preds.shape != target.shape:
+            raise RuntimeError(
+                "Predictions and targets are expected to have the same shape, but got"
+                f" {preds.shape} and {target.shape}."
+            )
+        if target.is_floating_point():
+            raise ValueError(
+                "Expected argument `target` to be an int or long tensor with ground truth"
+                f" labels but got tensor with dtype {target.dtype}"
+            )
+        if not set(target.unique().tolist()) <= {0, 1}:
+            raise RuntimeError(
+                f"Detected the following values in `target`: {target.unique()} but expected"
+                " only the following values [0, 1]."
+            )
+        return ((preds.sigmoid() - target) ** 2).mean()
+"""
+
+
+def test_a_target_passed_by_keyword_is_shaped_and_labelled_as_messages_ask(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    from tests.probing import validate_text
+
+    result = validate_text(sandbox, tmp_path, KEYWORD_TARGET)
+    assert result.passed, result.message
+    assert result.recipe is not None
+    given = [*result.recipe.inputs[1:], *result.recipe.input_kwargs.values()]
+    assert len(given) == 1
+    assert given[0]["shape"] == result.recipe.inputs[0]["shape"]
+    assert given[0]["dtype"] == "int64"
+
+
 SOURCE_IMPORT_IN_FORWARD = """
 import importlib
 

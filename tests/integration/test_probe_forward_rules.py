@@ -17,9 +17,11 @@ from nnrag.validate.probe.inputs import container, forward_params, input_candida
 from nnrag.validate.probe.profiles import PROFILES  # noqa: E402
 from nnrag.validate.probe.repair import asserted_levels, fixed_width, viewed_width  # noqa: E402
 from nnrag.validate.probe.reshape import (  # noqa: E402
+    named_integer,
     named_rank,
     positive_inputs,
     repair,
+    repair_with_keywords,
     zero_thresholds,
 )
 from nnrag.validate.probe.values import make_tensor, tensor_spec  # noqa: E402
@@ -390,3 +392,47 @@ def test_an_input_a_message_names_gets_the_rank_it_wants() -> None:
     first = "ValueError: embeddings must be a 2D tensor"
     assert named_rank(first, names, [tensor_spec([2, 8, 16]), labels], {}, P) is None
     assert named_rank(message, ["x"], [embeddings], {}, P) is None  # no input of that name
+
+
+def test_an_input_a_message_names_as_integers_becomes_labels() -> None:
+    """``Expected argument `target` to be an int or long tensor``: that input, positional or
+    by keyword, as 0/1 labels of its shape; an integer one or an unnamed one is left."""
+    message = (
+        "ValueError: Expected argument `target` to be an int or long tensor with ground truth"
+        " labels but got tensor with dtype torch.float32"
+    )
+    preds, target = tensor_spec([2, 8]), tensor_spec([2, 8])
+    labels = {"shape": [2, 8], "dtype": "int64", "high": 2}
+    names = ["preds", "target"]
+    assert named_integer(message, names, [preds, target], {}) == ([preds, labels], {})
+    assert named_integer(message, names, [preds], {"target": target}) == (
+        [preds],
+        {"target": labels},
+    )
+    assert named_integer(message, names, [preds, labels], {}) is None
+    assert named_integer(message, ["x", "y"], [preds, target], {}) is None
+
+
+def test_the_shape_repair_reaches_inputs_passed_by_keyword() -> None:
+    """A same-shape check between the first input and a target given by keyword: the target
+    takes the first input's shape; 0/1 label checks make it integer labels."""
+    preds, target = tensor_spec([2, 32, 8, 8]), tensor_spec([2, 16, 8])
+    same = (
+        "RuntimeError: Predictions and targets are expected to have the same shape, but got"
+        " torch.Size([2, 32, 8, 8]) and torch.Size([2, 16, 8])."
+    )
+    assert repair(same, [preds], P) is None  # no second positional input to reshape
+    assert repair_with_keywords(same, [preds], {"target": target, "k": 3}, P) == (
+        [preds],
+        {"target": tensor_spec([2, 32, 8, 8]), "k": 3},
+    )
+    binary = (
+        "RuntimeError: Detected the following values in `target`: tensor([-0.3, 1.2]) but"
+        " expected only the following values [0, 1]."
+    )
+    shaped = tensor_spec([2, 32, 8, 8])
+    assert repair_with_keywords(binary, [preds], {"target": shaped}, P) == (
+        [preds],
+        {"target": {"shape": [2, 32, 8, 8], "dtype": "int64", "high": 2}},
+    )
+    assert repair_with_keywords(same, [preds], {"k": 3}, P) is None

@@ -418,7 +418,8 @@ def list_fonts():
 def importing_library(folder: Path, then: str = "") -> str:
     (folder / "fontlib.py").write_text(FONT_LIBRARY)
     found = f"sys.path.insert(0, {str(folder)!r})\nfontlib = __import__(FONTLIB)\n"
-    return HEADER + 'FONTLIB = "fontlib"  # not installed: found on a path\n' + found + then + TRIVIAL
+    named = 'FONTLIB = "fontlib"  # not installed: found on a path\n'
+    return HEADER + named + found + then + TRIVIAL
 
 
 def test_a_library_starting_a_process_as_it_is_imported_is_a_probe(

@@ -36,6 +36,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     labels = args[1] if len(args) > 1 else None
     if _FLOAT_TARGETS.search(message):
         return float_targets(args)
+    if _BINARY_TARGETS.search(message):
+        return binary_targets(args)
     if (
         isinstance(labels, dict)
         and labels.get("dtype") == "int64"
@@ -57,11 +59,33 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
     return [spec, *rest]
 
 
+def repair_with_keywords(
+    message: str, args: list[Any], kwargs: dict[str, Any], profile: Profile
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The shape repair with the tensors passed by keyword as inputs after the positional
+    ones (``metric(preds, target=...)``: the target is the tensor a same-shape check
+    compares); ``None`` when there is no such tensor or the repair has no answer."""
+    names = [name for name, value in kwargs.items() if _is_tensor_spec(value)]
+    if not args or not names:
+        return None
+    fixed = repair(message, [*args, *(kwargs[name] for name in names)], profile)
+    if fixed is None or len(fixed) != len(args) + len(names):
+        return None
+    given = dict(zip(names, fixed[len(args) :], strict=True))
+    return fixed[: len(args)], {**kwargs, **given}
+
+
 _FLOAT_TARGETS = re.compile(
     r"float(ing)?[- ]point targets|Found dtype Long but expected Float"
     r"|expected scalar type Float but found Long"
 )
 """A loss wants probabilities (or one-hot rows) where integer targets were given."""
+
+
+_BINARY_TARGETS = re.compile(
+    r"expected only the following values \[0, 1\]|targets? (must|should) be (binary|0 or 1)", re.I
+)
+"""A metric or a loss checks that its targets are 0/1 labels."""
 
 
 def float_targets(args: list[Any]) -> list[Any] | None:
@@ -278,7 +302,7 @@ def _embedding_dim(m: re.Match[str], t: _Tried) -> object:
 @_rule(
     r"Target size \(.*\) must be the same as input size"
     r"|(size|shape)s? of \w+ and \w+ (must|should) (be equal|match)"
-    r"|must (be|have) the same (size|shape)"
+    r"|(must|should|expected to) (be|have) the same (size|shape)"
     r"|same number of spatial dimensions, but got input with spatial dimensions of \[\]"
 )
 def _same_shape(m: re.Match[str], t: _Tried) -> object:
@@ -486,26 +510,63 @@ def named_rank(
     if found is None:
         return None
     name, rank = (found.group(1), found.group(2)) if found.group(1) else found.group(3, 4)
-    position = names.index(name) if name in names else -1
-    if position == 0:
-        return None
-    if 0 < position < len(args):
-        spec = args[position]
-    elif name in kwargs:
-        spec = kwargs[name]
-    else:
-        return None
-    if not _is_tensor_spec(spec):
+    spec = _named_input(name, names, args, kwargs)
+    if spec is None:
         return None
     shape, want = list(spec["shape"]), int(rank)
     integer = str(spec["dtype"]).startswith(("int", "uint", "bool"))
     new = shape[:want] if integer and 0 < want < len(shape) else reshape_rank(shape, want, profile)
     if not new or new == shape:
         return None
-    changed = dict(spec, shape=new)
+    return _with_named(name, names, args, kwargs, dict(spec, shape=new))
+
+
+NAMED_INTEGER = re.compile(
+    r"[Ee]xpected (?:argument )?`?([A-Za-z_]\w*)`? to be an? (?:int|long|integer)\b"
+    r"|\b([A-Za-z_]\w*)`? (?:must|should) be an? (?:int|long|integer)\b"
+)
+"""A message that names an input that must hold integers (``Expected argument `target` to
+be an int or long tensor``)."""
+
+
+def named_integer(
+    message: str, names: list[str], args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The inputs with the float one a message names (as :func:`named_rank` finds it) as 0/1
+    integer labels of the same shape: two classes are the fewest any task has."""
+    found = NAMED_INTEGER.search(message)
+    if found is None:
+        return None
+    name = found.group(1) or found.group(2)
+    spec = _named_input(name, names, args, kwargs)
+    if spec is None or not str(spec["dtype"]).startswith("float"):
+        return None
+    labels = {"shape": list(spec["shape"]), "dtype": "int64", "high": 2}
+    return _with_named(name, names, args, kwargs, labels)
+
+
+def _named_input(
+    name: str, names: list[str], args: list[Any], kwargs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The tensor spec of forward parameter ``name`` (not the first) as given, or ``None``."""
+    position = names.index(name) if name in names else -1
     if 0 < position < len(args):
-        return [*args[:position], changed, *args[position + 1 :]], kwargs
-    return args, {**kwargs, name: changed}
+        spec = args[position]
+    elif position != 0 and name in kwargs:
+        spec = kwargs[name]
+    else:
+        return None
+    return spec if _is_tensor_spec(spec) else None
+
+
+def _with_named(
+    name: str, names: list[str], args: list[Any], kwargs: dict[str, Any], spec: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """The inputs with forward parameter ``name`` given ``spec`` where it was given."""
+    position = names.index(name) if name in names else -1
+    if 0 < position < len(args):
+        return [*args[:position], spec, *args[position + 1 :]], kwargs
+    return args, {**kwargs, name: spec}
 
 
 def _is_tensor_spec(value: Any) -> bool:

@@ -58,11 +58,14 @@ from nnrag.validate.probe.repair import (
 )
 from nnrag.validate.probe.repair_names import failing_line
 from nnrag.validate.probe.reshape import (
+    NAMED_INTEGER,
     NAMED_RANK,
     binary_targets,
+    named_integer,
     named_rank,
     positive_inputs,
     repair,
+    repair_with_keywords,
     zero_thresholds,
 )
 from nnrag.validate.probe.samples import sample_inputs
@@ -256,17 +259,22 @@ def unsize_stand_ins(block: nn.Module) -> None:
 def input_repairs(
     message: str, block: nn.Module, args: list[Any], kwargs: dict[str, Any], profile: Profile
 ) -> list[tuple[list[Any], dict[str, Any]]]:
-    """The inputs to try after a forward error, best first: the shape repair (which changes
-    the first input and the inputs shaped like it), then, for a new width, the same repair of
-    only the others (the first input already passed the layers before: a cross-attention's
-    memory beside its queries); else per-sample records for an argument forward reads by
-    attribute (and their fields); else the optional arguments forward used, given values.
-    Empty: no idea."""
+    """The inputs to try after a forward error, best first: an input the message names (the
+    rank it wants, or integer labels); the shape repair (which changes the first input and
+    the inputs shaped like it), then, for a new width, the same repair of only the others
+    (the first input already passed the layers before: a cross-attention's memory beside its
+    queries); else the same repair over the tensors passed by keyword too; else per-sample
+    records for an argument forward reads by attribute (and their fields); else the optional
+    arguments forward used, given values. Empty: no idea."""
     if NAMED_RANK.search(message):  # ``labels must be a 1D tensor``: that input, not the first
         names = [p.name for p in forward_params(block)]
         renamed = named_rank(message, names, args, kwargs, profile)
         if renamed is not None:
             return [renamed]
+    if NAMED_INTEGER.search(message):  # ``Expected argument `target` to be an int ...``
+        labelled = named_integer(message, [p.name for p in forward_params(block)], args, kwargs)
+        if labelled is not None:
+            return [labelled]
     fixed = repair(message, args, profile)
     if fixed is not None:
         found = [(fixed, kwargs)]
@@ -275,6 +283,9 @@ def input_repairs(
         return found
     if is_graph_spec(args):  # graph candidates list their optional arguments themselves
         return []
+    keyed = repair_with_keywords(message, args, kwargs, profile)
+    if keyed is not None:
+        return [keyed]
     records = sample_inputs(message, block, forward_params(block), args, kwargs)
     more = optional_inputs(message, block, args, kwargs, profile)
     if more is None:
