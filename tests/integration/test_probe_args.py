@@ -15,6 +15,7 @@ pytestmark = pytest.mark.integration
 BLOCKS = """
 import enum
 import numbers
+import typing
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
@@ -504,6 +505,23 @@ class DegreeMasked(nn.Module):  # the degrees are compared with a tensor: one of
         return self.lin(x)
 
 
+class SupportsArray(typing.Protocol):  # numpy.typing.ArrayLike's shape: structural members
+    def __array__(self): ...
+
+
+SizesLike = Union[SupportsArray, Sequence[int], complex]
+
+
+class ChannelsLike(nn.Module):  # an array-like of widths, one per level
+    def __init__(self, num_inputs: int, num_channels: SizesLike) -> None:
+        super().__init__()
+        widths = [num_inputs] + [int(num_channels[i]) for i in range(len(num_channels))]
+        self.levels = nn.Sequential(*[nn.Linear(a, b) for a, b in zip(widths, widths[1:])])
+
+    def forward(self, x):
+        return self.levels(x)
+
+
 @dataclass
 class StageSettings:
     euclidean: bool = False
@@ -795,6 +813,17 @@ def test_an_attribute_read_of_a_none_default_fills_that_parameter(
 ) -> None:
     kwargs = kwargs_of(sandbox, blocks, "ReadsItsOptionalSettings")
     assert kwargs["settings"] == {"__call__": {"__ref__": "nnrag_block:StageSettings"}, "args": []}
+
+
+def test_a_union_with_structural_members_is_synthesized_by_name(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    """``num_channels: ArrayLike`` (numpy's union of protocols and scalars): a list of widths,
+    as the name and the code's ``len`` say, not a stand-in for the first protocol."""
+    kwargs = kwargs_of(sandbox, blocks, "ChannelsLike")
+    channels = kwargs["num_channels"]
+    assert isinstance(channels, list)
+    assert all(isinstance(c, int) for c in channels)
 
 
 def test_a_list_a_tensor_operation_met_becomes_a_tensor(sandbox: Sandbox, blocks: Path) -> None:

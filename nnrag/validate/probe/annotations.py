@@ -32,6 +32,15 @@ def preferred_member(options: list[Any]) -> Any:
     return options[0]
 
 
+def is_duck_union(options: list[Any]) -> bool:
+    """A union with a structural member (a ``typing.Protocol``, bare or subscripted, as in
+    ``numpy.typing.ArrayLike``): the author accepts whatever has the right methods, and no
+    member says which value fits the code."""
+    return any(
+        getattr(typing.get_origin(option) or option, "_is_protocol", False) for option in options
+    )
+
+
 _EMPTY_CLASS = frozenset(
     {"__module__", "__doc__", "__dict__", "__weakref__", "__qualname__", "__firstlineno__"}
     | {"__static_attributes__"}

@@ -17,6 +17,7 @@ from torch import nn
 from nnrag.validate.probe import values as probe_values
 from nnrag.validate.probe.annotations import (
     is_config_type,
+    is_duck_union,
     is_int,
     is_mapping_type,
     nothing_to_configure,
@@ -113,6 +114,8 @@ class Synth(LeafValues, MappingValues):
             options = [a for a in args if a is not type(None)]
             if not options or (len(options) < len(args) and not self.runnable(options)):
                 return None  # ``Optional[Base]`` with no runnable ``Base``: the block's own case
+            if is_duck_union(options):
+                return self.by_name(name)  # ``num_channels: ArrayLike``: the name says more
             return self.value(name, preferred_member(options))
         if origin is typing.Literal:
             return next((a for a in args if a is not None), args[0])
