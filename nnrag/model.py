@@ -216,6 +216,10 @@ class Unit:
     x`` then ``x = ...`` in a def, such as a setter ``set_exportable(mode)``): it does not
     give them their value while the module runs, so a read of such a name needs the unit
     only if nothing binds the name at module level."""
+    binds_computed: bool = False
+    """The unit binds module names by keys it computes (``globals()[name] = ...``, a loop
+    that wraps each class of another module): which names, no list of the module says, so
+    a read of a name nothing else in the module binds resolves to such units."""
     local_imports: tuple[ImportBinding, ...] = ()
     """Imports inside function or class bodies of the unit: they bind local names only
     (not module names), run at call time (class bodies: at load time), and their text is

@@ -85,7 +85,9 @@ def emit(index: Index, closure: Closure) -> Extracted:
     symbols = symbols_for(index)
     assign_flat_names(index, symbols, closure, plan, modules)
     claim_namespaces(closure, plan.flat, plan.imports)
-    plan.units = load_order(cache_for(index), symbols, plan.units, set(closure.stand_ins))
+    plan.units = load_order(
+        cache_for(index), symbols, plan.units, set(closure.stand_ins), plan.computed
+    )
     plan.guards = plan_guards(
         index,
         symbols,
@@ -232,6 +234,8 @@ def _unit_chunks(
         if (info.source, info.module, unit.index) in unregistered:
             chunk = _without_registering(plan, info, chunk)
         chunk = augmented_preludes(cache, symbols, plan, info, unit, tree=tree) + chunk
+        if unit.binds_computed and plan.computed.get(info.module):
+            chunk = _with_computed(chunk, plan.computed[info.module])
         # not when the calls were in methods left out
         if by_name and (f"{SHIM}(" in chunk or f"{DUNDER_SHIM}(" in chunk):
             served += by_name
@@ -250,6 +254,16 @@ def _unit_chunks(
     if any(f"@{KEEP_NAME}(" in chunk for chunk in chunks):
         chunks.insert(0, KEEP_NAME_CHUNK)
     return chunks
+
+
+def _with_computed(chunk: str, names: list[str]) -> str:
+    """``chunk``, a unit that binds module names by computed keys (``globals()[name] = ...``),
+    followed by a statement binding each of ``names`` the block needs from ``globals()``: the
+    file says where they come from, and an import fails at once if the unit did not bind one.
+    """
+    bound = "\n".join(f'{name} = globals()["{name}"]' for name in names)
+    note = "# nnrag: names the statement above binds by computed keys"
+    return f"{chunk.rstrip()}\n{note}\n{bound}\n"
 
 
 def _native_served(chunks: list[str], owners: list[tuple[int, str]], native: set[str]) -> list[str]:

@@ -33,6 +33,9 @@ class EmitPlan:
     """Per source file (``source:path``): lines of methods left out of plain classes."""
     guards: Guards = field(default_factory=Guards)
     """Modules imported only under a guard: their imports and load-time units stay guarded."""
+    computed: dict[str, list[str]] = field(default_factory=dict)
+    """Per module, the names the inlined units need that a unit of it binds by a computed
+    key (:func:`_computed_names`): the block file binds each from ``globals()`` after it."""
     native: set[str] = field(default_factory=set)
     """Operator namespaces of source packages the units read (``torch.ops.pkg``): the block
     file loads them from the distribution, which it declares (see :mod:`.dynimport`)."""
@@ -90,6 +93,9 @@ def assign_flat_names(
 
     claim(("def", block.module, block.name), block.name)
     cache = cache_for(index)
+    for entity in _computed_names(cache, symbols, plan):
+        claim(entity, entity[2])  # bound by its own name at run time: it cannot be renamed
+        plan.computed.setdefault(entity[1], []).append(entity[2])
     roots = itertools.chain.from_iterable(cache.builtins(symbols, i, u) for i, u in plan.units)
     for root in dict.fromkeys(roots):  # first read first, each once
         claim(("builtin", root), root)
@@ -138,6 +144,25 @@ def assign_flat_names(
             else:  # the common case of claim(), inline
                 claims[wanted] = entity
                 flats[entity] = wanted
+
+
+def _computed_names(cache: IndexCache, symbols: Symbols, plan: EmitPlan) -> list[Entity]:
+    """The definitions the inlined units read or import that a unit of their module binds
+    by a computed key (``globals()[name] = ...`` in a loop): no statement binds them, the
+    loop does as the block file runs, under the name it computes."""
+    computed = {info.module: info for info, unit in plan.units if unit.binds_computed}
+    if not computed:
+        return []
+    found: dict[Entity, None] = {}
+    for info, unit in plan.units:
+        targets = [target for _, target in cache.inner_imports(symbols, info, unit)]
+        targets += [entity for _, _, entity, _ in cache.reads(symbols, info, unit)]
+        for entity in targets:
+            if entity is None or entity[0] != "def" or entity[1] not in computed:
+                continue
+            if entity[2] not in symbols.binders(computed[entity[1]]):
+                found[entity] = None
+    return list(found)
 
 
 def _kept_imports(
@@ -275,8 +300,10 @@ def load_order(
     symbols: Symbols,
     units: list[tuple[ModuleInfo, Unit]],
     stand_ins: set[tuple[str, str, int]],
+    computed: Mapping[str, list[str]] | None = None,
 ) -> list[tuple[ModuleInfo, Unit]]:
-    """``units`` in closure order, except that a unit never precedes one it reads at load time.
+    """``units`` in closure order, except that a unit never precedes one it reads at load time
+    (``computed``: the names a unit binds by computed keys, per module, :attr:`EmitPlan.computed`).
 
     Resolve already orders by load-time edges; this keeps the emitted file importable even
     if it did not (a stable topological sort; units on a load-time cycle keep their order).
@@ -288,11 +315,21 @@ def load_order(
     def load_defs(info: ModuleInfo, unit: Unit) -> Iterable[tuple[str, str]]:
         if (info.source, info.module, unit.index) in stand_ins:
             return ()
-        return cache.load_defs(symbols, info, unit)
+        found = cache.load_defs(symbols, info, unit)
+        if computed and unit.kind in ("if", "try", "with"):  # its imports run at load time
+            found += tuple(
+                (target[1], target[2])
+                for _, target in cache.inner_imports(symbols, info, unit)
+                if target is not None and target[2] in computed.get(target[1], ())
+            )
+        return found
 
     by_name: dict[tuple[str, str], list[int]] = {}
     for n, (info, unit) in enumerate(units):
-        for name in unit.binds:
+        names = unit.binds
+        if unit.binds_computed and computed:
+            names = (*names, *computed.get(info.module, ()))
+        for name in names:
             by_name.setdefault((info.module, name), []).append(n)
     later = any(
         m > n

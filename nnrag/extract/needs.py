@@ -263,8 +263,8 @@ class UnitScanner:
         for load, chains in ((True, unit.load_reads), (False, unit.call_reads)):
             for chain in chains:
                 parts = chain.split(".")
-                if parts[0] == "__all__":
-                    continue
+                if parts[0] == "__all__" and not (load and unit.binds_computed):
+                    continue  # the block file has its own; a loop that binds names extends it
                 resolved = symbols.lookup(
                     info,
                     parts,

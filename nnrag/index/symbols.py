@@ -117,6 +117,10 @@ class Symbols:
             self._binders[key] = table
         return table
 
+    def computed_binders(self, info: ModuleInfo) -> tuple[Unit, ...]:
+        """The units of ``info`` that bind module names by computed keys, in file order."""
+        return tuple(u for u in info.units if u.binds_computed and not u.type_checking)
+
     def exports(self, info: ModuleInfo) -> frozenset[str]:
         """Names ``from info import *`` binds: ``__all__``, else public bound names (+ stars)."""
         key = (info.source, info.module)
@@ -273,6 +277,9 @@ class Symbols:
                 return self._module(sub, rest, prefer=info.source, binding=None, where=None)
         if top and name in BUILTINS:
             return Resolution(kind="builtin", name=name)
+        computed = self.computed_binders(info)
+        if computed and (info.all_names is None or name in info.all_names):
+            return Resolution(kind="definition", name=name, module=info, units=computed)
         for star in reversed(info.star_imports):
             if self._indexed(star, info.source) is None and not self._internal(star):
                 binding = ImportBinding(name="*", module=star, attr="*")

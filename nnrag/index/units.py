@@ -291,6 +291,7 @@ def _units(walker: ModuleBindings, tree: ast.Module, lines: list[str]) -> tuple[
                 type_checking=type_checking,
                 assigns=tuple(sorted(facts.assigns)),
                 rebinds=tuple(sorted(facts.rebinds)),
+                binds_computed=facts.computed,
                 local_imports=tuple(facts.local_imports),
                 local_reads=tuple(sorted(facts.local_reads)),
             )

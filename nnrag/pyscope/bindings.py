@@ -15,6 +15,7 @@ from nnrag.pyscope.scopes import (
     build_scopes,
     is_type_checking,
 )
+from nnrag.pyscope.tree import dotted
 
 __all__ = ["ModuleBindings", "UnitBindings", "is_type_checking"]
 
@@ -45,6 +46,8 @@ class UnitBindings:
     """Chains read through a name a local import binds, with that import's line."""
     classes: list[ast.ClassDef] = field(default_factory=list)
     """Module-level ``class`` statements (at any depth of ``if``/``try``)."""
+    computed: bool = False
+    """The unit binds module names by keys it computes (``globals()[name] = ...``)."""
 
     def annotation_only(self) -> tuple[str, ...]:
         """Chains this unit reads only in annotations Python never evaluates."""
@@ -63,6 +66,7 @@ class UnitBindings:
         self.local_imports += other.local_imports
         self.local_reads |= other.local_reads
         self.classes += other.classes
+        self.computed = self.computed or other.computed
 
 
 class ModuleBindings:
@@ -85,6 +89,8 @@ class ModuleBindings:
         self._collect_bindings(scopes)
         scopes.release()  # freed now, not by a later garbage collection
         self._collect_all(tree.body)
+        for facts, statement in zip(self._statements, tree.body, strict=True):
+            facts.computed = binds_computed_names(statement)
 
     def unit(self, first: int, last: int) -> UnitBindings:
         """What top-level statements ``first`` to ``last`` (inclusive) bind and read."""
@@ -273,6 +279,56 @@ class ModuleBindings:
             self._all = names
         else:
             self._all.extend(names)
+
+
+_NAMESPACES = frozenset({"globals", "locals", "vars"})
+"""Calls that return the module's namespace at module level (``globals`` anywhere)."""
+
+
+def binds_computed_names(statement: ast.stmt) -> bool:
+    """Whether a top-level statement writes module names by keys it computes: an item of
+    ``globals()`` (of ``locals()`` or ``vars()`` outside functions, where they are the
+    module's namespace) assigned or updated, or ``setattr(sys.modules[__name__], ...)``.
+    A loop that wraps each class of another module (``for name, cls in ...: globals()[name]
+    = wrap(cls)``) binds names no list of its module holds."""
+    pending: list[tuple[ast.AST, bool]] = [(statement, False)]
+    while pending:
+        node, in_function = pending.pop()
+        if _writes_namespace(node, in_function):
+            return True
+        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return False
+
+
+def _writes_namespace(node: ast.AST, in_function: bool) -> bool:
+    if isinstance(node, ast.Assign | ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(
+            isinstance(t, ast.Subscript) and _namespace_call(t.value, in_function) for t in targets
+        )
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in {"update", "setdefault"}:
+        return _namespace_call(func.value, in_function)
+    if isinstance(func, ast.Name) and func.id == "setattr" and node.args:
+        owner = node.args[0]
+        return (
+            isinstance(owner, ast.Subscript)
+            and dotted(owner.value) == "sys.modules"
+            and isinstance(owner.slice, ast.Name)
+            and owner.slice.id == "__name__"
+        )
+    return False
+
+
+def _namespace_call(node: ast.expr, in_function: bool) -> bool:
+    """``globals()``, or ``locals()``/``vars()`` where they are the module's namespace."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args):
+        return False
+    name = node.func.id
+    return name == "globals" or (name in _NAMESPACES and not in_function)
 
 
 def _import_line(scope: Scope, name: str, order: int) -> int:

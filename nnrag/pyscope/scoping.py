@@ -315,7 +315,9 @@ class _NameChecker:
     def _check_all(self) -> None:
         if "__getattr__" in self.final:
             return  # a module __getattr__ (PEP 562) may provide any exported name lazily
-        for index, statement in enumerate(self.tree.body):
+        body = self.tree.body
+        first = _last_all_assignment(body)  # it replaced every earlier list: only it counts
+        for index, statement in enumerate(body[first:], start=first):
             target: ast.expr | None = None
             value: ast.expr | None = None
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
@@ -339,3 +341,19 @@ class _NameChecker:
                 self.findings.append(
                     diagnostic("NNR104", line=line, col=element.col_offset + 1, name=name)
                 )
+
+
+def _last_all_assignment(body: list[ast.stmt]) -> int:
+    """Position of the last statement of ``body`` that assigns ``__all__`` a new value (not
+    ``+=``), else 0."""
+    for position in range(len(body) - 1, -1, -1):
+        statement = body[position]
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets = [statement.target]
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return position
+    return 0

@@ -19,6 +19,7 @@ import pytest
 from nnrag.extract.block import extract
 from nnrag.index.build import Index, index_tree, index_trees
 from nnrag.model import DEFAULT_EXTERN, BlockRef, Extracted, SourceSpec
+from nnrag.pyscope.bindings import binds_computed_names
 from nnrag.report import format_diagnostic
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
@@ -156,6 +157,18 @@ def _reads(stmt: ast.stmt) -> set[str]:
     return names
 
 
+def _reads_namespace_constant(stmt: ast.stmt) -> bool:
+    """``globals()["name"]`` in ``stmt``: what a statement that binds names by computed keys
+    (a loop over another module's classes) bound."""
+    return any(
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func) == "globals"
+        and isinstance(node.slice, ast.Constant)
+        for node in ast.walk(stmt)
+    )
+
+
 def _mutated(stmt: ast.stmt) -> set[str]:
     """Objects a statement changes at load time: ``@X.register``, a bare ``X.add(...)``, a
     bare call handed ``X`` (``fill(X)``), or an object constructed with ``parent=X`` (a child
@@ -214,6 +227,8 @@ def test_no_bloat(name: str) -> None:
             reached.add(position)
             for read in _reads(units[position]):
                 todo.extend(binders.get(read, []))
+            if _reads_namespace_constant(units[position]):  # ``X = globals()["X"]``
+                todo.extend(p for p, stmt in enumerate(units) if binds_computed_names(stmt))
             names = _bound(units[position])  # registrations into a reached object come with it
             todo.extend(p for p, stmt in enumerate(units) if _mutated(stmt) & names)
         # a namespace read by a formatted key (``globals()[f"act_{name}"]``) reaches the

@@ -445,6 +445,25 @@ def test_all_entries_must_exist() -> None:
     assert "'Ghost'" in found[0].message
 
 
+def test_only_the_last_all_assignment_is_checked() -> None:
+    """An inlined module's own ``__all__`` list, replaced by the block's at the end of the
+    file, exports nothing: its entries are not the block's; a ``+=`` after the last
+    assignment still is."""
+    text = block(
+        """
+        __all__ = ["Ghost"]
+
+        class Block:
+            pass
+
+        __all__ = ["Block"]
+        __all__ += ["Phantom"]
+        """
+    )
+    found = check_code(text, filename="b.py")
+    assert [(f.code, f.line) for f in found] == [("NNR104", body_line(text, "Phantom"))]
+
+
 def test_builtins_and_module_dunders_resolve() -> None:
     text = block("print(len(__file__), __name__, __doc__, NotImplemented, __debug__)\n")
     assert codes(text) == []

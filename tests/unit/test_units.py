@@ -979,3 +979,27 @@ def test_names_a_function_rebinds_at_run_time_are_marked() -> None:
     scoped = unit(info, "Scoped")
     assert scoped.rebinds == ()
     assert "FLAG" in scoped.binds
+
+
+@pytest.mark.parametrize(
+    ("statement", "computed"),
+    [
+        ("for n in names:\n    globals()[n] = make(n)", True),
+        ("for n in names:\n    locals()[n] = make(n)", True),
+        ("globals().update({n: make(n) for n in names})", True),
+        ("vars()[name] = 1", True),
+        ("setattr(sys.modules[__name__], name, 1)", True),
+        ("def add(n):\n    globals()[n] = make(n)", True),  # binds whenever it runs
+        ("def add(n):\n    locals()[n] = make(n)", False),  # the function's own locals
+        ("table[name] = 1", False),
+        ("found = globals()[name]", False),  # a read
+    ],
+)
+def test_statements_that_bind_names_by_computed_keys_are_marked(
+    statement: str, computed: bool
+) -> None:
+    import ast
+
+    from nnrag.pyscope.bindings import binds_computed_names
+
+    assert binds_computed_names(ast.parse(statement).body[0]) is computed

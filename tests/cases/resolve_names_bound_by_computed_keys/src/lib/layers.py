@@ -1,0 +1,16 @@
+import torch
+from torch import nn
+
+from lib import acts
+from lib.functional import Sigmoid
+
+
+class Gate(nn.Module):
+    def __init__(self, dim: int = 4):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.gate = Sigmoid()
+        self.act = acts.ReLU()
+
+    def forward(self, x):
+        return self.act(self.proj(x)) * self.gate(x)
