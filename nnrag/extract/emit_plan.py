@@ -327,7 +327,7 @@ def load_order(
     by_name: dict[tuple[str, str], list[int]] = {}
     for n, (info, unit) in enumerate(units):
         names = unit.binds
-        if unit.binds_computed and computed:
+        if computed and unit.binds_computed:
             names = (*names, *computed.get(info.module, ()))
         for name in names:
             by_name.setdefault((info.module, name), []).append(n)
