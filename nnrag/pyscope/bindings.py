@@ -90,7 +90,11 @@ class ModuleBindings:
         scopes.release()  # freed now, not by a later garbage collection
         self._collect_all(tree.body)
         for facts, statement in zip(self._statements, tree.body, strict=True):
-            facts.computed = binds_computed_names(statement)
+            # only a statement that reads one of those builtins can be one (a cheap filter:
+            # most statements never do, and walking every tree again is not free)
+            roots = {chain.partition(".")[0] for chain in facts.load | facts.calls}
+            if roots & _NAMESPACE_WRITERS:
+                facts.computed = binds_computed_names(statement)
 
     def unit(self, first: int, last: int) -> UnitBindings:
         """What top-level statements ``first`` to ``last`` (inclusive) bind and read."""
@@ -283,6 +287,7 @@ class ModuleBindings:
 
 _NAMESPACES = frozenset({"globals", "locals", "vars"})
 """Calls that return the module's namespace at module level (``globals`` anywhere)."""
+_NAMESPACE_WRITERS = _NAMESPACES | {"setattr"}
 
 
 def binds_computed_names(statement: ast.stmt) -> bool:
