@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from nnrag.check.static import Importer
     from nnrag.model import Diagnostic
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.I)
 _CODE = re.compile(r"^[A-Z]+[0-9]*$")
 
 
@@ -64,15 +63,6 @@ def _codes(text: str) -> tuple[str, ...]:
     return codes
 
 
-def suppressed(line: str, code: str) -> bool:
-    """Whether ``line`` carries ``# noqa`` (every code) or ``# noqa: CODE[, CODE]`` for ``code``."""
-    match = _NOQA.search(line)
-    if match is None:
-        return False
-    listed = match.group("codes")
-    return listed is None or code in {c.strip().upper() for c in listed.split(",")}
-
-
 def kept(
     findings: Iterable[Diagnostic],
     lines: Sequence[str],
@@ -81,13 +71,13 @@ def kept(
     ignore: Sequence[str],
 ) -> list[Diagnostic]:
     """The findings left after ``--select``/``--ignore`` (code prefixes) and ``# noqa``."""
+    from nnrag.diagnostics import unsuppressed
+
     result = []
-    for finding in findings:
+    for finding in unsuppressed(findings, lines):
         if select is not None and not finding.code.startswith(tuple(select)):
             continue
         if ignore and finding.code.startswith(tuple(ignore)):
-            continue
-        if 1 <= finding.line <= len(lines) and suppressed(lines[finding.line - 1], finding.code):
             continue
         result.append(finding)
     return result

@@ -45,6 +45,10 @@ NNR503   native-op         closed     resolve   a static import of a compiled ex
 NNR504   dynamic-registry  closed     resolve   a lookup by a key computed at run time (a registry,
                                                 ``getattr(module, name)``, ``importlib``)
 NNR505   resource-file     closed     resolve   a file read relative to the module (``__file__``)
+NNR506   runtime-error     closed     resolve   a name read in a function that its own module binds
+                                                nowhere: the original raises ``NameError`` where
+                                                that line runs, and so does the block (kept as
+                                                written, the line marked ``# noqa: NNR101``)
 NNR509   internal-error    closed     resolve   nnrag could not rewrite a unit (kept as written)
 =======  ================  =========  ========  ==============================================
 
@@ -58,7 +62,8 @@ spec, the ``closed`` stage). Only the blocking categories
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
@@ -68,11 +73,14 @@ from nnrag.model import Category, Diagnostic, Stage
 __all__ = [
     "CLOSURE_CODES",
     "CODES",
+    "NOQA_COMMENT",
     "Code",
     "closure_problem",
     "diagnostic",
     "restore",
     "split_location",
+    "suppressed",
+    "unsuppressed",
 ]
 
 Origin = Literal["check", "index", "resolve"]
@@ -228,6 +236,7 @@ CODES: Mapping[str, Code] = _codes(
     ("NNR503", "native-op", "closed", "resolve", "{detail}"),
     ("NNR504", "dynamic-registry", "closed", "resolve", "{detail}"),
     ("NNR505", "resource-file", "closed", "resolve", "{detail}"),
+    ("NNR506", "runtime-error", "closed", "resolve", "{detail}"),
     ("NNR509", "internal-error", "closed", "resolve", "could not rewrite unit: {detail}"),
 )
 """Every code nnrag emits (the table in this module's docstring)."""
@@ -336,3 +345,31 @@ def closure_problem(
         dependency_path=dependency_path,
         detail=message,
     )
+
+
+# -- noqa ------------------------------------------------------------------------------------
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.I)
+
+NOQA_COMMENT = "  # noqa: NNR101"
+"""What nnrag appends to a line that reads a name the original module binds nowhere either
+(the block keeps the read as written, as the original runs it)."""
+
+
+def suppressed(line: str, code: str) -> bool:
+    """Whether ``line`` carries ``# noqa`` (every code) or ``# noqa: CODE[, CODE]`` for ``code``."""
+    match = _NOQA.search(line)
+    if match is None:
+        return False
+    listed = match.group("codes")
+    return listed is None or code in {c.strip().upper() for c in listed.split(",")}
+
+
+def unsuppressed(findings: Iterable[Diagnostic], lines: Sequence[str]) -> list[Diagnostic]:
+    """The findings whose line (1-based, in ``lines``) carries no ``# noqa`` for their code."""
+    return [
+        finding
+        for finding in findings
+        if not 1 <= finding.line <= len(lines)
+        or not suppressed(lines[finding.line - 1], finding.code)
+    ]

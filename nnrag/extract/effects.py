@@ -15,7 +15,7 @@ from nnrag.model import Category, ImportBinding, ModuleInfo, Unit
 if TYPE_CHECKING:
     from nnrag.index.build import Index
 
-__all__ = ["Effect", "Located", "SortKey", "UnitEffect"]
+__all__ = ["Effect", "Located", "SortKey", "UnitEffect", "unbound_in_source"]
 
 SortKey = tuple[str, str, int, int]
 """(source, module, first line, unit index): file order."""
@@ -65,6 +65,22 @@ class Effect:
     imported: tuple[tuple[UnitKey, str], ...] = ()
     """Classes and functions among ``deps`` only imported under a guard, with the name the
     import binds in the unit's module (a stand-in does until the closure reads that name)."""
+
+
+def unbound_in_source(info: ModuleInfo, name: str, found: Resolution, *, load: bool) -> bool:
+    """Whether ``name``, read by code of ``info`` only when a function runs, is bound nowhere
+    in ``info`` itself (nothing binds it, no star import could): the original module imports
+    and raises ``NameError`` only where that read runs (a name a branch of research code
+    never imports), so the block keeps the read as the original has it."""
+    return (
+        not load
+        and found.kind == "missing"
+        and found.reason == "unresolved"
+        and found.name == name
+        and found.module is not None
+        and (found.module.source, found.module.module) == (info.source, info.module)
+        and not info.star_imports
+    )
 
 
 class UnitEffect:
@@ -157,6 +173,15 @@ class UnitEffect:
             if not use.line:  # the chain denotes the module object itself: it escapes
                 self.references.append(((info.module, use.prefix), (found.module.module, "")))
                 self._module_object((info, use.chain), found.module, (), load=use.load)
+        elif found.kind == "missing" and unbound_in_source(info, use.root, found, load=use.load):
+            self._problem(
+                "runtime-error",
+                f"name {use.root!r} is bound nowhere in {info.path}, the original module: the "
+                "block keeps the read as written and raises NameError where it runs, as the "
+                "original does",
+                name=use.root,
+                line=use.line,
+            )
         elif found.kind == "missing":
             self._missing(use.chain, found, name=use.root, line=use.line)
 

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import re
 import tempfile
+import tokenize
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnrag.blockfile.header import body_digest
-from nnrag.diagnostics import diagnostic
+from nnrag.diagnostics import NOQA_COMMENT, diagnostic, suppressed
 from nnrag.errors import InternalError
 from nnrag.extract.dynimport import (
     DUNDER_SHIM,
@@ -39,6 +41,7 @@ from nnrag.extract.dynimport import (
     served_imports,
     shim_for,
 )
+from nnrag.extract.effects import unbound_in_source
 from nnrag.extract.emit_cache import IndexCache, cache_for
 from nnrag.extract.emit_header import (
     external_requirements,
@@ -73,6 +76,7 @@ from nnrag.model import (
 
 if TYPE_CHECKING:
     from nnrag.index.build import Index
+    from nnrag.index.symbols import Symbols
 
 
 def emit(index: Index, closure: Closure) -> Extracted:
@@ -196,6 +200,8 @@ def _unit_chunks(
     unregistered = set(closure.unregistered)
     served: list[ByName] = []
     symbols = symbols_for(index)
+    # files with a read of a name the original binds nowhere either
+    unbound_files = {p.path for p in closure.problems if p.code == "NNR506"}
 
     def is_source(name: str) -> bool:
         return index.source_of_module(name) is not None
@@ -219,6 +225,8 @@ def _unit_chunks(
             rewrites.get(id(unit)),
             stringify=(info.module in lazy and not all_lazy),
         )
+        if info.path in unbound_files:
+            chunk = _marked_unbound(chunk, _unbound_reads(symbols, info, unit))
         chunk = _registry_fixed(registries, info, unit, chunk)
         tree = functools.partial(scanner.tree, info, unit)
         by_name = served_imports(chunk, tree, is_source)  # the chunk keeps the callee's name
@@ -254,6 +262,38 @@ def _unit_chunks(
     if any(f"@{KEEP_NAME}(" in chunk for chunk in chunks):
         chunks.insert(0, KEEP_NAME_CHUNK)
     return chunks
+
+
+def _unbound_reads(symbols: Symbols, info: ModuleInfo, unit: Unit) -> frozenset[str]:
+    """The names ``unit`` reads in its functions that its module binds nowhere (NNR506)."""
+    roots = {chain.partition(".")[0] for chain in unit.call_reads}
+    return frozenset(
+        root
+        for root in roots
+        if unbound_in_source(info, root, symbols.lookup(info, [root]), load=False)
+    )
+
+
+def _marked_unbound(chunk: str, names: frozenset[str]) -> str:
+    """``chunk`` with ``# noqa: NNR101`` at the end of each line that reads one of ``names``
+    (the original binds them nowhere either: the block keeps the read as written); not on a
+    line that ends inside a string or with a backslash, where a comment cannot go."""
+    if not names:
+        return chunk
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(chunk).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return chunk
+    reading = {t.start[0] for t in tokens if t.type == tokenize.NAME and t.string in names}
+    inside = {
+        row for t in tokens if t.type == tokenize.STRING for row in range(t.start[0], t.end[0])
+    }
+    lines = chunk.split("\n")
+    for row in sorted(reading - inside):
+        line = lines[row - 1]
+        if not line.rstrip().endswith("\\") and not suppressed(line, "NNR101"):
+            lines[row - 1] = line.rstrip() + NOQA_COMMENT
+    return "\n".join(lines)
 
 
 def _with_computed(chunk: str, names: list[str]) -> str:

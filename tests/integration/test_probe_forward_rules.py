@@ -413,6 +413,27 @@ def test_an_input_a_message_names_as_integers_becomes_labels() -> None:
     assert named_integer(message, ["x", "y"], [preds, target], {}) is None
 
 
+def test_a_message_naming_the_dimensions_of_the_input_gives_its_rank() -> None:
+    """``shape = (batch, len)``, ``in the shape of (batch, freq_bins, timesteps)``: as many
+    dimensions as the message names (the first shape it gives)."""
+    image = tensor_spec([2, 32, 32, 32])
+    two = "ValueError: Only support input with shape = (batch, len) or shape = (len)"
+    assert repair(two, [image], P) == [tensor_spec([2, 32])]
+    three = "AssertionError: make sure your input is in the shape of (batch, bins, steps)"
+    fixed = repair(three, [image], P)
+    assert fixed is not None
+    assert len(fixed[0]["shape"]) == 3
+    assert repair(two, [tensor_spec([2, 32])], P) is None  # already that rank
+
+
+def test_a_signal_too_short_for_a_window_gets_more_samples() -> None:
+    """``Signal length shorter than reflect padding length (n_fft // 2)``: a batch of
+    signals 16 times as long, until 2**18 samples."""
+    short = "AssertionError: Signal length shorter than reflect padding length (n_fft // 2)."
+    assert repair(short, [tensor_spec([2, 32])], P) == [tensor_spec([2, 512])]
+    assert repair(short, [tensor_spec([2, 2**15])], P) is None
+
+
 def test_the_shape_repair_reaches_inputs_passed_by_keyword() -> None:
     """A same-shape check between the first input and a target given by keyword: the target
     takes the first input's shape; 0/1 label checks make it integer labels."""

@@ -860,8 +860,8 @@ def test_finding_format(code: str) -> None:
 
 
 def test_noqa_and_code_selection() -> None:
-    from nnrag.cli_check import kept, suppressed
-    from nnrag.diagnostics import restore
+    from nnrag.cli_check import kept
+    from nnrag.diagnostics import restore, suppressed
 
     assert suppressed("x = 1  # noqa", "NNR101")
     assert suppressed("x = 1  # noqa: NNR101, NNR203", "NNR203")

@@ -63,3 +63,20 @@ def test_the_statement_memo_is_emptied_past_its_limit(monkeypatch: pytest.Monkey
     assert len(memo.trees) == 3  # the import, the helper, the class
     assert compiled_statements() is not memo
     assert not compiled_statements().trees
+
+
+def test_a_line_marked_noqa_passes_the_closed_stage_as_in_nnrag_check() -> None:
+    """A read the block keeps as the original wrote it (a name bound nowhere, read in a
+    branch that may never run) carries ``# noqa: NNR101``: the closed stage honours it as
+    ``nnrag check`` does; another code on the line is still reported."""
+    marked = HELPER + MODULE.format("Marked", "nope") + ""
+    marked = marked.replace("return nope(x)", "return nope(x)  # noqa: NNR101")
+    reached, failed, _, _, _ = static_stages(
+        marked, filename="marked.py", source_packages=frozenset(), depth="closed"
+    )
+    assert (reached, failed) == ("closed", None)
+    other = marked.replace("# noqa: NNR101", "# noqa: NNR203")
+    _, failed, category, _, _ = static_stages(
+        other, filename="other.py", source_packages=frozenset(), depth="closed"
+    )
+    assert (failed, category) == ("closed", "unresolved-name")

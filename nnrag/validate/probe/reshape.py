@@ -414,11 +414,16 @@ def _unpack_long(m: re.Match[str], t: _Tried) -> object:
 
 @_rule(
     r"Kernel size can't be greater|Output size is too small|smaller than|too small"
-    r"|Padding size should be less"
+    r"|Padding size should be less|[Ss]ignal length shorter than"
 )
 def _too_small(m: re.Match[str], t: _Tried) -> object:
+    """Maps too small for the block's kernels or pooling: each side 4 times as long; a batch
+    of signals ``(batch, samples)`` too short for a transform's window (``n_fft // 2``
+    reflect padding): 16 times as many samples, up to 2**18."""
     if len(t.shape) >= 3 and t.shape[-1] < 224:
         return [*t.shape[:-2], *(s * 4 for s in t.shape[-2:])]
+    if len(t.shape) == 2 and t.shape[-1] * 16 <= 2**18:
+        return [t.shape[0], t.shape[-1] * 16]
     return None
 
 
@@ -429,6 +434,14 @@ def _too_small(m: re.Match[str], t: _Tried) -> object:
 def _indices(m: re.Match[str], t: _Tried) -> object:
     t.spec.update(dtype="int64", high=10)
     return _Args([t.spec, *t.args[1:]])
+
+
+@_rule(r"\binput\b[^()]*?\bshape\b[^()]*?\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)")
+def _named_dimensions(m: re.Match[str], t: _Tried) -> object:
+    """``Only support input with shape = (batch, len)``, ``make sure your input is in the
+    shape of (batch, freq_bins, timesteps)``: the rank is the number of dimensions named
+    (the first shape the message names)."""
+    return reshape_rank(t.shape, len(m.group(1).split(",")), t.profile)
 
 
 def token_count(shape: list[int], got: int, want: int) -> list[int] | None:

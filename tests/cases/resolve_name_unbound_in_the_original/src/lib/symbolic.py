@@ -1,0 +1,12 @@
+import torch
+
+
+def fit_symbol(values, var=None):
+    """Research code: one branch reads a class its module never imports."""
+    if var is None:
+        return values.sum()
+    elif type(var[0]) == Symbol:
+        return var
+    raise ParameterError(
+        f"unexpected {var!r}"
+    )
