@@ -84,8 +84,10 @@ TOY = textwrap.dedent(
 
 
     class Unclosed(nn.Module):
+        helper = not_defined_anywhere  # read as the class body runs: not closed
+
         def forward(self, x):
-            return not_defined_anywhere(x)
+            return self.helper(x)
     '''
 )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 LAYERS = '''\
-"""Two blocks: one closes, one reads a name that exists nowhere."""
+"""Two blocks: one closes, one reads (as its class body runs) a name that exists nowhere."""
 import torch
 from torch import nn
 
@@ -30,8 +30,10 @@ class Good(nn.Module):
 
 
 class Broken(nn.Module):
+    helper = undefined_helper  # read as the class body runs: the block is not closed
+
     def forward(self, x):
-        return undefined_helper(x)
+        return self.helper(x)
 '''
 
 OTHER = """\

@@ -20,8 +20,10 @@ class Good(nn.Module):
 
 
 class Broken(nn.Module):
+    helper = undefined_helper  # bound nowhere, read as the class body runs: not closed
+
     def forward(self, x):
-        return undefined_helper(x)
+        return self.helper(x)
 """
 
 

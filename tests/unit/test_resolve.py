@@ -449,16 +449,18 @@ def test_problems_have_categories_paths_and_locations(tmp_path: Path) -> None:
         "dynamic-registry",
         "native-op",
         "resource-file",
+        "runtime-error",
         "source-import",
-        "unresolved-name",
     ]
     assert closure.namespaces == {"p.layers": ()}
     lookup = next(p for p in closure.problems if "getattr(layers" in p.message)
     assert lookup.dependency_path == ("Net", "dynamic")
-    unresolved = next(p for p in closure.problems if p.category == "unresolved-name")
-    assert unresolved.dependency_path == ("Net", "helper")
-    assert "missing_name" in unresolved.message
-    assert unresolved.location == "p/util.py:18:12"
+    # read in a function, bound nowhere in its module: the original raises NameError there
+    unbound = next(p for p in closure.problems if p.category == "runtime-error")
+    assert unbound.code == "NNR506"
+    assert unbound.dependency_path == ("Net", "helper")
+    assert "missing_name" in unbound.message
+    assert unbound.location == "p/util.py:18:12"
     resource = next(p for p in closure.problems if p.category == "resource-file")
     assert resource.dependency_path == ("Net", "data_path")
     assert resource.location.startswith("p/util.py:12:")
