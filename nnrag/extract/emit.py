@@ -202,6 +202,12 @@ def _unit_chunks(
     symbols = symbols_for(index)
     # files with a read of a name the original binds nowhere either
     unbound_files = {p.path for p in closure.problems if p.code == "NNR506"}
+    # per module, the last unit that binds names by computed keys: the names are bound after it
+    last_computed = {
+        info.module: position
+        for position, (info, unit) in enumerate(plan.units)
+        if unit.binds_computed
+    }
 
     def is_source(name: str) -> bool:
         return index.source_of_module(name) is not None
@@ -242,7 +248,7 @@ def _unit_chunks(
         if (info.source, info.module, unit.index) in unregistered:
             chunk = _without_registering(plan, info, chunk)
         chunk = augmented_preludes(cache, symbols, plan, info, unit, tree=tree) + chunk
-        if unit.binds_computed and plan.computed.get(info.module):
+        if last_computed.get(info.module) == position and plan.computed.get(info.module):
             chunk = _with_computed(chunk, plan.computed[info.module])
         # not when the calls were in methods left out
         if by_name and (f"{SHIM}(" in chunk or f"{DUNDER_SHIM}(" in chunk):
@@ -297,10 +303,10 @@ def _marked_unbound(chunk: str, names: frozenset[str]) -> str:
 
 
 def _with_computed(chunk: str, names: list[str]) -> str:
-    """``chunk``, a unit that binds module names by computed keys (``globals()[name] = ...``),
-    followed by a statement binding each of ``names`` the block needs from ``globals()``: the
-    file says where they come from, and an import fails at once if the unit did not bind one.
-    """
+    """``chunk``, the last unit of its module that binds module names by computed keys
+    (``globals()[name] = ...``), followed by a statement binding each of ``names`` the block
+    needs from ``globals()``: the file says where they come from, and an import fails at once
+    if no such unit bound one."""
     bound = "\n".join(f'{name} = globals()["{name}"]' for name in names)
     note = "# nnrag: names the statement above binds by computed keys"
     return f"{chunk.rstrip()}\n{note}\n{bound}\n"

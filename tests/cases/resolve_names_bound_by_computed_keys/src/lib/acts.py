@@ -26,3 +26,7 @@ for _name in ("ReLU", "Sigmoid", "Tanh"):
     __all__.append(_name)
 
 __all__ = sorted(set(__all__))
+
+# A second loop of the same module: the names are bound once both have run.
+for _name in ("Hardtanh",):
+    globals().update({_name: type(_name, (getattr(nn, _name), Tagged), {})})

@@ -11,6 +11,7 @@ class Gate(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.gate = Sigmoid()
         self.act = acts.ReLU()
+        self.clip = acts.Hardtanh()
 
     def forward(self, x):
-        return self.act(self.proj(x)) * self.gate(x)
+        return self.clip(self.act(self.proj(x)) * self.gate(x))
