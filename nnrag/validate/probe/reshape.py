@@ -99,12 +99,18 @@ def float_targets(args: list[Any]) -> list[Any] | None:
     return None if changed == args[1:] else [args[0], *changed]
 
 
+def zero_one(spec: dict[str, Any], dtype: str = "int64") -> dict[str, Any]:
+    """A tensor spec of ``spec``'s shape holding 0/1 values of ``dtype`` (labels of two
+    classes, the fewest any task has)."""
+    return {"shape": list(spec["shape"]), "dtype": dtype, "high": 2}
+
+
 def binary_targets(args: list[Any], dtype: str = "int64") -> list[Any] | None:
     """The inputs with every float tensor after the first as 0/1 values of ``dtype``
     (multi-hot targets, where a loss's ``log(1 - p)`` or ``pow(1 - pt, gamma)`` of any other
     value is not finite; floats for a loss on logits); ``None`` when there is none."""
     changed = [
-        {"shape": list(a["shape"]), "dtype": dtype, "high": 2}
+        zero_one(a, dtype)
         if isinstance(a, dict) and a.get("dtype") == "float32" and "shape" in a
         else a
         for a in args[1:]
@@ -554,8 +560,7 @@ def named_integer(
     spec = _named_input(name, names, args, kwargs)
     if spec is None or not str(spec["dtype"]).startswith("float"):
         return None
-    labels = {"shape": list(spec["shape"]), "dtype": "int64", "high": 2}
-    return _with_named(name, names, args, kwargs, labels)
+    return _with_named(name, names, args, kwargs, zero_one(spec))
 
 
 def _named_input(
