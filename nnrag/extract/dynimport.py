@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nnrag.extract.syntax import dotted
+from nnrag.extract.syntax import dotted, handed_strings
 
 if TYPE_CHECKING:
     from nnrag.extract.emit_cache import Entity
@@ -58,7 +58,9 @@ __all__ = [
     "import_by_name",
     "native_chunk",
     "native_namespaces",
+    "serve_handed_names",
     "serve_imports",
+    "serve_module_doc",
     "serve_module_file",
     "serve_native_ops",
     "served_imports",
@@ -488,6 +490,51 @@ def serve_module_file(chunk: str, module: str) -> str:
         and node.end_lineno is not None
         and node.end_col_offset is not None
     ]
+    return _replaced(chunk, spans) if spans else chunk
+
+
+def serve_module_doc(chunk: str, doc: str | None) -> str:
+    """``chunk`` (a unit of a module whose docstring is ``doc``) with its load-time reads of
+    ``__doc__`` replaced by that docstring: in the block file ``__doc__`` is the file's own
+    (``_template = __doc__`` then ``_template.format(...)`` needs the module's)."""
+    tree = _parsed(chunk) if "__doc__" in chunk else None
+    if tree is None:
+        return chunk
+    spans: list[Span] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # run later, or in a class body whose ``__doc__`` is the class's
+        if (
+            isinstance(node, ast.Name)
+            and node.id == "__doc__"
+            and isinstance(node.ctx, ast.Load)
+            and node.end_lineno is not None
+            and node.end_col_offset is not None
+        ):
+            text = repr(doc)
+            spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))
+        pending.extend(ast.iter_child_nodes(node))
+    return _replaced(chunk, spans) if spans else chunk
+
+
+def serve_handed_names(chunk: str, flat: Mapping[str, str]) -> str:
+    """``chunk`` with each string it hands on with ``__name__`` (``register("jitter",
+    __name__, "JITTER")``, :func:`~nnrag.extract.syntax.handed_strings`) spelling the block
+    file's name of the definition: ``flat`` maps the names of the unit's module that the
+    block file renamed (``JITTER`` -> ``JITTER_2``)."""
+    tree = _parsed(chunk) if "__name__" in chunk else None
+    if tree is None:
+        return chunk
+    spans: list[Span] = []
+    for handed, value, _ in handed_strings(tree):
+        first, dot, rest = handed.partition(".")
+        if first in flat and value.end_lineno is not None and value.end_col_offset is not None:
+            text = repr(flat[first] + dot + rest)
+            spans.append(
+                (value.lineno, value.col_offset, value.end_lineno, value.end_col_offset, text)
+            )
     return _replaced(chunk, spans) if spans else chunk
 
 

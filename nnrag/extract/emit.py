@@ -35,7 +35,9 @@ from nnrag.extract.dynimport import (
     ByName,
     native_chunk,
     native_namespaces,
+    serve_handed_names,
     serve_imports,
+    serve_module_doc,
     serve_module_file,
     serve_native_ops,
     served_imports,
@@ -209,6 +211,11 @@ def _unit_chunks(
         if unit.binds_computed
     }
 
+    renamed: dict[str, dict[str, str]] = {}  # module -> its names the file spells otherwise
+    for entity, name in plan.flat.items():
+        if entity[0] == "def" and entity[2] != name:
+            renamed.setdefault(entity[1], {})[entity[2]] = name
+
     def is_source(name: str) -> bool:
         return index.source_of_module(name) is not None
 
@@ -234,6 +241,12 @@ def _unit_chunks(
         if info.path in unbound_files:
             chunk = _marked_unbound(chunk, _unbound_reads(symbols, info, unit))
         chunk = _registry_fixed(registries, info, unit, chunk)
+        if "__name__" in chunk and info.module in renamed:
+            chunk = serve_handed_names(chunk, renamed[info.module])
+        if "__doc__" in chunk and not any(
+            "__doc__" in u.binds and "__doc__" not in u.rebinds for u in info.units
+        ):  # a module that sets its ``__doc__`` as it loads reads the value it set
+            chunk = serve_module_doc(chunk, cache.docstring(info))
         tree = functools.partial(scanner.tree, info, unit)
         by_name = served_imports(chunk, tree, is_source)  # the chunk keeps the callee's name
         if by_name:

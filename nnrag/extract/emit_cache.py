@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import itertools
@@ -46,6 +47,7 @@ class IndexCache:
         self._units: dict[tuple[str, str, int], tuple[ModuleInfo, Unit]] = {}
         self._chunks: dict[tuple[str, str, int], str] = {}
         self._shared: dict[tuple[str, str], bool] = {}
+        self._docstrings: dict[tuple[str, str], str | None] = {}
         self._builtins: dict[tuple[str, str, int], tuple[str, ...]] = {}
         self._inner: dict[tuple[str, str, int], tuple[tuple[tuple[str, str], Entity | None], ...]]
         self._inner = {}
@@ -257,6 +259,17 @@ class IndexCache:
             found = any(a[1] >= b[0] for a, b in itertools.pairwise(spans))
             self._shared[key] = found
         return found
+
+    def docstring(self, info: ModuleInfo) -> str | None:
+        """The docstring of module ``info`` as written (``None``: it has none)."""
+        key = (info.source, info.module)
+        if key not in self._docstrings:
+            try:
+                tree = ast.parse(self.index.text(info))
+            except SyntaxError:
+                tree = None
+            self._docstrings[key] = None if tree is None else ast.get_docstring(tree, clean=False)
+        return self._docstrings[key]
 
     def reads(self, symbols: Symbols, info: ModuleInfo, unit: Unit) -> tuple[Read, ...]:
         """What each chain ``unit`` reads denotes: ``(prefix, entity, is_load)``, resolved

@@ -96,6 +96,8 @@ def assign_flat_names(
     for entity in _computed_names(cache, symbols, plan):
         claim(entity, entity[2])  # bound by its own name at run time: it cannot be renamed
         plan.computed.setdefault(entity[1], []).append(entity[2])
+    for entity in _names_looked_up(index, plan):
+        claim(entity, entity[2])  # found by a string that spells it: first come keeps it
     roots = itertools.chain.from_iterable(cache.builtins(symbols, i, u) for i, u in plan.units)
     for root in dict.fromkeys(roots):  # first read first, each once
         claim(("builtin", root), root)
@@ -162,6 +164,20 @@ def _computed_names(cache: IndexCache, symbols: Symbols, plan: EmitPlan) -> list
                 continue
             if entity[2] not in symbols.binders(computed[entity[1]]):
                 found[entity] = None
+    return list(found)
+
+
+def _names_looked_up(index: Index, plan: EmitPlan) -> list[Entity]:
+    """The definitions of the inlined units' modules that a unit looks up by a string
+    (:meth:`~nnrag.extract.needs.UnitScanner.namespace_names`): renamed, the string would
+    find another definition or none."""
+    scanner = scanner_for(index)
+    defined = {(info.module, name) for info, unit in plan.units for name in unit.binds}
+    found: dict[Entity, None] = {}
+    for info, unit in plan.units:
+        for name, _ in scanner.namespace_names(info, unit):
+            if (info.module, name) in defined:
+                found[("def", info.module, name)] = None
     return list(found)
 
 

@@ -14,6 +14,7 @@ from nnrag.extract.stored import init_keeps, loaded_attributes, stored_names
 from nnrag.extract.syntax import (
     assigns_a_call,
     dotted,
+    handed_names,
     lookups_only,
     mutates,
     namespace_keys,
@@ -311,27 +312,30 @@ class UnitScanner:
         return result
 
     def namespace_names(self, info: ModuleInfo, unit: Unit) -> list[tuple[str, bool]]:
-        """(name, read at load time) of the definitions of ``unit``'s module that a namespace
-        read by a partly constant key in ``unit`` can look up (``globals()[f"emulate_int{bits}_
-        {method}"]``: every ``emulate_int*_*`` definition), so that the closure carries them."""
-        if not {"globals", "vars"} & {
-            c.split(".", 1)[0] for c in (*unit.load_reads, *unit.call_reads)
-        }:
-            return []
-        tree = self.tree(info, unit)
+        """(name, read at load time) of the definitions of ``unit``'s module that ``unit``
+        can look up by a string, so that the closure carries them: a namespace read by a
+        partly constant key (``globals()[f"emulate_int{bits}_{method}"]``: every
+        ``emulate_int*_*`` definition), and a string handed on with the module's name
+        (``register("jitter", __name__, "JITTER")``: ``JITTER``)."""
+        patterned = bool({"globals", "vars"} & self.read_roots(unit))
+        handed = "__name__" in self.spoken(info, unit)
+        tree = self.tree(info, unit) if patterned or handed else None
         if tree is None:
             return []
-        defined = [
+        defined = {
             name
             for other in info.units
             if other.kind in ("def", "class", "assign")
             for name in other.binds
-        ]
+        }
         found: dict[str, bool] = {}
-        for pattern, load in namespace_keys(tree):
-            for name in defined:
+        for pattern, load in namespace_keys(tree) if patterned else ():
+            for name in sorted(defined):
                 if pattern.fullmatch(name) and name not in unit.binds:
                     found[name] = found.get(name, False) or load
+        for name, load in handed_names(tree) if handed else ():
+            if name in defined and name not in unit.binds:
+                found[name] = found.get(name, False) or load
         return sorted(found.items())
 
     def dead_imports(

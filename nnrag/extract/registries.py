@@ -14,7 +14,11 @@ One mechanism for every flavour, driven by the pattern, not by names of librarie
   (``NATIVE = "native"``) stands for that string, reached where the closure quotes it or
   reads the member by name; the member's own definition hands it to nobody;
 - a module-level dict filled by a function used as a decorator (``@register_model``),
-  keyed by the decorated definition's name (see :class:`nnrag.extract.needs.Registry`).
+  keyed by the decorated definition's name (see :class:`nnrag.extract.needs.Registry`);
+- a module-level dict that a module-level function fills under its first parameter
+  (``def register(alias, ...): _REGISTRY[alias] = ...``): the dict is the registry object,
+  each load-time call of the function (``settings.register("jitter", __name__, "JITTER")``,
+  as a statement or a decorator) registers the first argument's string.
 
 A closure that reaches a registry carries the registrations of every type string it
 reaches statically (string constants in its units: ``norm_cfg=dict(type='BN')``, class
@@ -33,7 +37,7 @@ from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from nnrag.extract.syntax import type_strings
+from nnrag.extract.syntax import is_empty_container, type_strings
 from nnrag.extract.tables import compared_only
 from nnrag.index.symbols import Symbols, symbols_for
 from nnrag.model import ModuleInfo, Registration, Unit
@@ -71,6 +75,9 @@ class Family:
     label: str
     members: set[UnitKey] = field(default_factory=set)
     entries: dict[str, list[Registration]] = field(default_factory=dict)
+    configs: bool = True
+    """Whether config dicts' ``type=`` strings are its keys (not so for a dict a function
+    fills: a ``{"type": "sample"}`` message near it builds nothing)."""
 
 
 class RegistryIndex:
@@ -98,6 +105,8 @@ class RegistryIndex:
         self._strings: dict[UnitKey, frozenset[str]] = {}
         self._decorated: dict[UnitKey, frozenset[UnitKey]] = {}
         self._all_keys: frozenset[str] | None = None
+        self._filled: dict[UnitKey, UnitKey | None] = {}
+        """Function unit -> the module-level dict it fills under its first parameter."""
         self._members: dict[tuple[UnitKey, str], str] = {}
         """(class unit, member name) -> the string it stands for, for members used as keys."""
         self._registry_names: set[str] = set()
@@ -361,15 +370,20 @@ class RegistryIndex:
         if tree is None:
             return
         loops = _loop_values(tree)
-        for node, call, target in _sites(tree):
-            family = self._registry(info, unit, node)
-            if family is None:
+        for func, call, target in _sites(tree):
+            node = func.value if isinstance(func, ast.Attribute) else None
+            family = self._registry(info, unit, node) if node is not None else None
+            into = self._object(info, unit, node) if family is not None and node else None
+            member = None
+            if family is not None:
+                member = self._member_text(info, unit, _named(call)) if call else None
+            elif call is not None and (filled := self._filled_dict(info, unit, func)):
+                family, into = filled
+            else:
                 continue
-            chain = _dotted(node)
+            chain = _dotted(node) if node is not None else None
             if chain is not None:
                 self._registry_names.add(chain.rsplit(".", 1)[-1])
-            into = self._object(info, unit, node)
-            member = self._member_text(info, unit, _named(call)) if call is not None else None
             for key in [member] if member is not None else _keys(call, target, loops):
                 registration = Registration(
                     registry=family.label,
@@ -441,6 +455,64 @@ class RegistryIndex:
             if above is not None and above is not family:
                 self._merge(above, family)
         return self.family_of[key]
+
+    def _filled_dict(
+        self, info: ModuleInfo, unit: Unit, func: ast.expr
+    ) -> tuple[Family, UnitKey] | None:
+        """(family, dict unit) when ``func`` denotes a module-level function that fills a
+        module-level dict of its module under its first parameter (``_REGISTRY[alias] =``)."""
+        chain = _dotted(func)
+        found = self.symbols.lookup(info, chain, before=unit.start_line) if chain else None
+        if found is None or found.kind != "definition" or found.module is None:
+            return None
+        if len(found.units) != 1 or found.units[0].kind != "def":
+            return None
+        home, writer = found.module, found.units[0]
+        key = (home.source, home.module, writer.index)
+        if key not in self._filled:
+            self._filled[key] = self._dict_filled_by(home, writer)
+        into = self._filled[key]
+        if into is None:
+            return None
+        family = self.family_of.get(into)
+        if family is None:
+            names = home.units[into[2]].binds
+            label = f"{home.module}:{names[0] if names else into[2]}"
+            family = Family(label=label, members={into}, configs=False)
+            self.family_of[into] = family
+        return family, into
+
+    def _dict_filled_by(self, home: ModuleInfo, writer: Unit) -> UnitKey | None:
+        tree = self.scanner.tree(home, writer)
+        function = tree.body[0] if tree is not None and len(tree.body) == 1 else None
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        parameters = [*function.args.posonlyargs, *function.args.args]
+        if not parameters:
+            return None
+        first = parameters[0].arg
+        for node in ast.walk(function):
+            if not (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and isinstance(node.slice, ast.Name)
+                and node.slice.id == first
+            ):
+                continue
+            found = self.symbols.lookup(home, [node.value.id])
+            if found.kind != "definition" or found.module is not home or len(found.units) != 1:
+                continue
+            held = found.units[0]
+            statement = self.scanner.tree(home, held)
+            if (
+                held.kind == "assign"
+                and statement is not None
+                and statement.body
+                and is_empty_container(statement.body[0])
+            ):
+                return (home.source, home.module, held.index)
+        return None
 
     def _object(self, info: ModuleInfo, unit: Unit, node: ast.expr) -> UnitKey | None:
         chain = _dotted(node)
@@ -556,9 +628,9 @@ class Carrier:
         """(unit, ``path:line:col``, type string) of each config ``type=`` string, in a
         package that can reach a registry of the closure, that no registry of the index has
         an entry for."""
-        if not self.families:
+        families = [family for _, family in self.families.values() if family.configs]
+        if not families:
             return
-        families = [family for _, family in self.families.values()]
         known = set().union(*(family.entries.keys() for family in families))
         reaching = frozenset().union(*(self.reaching(family) for family in families))
         for key, entry in units.items():
@@ -597,20 +669,30 @@ def registering(decorator: ast.expr) -> ast.Attribute | None:
 
 
 def _sites(tree: ast.Module) -> Iterator[tuple[ast.expr, ast.Call | None, str | None]]:
-    """(registry expression, the registering call or ``None``, decorated name or ``None``)
-    of every ``@X.register...``/``@X.register...(...)`` decorator and ``X.register...(...)``
-    call statement in ``tree`` (compound units included)."""
+    """(registering callee, the registering call or ``None``, decorated name or ``None``)
+    of every ``@X.register...``/``@X.register...(...)``/``@register...(...)`` decorator and
+    ``X.register...(...)``/``register...(...)`` call statement in ``tree`` (compound units
+    included)."""
     for node in ast.walk(tree):
         if isinstance(node, _DEFINITIONS):
             for decorator in node.decorator_list:
                 registry = registering(decorator)
                 if registry is not None:
                     call = decorator if isinstance(decorator, ast.Call) else None
-                    yield registry.value, call, node.name
+                    yield registry, call, node.name
+                elif isinstance(decorator, ast.Call) and _registering_name(decorator.func):
+                    yield decorator.func, decorator, node.name
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
-            if isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower():
-                yield func.value, node.value, None
+            if _registering_name(func) or (
+                isinstance(func, ast.Attribute) and _REGISTERING in func.attr.lower()
+            ):
+                yield func, node.value, None
+
+
+def _registering_name(func: ast.expr) -> bool:
+    """Whether ``func`` is a bare name that says it registers (``register_setting``)."""
+    return isinstance(func, ast.Name) and _REGISTERING in func.id.lower()
 
 
 def _loop_values(tree: ast.Module) -> dict[str, list[str]]:

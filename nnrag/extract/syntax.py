@@ -12,6 +12,8 @@ from nnrag.pyscope.scopes import dotted as _dotted
 __all__ = [
     "assigns_a_call",
     "dotted",
+    "handed_names",
+    "handed_strings",
     "is_empty_container",
     "lookups_only",
     "may_find",
@@ -37,6 +39,7 @@ _TRIES: tuple[type[ast.Try], ...] = tuple(
 )
 _WRITERS = frozenset({"update", "setdefault", "__setitem__"})
 _NAMESPACE_READS = frozenset({"get", "items", "values", "keys", "__getitem__", "copy", "pop"})
+_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z")
 
 
 def mutates(stmt: ast.stmt, names: set[str]) -> bool:
@@ -308,13 +311,46 @@ def namespace_keys(tree: ast.Module) -> Iterator[tuple[re.Pattern[str], bool]]:
         if parts is None or sum(len(p) for p in parts if p is not None) < 4:
             continue
         pattern = "".join(".*" if p is None else re.escape(p) for p in parts)
-        at_load, above = True, parents.get(id(node))
-        while above is not None:
-            if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                at_load = False
-                break
-            above = parents.get(id(above))
-        yield re.compile(pattern), at_load
+        yield re.compile(pattern), _at_load(node, parents)
+
+
+def handed_names(tree: ast.Module) -> Iterator[tuple[str, bool]]:
+    """(name, the call runs at load time) for each string of :func:`handed_strings`
+    (``"Binomial.approx_thresh"``: its first part)."""
+    parents: dict[int, ast.AST] | None = None
+    for text, _, call in handed_strings(tree):
+        parents = parents if parents is not None else parent_map(tree)
+        yield text.partition(".")[0], _at_load(call, parents)
+
+
+def handed_strings(tree: ast.AST) -> Iterator[tuple[str, ast.Constant, ast.Call]]:
+    """Each string that names an attribute (``"JITTER"``, ``"Binomial.approx_thresh"``) which
+    a call passes together with the module's ``__name__`` (``register("jitter", __name__,
+    "JITTER")``), with the call: the callee can import the module by that name and read the
+    attribute the string names. Yields (text, its node, the call)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        values = [*node.args, *(keyword.value for keyword in node.keywords)]
+        if not any(isinstance(v, ast.Name) and v.id == "__name__" for v in values):
+            continue
+        for value in values:
+            if (
+                isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+                and _ATTRIBUTE.match(value.value)
+            ):
+                yield value.value, value, node
+
+
+def _at_load(node: ast.AST, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether ``node`` runs as its module loads (no function or lambda encloses it)."""
+    above = parents.get(id(node))
+    while above is not None:
+        if isinstance(above, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        above = parents.get(id(above))
+    return True
 
 
 def _key_parts(node: ast.expr) -> list[str | None] | None:

@@ -172,10 +172,12 @@ def _reads_namespace_constant(stmt: ast.stmt) -> bool:
     )
 
 
-def _mutated(stmt: ast.stmt) -> set[str]:
+def _mutated(stmt: ast.stmt, writers: dict[str, set[str]]) -> set[str]:
     """Objects a statement changes at load time: ``@X.register``, a bare ``X.add(...)``, a
-    bare call handed ``X`` (``fill(X)``), or an object constructed with ``parent=X`` (a child
-    registry enters itself into its parent, which finds entries through it)."""
+    bare call handed ``X`` (``fill(X)``), a call of a function that writes items of ``X``
+    (``writers``: ``register("k", ...)`` filling ``_REGISTRY[alias]``), or an object
+    constructed with ``parent=X`` (a child registry enters itself into its parent, which
+    finds entries through it)."""
     roots: set[str] = set()
     if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
         parents = [k.value for k in stmt.value.keywords if k.arg == "parent"]
@@ -190,11 +192,41 @@ def _mutated(stmt: ast.stmt) -> set[str]:
         return set()
     for func in funcs:
         node = func
+        if isinstance(node, ast.Name):
+            roots |= writers.get(node.id, set())
         while isinstance(node, ast.Attribute):
             node = node.value
             if isinstance(node, ast.Name):
                 roots.add(node.id)
     return roots
+
+
+def _item_writers(units: list[ast.stmt]) -> dict[str, set[str]]:
+    """Top-level function -> the module names whose items it assigns (``_REGISTRY[k] = v``)."""
+    return {
+        stmt.name: {
+            node.value.id
+            for node in ast.walk(stmt)
+            if isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+        }
+        for stmt in units
+        if isinstance(stmt, ast.FunctionDef)
+    }
+
+
+def _handed(stmt: ast.stmt) -> set[str]:
+    """Names a statement hands on as strings with ``__name__`` (``register("k", __name__,
+    "FLAG")``: the callee reads ``FLAG`` of the module by name)."""
+    return {
+        arg.value.partition(".")[0]
+        for node in ast.walk(stmt)
+        if isinstance(node, ast.Call)
+        and any(isinstance(a, ast.Name) and a.id == "__name__" for a in node.args)
+        for arg in node.args
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+    }
 
 
 def _patched(stmt: ast.stmt) -> set[str]:
@@ -220,6 +252,7 @@ def test_no_bloat(name: str) -> None:
         for bound in _bound(stmt):
             binders.setdefault(bound, []).append(position)
     reached: set[int] = set()
+    writers = _item_writers(units)
     todo = list(binders.get(extracted.block.name, []))
     assert todo, f"target {extracted.block.name} is not defined in the emitted file"
     while todo:
@@ -228,12 +261,12 @@ def test_no_bloat(name: str) -> None:
             if position in reached:
                 continue
             reached.add(position)
-            for read in _reads(units[position]):
+            for read in _reads(units[position]) | _handed(units[position]):
                 todo.extend(binders.get(read, []))
             if _reads_namespace_constant(units[position]):  # ``X = globals()["X"]``
                 todo.extend(p for p, stmt in enumerate(units) if binds_computed_names(stmt))
             names = _bound(units[position])  # registrations into a reached object come with it
-            todo.extend(p for p, stmt in enumerate(units) if _mutated(stmt) & names)
+            todo.extend(p for p, stmt in enumerate(units) if _mutated(stmt, writers) & names)
         # a namespace read by a formatted key (``globals()[f"act_{name}"]``) reaches the
         # definitions whose names fit it
         keys = [
@@ -297,6 +330,32 @@ def test_a_namespace_read_by_a_formatted_name_finds_every_fitting_definition() -
     for bits, method in ((8, "tensor"), (4, "tensor"), (8, "channel")):
         layer = quant(3, 2, bits=bits, method=method)  # type: ignore[operator]  # the executed file's class
         assert layer(torch.ones(1, 3)).shape == (1, 2)
+
+
+def test_a_registry_a_function_fills_finds_each_setting_by_its_block_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The block file, imported as a module, registers the settings its block reads: the
+    getter imports the module by ``__name__`` and finds each flag, the one renamed in the
+    file (two modules define ``_ENABLED``) by its new name, so the block computes what the
+    original computes (``x * 2``, no noise); the docstring template is the settings
+    module's."""
+    import importlib
+    import sys
+
+    import torch
+
+    (tmp_path / "filled_registry_block.py").write_text(
+        run_case("resolve_registry_filled_by_a_function").code
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = importlib.import_module("filled_registry_block")
+        assert module.Gate()(torch.ones(2)).tolist() == [2.0, 2.0]
+        assert module.__doc__.startswith("Settings of lib")
+        assert module.get("noise_enabled") is False and module.get("gate_enabled") is True
+    finally:
+        sys.modules.pop("filled_registry_block", None)
 
 
 def test_a_guarded_module_keeps_its_imports_guarded_in_the_emitted_file() -> None:
