@@ -353,7 +353,8 @@ def test_a_registry_a_function_fills_finds_each_setting_by_its_block_file_name(
         module = importlib.import_module("filled_registry_block")
         assert module.Gate()(torch.ones(2)).tolist() == [2.0, 2.0]
         assert module.__doc__.startswith("Settings of lib")
-        assert module.get("noise_enabled") is False and module.get("gate_enabled") is True
+        assert module.get("noise_enabled") is False
+        assert module.get("gate_enabled") is True
     finally:
         sys.modules.pop("filled_registry_block", None)
 
