@@ -286,37 +286,37 @@ class ModuleBindings:
 
 
 _NAMESPACES = frozenset({"globals", "locals", "vars"})
-"""Calls that return the module's namespace at module level (``globals`` anywhere)."""
+"""Calls that return the module's namespace at module level."""
 _NAMESPACE_WRITERS = _NAMESPACES | {"setattr"}
 
 
 def binds_computed_names(statement: ast.stmt) -> bool:
-    """Whether a top-level statement writes module names by keys it computes: an item of
-    ``globals()`` (of ``locals()`` or ``vars()`` outside functions, where they are the
-    module's namespace) assigned or updated, or ``setattr(sys.modules[__name__], ...)``.
-    A loop that wraps each class of another module (``for name, cls in ...: globals()[name]
-    = wrap(cls)``) binds names no list of its module holds."""
-    pending: list[tuple[ast.AST, bool]] = [(statement, False)]
+    """Whether a top-level statement, as its module loads, writes module names by keys it
+    computes: an item of ``globals()``, ``locals()`` or ``vars()`` (the module's namespace
+    there) assigned or updated, or ``setattr(sys.modules[__name__], ...)``. A loop that wraps
+    each class of another module (``for name, cls in ...: globals()[name] = wrap(cls)``)
+    binds names no list of its module holds. A write in a function body binds only when the
+    function is called, which the module may never do (pykan's ``globals()['self.bias_0'] =``
+    in a method): it is not counted."""
+    pending: list[ast.AST] = [statement]
     while pending:
-        node, in_function = pending.pop()
-        if _writes_namespace(node, in_function):
+        node = pending.pop()
+        if _writes_namespace(node):
             return True
-        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-        pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
     return False
 
 
-def _writes_namespace(node: ast.AST, in_function: bool) -> bool:
+def _writes_namespace(node: ast.AST) -> bool:
     if isinstance(node, ast.Assign | ast.AugAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return any(
-            isinstance(t, ast.Subscript) and _namespace_call(t.value, in_function) for t in targets
-        )
+        return any(isinstance(t, ast.Subscript) and _namespace_call(t.value) for t in targets)
     if not isinstance(node, ast.Call):
         return False
     func = node.func
     if isinstance(func, ast.Attribute) and func.attr in {"update", "setdefault"}:
-        return _namespace_call(func.value, in_function)
+        return _namespace_call(func.value)
     if isinstance(func, ast.Name) and func.id == "setattr" and node.args:
         owner = node.args[0]
         return (
@@ -328,12 +328,14 @@ def _writes_namespace(node: ast.AST, in_function: bool) -> bool:
     return False
 
 
-def _namespace_call(node: ast.expr, in_function: bool) -> bool:
-    """``globals()``, or ``locals()``/``vars()`` where they are the module's namespace."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args):
-        return False
-    name = node.func.id
-    return name == "globals" or (name in _NAMESPACES and not in_function)
+def _namespace_call(node: ast.expr) -> bool:
+    """``globals()``, ``locals()`` or ``vars()`` (outside functions: the module's namespace)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _NAMESPACES
+        and not node.args
+    )
 
 
 def _import_line(scope: Scope, name: str, order: int) -> int:

@@ -359,6 +359,22 @@ def test_a_registry_a_function_fills_finds_each_setting_by_its_block_file_name(
         sys.modules.pop("filled_registry_block", None)
 
 
+def test_a_name_bound_nowhere_fails_only_where_it_is_read() -> None:
+    """The block file of a closure that reads names its original binds nowhere imports and
+    runs; the method that reads one raises NameError when called, as the original does (a
+    constructor's write of a ``globals()`` item binds nothing as the module loads: the file
+    used to look the name up from ``globals()`` at import, a KeyError)."""
+    import torch
+
+    namespace: dict[str, object] = {"__name__": "block"}
+    code = run_case("resolve_name_unbound_in_the_original").code
+    exec(compile(code, "block.py", "exec"), namespace)
+    block = namespace["Fit"]()  # type: ignore[operator]  # the executed file's class
+    assert block(torch.ones(1, 4)).shape == (1, 4)
+    with pytest.raises(NameError, match="simplify"):
+        block.formula()
+
+
 def test_a_guarded_module_keeps_its_imports_guarded_in_the_emitted_file() -> None:
     """The block file of a closure that inlines modules the original imports only under a
     guard imports without their package, as the original does, and is not required to have

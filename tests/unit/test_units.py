@@ -989,7 +989,9 @@ def test_names_a_function_rebinds_at_run_time_are_marked() -> None:
         ("globals().update({n: make(n) for n in names})", True),
         ("vars()[name] = 1", True),
         ("setattr(sys.modules[__name__], name, 1)", True),
-        ("def add(n):\n    globals()[n] = make(n)", True),  # binds whenever it runs
+        # a function binds only when called, which its module may never do
+        ("def add(n):\n    globals()[n] = make(n)", False),
+        ("class Net:\n    def __init__(self):\n        globals()['self.bias'] = 0", False),
         ("def add(n):\n    locals()[n] = make(n)", False),  # the function's own locals
         ("table[name] = 1", False),
         ("found = globals()[name]", False),  # a read
