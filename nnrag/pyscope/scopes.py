@@ -369,7 +369,9 @@ class Walker(StatementWalk):
         if node is None:
             return
         saved = self.annotation, self.compiler_sees
-        self.annotation = EVALUATED if evaluated and not self.lazy else LAZY
+        self.annotation = (
+            EVALUATED if evaluated and not self.lazy and not self.type_checking else LAZY
+        )
         self.compiler_sees = self.compiler and not self.lazy  # it ignores PEP 563 ones
         self.visit(node)
         self.annotation, self.compiler_sees = saved
@@ -407,7 +409,8 @@ class Walker(StatementWalk):
     ) -> None:
         scope = self._enter(kind, node, name, node.lineno)
         saved = self.time, self.annotation, self.compiler_sees
-        self.time, self.annotation, self.compiler_sees = CALL, NOT_ANNOTATION, self.compiler
+        self.time, self.compiler_sees = CALL, self.compiler
+        self.annotation = LAZY if self.type_checking else NOT_ANNOTATION  # a def that never runs
         for param in params:
             self._bind(param.arg, param, "param")
         self._visit_all(body)

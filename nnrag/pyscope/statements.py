@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from nnrag.pyscope.tree import CALL, Assignment, Scope, is_type_checking
+from nnrag.pyscope.tree import CALL, LAZY, Assignment, Scope, is_type_checking
 
 
 class StatementWalk:
@@ -17,6 +17,7 @@ class StatementWalk:
     time: int
     conditional: bool
     type_checking: bool
+    annotation: int
 
     if TYPE_CHECKING:
 
@@ -95,12 +96,20 @@ class StatementWalk:
         test = node.test
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         checking = is_type_checking(test.operand if isinstance(test, ast.UnaryOp) else test)
+        saved_annotation = self.annotation
         self.conditional = True
-        self.type_checking = saved_checking or (checking and not negated)
+        self._checking(saved_checking or (checking and not negated), saved_annotation)
         self._visit_all(node.body)
-        self.type_checking = saved_checking or (checking and negated)
+        self._checking(saved_checking or (checking and negated), saved_annotation)
         self._visit_all(node.orelse)
         self.conditional, self.type_checking = saved_conditional, saved_checking
+        self.annotation = saved_annotation
+
+    def _checking(self, checking: bool, annotation: int) -> None:
+        """Enter a branch: under ``TYPE_CHECKING`` its reads are never evaluated (``LAZY``,
+        as an annotation: ``if TYPE_CHECKING: assert isinstance(x, Only)`` needs no binding)."""
+        self.type_checking = checking
+        self.annotation = LAZY if checking else annotation
 
     def _conditional(self, node: ast.AST) -> None:
         saved = self.conditional

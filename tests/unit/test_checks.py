@@ -401,6 +401,32 @@ def test_type_checking_import_in_annotations_only_is_fine() -> None:
     assert codes(text) == []
 
 
+def test_reads_under_type_checking_in_a_function_need_no_binding() -> None:
+    """Code under ``if TYPE_CHECKING:`` never runs, in a function body as at module level
+    (pyro's ``if TYPE_CHECKING: assert isinstance(site["fn"], Distribution)``, where the
+    module imports ``Distribution`` for type checkers only); the ``else`` branch runs."""
+    text = block(
+        """
+        from typing import TYPE_CHECKING
+
+        if TYPE_CHECKING:
+            from collections import OrderedDict
+
+        def total(site):
+            if TYPE_CHECKING:
+                assert isinstance(site, OrderedDict)
+
+                def helper(x: Missing) -> None:
+                    return Absent
+            else:
+                return Unbound
+            return site
+        """
+    )
+    found = check_code(text, filename="b.py")
+    assert [(f.code, f.line) for f in found] == [("NNR101", body_line(text, "return Unbound"))]
+
+
 def test_annotations_are_evaluated_without_future_import() -> None:
     text = block(
         """
