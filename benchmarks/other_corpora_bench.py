@@ -165,6 +165,24 @@ SETS: dict[str, list[dict[str, Any]]] = {
         {"name": "torchcde", "pypi": "torchcde==0.2.5"},
         {"name": "msssim", "pypi": "pytorch-msssim==1.0.0"},
     ],
+    # chosen before their first run: a pure-PyTorch Mamba, a builder-style U-Net library, a
+    # CRF layer, tabular models (two releases), a scattering-transform front end, audio
+    # losses, xLSTM (dataclass configs, optional kernels) and RWKV. Environment: torch, then
+    # each package's declared runtime dependencies (numpy einops data-science-types scipy
+    # appdirs configparser packaging discrete-continuous-embed-readout hyper-connections
+    # x-mlps-pytorch PyYAML safetensors ninja mlstm_kernels tokenizers matplotlib), without
+    # the packages themselves.
+    "holdout8": [
+        {"name": "mambapy", "pypi": "mambapy==1.2.0"},
+        {"name": "a_unet", "pypi": "a-unet==0.0.16"},
+        {"name": "crf", "pypi": "pytorch-crf==0.7.2"},
+        {"name": "rtdl", "pypi": "rtdl-revisiting-models==0.0.2"},
+        {"name": "tab_transformer", "pypi": "tab-transformer-pytorch==0.6.1"},
+        {"name": "kymatio", "pypi": "kymatio==0.3.0"},
+        {"name": "auraloss", "pypi": "auraloss==0.4.0"},
+        {"name": "xlstm", "pypi": "xlstm==2.0.6"},
+        {"name": "rwkv", "pypi": "rwkv==0.8.32"},
+    ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
     "frameworks": [
