@@ -362,6 +362,33 @@ def test_import_errors_are_missing_externals_at_every_stage() -> None:
     assert classify(RuntimeError("install the weights first"), "instantiate", []) == "ctor-args"
 
 
+def test_an_unbound_local_named_like_an_absent_package_is_a_missing_external() -> None:
+    """auraloss: ``try: import librosa.filters`` / ``except Exception as e: print(e)``, then
+    ``librosa.filters.mel(...)``: the package is absent, the ``UnboundLocalError`` says so."""
+    from nnrag.validate.probe.outcomes import classify, describe
+
+    def build() -> object:
+        try:
+            import nnrag_absent_audio_library  # type: ignore[import-not-found]  # absent on purpose
+        except ImportError as error:
+            print(error)  # what auraloss does
+        return nnrag_absent_audio_library.filters
+
+    with pytest.raises(UnboundLocalError) as absent:
+        build()
+    assert classify(absent.value, "instantiate", []) == "missing-external"
+    assert "'nnrag_absent_audio_library', which is not installed" in describe(absent.value)
+
+    def scale(flag: bool) -> int:
+        if flag:
+            width = 2
+        return width  # a local never assigned: the block's own bug
+
+    with pytest.raises(UnboundLocalError) as local:
+        scale(False)
+    assert classify(local.value, "forward", []) == "runtime-error"
+
+
 def test_registry_misses_are_dynamic_registry_at_every_stage() -> None:
     from nnrag.validate.probe.runner import classify
 

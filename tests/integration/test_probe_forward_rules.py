@@ -434,6 +434,21 @@ def test_a_signal_too_short_for_a_window_gets_more_samples() -> None:
     assert repair(short, [tensor_spec([2, 2**15])], P) is None
 
 
+def test_a_message_asking_for_a_rank_or_a_last_size_in_words_is_answered() -> None:
+    """pytorch-crf: ``emissions must have dimension of 3, got 4``, then ``expected last
+    dimension of emissions is 2, got 32``: three dimensions, then that size last."""
+    image = tensor_spec([2, 32, 32, 32])
+    rank = repair("ValueError: emissions must have dimension of 3, got 4", [image], P)
+    assert rank is not None
+    assert len(rank[0]["shape"]) == 3
+    also = repair("ValueError: inputs must have 3 dimensions", [image], P)
+    assert also is not None
+    assert len(also[0]["shape"]) == 3
+    last = "ValueError: expected last dimension of emissions is 2, got 32"
+    assert repair(last, [tensor_spec([2, 16, 32])], P) == [tensor_spec([2, 16, 2])]
+    assert repair(last, [tensor_spec([2, 16, 8])], P) is None  # not the size it reports
+
+
 def test_the_shape_repair_reaches_inputs_passed_by_keyword() -> None:
     """A same-shape check between the first input and a target given by keyword: the target
     takes the first input's shape; 0/1 label checks make it integer labels."""

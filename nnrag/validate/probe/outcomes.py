@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dis
 import hashlib
 import importlib.metadata
+import importlib.util
 import os
 import re
 import sys
@@ -97,6 +99,8 @@ def classify(
         return "missing-external"
     if lacking_module_attribute(error, source_packages) is not None:
         return "missing-external"  # ``np.float`` on numpy 2: another release is installed
+    if uninstalled_local(error, source_packages) is not None:
+        return "missing-external"  # its import failed under a handler that went on
     if registry_miss(error):
         return "dynamic-registry"  # a type string looked up in a registry that lacks it
     if stage == "import":
@@ -198,6 +202,38 @@ def lacking_module_attribute(
     return module, attribute
 
 
+_UNBOUND_LOCAL = re.compile(
+    r"cannot access local variable '(\w+)'|local variable '(\w+)' referenced before assignment"
+)
+
+
+def uninstalled_local(
+    error: BaseException, source_packages: frozenset[str] = frozenset()
+) -> str | None:
+    """The package when ``error`` reads a local variable named like a top-level package
+    that is not installed (``try: import librosa`` / ``except ImportError: print(...)``,
+    then ``librosa.filters.mel(...)``): the import failed and the code went on."""
+    if not isinstance(error, UnboundLocalError) or error.__traceback__ is None:
+        return None
+    found = _UNBOUND_LOCAL.search(str(error))
+    name = next((g for g in found.groups() if g), "") if found else ""
+    if not name or name in source_packages or name in sys.modules:
+        return None
+    last = error.__traceback__
+    while last.tb_next is not None:
+        last = last.tb_next
+    if not any(  # the function that raised imports it
+        step.opname == "IMPORT_NAME" and str(step.argval).partition(".")[0] == name
+        for step in dis.get_instructions(last.tb_frame.f_code)
+    ):
+        return None
+    try:
+        missing = importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return None
+    return name if missing else None
+
+
 def describe(error: BaseException, source_packages: frozenset[str] = frozenset()) -> str:
     """``Type: message`` of ``error`` (cut at 600 characters), with the release to install
     where an installed package (not a source) lacks an attribute the block reads."""
@@ -209,6 +245,9 @@ def describe(error: BaseException, source_packages: frozenset[str] = frozenset()
             f" (the installed {_release(module)} has no {attribute!r}: install the release "
             "the block was written for)"
         )
+    package = uninstalled_local(error, source_packages)
+    if package is not None:
+        text += f" (the block imports {package!r}, which is not installed, and went on)"
     return text if len(text) < 600 else text[:600] + "..."
 
 

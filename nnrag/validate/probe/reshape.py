@@ -261,6 +261,13 @@ def _input_size(m: re.Match[str], t: _Tried) -> object:
     return [*t.shape[:-1], int(m.group(1))] if t.shape[-1] == int(m.group(2)) else None
 
 
+@_rule(r"expected last dimension of `?\w+`? (?:is|to be|==) (\d+), (?:but )?got (\d+)")
+def _last_dimension(m: re.Match[str], t: _Tried) -> object:
+    """``expected last dimension of emissions is 5, got 32``: that size last."""
+    want, got = int(m.group(1)), int(m.group(2))
+    return [*t.shape[:-1], want] if t.shape and t.shape[-1] == got else None
+
+
 @_rule(r"expected input with shape \[\*, ([\d, ]+)\]")
 def _expected_tail(m: re.Match[str], t: _Tried) -> object:
     shape = t.shape
@@ -338,6 +345,7 @@ def _unbatched(m: re.Match[str], t: _Tried) -> object:
 @_rule(
     r"[Ee]xpected (\d)D|[Ee]xpected (\d)-dimensional|[Ee]xpected (\d) dim"
     r"|should be (\d)[ -]?dimensional|must be (\d)[ -]?(?:D\b|dim)"
+    r"|must have (?:a )?dimension of (\d)\b|must have (\d) dimensions\b"
     r"|is not equal to len\(dims\) = (\d)"  # ``x.permute(0, 2, 3, 4, 1)`` of a 4-D input
 )
 def _rank(m: re.Match[str], t: _Tried) -> object:
