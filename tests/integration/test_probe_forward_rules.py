@@ -449,6 +449,24 @@ def test_a_message_asking_for_a_rank_or_a_last_size_in_words_is_answered() -> No
     assert repair(last, [tensor_spec([2, 16, 8])], P) is None  # not the size it reports
 
 
+def test_a_stereo_check_gets_two_channels_and_a_float_check_float_targets() -> None:
+    """auraloss: ``Input must be stereo: 256 channel(s).`` (the dimension of that size);
+    ``mean(): ... Input dtype must be either a floating point or complex dtype. Got: Long``
+    (integer targets become floats)."""
+    stereo = "ValueError: Input must be stereo: 256 channel(s)."
+    assert repair(stereo, [tensor_spec([2, 256, 64])], P) == [tensor_spec([2, 2, 64])]
+    assert repair(stereo, [tensor_spec([2, 8, 64])], P) is None
+    long = (
+        "RuntimeError: mean(): could not infer output dtype. Input dtype must be either a "
+        "floating point or complex dtype. Got: Long"
+    )
+    labels = {"shape": [2, 64], "dtype": "int64", "high": 2}
+    assert repair(long, [tensor_spec([2, 64]), labels], P) == [
+        tensor_spec([2, 64]),
+        {"shape": [2, 64], "dtype": "float32"},
+    ]
+
+
 def test_the_shape_repair_reaches_inputs_passed_by_keyword() -> None:
     """A same-shape check between the first input and a target given by keyword: the target
     takes the first input's shape; 0/1 label checks make it integer labels."""

@@ -78,6 +78,7 @@ def repair_with_keywords(
 _FLOAT_TARGETS = re.compile(
     r"float(ing)?[- ]point targets|Found dtype Long but expected Float"
     r"|expected scalar type Float but found Long"
+    r"|dtype must be either a floating point or complex dtype\. Got: Long"
 )
 """A loss wants probabilities (or one-hot rows) where integer targets were given."""
 
@@ -266,6 +267,15 @@ def _last_dimension(m: re.Match[str], t: _Tried) -> object:
     """``expected last dimension of emissions is 5, got 32``: that size last."""
     want, got = int(m.group(1)), int(m.group(2))
     return [*t.shape[:-1], want] if t.shape and t.shape[-1] == got else None
+
+
+@_rule(r"must be stereo\W+(\d+) channel")
+def _stereo(m: re.Match[str], t: _Tried) -> object:
+    """``Input must be stereo: 256 channel(s)``: the dimension of that size becomes 2 (the
+    channels of a batch of signals)."""
+    got = int(m.group(1))
+    dims = [i for i, size in enumerate(t.shape) if size == got and i > 0]
+    return [*t.shape[: dims[0]], 2, *t.shape[dims[0] + 1 :]] if dims else None
 
 
 @_rule(r"expected input with shape \[\*, ([\d, ]+)\]")
