@@ -183,6 +183,21 @@ SETS: dict[str, list[dict[str, Any]]] = {
         {"name": "xlstm", "pypi": "xlstm==2.0.6"},
         {"name": "rwkv", "pypi": "rwkv==0.8.32"},
     ],
+    # chosen before their first run: knowledge-graph embeddings built through class
+    # resolvers (pykeen), normalizing flows (an sdist), a physics-informed library that picks
+    # its backend by name (deepxde), SE(3)/E(n)-equivariant networks, a U-Net, probabilistic
+    # forecasting models (gluonts' torch part) and a mixture of experts. Environment: torch,
+    # then each package's declared runtime dependencies, without the packages themselves.
+    "holdout9": [
+        {"name": "pykeen", "pypi": "pykeen==1.11.1", "paths": ["pykeen/nn", "pykeen/models"]},
+        {"name": "normflows", "pypi": "normflows==1.7.3"},
+        {"name": "deepxde", "pypi": "deepxde==1.15.0", "paths": ["deepxde/nn/pytorch"]},
+        {"name": "se3", "pypi": "se3-transformer-pytorch==0.9.0"},
+        {"name": "x_unet", "pypi": "x-unet==0.5.0"},
+        {"name": "gluonts", "pypi": "gluonts==0.17.0", "paths": ["gluonts/torch"]},
+        {"name": "egnn", "pypi": "egnn-pytorch==0.2.8"},
+        {"name": "moe", "pypi": "mixture-of-experts==0.2.3"},
+    ],
     # framework-style releases (config-driven model classes, mixins with loading machinery),
     # first run on 2026-11-25 (issue 12/13 follow-up), so seen from then on
     "frameworks": [
