@@ -522,6 +522,25 @@ class ChannelsLike(nn.Module):  # an array-like of widths, one per level
         return self.levels(x)
 
 
+class CountedTypes(nn.Module):  # a count of numerical types, not a list of type names
+    def __init__(self, dim, num_numerical_types):
+        super().__init__()
+        self.weights = nn.Parameter(torch.randn(num_numerical_types, dim))
+
+    def forward(self, x):
+        return x.unsqueeze(-1) * self.weights[0]
+
+
+class Categories(nn.Module):  # one count per categorical column, checked before ``len``
+    def __init__(self, categories, dim=8):
+        super().__init__()
+        assert all(map(lambda n: n > 0, categories)), "each category needs a value"
+        self.embeds = nn.ModuleList([nn.Embedding(n, dim) for n in categories])
+
+    def forward(self, x):
+        return x + sum(e.weight.sum() for e in self.embeds)
+
+
 @dataclass
 class StageSettings:
     euclidean: bool = False
@@ -824,6 +843,22 @@ def test_a_union_with_structural_members_is_synthesized_by_name(
     channels = kwargs["num_channels"]
     assert isinstance(channels, list)
     assert all(isinstance(c, int) for c in channels)
+
+
+def test_a_count_named_like_a_list_of_types_is_an_integer(sandbox: Sandbox, blocks: Path) -> None:
+    """``num_numerical_types``: a count (``torch.randn(num_numerical_types, dim)``), not the
+    list of type names ``node_types`` would be."""
+    assert isinstance(kwargs_of(sandbox, blocks, "CountedTypes")["num_numerical_types"], int)
+
+
+def test_an_integer_the_failing_line_iterates_becomes_a_list(
+    sandbox: Sandbox, blocks: Path
+) -> None:
+    """``all(map(lambda n: n > 0, categories))`` with ``categories=2``: 'int' object is not
+    iterable on a line that names it, without ``len``: it becomes a list of counts."""
+    categories = kwargs_of(sandbox, blocks, "Categories")["categories"]
+    assert isinstance(categories, list)
+    assert all(isinstance(c, int) for c in categories)
 
 
 def test_a_list_a_tensor_operation_met_becomes_a_tensor(sandbox: Sandbox, blocks: Path) -> None:

@@ -91,6 +91,8 @@ _LAYER_FACTORY_NAMES = re.compile(rf"{_LAYER_WORD.pattern}|layer$|_fn$|^fn$")
 _KIND_SKIP = {"types", "type", "cls", "class", "fn", "factory", "constructor", "builder"}
 
 _KEY_NAMES = re.compile(r"type|key|name|metadata|node|edge|relation")
+_COUNTS = ("num_", "n_", "number_of_")
+"""Prefixes of a parameter that counts things (``num_numerical_types``): an integer."""
 """Sequences of strings under these names are keys: they must be distinct and non-empty."""
 
 
@@ -201,8 +203,8 @@ class Synth(LeafValues, MappingValues):
 
     def by_name(self, name: str) -> object:
         low = name.lower()
-        if re.search(r"^(\w+_)?(types|keys|names)$", low):
-            return ["a", "b"]
+        if re.search(r"^(\w+_)?(types|keys|names)$", low) and not low.startswith(_COUNTS):
+            return ["a", "b"]  # not ``num_numerical_types``: a count of them
         if _CONFIG_NAMES.search(low):
             return self.config(name, None)
         if _LAYER_FACTORY_NAMES.search(low) and not low.startswith(("num", "n_")):

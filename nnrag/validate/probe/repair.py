@@ -56,6 +56,8 @@ def listify(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
         used: dict[str, object] = {
             k: [v, v] for k, v in ints.items() if re.search(rf"len\(\s*{k}\s*\)|\b{k}\[", line)
         }
+        if not used and "not iterable" in str(error):  # ``all(map(f, categories))``
+            used = {k: [v, v] for k, v in ints.items() if re.search(rf"\b{k}\b", line)}
         if "cannot unpack" in str(error):  # ``h, w = self.window_size``: a pair
             used = {k: (v, v) for k, v in ints.items() if re.search(rf"=\s*(self\.)?{k}\s*$", line)}
         plural = used or {  # the int the failing line measures or indexes, else plural names
