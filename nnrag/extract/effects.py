@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -21,6 +22,12 @@ SortKey = tuple[str, str, int, int]
 """(source, module, first line, unit index): file order."""
 
 _RESOURCE_DUNDERS = frozenset({"__file__", "__path__", "__loader__", "__spec__", "__cached__"})
+_SETS_ITSELF = re.compile(
+    r"^\s+(?:setattr\(\s*(?:sys\.modules\[__name__\]|\w*mod\w*)\s*,|globals\(\)\s*\[.+\]\s*=)",
+    re.M,
+)
+"""A function body line that sets a name on its own module (``setattr(thismod, api, f)``
+with ``thismod = sys.modules[__name__]``, ``globals()[name] = f``)."""
 _MISSING: Mapping[str, Category] = {
     "unresolved": "unresolved-name",
     "cycle": "unresolved-name",
@@ -67,11 +74,14 @@ class Effect:
     import binds in the unit's module (a stand-in does until the closure reads that name)."""
 
 
-def unbound_in_source(info: ModuleInfo, name: str, found: Resolution, *, load: bool) -> bool:
+def unbound_in_source(
+    symbols: Symbols, info: ModuleInfo, name: str, found: Resolution, *, load: bool
+) -> bool:
     """Whether ``name``, read by code of ``info`` only when a function runs, is bound nowhere
-    in ``info`` itself (nothing binds it, no star import could): the original module imports
-    and raises ``NameError`` only where that read runs (a name a branch of research code
-    never imports), so the block keeps the read as the original has it."""
+    in ``info`` itself (nothing binds it, no star import could: those of indexed modules
+    export no such name): the original module imports and raises ``NameError`` only where
+    that read runs (a name a branch of research code never imports), so the block keeps the
+    read as the original has it."""
     return (
         not load
         and found.kind == "missing"
@@ -79,7 +89,7 @@ def unbound_in_source(info: ModuleInfo, name: str, found: Resolution, *, load: b
         and found.name == name
         and found.module is not None
         and (found.module.source, found.module.module) == (info.source, info.module)
-        and not info.star_imports
+        and symbols.stars_known(info)
     )
 
 
@@ -173,7 +183,9 @@ class UnitEffect:
             if not use.line:  # the chain denotes the module object itself: it escapes
                 self.references.append(((info.module, use.prefix), (found.module.module, "")))
                 self._module_object((info, use.chain), found.module, (), load=use.load)
-        elif found.kind == "missing" and unbound_in_source(info, use.root, found, load=use.load):
+        elif found.kind == "missing" and unbound_in_source(
+            self.symbols, info, use.root, found, load=use.load
+        ):
             self._problem(
                 "runtime-error",
                 f"name {use.root!r} is bound nowhere in {info.path}, the original module: the "
@@ -318,14 +330,37 @@ class UnitEffect:
         elif reason == "not-indexed":
             message = f"{chain!r} comes from {found.target}, which is not indexed"
         elif found.binding is not None and found.target:
-            message = f"{chain!r} is imported from {found.target}, which does not exist"
+            message = self._absent_import(chain, found.target)
         elif mismatch := release_mismatch(self.index, self.symbols, info, chain, found):
             message = mismatch
         else:
             message = f"name {chain!r} is not defined anywhere"
             if found.module is not None and found.module.module != info.module:
                 message += f" (looked up in {found.module.module})"
+                message += self._set_at_run_time(found.module)
         self._problem(category, message, name=name, line=line)
+
+    def _absent_import(self, chain: str, target: str) -> str:
+        """Why an import of ``target`` (``pkg.mod.name``) finds nothing: no such module, or a
+        module that binds no such name as written (one that sets names on itself when a
+        function of it runs, as a backend loader does, is said to)."""
+        parent, _, name = target.rpartition(".")
+        home = self.index.module(parent, prefer=self.info.source) if parent else None
+        if home is None:
+            return f"{chain!r} is imported from {target}, which does not exist"
+        message = f"{chain!r} is imported from {parent}, which binds no {name!r} as written"
+        return message + self._set_at_run_time(home)
+
+    def _set_at_run_time(self, home: ModuleInfo) -> str:
+        """A note when ``home`` sets names on itself as a function of it runs (a backend
+        loader's ``setattr(thismod, api, ...)``): what the index cannot see."""
+        if not _SETS_ITSELF.search(self.index.text(home)):
+            return ""
+        return (
+            f" ({home.module} sets names on itself when one of its functions runs, by setattr "
+            "or globals(): nnrag cannot tell which, so the block cannot be closed this way; "
+            "vendor those names by hand)"
+        )
 
     def _problem(
         self, category: Category, message: str, *, name: str = "", line: int = 0, col: int = 0

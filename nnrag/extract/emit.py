@@ -289,7 +289,7 @@ def _unbound_reads(symbols: Symbols, info: ModuleInfo, unit: Unit) -> frozenset[
     return frozenset(
         root
         for root in roots
-        if unbound_in_source(info, root, symbols.lookup(info, [root]), load=False)
+        if unbound_in_source(symbols, info, root, symbols.lookup(info, [root]), load=False)
     )
 
 

@@ -468,6 +468,23 @@ class Symbols:
     def _is_module_name(self, name: str, prefer: str | None) -> bool:
         return self._indexed(name, prefer) is not None
 
+    def stars_known(self, info: ModuleInfo) -> bool:
+        """Whether every star import of ``info`` (and of the modules those import, in turn)
+        is of an indexed module: then a name none of them exports is bound by none."""
+        seen: set[str] = set()
+        pending = [info]
+        while pending:
+            current = pending.pop()
+            for star in current.star_imports:
+                if star in seen:
+                    continue
+                seen.add(star)
+                other = self._indexed(star, current.source)
+                if other is None:
+                    return False
+                pending.append(other)
+        return True
+
     def _indexed(self, module: str, prefer: str | None) -> ModuleInfo | None:
         """The internal module ``module``: ``None`` when external or ``extern`` (an import)."""
         if self.index.is_extern(module):

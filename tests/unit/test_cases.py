@@ -471,6 +471,21 @@ def test_a_name_another_source_s_release_lacks_says_so_and_where_it_moved() -> N
     )
 
 
+def test_names_a_package_sets_on_itself_at_run_time_say_so() -> None:
+    """deepxde's backend: ``from lib.backend import relu`` and ``bkd.scale`` are set by a
+    loader function with ``setattr(thismod, api, ...)``; the messages name the package and
+    say it sets names on itself, not that ``lib.backend.relu`` is a module that does not
+    exist."""
+    problems = run_case("resolve_problem_names_set_at_run_time").problems
+    messages = sorted(p.message for p in problems)
+    assert len(messages) == 2
+    assert all(
+        "lib.backend sets names on itself when one of its functions runs" in m for m in messages
+    )
+    assert "'relu' is imported from lib.backend, which binds no 'relu' as written" in messages[0]
+    assert "does not exist" not in messages[0]
+
+
 def test_a_name_missing_from_the_block_s_own_source_is_no_release_mismatch() -> None:
     problems = run_case("resolve_problem_unresolved_name").problems
     (problem,) = [p for p in problems if p.code == "NNR501"]

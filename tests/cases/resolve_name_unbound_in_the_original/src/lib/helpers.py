@@ -1,0 +1,2 @@
+def clip(values):
+    return values.clamp(-1, 1)
