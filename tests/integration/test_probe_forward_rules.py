@@ -467,6 +467,33 @@ def test_a_stereo_check_gets_two_channels_and_a_float_check_float_targets() -> N
     ]
 
 
+def test_a_required_argument_of_literal_choices_gets_none_or_the_first_choice() -> None:
+    """pykeen: ``forward(h, r, t, *, mode: InductiveMode | None)`` with ``InductiveMode =
+    Literal["training", "validation", "testing"]`` (a string annotation under ``from
+    __future__ import annotations``): ``None``, the default behaviour; a ``Literal`` alone
+    gets its first choice; a union with a tensor is no choice of literals."""
+    import inspect
+    from typing import Literal, Optional
+
+    from nnrag.validate.probe.inputs import fill_inputs, literal_choice
+
+    mode = Literal["training", "validation", "testing"]
+    scope = {"InductiveMode": mode, "__name__": "block", "Optional": Optional, "torch": torch}
+    params = [
+        inspect.Parameter("h", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("kind", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=mode),
+        inspect.Parameter(
+            "mode", inspect.Parameter.KEYWORD_ONLY, annotation="InductiveMode | None"
+        ),
+    ]
+    primary = tensor_spec([2, 8])
+    args, kwargs = fill_inputs(params, primary, P, scope=scope)
+    assert args == [primary, "training"]
+    assert kwargs == {"mode": None}
+    assert literal_choice("Optional[torch.Tensor]", scope) is not None  # not a choice
+    assert literal_choice(mode | None, scope) is None
+
+
 def test_the_shape_repair_reaches_inputs_passed_by_keyword() -> None:
     """A same-shape check between the first input and a target given by keyword: the target
     takes the first input's shape; 0/1 label checks make it integer labels."""

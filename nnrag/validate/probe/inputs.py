@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import math
 import re
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -281,6 +283,13 @@ def fill_inputs(
             continue
         if p.default is not p.empty and not (optional_first and first):
             continue
+        chosen = literal_choice(p.annotation, scope or {}) if not first else _NO_CHOICE
+        if chosen is not _NO_CHOICE:  # forward(..., *, mode: Literal["train", "test"] | None)
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = chosen
+            else:
+                args.append(chosen)
+            continue
         ints = int_tuple(p.annotation, shape)
         if ints is not None:  # forward(shape: Tuple[int, int, int])
             if p.kind == p.KEYWORD_ONLY:
@@ -320,6 +329,30 @@ def fill_inputs(
         else:
             args.append(value)
     return args, kwargs
+
+
+_NO_CHOICE = object()
+
+
+def literal_choice(annotation: Any, scope: Mapping[str, Any]) -> Any:
+    """The value for an argument annotated with ``Literal`` choices: ``None`` where the
+    annotation allows it (``mode: Literal["training", "testing"] | None``: the default
+    behaviour), else the first choice; :data:`_NO_CHOICE` for any other annotation (a string
+    one is evaluated in the block's namespace)."""
+    if isinstance(annotation, str):
+        try:
+            annotation = eval(annotation, dict(scope))  # the block file's own annotation
+        except Exception:
+            return _NO_CHOICE
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return _NO_CHOICE
+    members = typing.get_args(annotation)
+    literals = [m for m in members if typing.get_origin(m) is typing.Literal]
+    if not literals or any(m is not type(None) and m not in literals for m in members):
+        return _NO_CHOICE
+    return None if type(None) in members else typing.get_args(literals[0])[0]
 
 
 def int_tuple(annotation: Any, shape: list[int]) -> dict[str, list[int]] | None:
