@@ -541,6 +541,26 @@ class Categories(nn.Module):  # one count per categorical column, checked before
         return x + sum(e.weight.sum() for e in self.embeds)
 
 
+class MaskedFlow(nn.Module):  # normflows: ``b`` is a mask over features, no annotation
+    def __init__(self, b, scale):
+        super().__init__()
+        self.register_buffer("b", b.view(1, *b.size()))
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        return x * self.b + self.scale
+
+
+class Coupling(nn.Module):  # normflows: ``param_map`` is a module, no annotation
+    def __init__(self, param_map, depth):
+        super().__init__()
+        self.add_module("param_map", param_map)
+        self.depth = depth
+
+    def forward(self, x):
+        return self.param_map(x)
+
+
 @dataclass
 class StageSettings:
     euclidean: bool = False
@@ -859,6 +879,18 @@ def test_an_integer_the_failing_line_iterates_becomes_a_list(
     categories = kwargs_of(sandbox, blocks, "Categories")["categories"]
     assert isinstance(categories, list)
     assert all(isinstance(c, int) for c in categories)
+
+
+def test_a_number_used_as_a_tensor_or_a_module_becomes_one(sandbox: Sandbox, blocks: Path) -> None:
+    """``b.view(...)`` of a synthesized ``b=2`` (``'int' object has no attribute 'view'``):
+    a vector of the profile's width; ``add_module("param_map", 2)`` (``int is not a Module
+    subclass``): a placeholder module. Only the parameter the failing line names changes."""
+    masked = kwargs_of(sandbox, blocks, "MaskedFlow")
+    assert masked["b"]["__call__"] == {"__ref__": "torch:tensor"}
+    assert isinstance(masked["scale"], (int, float))
+    coupling = kwargs_of(sandbox, blocks, "Coupling")
+    assert isinstance(coupling["param_map"], dict)
+    assert isinstance(coupling["depth"], int)
 
 
 def test_a_list_a_tensor_operation_met_becomes_a_tensor(sandbox: Sandbox, blocks: Path) -> None:

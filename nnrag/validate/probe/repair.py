@@ -101,6 +101,48 @@ def tensorize(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
     )
 
 
+_NUMBER_NOT_TENSOR = re.compile(r"'(?:int|float)' object has no attribute '(\w+)'")
+_NUMBER_NOT_MODULE = re.compile(r"\b(?:int|float) is not a Module subclass")
+
+
+def numbers_as_objects(ctor: Ctor, cls: type, error: BaseException) -> Ctor | None:
+    """Repair: a synthesized number the failing code used as a tensor (``'int' object has no
+    attribute 'view'``, an attribute tensors have, read as ``name.view``) becomes a vector of
+    the profile's width, alternating ones and zeros (a mask over features, the common case);
+    one handed to a module container (``int is not a Module subclass``) becomes a placeholder
+    module. Only the parameters a line of the traceback names."""
+    if ctor.origin != "synthesized":
+        return None
+    text, lines = str(error), _traceback_lines(error)
+    numbers = {
+        k: v
+        for k, v in ctor.kwargs.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    tensor_read = _NUMBER_NOT_TENSOR.search(text) if isinstance(error, AttributeError) else None
+    if tensor_read is not None and hasattr(torch.Tensor, tensor_read.group(1)):
+        attribute = tensor_read.group(1)
+        width = (ctor.profile or PROFILES[0]).dim
+        values = [float((i + 1) % 2) for i in range(width)]
+        return _replaced_numbers(
+            ctor,
+            [k for k in numbers if re.search(rf"\b{re.escape(k)}\.{attribute}\b", lines)],
+            lambda _: remember(torch.tensor(values), call(torch.tensor, [values])),
+        )
+    if isinstance(error, TypeError) and _NUMBER_NOT_MODULE.search(text):
+        synth = Synth(sys.modules.get(cls.__module__), ctor.profile or PROFILES[0])
+        return _replaced_numbers(
+            ctor,
+            [k for k in numbers if re.search(rf"\b{re.escape(k)}\b", lines)],
+            lambda name: synth.submodule(name, None),
+        )
+    return None
+
+
+def _replaced_numbers(ctor: Ctor, names: list[str], value: Callable[[str], object]) -> Ctor | None:
+    return ctor.with_kwargs({name: value(name) for name in names}) if names else None
+
+
 _LAYER_NAMES = re.compile(r"(norm|act|conv)\w*(layer|_fn|_cls)$|^(norm|act|conv)$")
 
 
