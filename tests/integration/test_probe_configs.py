@@ -355,6 +355,37 @@ def test_harvest_keeps_the_method_resolution_of_classes_without_their_own_method
     assert [record["class"] for record in harvested] == ["Stack"]
 
 
+def test_harvesting_a_part_called_with_complex_tensors_does_not_fail_the_block(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """pykeen's RotatE hands complex embeddings to its interaction: recording that call (a
+    spec's ``high`` is ``max() + 1`` for integer tensors) must not raise ``max_all not
+    implemented for 'ComplexFloat'`` into the block; the call is recorded without data."""
+    code = """
+    class Rotate(nn.Module):
+        def forward(self, h, r):
+            return (h * r).real
+
+
+    class Block(nn.Module):
+        def __init__(self, width: int = 8):
+            super().__init__()
+            self.proj = nn.Linear(width, 2 * width)
+            self.rotate = Rotate()
+
+        def forward(self, x):
+            h = torch.view_as_complex(self.proj(x).view(*x.shape, 2))
+            return self.rotate(h, h)
+    """
+    path = tmp_path / "Block.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    result, harvested = run_validation(
+        path, block_id="t:m:Block", class_name="Block", sandbox=sandbox, harvest=True
+    )
+    assert result.passed, result.message
+    assert [record["class"] for record in harvested] == ["Rotate"]
+
+
 def test_an_integer_checked_against_a_table_takes_its_smallest_key(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

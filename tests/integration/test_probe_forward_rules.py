@@ -494,6 +494,40 @@ def test_a_required_argument_of_literal_choices_gets_none_or_the_first_choice() 
     assert literal_choice(mode | None, scope) is None
 
 
+def test_inputs_read_annotations_through_a_recording_wrapper_of_forward() -> None:
+    """The harvest pass wraps ``forward`` with ``functools.wraps`` in its own module: the
+    annotations (``mode: "Mode | None"``) still resolve in the block's namespace, so the
+    literal argument is ``None`` in a harvesting run too, not a tensor (the test module's
+    postponed annotations make it a string there, as in many sources)."""
+    import itertools
+    from typing import Literal
+
+    from nnrag.validate.probe.inputs import input_candidates
+
+    namespace: dict[str, Any] = {"Mode": Literal["train", "test"], "nn": nn, "__name__": "blk"}
+    exec(
+        "class Scorer(nn.Module):\n"
+        "    def forward(self, x, *, mode: Mode | None):\n"
+        "        return x\n",
+        namespace,
+    )
+    recorder: dict[str, Any] = {}
+    exec(  # a wrapper whose module knows nothing of ``Mode``
+        "import functools\n"
+        "def wrap(forward):\n"
+        "    @functools.wraps(forward)\n"
+        "    def recording(self, *args, **kwargs):\n"
+        "        return forward(self, *args, **kwargs)\n"
+        "    return recording\n",
+        recorder,
+    )
+    scorer = namespace["Scorer"]
+    scorer.forward = recorder["wrap"](scorer.forward)
+    candidates = list(itertools.islice(input_candidates(scorer(), P, {}), 2))
+    assert candidates
+    assert [kwargs for _, kwargs in candidates] == [{"mode": None}] * 2
+
+
 def test_the_shape_repair_reaches_inputs_passed_by_keyword() -> None:
     """A same-shape check between the first input and a target given by keyword: the target
     takes the first input's shape; 0/1 label checks make it integer labels."""

@@ -73,7 +73,7 @@ class Harvester:
                     "inputs": [encode(a, strict=True) for a in args],
                     "input_kwargs": {k: encode(v, strict=True) for k, v in kwargs.items()},
                 }
-            except TypeError:
+            except Exception:  # recording must never fail the block: this call goes unrecorded
                 inputs = None
             out = forward(self_, *args, **kwargs)
             if inputs is not None:

@@ -27,7 +27,7 @@ from nnrag.validate.probe.levels import ctor_defaults, level_inputs
 from nnrag.validate.probe.meets import first_met_elsewhere, met_inputs
 from nnrag.validate.probe.profiles import MISSING, Profile, float_for, int_for
 from nnrag.validate.probe.reshape import repair  # noqa: F401  # re-exported: older callers import it here
-from nnrag.validate.probe.signatures import signature_of
+from nnrag.validate.probe.signatures import globals_of, signature_of
 from nnrag.validate.probe.structured import dict_keys
 from nnrag.validate.probe.values import decode, seed_cpu, tensor_spec
 
@@ -218,7 +218,7 @@ def input_candidates(
         for p in params:
             if p.name not in keys and _DICT_OF.match(_text(p.annotation)):
                 keys[p.name] = named
-    scope = getattr(module.forward, "__globals__", {})
+    scope = globals_of(module.forward)
     levels = level_inputs(params, {**ctor_defaults(module), **ctor}, profile.img, module)
     if levels is not None:  # ``in_channels=[16, 32]``: one feature map per level, first
         args, kwargs = fill_inputs(params, levels[0], profile, keys, scope)

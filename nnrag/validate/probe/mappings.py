@@ -8,7 +8,13 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nnrag.validate.probe.signatures import init_signature, is_name, parsed_source, signature_of
+from nnrag.validate.probe.signatures import (
+    globals_of,
+    init_signature,
+    is_name,
+    parsed_source,
+    signature_of,
+)
 from nnrag.validate.probe.usage import receiving_parameter
 
 __all__ = ["MappingUse", "keyed_instance", "mapping_use"]
@@ -117,7 +123,7 @@ class _Walk:
         tree = parsed_source(func)
         if tree is None:
             return
-        scope = getattr(func, "__globals__", {})
+        scope = globals_of(func)
         held: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and is_name(node.value, name) and owner is not None:

@@ -16,7 +16,7 @@ from torch import nn
 
 from nnrag.validate.probe.annotations import nothing_to_configure
 from nnrag.validate.probe.kinds import kind_score
-from nnrag.validate.probe.signatures import signature_of
+from nnrag.validate.probe.signatures import globals_of, signature_of
 from nnrag.validate.probe.structured import dict_keys
 from nnrag.validate.probe.values import ref, tensor_spec
 
@@ -59,7 +59,7 @@ def sample_inputs(
     if first is None:
         return []
     sizes = _image_sizes(first["shape"])
-    scope = getattr(block.forward, "__globals__", {})
+    scope = globals_of(block.forward)
     found: tuple[list[Any], dict[str, Any]] | None = None
     if m := _KEY_ERROR.match(message.strip()):
         found = _with_meta_key(args, kwargs, m.group(1), sizes)
@@ -384,7 +384,7 @@ def _setter_class(cls: type, attr: str) -> type | None:
     params = list(sig.parameters.values()) if sig else []
     if len(params) < 2:
         return None
-    scope = getattr(prop.fset, "__globals__", {})
+    scope = globals_of(prop.fset)
     named = _annotated_classes(params[1].annotation, scope)
     return next((c for c in named if _record_class(c)), None)
 

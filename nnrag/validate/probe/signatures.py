@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import enum
 import inspect
 import re
@@ -39,6 +40,14 @@ def type_hints(init: inspect.Signature | None, owner: Any) -> dict[str, Any]:
         if annotation is not inspect.Parameter.empty:
             out[name] = annotation
     return out
+
+
+def globals_of(func: Any) -> Mapping[str, Any]:
+    """The module namespace ``func``'s annotations and names refer to: its own, through any
+    ``functools.wraps`` wrapper (the harvest's recording ``forward`` is one)."""
+    with contextlib.suppress(ValueError):  # a wrapper chain that loops: the outer one
+        func = inspect.unwrap(func)
+    return getattr(func, "__globals__", {})
 
 
 def signature_of(func: Any) -> inspect.Signature | None:

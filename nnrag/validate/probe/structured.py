@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nnrag.validate.probe.signatures import globals_of
 from nnrag.validate.probe.values import call, remember
 
 
@@ -91,7 +92,7 @@ def output_keys(cls: type, name: str) -> list[str]:
     }
     read = _keys_read(forward)
     keys = [key for out in sorted(outputs) for key in read.get(out, [])]
-    scope = getattr(vars_init(cls), "__globals__", {})
+    scope = globals_of(vars_init(cls))
     for node in ast.walk(forward):  # ``self.head(features)``: the keys the head reads
         if not (isinstance(node, ast.Call) and node.args and _self_attr(node.func) in built):
             continue

@@ -8,7 +8,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nnrag.validate.probe.signatures import init_signature, is_name, parsed_source, signature_of
+from nnrag.validate.probe.signatures import (
+    globals_of,
+    init_signature,
+    is_name,
+    parsed_source,
+    signature_of,
+)
 
 
 def parameter_usage(cls: Any, name: str) -> tuple[set[str], list[str]]:
@@ -98,7 +104,7 @@ class _Usage:
         tree = parsed_source(func)
         if tree is None:
             return set()
-        scope = getattr(func, "__globals__", {})
+        scope = globals_of(func)
         held: set[str] = set()
         for node in ast.walk(tree):
             if is_name(node, name, ast.Attribute):

@@ -139,7 +139,12 @@ def _tensor(value: torch.Tensor) -> dict[str, object]:
     if value.numel() <= SMALL_TENSOR and value.layout == torch.strided and not value.is_complex():
         return {"shape": list(value.shape), "dtype": dtype, "data": value.detach().cpu().tolist()}
     spec: dict[str, object] = {"shape": list(value.shape), "dtype": dtype}
-    if not value.is_floating_point() and value.dtype != torch.bool and value.numel():
+    if (
+        not value.is_floating_point()
+        and not value.is_complex()  # no order, no ``max``
+        and value.dtype != torch.bool
+        and value.numel()
+    ):
         spec["high"] = int(value.max()) + 1
     return spec
 
