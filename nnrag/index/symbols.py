@@ -282,12 +282,11 @@ class Symbols:
             return Resolution(kind="definition", name=name, module=info, units=computed)
         for star in reversed(info.star_imports):
             if self._indexed(star, info.source) is None and not self._internal(star):
-                binding = ImportBinding(name="*", module=star, attr="*")
                 return Resolution(
                     kind="external",
                     name=name,
                     module=info,
-                    binding=_star_binding(info, star) or binding,
+                    binding=_named_from_star(info, star, name),
                     target=".".join((star, name, *rest)),
                 )
         return Resolution(
@@ -552,9 +551,27 @@ def _lazy_binding(unit: Unit, name: str) -> ImportBinding | None:
     return found
 
 
-def _star_binding(info: ModuleInfo, module: str) -> ImportBinding | None:
-    for unit in info.units:
-        for binding in unit.imports:
-            if binding.attr == "*" and binding.module == module:
-                return binding
-    return None
+def _named_from_star(info: ModuleInfo, module: str, name: str) -> ImportBinding:
+    """``from module import name`` for a name only ``info``'s ``from module import *`` of an
+    external module can bind (``simplify`` through ``from sympy import *``): the block file
+    imports it by name, so it says where the name comes from, and a name the package lacks
+    fails at import with the package named."""
+    star = next(
+        (
+            binding
+            for unit in info.units
+            for binding in unit.imports
+            if binding.attr == "*" and binding.module == module
+        ),
+        None,
+    )
+    if star is None:
+        return ImportBinding(name=name, module=module, attr=name)
+    return ImportBinding(
+        name=name,
+        module=module,
+        attr=name,
+        conditional=star.conditional,
+        type_checking=star.type_checking,
+        line=star.line,
+    )
