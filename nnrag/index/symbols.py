@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -567,11 +567,4 @@ def _named_from_star(info: ModuleInfo, module: str, name: str) -> ImportBinding:
     )
     if star is None:
         return ImportBinding(name=name, module=module, attr=name)
-    return ImportBinding(
-        name=name,
-        module=module,
-        attr=name,
-        conditional=star.conditional,
-        type_checking=star.type_checking,
-        line=star.line,
-    )
+    return replace(star, name=name, attr=name)
