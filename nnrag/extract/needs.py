@@ -318,7 +318,7 @@ class UnitScanner:
         ``emulate_int*_*`` definition), and a string handed on with the module's name
         (``register("jitter", __name__, "JITTER")``: ``JITTER``)."""
         patterned = bool({"globals", "vars"} & self.read_roots(unit))
-        handed = "__name__" in self.spoken(info, unit)
+        handed = "__name__" in self.text(info, unit)  # a substring test: most units have none
         tree = self.tree(info, unit) if patterned or handed else None
         if tree is None:
             return []
