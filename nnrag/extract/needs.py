@@ -110,6 +110,7 @@ class UnitScanner:
         self._received: dict[UnitKey, frozenset[str]] = {}
         self._aliases: dict[UnitKey, bool] = {}
         self._dead: dict[UnitKey, frozenset[tuple[int, str]]] = {}
+        self._looked_up: dict[UnitKey, tuple[tuple[str, bool], ...]] = {}
         self._stored: dict[UnitKey, dict[str, str]] = {}
         self._loaded: dict[tuple[UnitKey, tuple[tuple[int, int], ...]], frozenset[str]] = {}
         self._spoken: dict[UnitKey, frozenset[str]] = {}
@@ -316,7 +317,15 @@ class UnitScanner:
         can look up by a string, so that the closure carries them: a namespace read by a
         partly constant key (``globals()[f"emulate_int{bits}_{method}"]``: every
         ``emulate_int*_*`` definition), and a string handed on with the module's name
-        (``register("jitter", __name__, "JITTER")``: ``JITTER``)."""
+        (``register("jitter", __name__, "JITTER")``: ``JITTER``). Memoized: every emission
+        asks again for each unit it writes."""
+        key = (info.source, info.module, unit.index)
+        found = self._looked_up.get(key)
+        if found is None:
+            found = self._looked_up[key] = tuple(self._namespace_names(info, unit))
+        return list(found)
+
+    def _namespace_names(self, info: ModuleInfo, unit: Unit) -> list[tuple[str, bool]]:
         patterned = bool({"globals", "vars"} & self.read_roots(unit))
         handed = "__name__" in self.text(info, unit)  # a substring test: most units have none
         tree = self.tree(info, unit) if patterned or handed else None
