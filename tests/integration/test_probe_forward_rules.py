@@ -528,6 +528,26 @@ def test_inputs_read_annotations_through_a_recording_wrapper_of_forward() -> Non
     assert [kwargs for _, kwargs in candidates] == [{"mode": None}] * 2
 
 
+def test_an_embedding_row_out_of_range_keeps_indices_below_two() -> None:
+    """``IndexError: index out of range in self`` from an embedding lookup (pykeen's models
+    index entity tables built for a small synthesized graph): every integer input indexes
+    rows 0 and 1 only; float inputs and labels already below that stay. Integer indices
+    wanted once the first input is one: the float inputs shaped like it become indices."""
+    message = "IndexError: index out of range in self"
+    heads = {"shape": [2, 16], "dtype": "int64", "high": 10}
+    relations = {"shape": [2, 16], "dtype": "int64", "high": 10}
+    flags = {"shape": [2, 16], "dtype": "int64", "high": 2}
+    fixed = repair(message, [heads, relations, flags, tensor_spec([2, 16])], P)
+    assert fixed == [dict(heads, high=2), dict(relations, high=2), flags, tensor_spec([2, 16])]
+    assert repair(message, [flags], P) is None
+    indices = (
+        "RuntimeError: Expected tensor for argument #1 'indices' to have one of the following "
+        "scalar types: Long, Int; but got torch.FloatTensor instead"
+    )
+    floats = [tensor_spec([2, 16]), tensor_spec([2, 16])]
+    assert repair(indices, [heads, *floats], P) == [heads, dict(flags), dict(flags)]
+
+
 def test_the_shape_repair_reaches_inputs_passed_by_keyword() -> None:
     """A same-shape check between the first input and a target given by keyword: the target
     takes the first input's shape; 0/1 label checks make it integer labels."""

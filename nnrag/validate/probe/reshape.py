@@ -38,6 +38,8 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         return float_targets(args)
     if _BINARY_TARGETS.search(message):
         return binary_targets(args)
+    if spec.get("dtype") == "int64" and "index out of range in self" in message:
+        return embedding_rows(args)  # forward indexes embeddings: (h, r, t) entity ids
     if (
         isinstance(labels, dict)
         and labels.get("dtype") == "int64"
@@ -57,6 +59,18 @@ def repair(message: str, args: list[Any], profile: Profile) -> list[Any] | None:
         for a in args[1:]
     ]
     return [spec, *rest]
+
+
+def embedding_rows(args: list[Any]) -> list[Any] | None:
+    """The inputs after an embedding looked up a row it lacks (``index out of range in
+    self``): every integer input indexes rows 0 and 1 only, which any table has."""
+    fixed = [
+        dict(a, high=2)
+        if isinstance(a, dict) and a.get("dtype") == "int64" and a.get("high", 0) > 2
+        else a
+        for a in args
+    ]
+    return fixed if fixed != args else None
 
 
 def repair_with_keywords(
@@ -456,8 +470,18 @@ def _too_small(m: re.Match[str], t: _Tried) -> object:
     r"|Expected tensor for argument #1 'indices'"
 )
 def _indices(m: re.Match[str], t: _Tried) -> object:
-    t.spec.update(dtype="int64", high=10)
-    return _Args([t.spec, *t.args[1:]])
+    """Integer indices wanted: the first input; once it is one, the float inputs shaped like
+    it (``forward(h, r, t)``: every argument indexes a table)."""
+    if t.spec.get("dtype") != "int64":
+        t.spec.update(dtype="int64", high=10)
+        return _Args([t.spec, *t.args[1:]])
+    rest = [
+        {"shape": list(a["shape"]), "dtype": "int64", "high": 2}
+        if isinstance(a, dict) and a.get("dtype") == "float32" and a.get("shape") == t.shape
+        else a
+        for a in t.args[1:]
+    ]
+    return _Args([t.spec, *rest]) if rest != t.args[1:] else None
 
 
 @_rule(r"\binput\b[^()]*?\bshape\b[^()]*?\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)")
