@@ -325,6 +325,18 @@ def test_config_attributes_read_where_the_config_is_handed_on(
     assert isinstance(fields["hidden_size"], int)
 
 
+def harvested_classes(sandbox: Sandbox, tmp_path: Path, code: str) -> list[str]:
+    """Validate ``Block`` of ``code`` with the harvest on; it must pass. The classes whose
+    calls the run recorded."""
+    path = tmp_path / "Block.py"
+    path.write_text(HEAD + textwrap.dedent(code))
+    result, harvested = run_validation(
+        path, block_id="t:m:Block", class_name="Block", sandbox=sandbox, harvest=True
+    )
+    assert result.passed, result.message
+    return [record["class"] for record in harvested]
+
+
 def test_harvest_keeps_the_method_resolution_of_classes_without_their_own_methods(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -346,13 +358,7 @@ def test_harvest_keeps_the_method_resolution_of_classes_without_their_own_method
         def forward(self, x):
             return self.body(x)
     """
-    path = tmp_path / "Block.py"
-    path.write_text(HEAD + textwrap.dedent(code))
-    result, harvested = run_validation(
-        path, block_id="t:m:Block", class_name="Block", sandbox=sandbox, harvest=True
-    )
-    assert result.passed, result.message
-    assert [record["class"] for record in harvested] == ["Stack"]
+    assert harvested_classes(sandbox, tmp_path, code) == ["Stack"]
 
 
 def test_harvesting_a_part_called_with_complex_tensors_does_not_fail_the_block(
@@ -377,13 +383,7 @@ def test_harvesting_a_part_called_with_complex_tensors_does_not_fail_the_block(
             h = torch.view_as_complex(self.proj(x).view(*x.shape, 2))
             return self.rotate(h, h)
     """
-    path = tmp_path / "Block.py"
-    path.write_text(HEAD + textwrap.dedent(code))
-    result, harvested = run_validation(
-        path, block_id="t:m:Block", class_name="Block", sandbox=sandbox, harvest=True
-    )
-    assert result.passed, result.message
-    assert [record["class"] for record in harvested] == ["Rotate"]
+    assert harvested_classes(sandbox, tmp_path, code) == ["Rotate"]
 
 
 def test_an_integer_checked_against_a_table_takes_its_smallest_key(
